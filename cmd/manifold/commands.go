@@ -1,0 +1,380 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/manifold-mcp/manifold/internal/config"
+	"github.com/manifold-mcp/manifold/proxy"
+	"github.com/manifold-mcp/manifold/upstream"
+)
+
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return proxy.Version
+}
+
+// common holds the flags every command shares.
+type common struct {
+	config   string
+	logLevel string
+}
+
+func newFlags(name, synopsis string, stderr io.Writer, c *common) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.config, "config", "", "path of the proxy config (default: $MANIFOLD_CONFIG, ./proxy.toml, or $XDG_CONFIG_HOME/manifold/proxy.toml)")
+	fs.StringVar(&c.logLevel, "log-level", "", "log level on stderr: debug, info, warn or error (default: the config's log_level)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: manifold %s\n\nFlags:\n", synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parse parses flags; --help is not an error.
+func parse(fs *flag.FlagSet, args []string) (bool, error) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return false, nil
+		}
+		return false, exitError{code: 2}
+	}
+	return true, nil
+}
+
+// configPath picks the config file: the flag, $MANIFOLD_CONFIG, ./proxy.toml,
+// then the user's config folder.
+func configPath(flagValue string) string {
+	if flagValue != "" {
+		return flagValue
+	}
+	if p := os.Getenv("MANIFOLD_CONFIG"); p != "" {
+		return p
+	}
+	if _, err := os.Stat("proxy.toml"); err == nil {
+		return "proxy.toml"
+	}
+	if dir, err := os.UserConfigDir(); err == nil {
+		p := filepath.Join(dir, "manifold", "proxy.toml")
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	return "proxy.toml"
+}
+
+func loadConfig(c common) (*config.Config, error) {
+	cfg, err := config.Load(configPath(c.config))
+	if err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+func newLogger(w io.Writer, level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, usageError("log level %q: want debug, info, warn or error", level)
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+}
+
+// proxyOptions maps the config onto the proxy's typed options.
+func proxyOptions(cfg *config.Config, log *slog.Logger) proxy.Options {
+	opts := proxy.Options{
+		CallTimeout:      cfg.CallTimeout,
+		FirstListTimeout: cfg.FirstListTimeout,
+		MaxMessageBytes:  cfg.MaxMessageBytes,
+		Logger:           log,
+	}
+	for _, s := range cfg.Servers {
+		var env []string
+		keys := make([]string, 0, len(s.Env))
+		for k := range s.Env {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			env = append(env, k+"="+s.Env[k])
+		}
+		opts.Servers = append(opts.Servers, proxy.ServerConfig{
+			Upstream: upstream.Options{
+				Name:            s.Name,
+				Command:         s.Command,
+				Args:            s.Args,
+				Env:             env,
+				Dir:             s.Cwd,
+				URL:             s.URL,
+				Headers:         s.Headers,
+				Transport:       s.Transport,
+				StartupTimeout:  s.StartupTimeout,
+				MaxMessageBytes: s.MaxMessageBytes,
+			},
+			Prefix:      s.Prefix,
+			Required:    s.Required,
+			CallTimeout: s.CallTimeout,
+		})
+	}
+	return opts
+}
+
+// startProxy loads the config, builds the proxy and starts the upstreams.
+func startProxy(ctx context.Context, c common, defaultLevel string, stderr io.Writer) (*proxy.Server, *config.Config, error) {
+	cfg, err := loadConfig(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	level := c.logLevel
+	if level == "" {
+		level = defaultLevel
+	}
+	if level == "" {
+		level = cfg.LogLevel
+	}
+	log, err := newLogger(stderr, level)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := proxy.New(proxyOptions(cfg, log))
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", cfg.Path, err)
+	}
+	if err := p.Start(ctx); err != nil {
+		_ = p.Close()
+		return nil, nil, err
+	}
+	return p, cfg, nil
+}
+
+func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	var c common
+	fs := newFlags("serve", "serve [--config FILE] [--http ADDR] [--allow-remote]", stderr, &c)
+	httpAddr := fs.String("http", "", "serve streamable HTTP on ADDR (e.g. 127.0.0.1:7777) at /mcp instead of stdio")
+	allowRemote := fs.Bool("allow-remote", false, "allow --http to listen on a non-loopback address (there is no authentication: only behind a trusted network)")
+	if ok, err := parse(fs, args); !ok {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError("serve: unexpected argument %q", fs.Arg(0))
+	}
+	p, cfg, err := startProxy(ctx, c, "", stderr)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	if *httpAddr == "" {
+		return p.ServeStdio(ctx, stdin, stdout)
+	}
+	return serveHTTP(ctx, p, cfg, *httpAddr, *allowRemote, stderr)
+}
+
+func serveHTTP(ctx context.Context, p *proxy.Server, cfg *config.Config, addr string, allowRemote bool, stderr io.Writer) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return usageError("--http %q: want HOST:PORT, e.g. 127.0.0.1:7777", addr)
+	}
+	if ip := net.ParseIP(host); !allowRemote && host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return usageError("--http %q is not a loopback address; Manifold has no authentication, so it listens on loopback only unless --allow-remote is given", addr)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", p.HTTPHandler(proxy.HTTPOptions{AllowedHosts: cfg.HTTP.AllowedHosts, AllowedOrigins: cfg.HTTP.AllowedOrigins}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(stderr, "manifold: serving MCP on http://%s/mcp\n", ln.Addr())
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(sctx)
+	return nil
+}
+
+func cmdCheck(args []string, stdout, stderr io.Writer) error {
+	var c common
+	fs := newFlags("check", "check [--config FILE]", stderr, &c)
+	if ok, err := parse(fs, args); !ok {
+		return err
+	}
+	cfg, err := loadConfig(c)
+	if err != nil {
+		n := 1
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			n = len(j.Unwrap())
+		}
+		return exitError{code: 1, msg: fmt.Sprintf("%d problem(s):\n%v", n, err)}
+	}
+	if _, err := proxy.New(proxyOptions(cfg, nil)); err != nil {
+		return exitError{code: 1, msg: fmt.Sprintf("%s: %v", cfg.Path, err)}
+	}
+	fmt.Fprintf(stdout, "%s: ok, %d server(s)\n", cfg.Path, len(cfg.Servers))
+	for _, s := range cfg.Servers {
+		what := s.Command + " " + strings.Join(s.Args, " ")
+		if s.URL != "" {
+			what = s.URL + " (" + s.Transport + ")"
+		}
+		prefix := s.Prefix + "__"
+		if s.Prefix == "" {
+			prefix = "(none)"
+		}
+		fmt.Fprintf(stdout, "  %-16s prefix %-14s %s\n", s.Name, prefix, strings.TrimSpace(what))
+	}
+	return nil
+}
+
+func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var c common
+	fs := newFlags("tools", "tools [--config FILE]", stderr, &c)
+	if ok, err := parse(fs, args); !ok {
+		return err
+	}
+	p, _, err := startProxy(ctx, c, "warn", stderr)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	select {
+	case <-p.Ready():
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "EXPOSED\tKIND\tSERVER\tORIGINAL\tDESCRIPTION")
+	for _, e := range p.Catalog() {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.Exposed, e.Kind, e.Server, e.Original, oneLine(e.Description, 70))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, st := range p.Status() {
+		if st.State != "up" {
+			fmt.Fprintf(stdout, "\nserver %q is %s: %s\n", st.Name, st.State, st.Err)
+		}
+	}
+	return nil
+}
+
+func oneLine(s string, max int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > max {
+		return string(r[:max-1]) + "…"
+	}
+	return s
+}
+
+func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var c common
+	fs := newFlags("call", "call [--config FILE] NAME [JSON-ARGUMENTS]", stderr, &c)
+	asJSON := fs.Bool("json", false, "print the whole result as JSON")
+	if ok, err := parse(fs, args); !ok {
+		return err
+	}
+	if fs.NArg() < 1 || fs.NArg() > 2 {
+		fs.Usage()
+		return usageError("call: want a tool name and optional JSON arguments")
+	}
+	name := fs.Arg(0)
+	var arguments json.RawMessage
+	if fs.NArg() == 2 {
+		arguments = json.RawMessage(fs.Arg(1))
+		var obj map[string]any
+		if err := json.Unmarshal(arguments, &obj); err != nil {
+			return usageError("call: arguments must be a JSON object, e.g. '{\"path\":\"README.md\"}': %v", err)
+		}
+	}
+	p, _, err := startProxy(ctx, c, "warn", stderr)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+
+	// The call travels the same path a client's does: an MCP client talks to
+	// the proxy's stdio server over a pair of pipes.
+	cr, pw := io.Pipe()
+	pr, cw := io.Pipe()
+	serveDone := make(chan error, 1)
+	go func() {
+		serveDone <- p.ServeStdio(ctx, pr, pw)
+		pw.Close()
+	}()
+	client := mcp.NewClient(&mcp.Implementation{Name: "manifold-call", Version: version()}, nil)
+	cs, err := client.Connect(ctx, &mcp.IOTransport{Reader: cr, Writer: cw}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		return fmt.Errorf("connect to the proxy: %w", err)
+	}
+	params := &mcp.CallToolParams{Name: name}
+	if arguments != nil {
+		params.Arguments = arguments
+	}
+	res, err := cs.CallTool(ctx, params)
+	_ = cs.Close()
+	<-serveDone
+	if err != nil {
+		return fmt.Errorf("call %q: %w", name, err)
+	}
+	if *asJSON {
+		b, err := json.MarshalIndent(res, "", "  ")
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, string(b))
+	} else {
+		printResult(stdout, res)
+	}
+	if res.IsError {
+		return exitError{code: 1, msg: fmt.Sprintf("tool %q returned an error", name)}
+	}
+	return nil
+}
+
+func printResult(w io.Writer, res *mcp.CallToolResult) {
+	for _, ct := range res.Content {
+		switch ct := ct.(type) {
+		case *mcp.TextContent:
+			fmt.Fprintln(w, ct.Text)
+		case *mcp.ResourceLink:
+			fmt.Fprintf(w, "[resource link] %s %s\n", ct.URI, ct.Name)
+		case *mcp.EmbeddedResource:
+			if ct.Resource != nil {
+				fmt.Fprintf(w, "[resource] %s\n%s\n", ct.Resource.URI, ct.Resource.Text)
+			}
+		case *mcp.ImageContent:
+			fmt.Fprintf(w, "[image %s, %d bytes]\n", ct.MIMEType, len(ct.Data))
+		case *mcp.AudioContent:
+			fmt.Fprintf(w, "[audio %s, %d bytes]\n", ct.MIMEType, len(ct.Data))
+		default:
+			b, _ := json.Marshal(ct)
+			fmt.Fprintln(w, string(b))
+		}
+	}
+	if res.StructuredContent != nil && len(res.Content) == 0 {
+		b, _ := json.MarshalIndent(res.StructuredContent, "", "  ")
+		fmt.Fprintln(w, string(b))
+	}
+}

@@ -1,0 +1,92 @@
+// Command manifold is one MCP server in front of many: it starts the upstream
+// servers listed in proxy.toml, merges and namespaces what they offer, and
+// serves the whole over stdio or streamable HTTP.
+//
+// This package only parses flags, loads the config, wires the packages together
+// and handles signals; the work is done in proxy, upstream and internal/config.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop() // a second signal now terminates the process at once
+	}()
+	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		var ee exitError
+		if errors.As(err, &ee) {
+			if ee.msg != "" {
+				fmt.Fprintln(os.Stderr, "manifold: "+ee.msg)
+			}
+			os.Exit(ee.code)
+		}
+		fmt.Fprintln(os.Stderr, "manifold: "+err.Error())
+		os.Exit(1)
+	}
+}
+
+// exitError carries a specific exit status out of run.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e exitError) Error() string { return e.msg }
+
+func usageError(format string, args ...any) error {
+	return exitError{code: 2, msg: fmt.Sprintf(format, args...)}
+}
+
+const usage = `manifold: one MCP server in front of many.
+
+Usage:
+  manifold serve [--config FILE] [--http ADDR]   serve MCP on stdio (default) or streamable HTTP
+  manifold check [--config FILE]                 validate the config without starting anything
+  manifold tools [--config FILE]                 start the servers and print the merged catalog
+  manifold call  [--config FILE] NAME [JSON]     call one tool through the full proxy path
+  manifold version                               print the version
+
+The config is --config, else $MANIFOLD_CONFIG, else ./proxy.toml, else
+$XDG_CONFIG_HOME/manifold/proxy.toml. Run "manifold COMMAND --help" for a
+command's flags.
+`
+
+// run is the whole program; tests call it directly.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return usageError("")
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "serve":
+		return cmdServe(ctx, rest, stdin, stdout, stderr)
+	case "check":
+		return cmdCheck(rest, stdout, stderr)
+	case "tools":
+		return cmdTools(ctx, rest, stdout, stderr)
+	case "call":
+		return cmdCall(ctx, rest, stdout, stderr)
+	case "version", "--version", "-v":
+		fmt.Fprintf(stdout, "manifold %s\n", version())
+		return nil
+	case "help", "--help", "-h":
+		fmt.Fprint(stdout, usage)
+		return nil
+	default:
+		fmt.Fprint(stderr, usage)
+		return usageError("unknown command %q", cmd)
+	}
+}

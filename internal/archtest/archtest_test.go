@@ -1,0 +1,317 @@
+package archtest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+const module = "github.com/manifold-mcp/manifold"
+
+const (
+	goSDK    = "github.com/modelcontextprotocol/go-sdk"
+	toml     = "github.com/BurntSushi/toml"
+	goPlugin = "github.com/hashicorp/go-plugin"
+)
+
+// rule says what the packages matching one pattern may not depend on, directly
+// or transitively. Test imports are not checked.
+type rule struct {
+	// dir is the rule's directory under the module root; the rule covers dir/...
+	// "." covers the whole module.
+	dir string
+	// stdlibOnly allows only the standard library and packages under dir.
+	stdlibOnly bool
+	// forbidden lists import-path prefixes (whole path elements) that no package
+	// under dir may reach. A prefix does not apply to packages inside it, so the
+	// rule "nothing imports cmd" leaves cmd's own packages free to import each other.
+	forbidden []string
+}
+
+// rules is ARCHITECTURE §1 as data.
+var rules = []rule{
+	{dir: "policy", stdlibOnly: true},
+	{dir: "upstream", forbidden: []string{
+		module + "/proxy", module + "/policy", module + "/plugins", module + "/internal/config",
+		module + "/cmd", toml, goPlugin,
+	}},
+	{dir: "proxy", forbidden: []string{
+		module + "/internal/config", module + "/plugins", module + "/cmd", toml, goPlugin,
+	}},
+	{dir: "plugins", forbidden: []string{
+		module + "/proxy", module + "/internal/config", module + "/cmd", toml,
+	}},
+	{dir: "internal/config", forbidden: []string{
+		module + "/proxy", module + "/plugins", module + "/cmd", goSDK,
+	}},
+	{dir: ".", forbidden: []string{module + "/cmd"}},
+}
+
+func TestDependencyDirection(t *testing.T) {
+	root := moduleRoot(t)
+	for _, r := range rules {
+		t.Run(r.dir, func(t *testing.T) {
+			if !hasGoFiles(t, filepath.Join(root, r.dir)) {
+				t.Skipf("%s/ has no non-test Go files yet", r.dir)
+			}
+			pkgs := listDeps(t, root, "./"+r.dir+"/...")
+			var roots int
+			for _, p := range pkgs {
+				if !p.DepOnly {
+					roots++
+				}
+			}
+			if roots == 0 {
+				t.Fatalf("go list matched no packages under %s/, which has Go files", r.dir)
+			}
+			for _, v := range r.violations(pkgs) {
+				t.Error(v)
+			}
+		})
+	}
+}
+
+// pkg is one entry of `go list -deps -json`.
+type pkg struct {
+	ImportPath string
+	Standard   bool
+	DepOnly    bool // a dependency only, not matched by the pattern
+	Imports    []string
+}
+
+// violations reports, for each package matched by r (DepOnly false) and each
+// forbidden package it reaches, one line with the shortest import chain.
+func (r rule) violations(pkgs []pkg) []string {
+	byPath := make(map[string]pkg, len(pkgs))
+	for _, p := range pkgs {
+		byPath[p.ImportPath] = p
+	}
+	self := module
+	if r.dir != "." {
+		self = module + "/" + r.dir
+	}
+	var out []string
+	for _, rootPkg := range pkgs {
+		if rootPkg.DepOnly {
+			continue
+		}
+		// Breadth-first, so each reached package records its shortest chain.
+		via := map[string]string{rootPkg.ImportPath: ""}
+		queue := []string{rootPkg.ImportPath}
+		for len(queue) > 0 {
+			path := queue[0]
+			queue = queue[1:]
+			if reason := r.forbids(self, rootPkg.ImportPath, byPath[path]); reason != "" {
+				out = append(out, fmt.Sprintf("%s %s: %s", rootPkg.ImportPath, reason, chain(via, path)))
+				continue // its own imports are reported through it
+			}
+			for _, imp := range byPath[path].Imports {
+				if _, seen := via[imp]; !seen {
+					via[imp] = path
+					queue = append(queue, imp)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// forbids returns why the package under rule r whose path is from may not reach
+// p, or "" if it may.
+func (r rule) forbids(self, from string, p pkg) string {
+	if r.stdlibOnly && !p.Standard && !under(p.ImportPath, self) {
+		return "may import only the standard library, but imports " + p.ImportPath
+	}
+	for _, f := range r.forbidden {
+		if under(p.ImportPath, f) && !under(from, f) {
+			return "must not import " + f + ", but imports " + p.ImportPath
+		}
+	}
+	return ""
+}
+
+// under reports whether path is prefix or a package below it.
+func under(path, prefix string) bool {
+	return path == prefix || strings.HasPrefix(path, prefix+"/")
+}
+
+// chain renders the import chain that led to path: "a -> b -> path".
+func chain(via map[string]string, path string) string {
+	var links []string
+	for p := path; p != ""; p = via[p] {
+		links = append(links, p)
+	}
+	slices.Reverse(links)
+	return strings.Join(links, " -> ")
+}
+
+// listDeps runs `go list -deps -json` for pattern in the module at root.
+func listDeps(t *testing.T, root, pattern string) []pkg {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), "go", "list", "-deps", "-json=ImportPath,Standard,DepOnly,Imports", pattern)
+	cmd.Dir = root
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -deps %s: %v\n%s", pattern, err, stderr.Bytes())
+	}
+	var pkgs []pkg
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p pkg
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			return pkgs
+		} else if err != nil {
+			t.Fatalf("decode go list output for %s: %v", pattern, err)
+		}
+		pkgs = append(pkgs, p)
+	}
+}
+
+// moduleRoot walks up from the working directory to the folder holding go.mod.
+func moduleRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no go.mod above the test's working directory")
+		}
+		dir = parent
+	}
+}
+
+// hasGoFiles reports whether dir or a folder below it (except testdata) holds a
+// non-test Go file.
+func hasGoFiles(t *testing.T, dir string) bool {
+	t.Helper()
+	found := false
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "testdata" || d.Name() == "node_modules") {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.HasSuffix(path, ".go") && !strings.HasSuffix(path, "_test.go") {
+			found = true
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	if errors.Is(err, os.ErrNotExist) {
+		return false
+	}
+	if err != nil {
+		t.Fatalf("look for Go files in %s: %v", dir, err)
+	}
+	return found
+}
+
+// TestViolations shows the checker can fail: fake dependency lists with forbidden
+// imports must be reported, clean ones must not.
+func TestViolations(t *testing.T) {
+	const (
+		proxy  = module + "/proxy"
+		naming = module + "/proxy/naming"
+		policy = module + "/policy"
+		cmd    = module + "/cmd/manifold"
+		cmdSub = module + "/cmd/manifold/internal/flags"
+	)
+	proxyRule := rule{dir: "proxy", forbidden: []string{module + "/cmd", toml, goPlugin}}
+	tests := []struct {
+		name string
+		rule rule
+		pkgs []pkg
+		want []string
+	}{
+		{
+			name: "transitive forbidden import is reported with its chain",
+			rule: proxyRule,
+			pkgs: []pkg{
+				{ImportPath: proxy, Imports: []string{"fmt", naming}},
+				{ImportPath: naming, Imports: []string{"strings", toml}},
+				{ImportPath: toml, DepOnly: true, Imports: []string{"bufio"}},
+				{ImportPath: "fmt", Standard: true, DepOnly: true},
+				{ImportPath: "strings", Standard: true, DepOnly: true},
+				{ImportPath: "bufio", Standard: true, DepOnly: true},
+			},
+			want: []string{
+				proxy + " must not import " + toml + ", but imports " + toml + ": " + proxy + " -> " + naming + " -> " + toml,
+				naming + " must not import " + toml + ", but imports " + toml + ": " + naming + " -> " + toml,
+			},
+		},
+		{
+			name: "subpackage of a forbidden prefix is forbidden",
+			rule: proxyRule,
+			pkgs: []pkg{
+				{ImportPath: proxy, Imports: []string{goPlugin + "/internal/cmdrunner"}},
+				{ImportPath: goPlugin + "/internal/cmdrunner", DepOnly: true},
+			},
+			want: []string{
+				proxy + " must not import " + goPlugin + ", but imports " + goPlugin + "/internal/cmdrunner: " +
+					proxy + " -> " + goPlugin + "/internal/cmdrunner",
+			},
+		},
+		{
+			name: "name sharing a prefix is not a subpackage",
+			rule: proxyRule,
+			pkgs: []pkg{
+				{ImportPath: proxy, Imports: []string{toml + "x"}},
+				{ImportPath: toml + "x", DepOnly: true},
+			},
+			want: nil,
+		},
+		{
+			name: "stdlib only",
+			rule: rule{dir: "policy", stdlibOnly: true},
+			pkgs: []pkg{
+				{ImportPath: policy, Imports: []string{"path", policy + "/glob", "github.com/google/go-cmp/cmp"}},
+				{ImportPath: policy + "/glob", Imports: []string{"path"}},
+				{ImportPath: "path", Standard: true, DepOnly: true},
+				{ImportPath: "github.com/google/go-cmp/cmp", DepOnly: true},
+			},
+			want: []string{
+				policy + " may import only the standard library, but imports github.com/google/go-cmp/cmp: " +
+					policy + " -> github.com/google/go-cmp/cmp",
+			},
+		},
+		{
+			name: "nothing imports cmd, but cmd may import its own packages",
+			rule: rule{dir: ".", forbidden: []string{module + "/cmd"}},
+			pkgs: []pkg{
+				{ImportPath: cmd, Imports: []string{cmdSub, proxy}},
+				{ImportPath: cmdSub},
+				{ImportPath: proxy, Imports: []string{cmdSub}},
+			},
+			want: []string{
+				proxy + " must not import " + module + "/cmd, but imports " + cmdSub + ": " + proxy + " -> " + cmdSub,
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := tt.rule.violations(tt.pkgs)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("violations (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -1,0 +1,167 @@
+// Package config loads and validates manifold's configuration file, proxy.toml.
+//
+// It turns the file into plain Go values with every default applied, every
+// relative path resolved and every ${VAR} expanded, and it reports every
+// problem at once, each one starting with FILE:LINE:COL:, naming the key and
+// saying what to do. Decoding is strict: an unknown key, or a known key
+// written in another case, is an error with a did-you-mean.
+//
+// The package only reads: it does not start anything, does not log and keeps
+// no global state. It imports the standard library and the TOML decoder only;
+// cmd/manifold maps a [Config] to the options of the packages that act on it.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Defaults applied when a key is absent.
+const (
+	DefaultStartupTimeout   = 30 * time.Second
+	DefaultCallTimeout      = 60 * time.Second
+	DefaultFirstListTimeout = 10 * time.Second
+	DefaultMaxMessageBytes  = 64 << 20
+	DefaultLogLevel         = "info"
+	DefaultListen           = "127.0.0.1:7777"
+
+	// MinMaxMessageBytes is the smallest max_message_bytes accepted.
+	MinMaxMessageBytes = 1 << 20
+)
+
+// Transports of a remote server.
+const (
+	TransportStreamable = "streamable"
+	TransportSSE        = "sse"
+)
+
+// ErrNoConfig is returned (wrapped) by [Load] when the file does not exist.
+var ErrNoConfig = errors.New("no config file")
+
+// Config is a loaded, validated proxy.toml.
+type Config struct {
+	// Path is the absolute path of the file; Dir is its folder, against which
+	// relative paths in the file were resolved.
+	Path string
+	Dir  string
+
+	// StartupTimeout and CallTimeout are the global defaults, already applied
+	// to every [Server]. FirstListTimeout bounds how long the first tools/list
+	// waits for upstreams to start.
+	StartupTimeout   time.Duration
+	CallTimeout      time.Duration
+	FirstListTimeout time.Duration
+
+	// MaxMessageBytes is the global limit on one JSON-RPC message, already
+	// applied to every [Server].
+	MaxMessageBytes int
+
+	// LogLevel is "debug", "info", "warn" or "error".
+	LogLevel string
+
+	HTTP HTTP
+
+	// Servers are the enabled servers in document order; servers with
+	// disabled = true are left out.
+	Servers []Server
+}
+
+// HTTP configures the streamable HTTP listener.
+type HTTP struct {
+	// Listen is the host:port to listen on.
+	Listen string
+	// AllowedHosts are Host header values accepted besides localhost,
+	// 127.0.0.1 and [::1].
+	AllowedHosts []string
+	// AllowedOrigins are Origin header values accepted, as scheme://host[:port].
+	AllowedOrigins []string
+}
+
+// Server is one upstream MCP server: a local process (Command set) or a
+// remote one (URL set), never both.
+type Server struct {
+	// Name is the key in [servers.NAME].
+	Name string
+
+	// Command is a bare name looked up in PATH later, or an absolute path
+	// (relative paths with a separator are resolved against Config.Dir).
+	Command string
+	Args    []string
+	Env     map[string]string
+	// Cwd is absolute for a stdio server (Config.Dir when absent in the
+	// file) and empty for a remote one.
+	Cwd string
+
+	URL     string
+	Headers map[string]string
+	// Transport is TransportStreamable or TransportSSE for a remote server,
+	// empty for a stdio one.
+	Transport string
+
+	// Prefix namespaces the server's tools and prompts; it is Name when
+	// absent in the file, and "" exposes names unchanged.
+	Prefix string
+
+	StartupTimeout  time.Duration
+	CallTimeout     time.Duration
+	Required        bool
+	MaxMessageBytes int
+}
+
+// Load reads and parses the file at path; see [Parse]. When the file does not
+// exist the error wraps [ErrNoConfig].
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%s: not found; create it or pass the path of an existing file: %w", path, ErrNoConfig)
+	}
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, fmt.Errorf("%s: cannot read config: %w", path, err)
+	}
+	return Parse(path, data)
+}
+
+// Parse parses and validates data as the contents of the file at path,
+// expanding ${VAR} from the process environment. path prefixes every error
+// message as given, and its folder is the base of relative paths.
+//
+// The error, when not nil, joins one error per problem in file order; each
+// message starts with "path:line:col: " (or "path:line: ", or "path: " when
+// the position is unknown).
+func Parse(path string, data []byte) (*Config, error) {
+	return ParseEnv(path, data, os.LookupEnv)
+}
+
+// ParseEnv is [Parse] with the environment read through lookup, which has
+// the signature of os.LookupEnv.
+func ParseEnv(path string, data []byte, lookup func(string) (string, bool)) (*Config, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: resolve path: %w", path, err)
+	}
+	return decode(path, abs, data, lookup)
+}
+
+// URIPrefix returns the resource URI prefix that goes with the tool prefix p:
+// p lowercased, '_' replaced by '-', and "m" prepended unless it starts with
+// a letter, so that it is a valid URI scheme. The empty prefix, which leaves
+// URIs unchanged, maps to "".
+func URIPrefix(p string) string {
+	if p == "" {
+		return ""
+	}
+	s := strings.ReplaceAll(strings.ToLower(p), "_", "-")
+	if c := s[0]; c < 'a' || c > 'z' {
+		s = "m" + s
+	}
+	return s
+}

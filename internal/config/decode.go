@@ -1,0 +1,680 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+)
+
+var (
+	serverNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$`)
+	prefixRE     = regexp.MustCompile(`^[A-Za-z0-9_-]{0,32}$`)
+)
+
+// decoder walks the document one table at a time. Every table is decoded into
+// a map[string]toml.Primitive, so keys match exactly (the library matches
+// struct fields case-insensitively) and every value keeps its key context,
+// from which its position is recovered.
+type decoder struct {
+	file   string                      // the path as given, prefixing every message
+	src    string                      // the document, without a byte order mark
+	lines  []int                       // byte offset of the start of each line
+	md     toml.MetaData               // the parse, to decode primitives
+	lookup func(string) (string, bool) // environment
+	probs  []*problem                  // in the order found
+}
+
+func decode(file, abs string, data []byte, lookup func(string) (string, bool)) (*Config, error) {
+	// The parser drops a UTF-8 byte order mark and counts offsets after it.
+	src := strings.TrimPrefix(string(data), "\uFEFF")
+	d := &decoder{file: file, src: src, lookup: lookup, lines: []int{0}}
+	for i := 0; i < len(src); i++ {
+		if src[i] == '\n' {
+			d.lines = append(d.lines, i+1)
+		}
+	}
+
+	var top map[string]toml.Primitive
+	md, err := toml.Decode(src, &top)
+	if err != nil {
+		return nil, d.syntaxError(err)
+	}
+	d.md = md
+
+	cfg := &Config{Path: abs, Dir: filepath.Dir(abs)}
+	root := &table{d: d, fields: top, expand: true}
+	d.global(root, cfg)
+	cfg.HTTP = d.http(root)
+	cfg.Servers = d.servers(root, cfg)
+	root.finish()
+
+	if len(d.probs) > 0 {
+		slices.SortStableFunc(d.probs, func(a, b *problem) int { return a.off - b.off })
+		errs := make([]error, len(d.probs))
+		for i, p := range d.probs {
+			errs[i] = p
+		}
+		return nil, errors.Join(errs...)
+	}
+	return cfg, nil
+}
+
+// syntaxError turns an error of the TOML parser into a problem.
+func (d *decoder) syntaxError(err error) error {
+	var pe toml.ParseError
+	if !errors.As(err, &pe) {
+		return &problem{file: d.file, off: -1, msg: "invalid TOML: " + err.Error()}
+	}
+	p := &problem{file: d.file, line: pe.Position.Line, off: pe.Position.Start, msg: "invalid TOML: " + pe.Message}
+	// The parser's column is off when the error is at the start of a line;
+	// recompute it from the byte offset.
+	if l := p.line; l >= 1 && l <= len(d.lines) {
+		start, end := d.lineBounds(l)
+		if pe.Position.Start >= start && pe.Position.Start <= end {
+			p.col = pe.Position.Start - start + 1
+		} else {
+			p.col = pe.Position.Col
+		}
+	}
+	p.msg = strings.ReplaceAll(p.msg, "\n", `\n`)
+	return p
+}
+
+// lineBounds returns the byte offsets of the start and end (before the
+// newline) of line l, 1-based.
+func (d *decoder) lineBounds(l int) (start, end int) {
+	start, end = d.lines[l-1], len(d.src)
+	if l < len(d.lines) {
+		end = d.lines[l] - 1
+	}
+	return start, end
+}
+
+// global decodes the top-level settings.
+func (d *decoder) global(root *table, cfg *Config) {
+	if v, ok := root.integer("version"); ok && v != 1 {
+		root.errorf("version", "version %d is not supported; this manifold reads version 1: set version = 1 or remove the key", v)
+	}
+	cfg.StartupTimeout = root.duration("startup_timeout", DefaultStartupTimeout)
+	cfg.CallTimeout = root.duration("call_timeout", DefaultCallTimeout)
+	cfg.FirstListTimeout = root.duration("first_list_timeout", DefaultFirstListTimeout)
+	cfg.MaxMessageBytes = root.size("max_message_bytes", DefaultMaxMessageBytes)
+	cfg.LogLevel = DefaultLogLevel
+	if s, ok := root.str("log_level"); ok {
+		switch s {
+		case "debug", "info", "warn", "error":
+			cfg.LogLevel = s
+		default:
+			root.errorf("log_level", `%q is not a log level; use "debug", "info", "warn" or "error"`, s)
+		}
+	}
+}
+
+// http decodes the [http] table.
+func (d *decoder) http(root *table) HTTP {
+	h := HTTP{Listen: DefaultListen}
+	t, ok := root.table("http")
+	if !ok {
+		return h
+	}
+	if s, ok := t.str("listen"); ok {
+		_, port, err := net.SplitHostPort(s)
+		if err == nil {
+			_, err = strconv.ParseUint(port, 10, 16)
+		}
+		if err != nil {
+			t.errorf("listen", `%q is not a host:port address; write it like "127.0.0.1:7777"`, s)
+		} else {
+			h.Listen = s
+		}
+	}
+	if hosts, ok := t.strs("allowed_hosts"); ok {
+		for _, s := range hosts {
+			if s == "" || strings.ContainsAny(s, "/ ") {
+				t.errorf("allowed_hosts", `%q is not a host name; write the Host header value, like "proxy.example.com" or "proxy.example.com:7777"`, s)
+			}
+		}
+		h.AllowedHosts = hosts
+	}
+	if origins, ok := t.strs("allowed_origins"); ok {
+		for _, s := range origins {
+			u, err := url.Parse(s)
+			if err != nil || u.Scheme == "" || u.Host == "" || u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+				t.errorf("allowed_origins", `%q is not an origin; write scheme://host[:port], like "https://app.example.com"`, s)
+				continue
+			}
+			if u.Path == "/" {
+				t.errorf("allowed_origins", `%q has a trailing "/" that an Origin header never has; remove it`, s)
+			}
+		}
+		h.AllowedOrigins = origins
+	}
+	t.finish()
+	return h
+}
+
+// entry is a decoded, enabled server, with where to report a problem with
+// its prefix.
+type entry struct {
+	Server
+	prefixAt func(format string, args ...any)
+}
+
+// servers decodes the [servers.NAME] tables in document order and checks
+// that their prefixes do not collide.
+func (d *decoder) servers(root *table, cfg *Config) []Server {
+	st, ok := root.tableOf("servers", "a table of servers such as [servers.NAME]")
+	if !ok {
+		return nil
+	}
+	offs := make(map[string]int, len(st.fields))
+	for name, p := range st.fields {
+		_, offs[name] = d.where(p)
+	}
+	names := slices.SortedFunc(maps.Keys(st.fields), func(a, b string) int {
+		if c := offs[a] - offs[b]; c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+
+	var list []entry
+	for _, name := range names {
+		t, ok := st.tableOf(name, `a table with command = "..." or url = "..."`)
+		if !ok {
+			continue
+		}
+		if s, ok := d.server(t, name, cfg); ok {
+			list = append(list, s)
+		}
+	}
+
+	out := make([]Server, 0, len(list))
+	for i, s := range list {
+		// Report a collision once, with the first server it collides with.
+		for _, prev := range list[:i] {
+			if s.Prefix == "" || prev.Prefix == "" {
+				continue
+			}
+			if s.Prefix == prev.Prefix {
+				s.prefixAt("servers %q and %q both use prefix %q; give one of them another prefix", prev.Name, s.Name, s.Prefix)
+				break
+			}
+			if URIPrefix(s.Prefix) == URIPrefix(prev.Prefix) {
+				s.prefixAt("servers %q (prefix %q) and %q (prefix %q) both get resource URI prefix %q; change one of the prefixes",
+					prev.Name, prev.Prefix, s.Name, s.Prefix, URIPrefix(s.Prefix))
+				break
+			}
+		}
+		out = append(out, s.Server)
+	}
+	return out
+}
+
+// server decodes one [servers.NAME] table. A disabled server is checked for
+// unknown keys and wrong types only: its ${VAR}s are not expanded and it is
+// not validated further.
+func (d *decoder) server(t *table, name string, cfg *Config) (entry, bool) {
+	disabled, _ := t.boolean("disabled")
+	t.expand = !disabled
+
+	s := Server{Name: name}
+	var cmdOK, urlOK bool
+	s.Command, cmdOK = t.strOr("command", "put the program in command and its arguments in args = [...]")
+	s.Args, _ = t.strs("args")
+	s.Env, _ = t.strMap("env")
+	cwd, cwdOK := t.str("cwd")
+	s.URL, urlOK = t.str("url")
+	s.Headers, _ = t.strMap("headers")
+	transport, transportOK := t.str("transport")
+	prefix, prefixOK := t.str("prefix")
+	s.StartupTimeout = t.duration("startup_timeout", cfg.StartupTimeout)
+	s.CallTimeout = t.duration("call_timeout", cfg.CallTimeout)
+	s.Required, _ = t.boolean("required")
+	s.MaxMessageBytes = t.size("max_message_bytes", cfg.MaxMessageBytes)
+	unknown := t.finish()
+	if disabled {
+		return entry{}, false
+	}
+
+	if !serverNameRE.MatchString(name) {
+		t.errorHere("server name %q is not valid; use 1 to 32 letters, digits, '_' or '-', starting with a letter or digit", name)
+	}
+
+	hasCmd, hasURL := t.has("command"), t.has("url")
+	switch {
+	case hasCmd && hasURL:
+		t.errorHere(`both command and url are set; keep command to start a local server, or url to reach a remote one`)
+	case !hasCmd && !hasURL && !unknown:
+		t.errorHere(`neither command nor url is set; set command = "..." to start a local server, or url = "https://..." to reach a remote one`)
+	case hasCmd:
+		for _, k := range []string{"headers", "transport"} {
+			if t.has(k) {
+				t.errorf(k, "%s is only for a remote server (one with url); remove it", k)
+			}
+		}
+		switch {
+		case !cmdOK:
+		case s.Command == "":
+			t.errorf("command", `command is empty; set it to a program name like "npx" or a path like "./bin/server"`)
+		case strings.ContainsRune(s.Command, '/') || strings.ContainsRune(s.Command, filepath.Separator):
+			s.Command = resolve(cfg.Dir, s.Command)
+		}
+		s.Cwd = cfg.Dir
+		if cwdOK {
+			s.Cwd = resolve(cfg.Dir, cwd)
+		}
+	case hasURL:
+		for _, k := range []string{"args", "env", "cwd"} {
+			if t.has(k) {
+				t.errorf(k, "%s is only for a local server (one with command); remove it", k)
+			}
+		}
+		if urlOK {
+			raw, _ := t.raw("url")
+			if u, err := url.Parse(s.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				t.errorf("url", `%q is not an http:// or https:// URL with a host; write it like "https://example.com/mcp"`, raw)
+			}
+		}
+		s.Transport = TransportStreamable
+		if transportOK {
+			switch transport {
+			case TransportStreamable, TransportSSE:
+				s.Transport = transport
+			default:
+				t.errorf("transport", `%q is not a transport; use "streamable" (the default) or "sse"`, transport)
+			}
+		}
+	}
+
+	e := entry{Server: s, prefixAt: t.errorHere}
+	e.Prefix = name
+	if t.has("prefix") {
+		e.prefixAt = func(format string, args ...any) { t.errorf("prefix", format, args...) }
+		e.Prefix = ""
+		switch {
+		case !prefixOK:
+		case !prefixRE.MatchString(prefix):
+			t.errorf("prefix", `prefix %q is not valid; use at most 32 letters, digits, '_' or '-', or "" to expose names unchanged`, prefix)
+		default:
+			e.Prefix = prefix
+		}
+	}
+	return e, true
+}
+
+// resolve makes a relative path absolute against dir.
+func resolve(dir, path string) string {
+	if filepath.IsAbs(path) {
+		return filepath.Clean(path)
+	}
+	return filepath.Join(dir, path)
+}
+
+// where returns the line and byte offset of the key that holds p, or 0, -1
+// when unknown. Tables that are only implied (by [a.b] or a.b = 1) have no
+// position of their own; their first descendant's is used.
+func (d *decoder) where(p toml.Primitive) (line, off int) {
+	var pe toml.ParseError
+	if err := d.md.PrimitiveDecode(p, &probe{}); errors.As(err, &pe) && pe.Position.Line > 0 {
+		return pe.Position.Line, pe.Position.Start
+	}
+	line, off = 0, -1
+	var m map[string]toml.Primitive
+	if d.md.PrimitiveDecode(p, &m) != nil {
+		return line, off
+	}
+	for _, c := range m {
+		if l, o := d.where(c); l > 0 && (off < 0 || o < off) {
+			line, off = l, o
+		}
+	}
+	return line, off
+}
+
+// probe makes the decoder report the position of a value: decoding any value
+// into it fails with a toml.ParseError positioned at the value's key.
+type probe struct{}
+
+func (*probe) UnmarshalTOML(any) error { return errProbe }
+
+var errProbe = errors.New("position probe")
+
+// column returns the 1-based column of the key segment seg on line, found
+// near offset off, or 0 when it is not on that line.
+func (d *decoder) column(line, off int, seg string) int {
+	if line < 1 || line > len(d.lines) {
+		return 0
+	}
+	start, end := d.lineBounds(line)
+	text := d.src[start:end]
+	tok := toml.Key{seg}.String()
+	at := func(i int) bool {
+		j := i + len(tok)
+		return (i == 0 || !isBare(text[i-1])) && (j == len(text) || !isBare(text[j]))
+	}
+	rel := min(max(off-start, 0), len(text))
+	// A value follows its key: look back from the value first.
+	for i := strings.LastIndex(text[:rel], tok); i >= 0; i = strings.LastIndex(text[:i], tok) {
+		if at(i) {
+			return i + 1
+		}
+	}
+	// A table header or an inline-table entry is positioned at or before the key.
+	for i := rel; i < len(text); i++ {
+		j := strings.Index(text[i:], tok)
+		if j < 0 {
+			break
+		}
+		if at(i + j) {
+			return i + j + 1
+		}
+		i += j
+	}
+	return 0
+}
+
+func isBare(c byte) bool {
+	return c == '_' || c == '-' || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') || ('0' <= c && c <= '9')
+}
+
+// report records a problem with the value p at key.
+func (d *decoder) report(key toml.Key, p *toml.Primitive, msg string) {
+	pr := &problem{file: d.file, off: -1, key: key.String(), msg: msg}
+	if p != nil {
+		pr.line, pr.off = d.where(*p)
+		if pr.line > 0 && len(key) > 0 {
+			pr.col = d.column(pr.line, pr.off, key[len(key)-1])
+		}
+	}
+	d.probs = append(d.probs, pr)
+}
+
+// expandAt expands s, the value at key, reporting malformed ${...} and
+// unset variables.
+func (d *decoder) expandAt(key toml.Key, p toml.Primitive, s string) (string, bool) {
+	out, missing, err := expand(s, d.lookup)
+	if err != nil {
+		d.report(key, &p, err.Error())
+		return "", false
+	}
+	for _, name := range missing {
+		d.report(key, &p, fmt.Sprintf("environment variable %s is not set; set it, or write ${%s:-default} to fall back to a default", name, name))
+	}
+	return out, len(missing) == 0
+}
+
+// A table is one TOML table being decoded. Its accessors record the keys
+// they are asked for; finish reports the others as unknown. Accessors report
+// wrong types and return false for keys absent or invalid.
+type table struct {
+	d      *decoder
+	key    toml.Key                  // path of this table; nil for the root
+	self   *toml.Primitive           // the table's own value; nil for the root
+	fields map[string]toml.Primitive // its keys, exactly as written
+	valid  []string                  // keys asked for so far
+	expand bool                      // whether string values expand ${VAR}
+}
+
+// path returns the key path of the field name.
+func (t *table) path(name string) toml.Key {
+	return append(t.key[:len(t.key):len(t.key)], name)
+}
+
+func (t *table) errorf(name string, format string, args ...any) {
+	var p *toml.Primitive
+	if v, ok := t.fields[name]; ok {
+		p = &v
+	}
+	t.d.report(t.path(name), p, fmt.Sprintf(format, args...))
+}
+
+// errorHere reports a problem with the table as a whole.
+func (t *table) errorHere(format string, args ...any) {
+	t.d.report(t.key, t.self, fmt.Sprintf(format, args...))
+}
+
+// has reports whether the key name is present, whatever its value.
+func (t *table) has(name string) bool {
+	_, ok := t.fields[name]
+	return ok
+}
+
+// raw returns the value of name as written in the file, before expansion, if
+// it is a string.
+func (t *table) raw(name string) (string, bool) {
+	v, ok := t.value(name)
+	s, isStr := v.(string)
+	return s, ok && isStr
+}
+
+// value returns the decoded value of name and marks name as a valid key.
+func (t *table) value(name string) (any, bool) {
+	if !slices.Contains(t.valid, name) {
+		t.valid = append(t.valid, name)
+	}
+	p, ok := t.fields[name]
+	if !ok {
+		return nil, false
+	}
+	var v any
+	if err := t.d.md.PrimitiveDecode(p, &v); err != nil {
+		t.errorf(name, "cannot decode: %v", err)
+		return nil, false
+	}
+	return v, true
+}
+
+// unquote says to remove the quotes when v is a string.
+func unquote(v any) string {
+	if _, ok := v.(string); ok {
+		return "remove the quotes"
+	}
+	return ""
+}
+
+// mismatch reports that name holds v where want was expected, and what to
+// do (fix may be empty).
+func (t *table) mismatch(name string, v any, want, fix string) {
+	msg := fmt.Sprintf("expected %s, found %s", want, typeName(v))
+	if fix != "" {
+		msg += "; " + fix
+	}
+	t.errorf(name, "%s", msg)
+}
+
+func (t *table) str(name string) (string, bool) {
+	return t.strOr(name, "")
+}
+
+// strOr is str with what to do when the value is an array instead.
+func (t *table) strOr(name, arrayFix string) (string, bool) {
+	v, ok := t.value(name)
+	if !ok {
+		return "", false
+	}
+	s, ok := v.(string)
+	if !ok {
+		fix := "put the value in quotes"
+		switch v.(type) {
+		case []any:
+			fix = arrayFix
+		case map[string]any, []map[string]any:
+			fix = ""
+		}
+		t.mismatch(name, v, "a string", fix)
+		return "", false
+	}
+	if !t.expand {
+		return s, true
+	}
+	return t.d.expandAt(t.path(name), t.fields[name], s)
+}
+
+func (t *table) strs(name string) ([]string, bool) {
+	v, ok := t.value(name)
+	if !ok {
+		return nil, false
+	}
+	arr, ok := v.([]any)
+	if !ok {
+		t.mismatch(name, v, `an array of strings such as ["a", "b"]`, "")
+		return nil, false
+	}
+	out := make([]string, len(arr))
+	good := true
+	for i, e := range arr {
+		s, isStr := e.(string)
+		switch {
+		case !isStr:
+			t.errorf(name, "element %d: expected a string, found %s; put every element in quotes", i+1, typeName(e))
+			good = false
+		case t.expand:
+			var ok bool
+			if out[i], ok = t.d.expandAt(t.path(name), t.fields[name], s); !ok {
+				good = false
+			}
+		default:
+			out[i] = s
+		}
+	}
+	return out, good
+}
+
+// strMap decodes a table of strings, such as env or headers.
+func (t *table) strMap(name string) (map[string]string, bool) {
+	sub, ok := t.tableOf(name, `a table of strings such as { KEY = "value" }`)
+	if !ok {
+		return nil, false
+	}
+	out := make(map[string]string, len(sub.fields))
+	good := true
+	for _, k := range slices.Sorted(maps.Keys(sub.fields)) {
+		if s, ok := sub.str(k); ok {
+			out[k] = s
+		} else {
+			good = false
+		}
+	}
+	return out, good
+}
+
+func (t *table) table(name string) (*table, bool) {
+	return t.tableOf(name, "a table")
+}
+
+func (t *table) tableOf(name, want string) (*table, bool) {
+	v, ok := t.value(name)
+	if !ok {
+		return nil, false
+	}
+	if _, ok := v.(map[string]any); !ok {
+		t.mismatch(name, v, want, "")
+		return nil, false
+	}
+	p := t.fields[name]
+	sub := &table{d: t.d, key: t.path(name), self: &p, expand: t.expand}
+	if err := t.d.md.PrimitiveDecode(p, &sub.fields); err != nil {
+		t.errorf(name, "cannot decode: %v", err)
+		return nil, false
+	}
+	return sub, true
+}
+
+func (t *table) boolean(name string) (bool, bool) {
+	v, ok := t.value(name)
+	if !ok {
+		return false, false
+	}
+	b, ok := v.(bool)
+	if !ok {
+		t.mismatch(name, v, "true or false", unquote(v))
+	}
+	return b, ok
+}
+
+func (t *table) integer(name string) (int64, bool) {
+	v, ok := t.value(name)
+	if !ok {
+		return 0, false
+	}
+	n, ok := v.(int64)
+	if !ok {
+		t.mismatch(name, v, "an integer", unquote(v))
+	}
+	return n, ok
+}
+
+// duration decodes a Go duration string greater than zero, returning def
+// when the key is absent or invalid.
+func (t *table) duration(name string, def time.Duration) time.Duration {
+	v, ok := t.value(name)
+	if !ok {
+		return def
+	}
+	if n, ok := v.(int64); ok {
+		t.errorf(name, `expected a duration string, found integer; write it with a unit, like "%ds"`, n)
+		return def
+	}
+	s, ok := t.str(name)
+	if !ok {
+		return def
+	}
+	dur, err := time.ParseDuration(s)
+	switch {
+	case err != nil:
+		t.errorf(name, `%q is not a duration; write it like "30s", "750ms" or "2m"`, s)
+	case dur <= 0:
+		t.errorf(name, `%q is not greater than zero; write a positive duration like "30s"`, s)
+	default:
+		return dur
+	}
+	return def
+}
+
+// size decodes a byte count of at least MinMaxMessageBytes, returning def
+// when the key is absent or invalid.
+func (t *table) size(name string, def int) int {
+	n, ok := t.integer(name)
+	if !ok {
+		return def
+	}
+	if n < MinMaxMessageBytes || int64(int(n)) != n {
+		t.errorf(name, "%d is out of range; use a number of bytes of at least %d (1 MiB), like %d (64 MiB)", n, MinMaxMessageBytes, DefaultMaxMessageBytes)
+		return def
+	}
+	return int(n)
+}
+
+// finish reports every key of the table that no accessor asked for, and
+// reports whether there was any.
+func (t *table) finish() bool {
+	found := false
+	for _, name := range slices.Sorted(maps.Keys(t.fields)) {
+		if slices.Contains(t.valid, name) {
+			continue
+		}
+		found = true
+		msg := unknownKeyMsg(name, t.valid)
+		if len(t.key) == 0 {
+			var v any
+			if t.d.md.PrimitiveDecode(t.fields[name], &v) == nil {
+				if m, ok := v.(map[string]any); ok && (m["command"] != nil || m["url"] != nil) {
+					msg = fmt.Sprintf("unknown key; to define a server, write [servers.%s]", toml.Key{name})
+				}
+			}
+		}
+		t.errorf(name, "%s", msg)
+	}
+	return found
+}

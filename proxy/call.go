@@ -1,0 +1,219 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/manifold-mcp/manifold/proxy/naming"
+	"github.com/manifold-mcp/manifold/upstream"
+)
+
+// unknownTool is the protocol error for a tool that does not exist for the
+// caller: unknown and hidden tools get the same answer.
+func unknownTool(name string) *jsonrpc.Error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", name)}
+}
+
+// toolError builds an isError result whose text tells the model what happened
+// and what to do.
+func toolError(format string, args ...any) json.RawMessage {
+	b, _ := json.Marshal(struct {
+		Content []mcp.TextContent `json:"content"`
+		IsError bool              `json:"isError"`
+	}{[]mcp.TextContent{{Text: fmt.Sprintf(format, args...)}}, true})
+	return b
+}
+
+// callTool forwards one tools/call for the exposed tool name. fields holds the
+// downstream params other than "name" as raw JSON (arguments, _meta and
+// anything else), forwarded untouched except for the progress token. It returns
+// the raw result, or a *jsonrpc.Error to send back as a protocol error, or the
+// caller's context error when the downstream cancelled.
+func (s *Server) callTool(ctx context.Context, ss *mcp.ServerSession, name string, fields map[string]json.RawMessage) (json.RawMessage, error) {
+	c := s.catalog.Load()
+	e, ok := c.tools.Lookup(name)
+	if !ok {
+		select {
+		case <-s.ready:
+			return nil, unknownTool(name)
+		default:
+		}
+		// Upstreams are still starting: the tool may be about to appear.
+		s.waitReady(ctx)
+		c = s.catalog.Load()
+		if e, ok = c.tools.Lookup(name); !ok {
+			return nil, unknownTool(name)
+		}
+	}
+	b := s.byName[e.Server]
+	st, up, _ := b.snapshot()
+	if st != stateUp || up == nil {
+		return toolError("%s", b.unavailable()), nil
+	}
+
+	var err error
+	if fields["name"], err = json.Marshal(e.Original); err != nil {
+		return nil, err
+	}
+	if meta, ok := fields["_meta"]; ok {
+		var release func()
+		if fields["_meta"], release, err = s.progress.mapToken(ctx, ss, meta); err != nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid _meta: %v", err)}
+		}
+		defer release()
+	}
+	params, err := json.Marshal(fields)
+	if err != nil {
+		return nil, err
+	}
+
+	cctx, cancel := context.WithTimeout(ctx, b.cfg.CallTimeout)
+	defer cancel()
+	start := time.Now()
+	raw, err := up.CallToolRaw(cctx, params)
+	if err != nil {
+		var rpcErr *jsonrpc.Error
+		switch {
+		case errors.As(err, &rpcErr):
+			return nil, rpcErr
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		case errors.Is(err, context.DeadlineExceeded):
+			return toolError("upstream %q did not answer %q within %s; the call was cancelled upstream and may have partly run. Retry with smaller input, or raise call_timeout for this server",
+				b.name, e.Original, b.cfg.CallTimeout), nil
+		case errors.Is(err, upstream.ErrClosed):
+			return toolError("upstream %q exited while running %q after %s; the call may or may not have taken effect. Check before retrying (%v)",
+				b.name, e.Original, time.Since(start).Round(time.Millisecond), err), nil
+		default:
+			return toolError("upstream %q failed to run %q: %v", b.name, e.Original, err), nil
+		}
+	}
+	if naming.MayContainURIs(raw) {
+		raw = c.rewriteResultURIs(b.name, raw)
+	}
+	return raw, nil
+}
+
+// rewriteResultURIs rewrites the resource URIs in a raw result (resource links
+// and embedded resources) outward for server.
+func (c *catalog) rewriteResultURIs(server string, raw json.RawMessage) json.RawMessage {
+	if c.uris.Outward(server, "x") == "x" { // unprefixed: URIs are kept
+		return raw
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return raw
+	}
+	if !naming.RewriteContentURIs(v, func(u string) string { return c.uris.Outward(server, u) }) {
+		return raw
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return raw
+	}
+	return out
+}
+
+// handleCallTool is the SDK-path tools/call handler (HTTP sessions, and stdio
+// frames that the lean path passes on).
+func (s *Server) handleCallTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	fields := make(map[string]json.RawMessage, 3)
+	if len(req.Params.Arguments) > 0 {
+		fields["arguments"] = req.Params.Arguments
+	}
+	if len(req.Params.Meta) > 0 {
+		m, err := json.Marshal(req.Params.Meta)
+		if err != nil {
+			return nil, err
+		}
+		fields["_meta"] = m
+	}
+	raw, err := s.callTool(ctx, req.Session, req.Params.Name, fields)
+	if err != nil {
+		return nil, err
+	}
+	var res mcp.CallToolResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("upstream result for %q could not be decoded: %v", req.Params.Name, err)}
+	}
+	return &res, nil
+}
+
+// progressRoutes maps the progress tokens the proxy sends upstream back to the
+// downstream session and token that asked.
+type progressRoutes struct {
+	next   atomic.Uint64
+	mu     sync.Mutex
+	routes map[string]progressRoute // guarded by mu
+}
+
+type progressRoute struct {
+	ctx   context.Context
+	ss    *mcp.ServerSession
+	token any
+}
+
+// mapToken replaces a progress token in a raw _meta object with a token unique
+// across upstreams and sessions, and returns a func that forgets it.
+func (p *progressRoutes) mapToken(ctx context.Context, ss *mcp.ServerSession, meta json.RawMessage) (json.RawMessage, func(), error) {
+	noop := func() {}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(meta, &m); err != nil {
+		return nil, noop, err
+	}
+	rawTok, ok := m["progressToken"]
+	if !ok || ss == nil {
+		return meta, noop, nil
+	}
+	var tok any
+	if err := json.Unmarshal(rawTok, &tok); err != nil {
+		return nil, noop, err
+	}
+	id := "mf-progress-" + strconv.FormatUint(p.next.Add(1), 10)
+	m["progressToken"], _ = json.Marshal(id)
+	out, err := json.Marshal(m)
+	if err != nil {
+		return nil, noop, err
+	}
+	p.mu.Lock()
+	if p.routes == nil {
+		p.routes = make(map[string]progressRoute)
+	}
+	p.routes[id] = progressRoute{ctx: ctx, ss: ss, token: tok}
+	p.mu.Unlock()
+	return out, func() {
+		p.mu.Lock()
+		delete(p.routes, id)
+		p.mu.Unlock()
+	}, nil
+}
+
+// forward sends an upstream progress notification to the session that asked,
+// with its own token. Unknown or finished tokens are dropped.
+func (p *progressRoutes) forward(_ context.Context, params *mcp.ProgressNotificationParams) {
+	if params == nil {
+		return
+	}
+	id, ok := params.ProgressToken.(string)
+	if !ok {
+		return
+	}
+	p.mu.Lock()
+	rt, ok := p.routes[id]
+	p.mu.Unlock()
+	if !ok {
+		return
+	}
+	fwd := *params
+	fwd.ProgressToken = rt.token
+	_ = rt.ss.NotifyProgress(rt.ctx, &fwd)
+}

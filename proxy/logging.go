@@ -1,0 +1,77 @@
+//lint:file-ignore SA1019 MCP logging is deprecated as of protocol 2026-07-28, but the proxy serves clients on 2024-11-05 to 2025-11-25, for whom it is part of the protocol (ARCHITECTURE §3 "Protocol versions").
+
+package proxy
+
+import (
+	"context"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// This file holds the MCP logging relay: downstream logging/setLevel goes to
+// every upstream, upstream notifications/message come back to the clients with
+// the server named in the logger field.
+
+// serverCapabilities are the capabilities the proxy declares downstream,
+// explicitly, because the catalog changes while the proxy runs: tools,
+// resources with subscribe, prompts (all with listChanged), completions and
+// logging.
+func serverCapabilities() *mcp.ServerCapabilities {
+	return &mcp.ServerCapabilities{
+		Tools:       &mcp.ToolCapabilities{ListChanged: true},
+		Resources:   &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
+		Prompts:     &mcp.PromptCapabilities{ListChanged: true},
+		Completions: &mcp.CompletionCapabilities{},
+		Logging:     &mcp.LoggingCapabilities{},
+	}
+}
+
+// relayLogs installs the handler that forwards b's log messages downstream.
+func (s *Server) relayLogs(opts *mcp.ClientOptions, b *backend) {
+	opts.LoggingMessageHandler = func(ctx context.Context, r *mcp.LoggingMessageRequest) {
+		s.forwardLog(ctx, b, r.Params)
+	}
+}
+
+// forwardLog relays an upstream's log message to every downstream session,
+// naming the server in the logger field.
+func (s *Server) forwardLog(ctx context.Context, b *backend, p *mcp.LoggingMessageParams) {
+	if p == nil {
+		return
+	}
+	fwd := *p
+	fwd.Logger = b.name
+	if p.Logger != "" {
+		fwd.Logger = b.name + "/" + p.Logger
+	}
+	for ss := range s.server.Sessions() {
+		_ = ss.Log(ctx, &fwd)
+	}
+}
+
+// setUpstreamLogLevel applies a downstream logging/setLevel to every running
+// upstream that declared logging.
+func (s *Server) setUpstreamLogLevel(ctx context.Context, req mcp.Request) {
+	p, ok := req.GetParams().(*mcp.SetLoggingLevelParams)
+	if !ok || p == nil {
+		return
+	}
+	var wg sync.WaitGroup
+	for _, b := range s.backends {
+		st, up, _ := b.snapshot()
+		if st != stateUp || up == nil || b.caps == nil || b.caps.Logging == nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cctx, cancel := context.WithTimeout(ctx, b.cfg.CallTimeout)
+			defer cancel()
+			if err := up.Session().SetLoggingLevel(cctx, p); err != nil {
+				b.log.Warn("logging/setLevel failed", "err", err)
+			}
+		}()
+	}
+	wg.Wait()
+}

@@ -1,0 +1,243 @@
+// Package proxy is Manifold's aggregating MCP server: it starts the configured
+// upstreams, merges and namespaces their tools, prompts, resources and resource
+// templates into one catalog, routes every request to the upstream that owns it,
+// rewrites names and resource URIs both ways, and serves the whole over stdio or
+// streamable HTTP.
+//
+// It must not know about the config file format, go-plugin or the command line: it
+// receives typed [Options]. Each backend is an [upstream.Upstream]; proxy knows
+// names and routing, upstream knows one connection.
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/manifold-mcp/manifold/proxy/naming"
+	"github.com/manifold-mcp/manifold/upstream"
+)
+
+// Version is the proxy's version, reported in serverInfo.
+var Version = "0.1.0-dev"
+
+// Sentinel errors, checked with errors.Is.
+var (
+	// ErrRequiredFailed means a server marked required could not be started.
+	ErrRequiredFailed = errors.New("required server failed to start")
+)
+
+// ServerConfig is one upstream server as the proxy sees it.
+type ServerConfig struct {
+	// Upstream says how to start and reach the server. Its Name is the server's
+	// key; its Logger and Client fields are set by the proxy.
+	Upstream upstream.Options
+	// Prefix namespaces the server's tool and prompt names (Prefix + "__" + name)
+	// and its resource URIs. If empty, names and URIs are exposed unchanged.
+	Prefix string
+	// Required makes a failure to start this server fatal for Start.
+	Required bool
+	// CallTimeout bounds one call to this server. If zero, Options.CallTimeout.
+	CallTimeout time.Duration
+}
+
+// Options configures a Server.
+type Options struct {
+	// Servers are the upstreams, in priority order: when two servers would
+	// expose the same name, the earlier one keeps it.
+	Servers []ServerConfig
+	// CallTimeout bounds one call to an upstream. If zero, 60s.
+	CallTimeout time.Duration
+	// FirstListTimeout bounds how long list requests wait for the initial start
+	// of the upstreams. If zero, 10s.
+	FirstListTimeout time.Duration
+	// MaxMessageBytes bounds one inbound frame from the downstream client. If
+	// zero, 64 MiB.
+	MaxMessageBytes int
+	// Logger receives the proxy's and the upstreams' logs. If nil, logs are
+	// discarded.
+	Logger *slog.Logger
+}
+
+// Server is the aggregating MCP server.
+type Server struct {
+	opts   Options
+	log    *slog.Logger
+	server *mcp.Server
+
+	backends []*backend          // in config order; fixed after New
+	byName   map[string]*backend // server name -> backend
+	uris     *naming.URIMap      // resource URI rewriting; fixed after New
+
+	catalog atomic.Pointer[catalog] // the merged view, swapped whole
+	catMu   sync.Mutex              // serialises catalog rebuilds and SDK registration
+	reg     registered              // what is registered with the SDK server; guarded by catMu
+
+	subs     subscriptions
+	progress progressRoutes
+
+	ready     chan struct{} // closed when every upstream's initial start has finished
+	startOnce sync.Once
+	closeOnce sync.Once
+	closed    chan struct{}
+	wg        sync.WaitGroup // background goroutines (watchers, refreshers)
+}
+
+// New validates opts and builds a Server. It starts nothing; call Start.
+func New(opts Options) (*Server, error) {
+	if opts.CallTimeout == 0 {
+		opts.CallTimeout = 60 * time.Second
+	}
+	if opts.FirstListTimeout == 0 {
+		opts.FirstListTimeout = 10 * time.Second
+	}
+	if opts.MaxMessageBytes == 0 {
+		opts.MaxMessageBytes = 64 << 20
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{
+		opts:   opts,
+		log:    log,
+		byName: make(map[string]*backend),
+		ready:  make(chan struct{}),
+		closed: make(chan struct{}),
+	}
+	var errs []error
+	prefixes := make(map[string]string)
+	for i := range opts.Servers {
+		sc := opts.Servers[i]
+		name := sc.Upstream.Name
+		if name == "" {
+			errs = append(errs, fmt.Errorf("server %d: empty name", i))
+			continue
+		}
+		if _, dup := s.byName[name]; dup {
+			errs = append(errs, fmt.Errorf("server %q: defined twice", name))
+			continue
+		}
+		if sc.Prefix != "" {
+			if other, ok := prefixes[sc.Prefix]; ok {
+				errs = append(errs, fmt.Errorf("servers %q and %q: both use prefix %q; give one of them another prefix", other, name, sc.Prefix))
+			}
+			prefixes[sc.Prefix] = name
+		}
+		if sc.CallTimeout == 0 {
+			sc.CallTimeout = opts.CallTimeout
+		}
+		b := &backend{cfg: sc, name: name, log: log.With("upstream", name), state: stateStarting}
+		s.backends = append(s.backends, b)
+		s.byName[name] = b
+	}
+	var us []naming.URIServer
+	for _, b := range s.backends {
+		us = append(us, naming.URIServer{Server: b.name, Prefix: b.cfg.Prefix})
+	}
+	uris, err := naming.NewURIMap(us)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	s.uris = uris
+	s.catalog.Store(newCatalog(uris))
+	s.server = s.newMCPServer()
+	return s, nil
+}
+
+// Start launches every upstream concurrently, each bounded by its startup
+// timeout. A server that fails is logged with the tail of its stderr and left
+// out; the others serve. Start returns once the required servers are up (or one
+// of them failed, which is an error wrapping ErrRequiredFailed); the others keep
+// starting in the background and join the catalog when ready.
+func (s *Server) Start(ctx context.Context) error {
+	var required errgroup.Group
+	var all sync.WaitGroup
+	s.startOnce.Do(func() {
+		for _, b := range s.backends {
+			all.Add(1)
+			done := make(chan error, 1)
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				defer all.Done()
+				done <- s.startBackend(ctx, b)
+			}()
+			if b.cfg.Required {
+				required.Go(func() error { return <-done })
+			}
+		}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			all.Wait()
+			close(s.ready)
+		}()
+	})
+	return required.Wait()
+}
+
+// Ready is closed when every upstream's initial start attempt has finished.
+func (s *Server) Ready() <-chan struct{} { return s.ready }
+
+// waitReady waits, bounded by FirstListTimeout, for the initial start.
+func (s *Server) waitReady(ctx context.Context) {
+	select {
+	case <-s.ready:
+		return
+	default:
+	}
+	t := time.NewTimer(s.opts.FirstListTimeout)
+	defer t.Stop()
+	select {
+	case <-s.ready:
+	case <-t.C:
+	case <-ctx.Done():
+	case <-s.closed:
+	}
+}
+
+// MCPServer returns the underlying SDK server, for serving on transports other
+// than the ones this package provides.
+func (s *Server) MCPServer() *mcp.Server { return s.server }
+
+// Close stops every upstream in parallel and waits for the proxy's goroutines.
+// It is idempotent.
+func (s *Server) Close() error {
+	var errs []error
+	s.closeOnce.Do(func() {
+		close(s.closed)
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for _, b := range s.backends {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := b.close(); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+	})
+	s.wg.Wait()
+	return errors.Join(errs...)
+}
+
+// nopWriteCloser adapts an io.Writer that the proxy must not close.
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }

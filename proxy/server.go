@@ -1,0 +1,270 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// downstreamVersions are the protocol versions served to clients
+// (ARCHITECTURE §3 "Protocol versions").
+var downstreamVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+
+func (s *Server) newMCPServer() *mcp.Server {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "manifold", Title: "Manifold", Version: Version}, &mcp.ServerOptions{
+		Logger:                    s.log.With("component", "mcp"),
+		Capabilities:              serverCapabilities(),
+		SupportedProtocolVersions: downstreamVersions,
+		CompletionHandler:         s.handleComplete,
+		SubscribeHandler:          s.handleSubscribe,
+		UnsubscribeHandler:        s.handleUnsubscribe,
+	})
+	srv.AddReceivingMiddleware(s.routingMiddleware)
+	return srv
+}
+
+// routingMiddleware makes list requests wait (bounded) for the initial start of
+// the upstreams, since some clients list only once, and routes resources/read
+// by URI so that URIs which no list announced (resource links in tool results)
+// reach their server.
+func (s *Server) routingMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		switch method {
+		case "tools/list", "prompts/list", "resources/list", "resources/templates/list":
+			s.waitReady(ctx)
+		case "resources/read":
+			if r, ok := req.(*mcp.ReadResourceRequest); ok {
+				return s.readResource(ctx, r.Params)
+			}
+		case "logging/setLevel":
+			s.setUpstreamLogLevel(ctx, req)
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// upFor returns the running upstream session of server, or an error that says
+// why there is none.
+func (s *Server) upFor(server string) (*mcp.ClientSession, *backend, error) {
+	b := s.byName[server]
+	if b == nil {
+		return nil, nil, fmt.Errorf("no server %q", server)
+	}
+	st, up, _ := b.snapshot()
+	if st != stateUp || up == nil {
+		return nil, b, errors.New(b.unavailable())
+	}
+	return up.Session(), b, nil
+}
+
+// rpcError keeps an upstream JSON-RPC error's code and data; other errors
+// become internal errors that name the server.
+func rpcError(server string, err error) error {
+	var rpcErr *jsonrpc.Error
+	if errors.As(err, &rpcErr) {
+		return rpcErr
+	}
+	if errors.Is(err, context.Canceled) {
+		return err
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("upstream %q: %v", server, err)}
+}
+
+func (s *Server) readResource(ctx context.Context, p *mcp.ReadResourceParams) (*mcp.ReadResourceResult, error) {
+	s.waitReady(ctx)
+	c := s.catalog.Load()
+	server, original, ok := c.resourceOwner(p.URI)
+	if !ok {
+		return nil, mcp.ResourceNotFoundError(p.URI)
+	}
+	cs, b, err := s.upFor(server)
+	if err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+	}
+	ctx, cancel := context.WithTimeout(ctx, b.cfg.CallTimeout)
+	defer cancel()
+	fwd := *p
+	fwd.URI = original
+	res, err := cs.ReadResource(ctx, &fwd)
+	if err != nil {
+		return nil, rpcError(server, err)
+	}
+	for _, rc := range res.Contents {
+		if rc != nil {
+			rc.URI = c.uris.Outward(server, rc.URI)
+		}
+	}
+	return res, nil
+}
+
+// handleReadResource satisfies the SDK's registration API; reads are answered
+// by routingMiddleware before they reach it.
+func (s *Server) handleReadResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	return s.readResource(ctx, req.Params)
+}
+
+func (s *Server) handleGetPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+	c := s.catalog.Load()
+	e, ok := c.prompts.Lookup(req.Params.Name)
+	if !ok {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", req.Params.Name)}
+	}
+	cs, b, err := s.upFor(e.Server)
+	if err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+	}
+	ctx, cancel := context.WithTimeout(ctx, b.cfg.CallTimeout)
+	defer cancel()
+	fwd := *req.Params
+	fwd.Name = e.Original
+	res, err := cs.GetPrompt(ctx, &fwd)
+	if err != nil {
+		return nil, rpcError(e.Server, err)
+	}
+	for _, m := range res.Messages {
+		if m != nil {
+			rewriteContent(m.Content, func(u string) string { return c.uris.Outward(e.Server, u) })
+		}
+	}
+	return res, nil
+}
+
+// rewriteContent rewrites the URI of a resource link or embedded resource.
+func rewriteContent(ct mcp.Content, f func(string) string) {
+	switch ct := ct.(type) {
+	case *mcp.ResourceLink:
+		ct.URI = f(ct.URI)
+	case *mcp.EmbeddedResource:
+		if ct.Resource != nil {
+			ct.Resource.URI = f(ct.Resource.URI)
+		}
+	}
+}
+
+// handleComplete routes completion/complete by its ref: a prompt by exposed
+// name, a resource template by URI. An upstream without completions gives an
+// empty answer, so one server never breaks completion for the others.
+func (s *Server) handleComplete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+	s.waitReady(ctx)
+	c := s.catalog.Load()
+	if req.Params == nil || req.Params.Ref == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "completion/complete needs a ref"}
+	}
+	fwd := *req.Params
+	ref := *req.Params.Ref
+	fwd.Ref = &ref
+	var server string
+	switch ref.Type {
+	case "ref/prompt":
+		e, ok := c.prompts.Lookup(ref.Name)
+		if !ok {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", ref.Name)}
+		}
+		server, ref.Name = e.Server, e.Original
+	case "ref/resource":
+		srv, original, ok := c.uris.Inward(ref.URI)
+		if !ok {
+			if owner, found := c.tmplOwner[ref.URI]; found {
+				srv, original, ok = owner, ref.URI, true
+			} else if owner, found := c.resOwner[ref.URI]; found {
+				srv, original, ok = owner, ref.URI, true
+			}
+		}
+		if !ok {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown resource template %q", ref.URI)}
+		}
+		server, ref.URI = srv, original
+	default:
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown ref type %q", ref.Type)}
+	}
+	cs, b, err := s.upFor(server)
+	if err != nil {
+		return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{}}}, nil
+	}
+	if b.caps == nil || b.caps.Completions == nil {
+		return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{}}}, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, b.cfg.CallTimeout)
+	defer cancel()
+	res, err := cs.Complete(ctx, &fwd)
+	if err != nil {
+		return nil, rpcError(server, err)
+	}
+	return res, nil
+}
+
+// subscriptions reference-counts resource subscriptions across downstream
+// sessions, so each upstream is subscribed once per URI.
+type subscriptions struct {
+	mu    sync.Mutex
+	count map[string]int // outward URI -> subscribed sessions; guarded by mu
+}
+
+func (s *Server) handleSubscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
+	c := s.catalog.Load()
+	server, original, ok := c.resourceOwner(req.Params.URI)
+	if !ok {
+		return mcp.ResourceNotFoundError(req.Params.URI)
+	}
+	cs, b, err := s.upFor(server)
+	if err != nil {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+	}
+	if b.caps == nil || b.caps.Resources == nil || !b.caps.Resources.Subscribe {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("server %q does not support resource subscriptions", server)}
+	}
+	s.subs.mu.Lock()
+	defer s.subs.mu.Unlock()
+	if s.subs.count == nil {
+		s.subs.count = make(map[string]int)
+	}
+	if s.subs.count[req.Params.URI] == 0 {
+		ctx, cancel := context.WithTimeout(ctx, b.cfg.CallTimeout)
+		defer cancel()
+		if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: original}); err != nil {
+			return rpcError(server, err)
+		}
+	}
+	s.subs.count[req.Params.URI]++
+	return nil
+}
+
+func (s *Server) handleUnsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) error {
+	c := s.catalog.Load()
+	server, original, ok := c.resourceOwner(req.Params.URI)
+	if !ok {
+		return mcp.ResourceNotFoundError(req.Params.URI)
+	}
+	s.subs.mu.Lock()
+	defer s.subs.mu.Unlock()
+	n := s.subs.count[req.Params.URI]
+	if n == 0 {
+		return nil
+	}
+	if n > 1 {
+		s.subs.count[req.Params.URI] = n - 1
+		return nil
+	}
+	delete(s.subs.count, req.Params.URI)
+	cs, b, err := s.upFor(server)
+	if err != nil {
+		return nil // nothing to unsubscribe from
+	}
+	ctx, cancel := context.WithTimeout(ctx, b.cfg.CallTimeout)
+	defer cancel()
+	if err := cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: original}); err != nil {
+		return rpcError(server, err)
+	}
+	return nil
+}
+
+// resourceUpdated relays an upstream's resources/updated to the downstream
+// sessions that subscribed, with the URI rewritten outward.
+func (s *Server) resourceUpdated(ctx context.Context, b *backend, uri string) {
+	c := s.catalog.Load()
+	_ = s.server.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: c.uris.Outward(b.name, uri)})
+}
