@@ -70,8 +70,41 @@ type backend struct {
 	err      error              // guarded by mu; why it failed or exited
 	lists    lists              // guarded by mu
 	caps     *mcp.ServerCapabilities
-	dirty    listKind // guarded by mu; lists to re-fetch
-	fetching bool     // guarded by mu; a refresh loop runs
+	dirty    listKind                   // guarded by mu; lists to re-fetch
+	fetching bool                       // guarded by mu; a refresh loop runs
+	busy     map[*mcp.ServerSession]int // guarded by mu; calls in flight per downstream session
+	started  chan struct{}              // closed when the initial start attempt ended
+}
+
+// enter records a call in flight from ss; the returned func ends it.
+func (b *backend) enter(ss *mcp.ServerSession) func() {
+	if ss == nil {
+		return func() {}
+	}
+	b.mu.Lock()
+	if b.busy == nil {
+		b.busy = make(map[*mcp.ServerSession]int)
+	}
+	b.busy[ss]++
+	b.mu.Unlock()
+	return func() {
+		b.mu.Lock()
+		if b.busy[ss]--; b.busy[ss] <= 0 {
+			delete(b.busy, ss)
+		}
+		b.mu.Unlock()
+	}
+}
+
+// busySessions returns the downstream sessions with calls in flight on b.
+func (b *backend) busySessions() []*mcp.ServerSession {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]*mcp.ServerSession, 0, len(b.busy))
+	for ss := range b.busy {
+		out = append(out, ss)
+	}
+	return out
 }
 
 // snapshot returns the backend's state, connection and error.
@@ -115,7 +148,7 @@ func (s *Server) startBackend(ctx context.Context, b *backend) error {
 	opts := b.cfg.Upstream
 	opts.Logger = s.log
 	opts.ClientInfo = &mcp.Implementation{Name: "manifold", Version: Version}
-	opts.Client = s.clientOptions(b)
+	opts.Client, opts.Middleware = s.clientOptions(b)
 	if opts.MaxMessageBytes == 0 {
 		opts.MaxMessageBytes = s.opts.MaxMessageBytes
 	}
@@ -303,7 +336,7 @@ func (s *Server) isClosed() bool {
 
 // clientOptions builds the MCP client handlers for one upstream: they close over
 // the backend so every notification is attributed to its server.
-func (s *Server) clientOptions(b *backend) *mcp.ClientOptions {
+func (s *Server) clientOptions(b *backend) (*mcp.ClientOptions, []mcp.Middleware) {
 	opts := &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			s.requestRefresh(b, kindTools)
@@ -320,11 +353,8 @@ func (s *Server) clientOptions(b *backend) *mcp.ClientOptions {
 		ProgressNotificationHandler: func(ctx context.Context, r *mcp.ProgressNotificationClientRequest) {
 			s.progress.forward(ctx, r.Params)
 		},
-		// The proxy does not relay sampling, elicitation or roots yet, so it
-		// declares none of them to upstreams (an empty struct opts out of the
-		// SDK's default roots capability).
-		Capabilities: &mcp.ClientCapabilities{},
 	}
 	s.relayLogs(opts, b)
-	return opts
+	mw := s.relayOptions(opts, b)
+	return opts, mw
 }

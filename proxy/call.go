@@ -78,6 +78,7 @@ func (s *Server) callTool(ctx context.Context, ss *mcp.ServerSession, name strin
 
 	cctx, cancel := context.WithTimeout(ctx, b.cfg.CallTimeout)
 	defer cancel()
+	defer b.enter(ss)()
 	start := time.Now()
 	raw, err := up.CallToolRaw(cctx, params)
 	if err != nil {
@@ -99,6 +100,9 @@ func (s *Server) callTool(ctx context.Context, ss *mcp.ServerSession, name strin
 	}
 	if naming.MayContainURIs(raw) {
 		raw = c.rewriteResultURIs(b.name, raw)
+	}
+	if ss != nil {
+		raw = adaptCallResult(raw, sessionVersion(ss))
 	}
 	return raw, nil
 }

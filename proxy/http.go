@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -39,7 +40,7 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.server }, &mcp.StreamableHTTPOptions{
 		SessionTimeout:      opts.SessionTimeout,
 		MaxRequestBodyBytes: opts.MaxRequestBytes,
-		Logger:              s.log.With("component", "http"),
+		Logger:              slog.New(quietHandler{s.log.Handler(), slog.LevelWarn}).With("component", "http"),
 		// The checks below replace the SDK's loopback-only Host check, so that
 		// AllowedHosts can extend it.
 		DisableLocalhostProtection: true,

@@ -47,6 +47,10 @@ type ServerConfig struct {
 	Required bool
 	// CallTimeout bounds one call to this server. If zero, Options.CallTimeout.
 	CallTimeout time.Duration
+	// Instructions merges the server's initialize instructions into the
+	// proxy's, under the server's name. If false, they are left out: they go
+	// into the model's system prompt, so including them is an opt-in.
+	Instructions bool
 }
 
 // Options configures a Server.
@@ -62,6 +66,12 @@ type Options struct {
 	// MaxMessageBytes bounds one inbound frame from the downstream client. If
 	// zero, 64 MiB.
 	MaxMessageBytes int
+	// WaitForClient makes Start wait for the first downstream client's
+	// initialize and offer upstreams exactly the client capabilities (sampling,
+	// elicitation, roots) that client declared: the stdio mode, with one client.
+	// If false, upstreams start at once and are offered all three; a request
+	// that the client it is relayed to does not support is refused.
+	WaitForClient bool
 	// Logger receives the proxy's and the upstreams' logs. If nil, logs are
 	// discarded.
 	Logger *slog.Logger
@@ -83,6 +93,12 @@ type Server struct {
 
 	subs     subscriptions
 	progress progressRoutes
+	elicit   elicitations
+
+	capsMu     sync.Mutex
+	clientCaps *mcp.ClientCapabilities // guarded by capsMu; offered to upstreams
+	clientUp   chan struct{}           // closed at the first downstream initialize
+	clientOnce sync.Once
 
 	ready     chan struct{} // closed when every upstream's initial start has finished
 	startOnce sync.Once
@@ -107,11 +123,15 @@ func New(opts Options) (*Server, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{
-		opts:   opts,
-		log:    log,
-		byName: make(map[string]*backend),
-		ready:  make(chan struct{}),
-		closed: make(chan struct{}),
+		opts:     opts,
+		log:      log,
+		byName:   make(map[string]*backend),
+		ready:    make(chan struct{}),
+		closed:   make(chan struct{}),
+		clientUp: make(chan struct{}),
+	}
+	if !opts.WaitForClient {
+		s.clientCaps = allRelayCaps()
 	}
 	var errs []error
 	prefixes := make(map[string]string)
@@ -135,7 +155,7 @@ func New(opts Options) (*Server, error) {
 		if sc.CallTimeout == 0 {
 			sc.CallTimeout = opts.CallTimeout
 		}
-		b := &backend{cfg: sc, name: name, log: log.With("upstream", name), state: stateStarting}
+		b := &backend{cfg: sc, name: name, log: log.With("upstream", name), state: stateStarting, started: make(chan struct{})}
 		s.backends = append(s.backends, b)
 		s.byName[name] = b
 	}
@@ -160,8 +180,18 @@ func New(opts Options) (*Server, error) {
 // timeout. A server that fails is logged with the tail of its stderr and left
 // out; the others serve. Start returns once the required servers are up (or one
 // of them failed, which is an error wrapping ErrRequiredFailed); the others keep
-// starting in the background and join the catalog when ready.
+// starting in the background and join the catalog when ready. With
+// Options.WaitForClient it first waits for the downstream client's initialize.
 func (s *Server) Start(ctx context.Context) error {
+	if s.opts.WaitForClient {
+		select {
+		case <-s.clientUp:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.closed:
+			return nil
+		}
+	}
 	var required errgroup.Group
 	var all sync.WaitGroup
 	s.startOnce.Do(func() {
@@ -172,6 +202,7 @@ func (s *Server) Start(ctx context.Context) error {
 			go func() {
 				defer s.wg.Done()
 				defer all.Done()
+				defer close(b.started)
 				done <- s.startBackend(ctx, b)
 			}()
 			if b.cfg.Required {
@@ -241,3 +272,22 @@ func (s *Server) Close() error {
 type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
+
+// quietHandler drops records below min: the SDK logs every session's
+// connection at info level, which is noise in the proxy's log.
+type quietHandler struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h quietHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h quietHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return quietHandler{h.Handler.WithAttrs(as), h.min}
+}
+
+func (h quietHandler) WithGroup(name string) slog.Handler {
+	return quietHandler{h.Handler.WithGroup(name), h.min}
+}

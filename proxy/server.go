@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -16,10 +17,11 @@ var downstreamVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "202
 
 func (s *Server) newMCPServer() *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "manifold", Title: "Manifold", Version: Version}, &mcp.ServerOptions{
-		Logger:                    s.log.With("component", "mcp"),
+		Logger:                    slog.New(quietHandler{s.log.Handler(), slog.LevelWarn}).With("component", "mcp"),
 		Capabilities:              serverCapabilities(),
 		SupportedProtocolVersions: downstreamVersions,
 		CompletionHandler:         s.handleComplete,
+		RootsListChangedHandler:   s.rootsChanged, //lint:ignore SA1019 roots are part of the protocol versions the proxy serves
 		SubscribeHandler:          s.handleSubscribe,
 		UnsubscribeHandler:        s.handleUnsubscribe,
 	})
@@ -34,7 +36,16 @@ func (s *Server) newMCPServer() *mcp.Server {
 func (s *Server) routingMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch method {
-		case "tools/list", "prompts/list", "resources/list", "resources/templates/list":
+		case "initialize":
+			return s.initialize(ctx, next, method, req)
+		case "tools/list":
+			s.waitReady(ctx)
+			res, err := next(ctx, method, req)
+			if lr, ok := res.(*mcp.ListToolsResult); ok && err == nil {
+				return adaptToolList(lr, sessionVersion(req.GetSession())), nil
+			}
+			return res, err
+		case "prompts/list", "resources/list", "resources/templates/list":
 			s.waitReady(ctx)
 		case "resources/read":
 			if r, ok := req.(*mcp.ReadResourceRequest); ok {

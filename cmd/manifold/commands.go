@@ -129,16 +129,17 @@ func proxyOptions(cfg *config.Config, log *slog.Logger) proxy.Options {
 				StartupTimeout:  s.StartupTimeout,
 				MaxMessageBytes: s.MaxMessageBytes,
 			},
-			Prefix:      s.Prefix,
-			Required:    s.Required,
-			CallTimeout: s.CallTimeout,
+			Prefix:       s.Prefix,
+			Required:     s.Required,
+			CallTimeout:  s.CallTimeout,
+			Instructions: s.Instructions,
 		})
 	}
 	return opts
 }
 
-// startProxy loads the config, builds the proxy and starts the upstreams.
-func startProxy(ctx context.Context, c common, defaultLevel string, stderr io.Writer) (*proxy.Server, *config.Config, error) {
+// newProxy loads the config and builds the proxy; it starts nothing.
+func newProxy(c common, defaultLevel string, waitForClient bool, stderr io.Writer) (*proxy.Server, *config.Config, error) {
 	cfg, err := loadConfig(c)
 	if err != nil {
 		return nil, nil, err
@@ -154,9 +155,20 @@ func startProxy(ctx context.Context, c common, defaultLevel string, stderr io.Wr
 	if err != nil {
 		return nil, nil, err
 	}
-	p, err := proxy.New(proxyOptions(cfg, log))
+	opts := proxyOptions(cfg, log)
+	opts.WaitForClient = waitForClient
+	p, err := proxy.New(opts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", cfg.Path, err)
+	}
+	return p, cfg, nil
+}
+
+// startProxy builds the proxy and starts the upstreams.
+func startProxy(ctx context.Context, c common, defaultLevel string, stderr io.Writer) (*proxy.Server, *config.Config, error) {
+	p, cfg, err := newProxy(c, defaultLevel, false, stderr)
+	if err != nil {
+		return nil, nil, err
 	}
 	if err := p.Start(ctx); err != nil {
 		_ = p.Close()
@@ -176,15 +188,34 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if fs.NArg() > 0 {
 		return usageError("serve: unexpected argument %q", fs.Arg(0))
 	}
-	p, cfg, err := startProxy(ctx, c, "", stderr)
+	if *httpAddr != "" {
+		p, cfg, err := startProxy(ctx, c, "", stderr)
+		if err != nil {
+			return err
+		}
+		defer p.Close()
+		return serveHTTP(ctx, p, cfg, *httpAddr, *allowRemote, stderr)
+	}
+	// stdio: one client. The upstreams start when it initializes, so that
+	// they are offered exactly the capabilities it declared.
+	p, _, err := newProxy(c, "", true, stderr)
 	if err != nil {
 		return err
 	}
 	defer p.Close()
-	if *httpAddr == "" {
-		return p.ServeStdio(ctx, stdin, stdout)
+	served := make(chan error, 1)
+	go func() { served <- p.ServeStdio(ctx, stdin, stdout) }()
+	started := make(chan error, 1)
+	go func() { started <- p.Start(ctx) }()
+	select {
+	case err := <-served:
+		return err
+	case err := <-started:
+		if err != nil {
+			return err
+		}
 	}
-	return serveHTTP(ctx, p, cfg, *httpAddr, *allowRemote, stderr)
+	return <-served
 }
 
 func serveHTTP(ctx context.Context, p *proxy.Server, cfg *config.Config, addr string, allowRemote bool, stderr io.Writer) error {

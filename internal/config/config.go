@@ -107,9 +107,12 @@ type Server struct {
 	// absent in the file, and "" exposes names unchanged.
 	Prefix string
 
-	StartupTimeout  time.Duration
-	CallTimeout     time.Duration
-	Required        bool
+	StartupTimeout time.Duration
+	CallTimeout    time.Duration
+	Required       bool
+	// Instructions merges the server's initialize instructions into the
+	// proxy's (opt-in: they reach the model's system prompt).
+	Instructions    bool
 	MaxMessageBytes int
 }
 

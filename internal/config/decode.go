@@ -241,6 +241,7 @@ func (d *decoder) server(t *table, name string, cfg *Config) (entry, bool) {
 	s.StartupTimeout = t.duration("startup_timeout", cfg.StartupTimeout)
 	s.CallTimeout = t.duration("call_timeout", cfg.CallTimeout)
 	s.Required, _ = t.boolean("required")
+	s.Instructions, _ = t.boolean("instructions")
 	s.MaxMessageBytes = t.size("max_message_bytes", cfg.MaxMessageBytes)
 	unknown := t.finish()
 	if disabled {

@@ -1,0 +1,174 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// initialize handles a downstream initialize: the first one fixes the client
+// capabilities offered to upstreams (Options.WaitForClient) and starts them; the
+// result carries the instructions of the servers that opted in.
+func (s *Server) initialize(ctx context.Context, next mcp.MethodHandler, method string, req mcp.Request) (mcp.Result, error) {
+	if p, ok := req.GetParams().(*mcp.InitializeParams); ok && p != nil && s.opts.WaitForClient {
+		s.clientOnce.Do(func() {
+			s.setClientCaps(p.Capabilities)
+			close(s.clientUp)
+		})
+	}
+	res, err := next(ctx, method, req)
+	ir, ok := res.(*mcp.InitializeResult)
+	if err != nil || !ok {
+		return res, err
+	}
+	if text := s.instructions(ctx); text != "" {
+		out := *ir
+		out.Instructions = text
+		return &out, nil
+	}
+	return res, nil
+}
+
+// instructions merges the initialize instructions of the servers that opted
+// in, each under its server's name, waiting (bounded by each server's startup
+// timeout) for those still starting.
+func (s *Server) instructions(ctx context.Context) string {
+	var parts []string
+	for _, b := range s.backends {
+		if !b.cfg.Instructions {
+			continue
+		}
+		wait := b.cfg.Upstream.StartupTimeout
+		if wait == 0 {
+			wait = 30 * time.Second
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-b.started:
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+		_, up, _ := b.snapshot()
+		if up == nil || up.InitializeResult() == nil {
+			continue
+		}
+		if text := strings.TrimSpace(up.InitializeResult().Instructions); text != "" {
+			prefix := b.cfg.Prefix
+			note := ""
+			if prefix != "" {
+				note = fmt.Sprintf("\n(Its tools and prompts are exposed here as %s__<name>.)", prefix)
+			}
+			parts = append(parts, fmt.Sprintf("## %s%s\n\n%s", b.name, note, text))
+		}
+	}
+	return strings.Join(parts, "\n\n")
+}
+
+// sessionVersion is the protocol version negotiated with a downstream
+// session: the client's if the proxy supports it, else the latest.
+func sessionVersion(sess mcp.Session) string {
+	ss, ok := sess.(*mcp.ServerSession)
+	if !ok || ss == nil {
+		return downstreamVersions[0]
+	}
+	ip := ss.InitializeParams()
+	if ip == nil {
+		return downstreamVersions[0]
+	}
+	if slices.Contains(downstreamVersions, ip.ProtocolVersion) {
+		return ip.ProtocolVersion
+	}
+	return downstreamVersions[0]
+}
+
+// adaptToolList removes from tool definitions the fields the session's
+// protocol version lacks (title, outputSchema and icons before 2025-06-18 /
+// 2025-11-25; annotations before 2025-03-26). Tools are copied, never
+// modified: the registered definitions are shared by every session.
+func adaptToolList(res *mcp.ListToolsResult, version string) *mcp.ListToolsResult {
+	if version >= "2025-11-25" {
+		return res
+	}
+	out := *res
+	out.Tools = make([]*mcp.Tool, len(res.Tools))
+	for i, t := range res.Tools {
+		c := *t
+		c.Icons = nil
+		if version < "2025-06-18" {
+			if c.Title != "" && c.Annotations != nil && c.Annotations.Title == "" {
+				a := *c.Annotations
+				a.Title = c.Title
+				c.Annotations = &a
+			}
+			c.Title = ""
+			c.OutputSchema = nil
+		}
+		if version < "2025-03-26" {
+			c.Annotations = nil
+		}
+		out.Tools[i] = &c
+	}
+	return &out
+}
+
+var (
+	markStructured   = []byte(`"structuredContent"`)
+	markResourceLink = []byte(`"resource_link"`)
+)
+
+// adaptCallResult rewrites a raw tools/call result for a session whose
+// protocol version predates structured output and resource links
+// (2025-06-18): structuredContent is dropped, with its JSON added as a text
+// block if the result has no text, and resource links become text blocks.
+func adaptCallResult(raw json.RawMessage, version string) json.RawMessage {
+	if version >= "2025-06-18" || (!bytes.Contains(raw, markStructured) && !bytes.Contains(raw, markResourceLink)) {
+		return raw
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return raw
+	}
+	var content []map[string]any
+	if err := json.Unmarshal(m["content"], &content); err != nil && len(m["content"]) > 0 {
+		return raw
+	}
+	hasText := false
+	for i, c := range content {
+		switch c["type"] {
+		case "text":
+			hasText = true
+		case "resource_link":
+			text := fmt.Sprintf("Resource link: %v", c["uri"])
+			if name, ok := c["name"].(string); ok && name != "" {
+				text += " (" + name + ")"
+			}
+			content[i] = map[string]any{"type": "text", "text": text}
+		}
+	}
+	if sc, ok := m["structuredContent"]; ok {
+		delete(m, "structuredContent")
+		if !hasText {
+			content = append(content, map[string]any{"type": "text", "text": string(sc)})
+		}
+	}
+	if content == nil {
+		content = []map[string]any{}
+	}
+	c, err := json.Marshal(content)
+	if err != nil {
+		return raw
+	}
+	m["content"] = c
+	out, err := json.Marshal(m)
+	if err != nil {
+		return raw
+	}
+	return out
+}

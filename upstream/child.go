@@ -1,0 +1,892 @@
+package upstream
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// child is a stdio server process and the line mux on its pipes.
+//
+// Goroutines, all owned by the child and all ended by the time u.done closes
+// (except readStdout's final pipe close, which never blocks):
+//   - readStdout: the only reader of the child's stdout; diverts responses to
+//     raw calls, drops noise, hands the rest to the SDK through an io.Pipe;
+//   - readStderr: logs stderr lines and keeps their tail;
+//   - wait: waits for the leader to exit, kills the rest of its group, reaps it;
+//   - monitor: runs the stop sequence when asked (or when stdout or the SDK
+//     session closes), then records why the connection ended and closes u.done.
+type child struct {
+	u     *Upstream
+	name  string
+	log   *slog.Logger
+	grace time.Duration
+	max   int
+
+	cmd *exec.Cmd
+	pid int
+
+	stdin       *os.File
+	stdinOnce   sync.Once
+	stdinClosed chan struct{} // closed with stdin, by us or by the SDK
+	stdoutR     *os.File
+	stderrR     *os.File
+
+	wmu sync.Mutex // serialises frames written to stdin
+
+	nextID  atomic.Uint64
+	pmu     sync.Mutex
+	pending map[uint64]chan reply // guarded by pmu; raw calls waiting for a response
+	ended   error                 // guarded by pmu; non-nil once no response can come
+
+	stderr tail
+
+	procMu sync.Mutex
+	reaped bool // guarded by procMu; once true, the pid must not be signalled
+
+	closing    atomic.Bool   // Close was called, or startup failed
+	signalled  atomic.Bool   // we sent the group a signal
+	stopReq    chan struct{} // closed by stop
+	stopOnce   sync.Once
+	exited     chan struct{} // closed by wait once the leader is reaped
+	stdoutDone chan struct{} // closed by readStdout
+	stderrDone chan struct{} // closed by readStderr
+}
+
+// reply is the outcome of one raw call.
+type reply struct {
+	result json.RawMessage
+	err    error
+}
+
+const (
+	stdoutBufSize = 64 << 10
+	stderrLineMax = 4 << 10
+	noiseLogBytes = 200
+)
+
+// startChild spawns opts.Command and completes initialize. On failure the
+// process group has been killed and reaped before it returns.
+func (u *Upstream) startChild(ctx context.Context, opts Options) error {
+	cmd := exec.Command(opts.Command, opts.Args...)
+	cmd.Env = append(os.Environ(), opts.Env...)
+	cmd.Dir = opts.Dir
+	setProcAttr(cmd)
+
+	var pipes [3][2]*os.File // stdin, stdout, stderr; [0] read end, [1] write end
+	for i := range pipes {
+		r, w, err := os.Pipe()
+		if err != nil {
+			for _, p := range pipes[:i] {
+				p[0].Close()
+				p[1].Close()
+			}
+			return fmt.Errorf("upstream %q: creating pipes: %w", u.name, err)
+		}
+		pipes[i] = [2]*os.File{r, w}
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = pipes[0][0], pipes[1][1], pipes[2][1]
+	err := cmd.Start()
+	// The child has its own copies of these ends now.
+	pipes[0][0].Close()
+	pipes[1][1].Close()
+	pipes[2][1].Close()
+	if err != nil {
+		pipes[0][1].Close()
+		pipes[1][0].Close()
+		pipes[2][0].Close()
+		if errors.Is(err, exec.ErrNotFound) {
+			return fmt.Errorf("upstream %q: executable %q not found in PATH; install it or set command to its full path: %w", u.name, opts.Command, err)
+		}
+		return fmt.Errorf("upstream %q: cannot start %q: %w", u.name, opts.Command, err)
+	}
+
+	c := &child{
+		u:           u,
+		name:        u.name,
+		log:         u.log,
+		grace:       u.grace,
+		max:         u.maxMsg,
+		cmd:         cmd,
+		pid:         cmd.Process.Pid,
+		stdin:       pipes[0][1],
+		stdoutR:     pipes[1][0],
+		stderrR:     pipes[2][0],
+		pending:     make(map[uint64]chan reply),
+		stopReq:     make(chan struct{}),
+		stdinClosed: make(chan struct{}),
+		exited:      make(chan struct{}),
+		stdoutDone:  make(chan struct{}),
+		stderrDone:  make(chan struct{}),
+	}
+	u.child = c
+	pr, pw := io.Pipe()
+	go c.readStdout(pw)
+	go c.readStderr()
+	go c.wait()
+	go c.monitor()
+
+	startCtx, cancel := context.WithTimeout(ctx, opts.StartupTimeout)
+	defer cancel()
+	transport := &mcp.IOTransport{
+		Reader:        pr,
+		Writer:        stdinWriter{c},
+		MaxLineLength: c.max + 64, // readStdout enforces the limit
+	}
+	cs, err := u.newClient(opts).Connect(startCtx, transport, sessionOptions())
+	if err == nil {
+		u.session = cs
+		return nil
+	}
+	c.abort()
+	ps := cmd.ProcessState
+	what := "initialize failed"
+	switch {
+	case ctx.Err() != nil:
+		what = "startup cancelled"
+	case startCtx.Err() != nil:
+		what = fmt.Sprintf("did not complete initialize within %v", opts.StartupTimeout)
+	case ps != nil && (ps.ExitCode() >= 0 || !c.signalled.Load()):
+		what = describeExit(ps) + " during startup"
+	}
+	return fmt.Errorf("upstream %q: %s%s: %w", u.name, what, withTail(c.stderr.String()), err)
+}
+
+// describeExit says how a process ended.
+func describeExit(ps *os.ProcessState) string {
+	if ps == nil {
+		return "exited"
+	}
+	if code := ps.ExitCode(); code >= 0 {
+		return fmt.Sprintf("exited with status %d", code)
+	}
+	return fmt.Sprintf("was killed (%v)", ps)
+}
+
+// abort kills a child whose startup failed and waits until it is reaped. A
+// child that already hung up gets StopGrace to exit on its own, so that its
+// exit status is its own.
+func (c *child) abort() {
+	c.closing.Store(true) // any signal from here on is ours
+	c.closeStdin()
+	select {
+	case <-c.stdoutDone:
+		c.waitExit(c.grace)
+	default:
+	}
+	c.signal(syscall.SIGKILL)
+	<-c.u.done
+}
+
+// stop asks the monitor to run the stop sequence.
+func (c *child) stop() {
+	c.stopOnce.Do(func() {
+		c.closing.Store(true)
+		close(c.stopReq)
+	})
+}
+
+// wait reaps the leader. Where the exit can be observed without reaping, the
+// rest of the group is killed while the leader's pid still holds the group id.
+func (c *child) wait() {
+	defer close(c.exited)
+	p := c.cmd.Process
+	if waitExited(c.pid) {
+		c.procMu.Lock()
+		defer c.procMu.Unlock()
+		_ = signalGroup(p, syscall.SIGKILL)
+		_ = c.cmd.Wait()
+		c.reaped = true
+		return
+	}
+	_ = c.cmd.Wait()
+	c.procMu.Lock()
+	defer c.procMu.Unlock()
+	_ = signalGroup(p, syscall.SIGKILL)
+	c.reaped = true
+}
+
+// signal sends sig to the child's process group unless it has been reaped.
+func (c *child) signal(sig syscall.Signal) {
+	c.procMu.Lock()
+	defer c.procMu.Unlock()
+	if !c.reaped {
+		c.signalled.Store(true)
+		_ = signalGroup(c.cmd.Process, sig)
+	}
+}
+
+// waitExit waits up to d for the leader to be reaped and reports whether it was.
+func (c *child) waitExit(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-c.exited:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// stopProcess is the stop sequence: close stdin, wait, SIGTERM the group,
+// wait, SIGKILL the group, and wait until the leader is reaped.
+func (c *child) stopProcess() {
+	c.closeStdin()
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+		if c.waitExit(c.grace) {
+			return
+		}
+		c.log.Info("server still running; signalling its process group", "signal", sig.String())
+		c.signal(sig)
+	}
+	<-c.exited
+}
+
+// monitor owns the process lifecycle and closes u.done. A server whose
+// stdout closed, or whose stdin the SDK closed (for instance after failed
+// keep-alive pings), is of no more use and is stopped.
+func (c *child) monitor() {
+	var stopped string // why we stopped a server that did not exit by itself
+	select {
+	case <-c.exited:
+	case <-c.stopReq:
+		c.stopProcess()
+	case <-c.stdoutDone:
+		stopped = "server closed its stdout"
+		c.stopProcess()
+	case <-c.stdinClosed:
+		stopped = "client session closed"
+		c.stopProcess()
+	}
+	<-c.exited
+
+	// The group is dead, so the pipes end as soon as the readers have drained
+	// them, unless something that left the group still holds them.
+	t := time.NewTimer(c.grace)
+	timeout := t.C
+	for _, ch := range []chan struct{}{c.stdoutDone, c.stderrDone} {
+		select {
+		case <-ch:
+		case <-timeout:
+			c.log.Warn("stdout/stderr still open after the server exited; closing them")
+			c.stdoutR.Close()
+			c.stderrR.Close()
+			<-ch
+		}
+	}
+	t.Stop()
+	c.closeStdin()
+	c.stdoutR.Close()
+	c.stderrR.Close()
+
+	var err error
+	ps := c.cmd.ProcessState
+	switch {
+	case c.closing.Load():
+		err = fmt.Errorf("upstream %q: %w", c.name, ErrClosed)
+	case stopped != "" && c.signalled.Load(): // it did not exit by itself
+		err = fmt.Errorf("upstream %q: %s; server stopped (%s)%s: %w",
+			c.name, stopped, describeExit(ps), withTail(c.stderr.String()), ErrClosed)
+	default:
+		err = fmt.Errorf("upstream %q: server %s%s: %w",
+			c.name, describeExit(ps), withTail(c.stderr.String()), ErrClosed)
+	}
+	if !c.closing.Load() {
+		c.log.Warn("server ended", "status", describeExit(ps))
+	}
+	c.endCalls(err)
+	c.u.err = err
+	close(c.u.done)
+}
+
+func (c *child) closeStdin() {
+	c.stdinOnce.Do(func() {
+		c.stdin.Close()
+		close(c.stdinClosed)
+	})
+}
+
+// write sends one frame (which ends in '\n') to the child's stdin.
+func (c *child) write(frame []byte) (int, error) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return c.stdin.Write(frame)
+}
+
+// stdinWriter is the SDK's side of the child's stdin. The SDK writes one
+// whole frame per Write call, so sharing the mutex with the raw path keeps
+// frames from interleaving.
+type stdinWriter struct{ c *child }
+
+func (w stdinWriter) Write(p []byte) (int, error) { return w.c.write(p) }
+
+func (w stdinWriter) Close() error {
+	w.c.closeStdin()
+	return nil
+}
+
+// readStdout is the only reader of the child's stdout.
+func (c *child) readStdout(pw *io.PipeWriter) {
+	lr := &lineReader{br: bufio.NewReaderSize(c.stdoutR, stdoutBufSize), max: c.max}
+	sdk := pw // nil once the SDK stopped reading
+	for {
+		line, size, err := lr.next()
+		switch {
+		case line != nil:
+			sdk = c.route(line, sdk)
+		case size > 0:
+			c.dropOversized(lr, size)
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrClosed) {
+				c.log.Warn("reading stdout", "err", err)
+			}
+			break
+		}
+	}
+	if c.closing.Load() {
+		c.endCalls(fmt.Errorf("upstream %q: %w", c.name, ErrClosed))
+	} else {
+		// The exit status and the whole stderr tail come later, in Err.
+		c.endCalls(fmt.Errorf("upstream %q: server exited: %w", c.name, ErrClosed))
+	}
+	// stdoutDone first: whoever sees the SDK fail on EOF must find it closed.
+	close(c.stdoutDone)
+	pw.Close()
+}
+
+var rawIDMarker = []byte(`"mf.`)
+
+// route delivers one stdout line: to a waiting raw call, to the SDK, or to
+// the log as noise. It returns the SDK pipe, or nil once the SDK is gone.
+func (c *child) route(line []byte, sdk *io.PipeWriter) *io.PipeWriter {
+	msg := bytes.TrimSpace(line)
+	if len(msg) == 0 || (msg[0] != '{' && msg[0] != '[') {
+		c.log.Warn("dropped non-JSON stdout line", "line", truncate(msg, noiseLogBytes))
+		return sdk
+	}
+	if msg[0] == '{' && bytes.Contains(msg, rawIDMarker) && c.divert(msg) {
+		return sdk
+	}
+	if !isJSONRPC(msg) {
+		c.log.Warn("dropped stdout line that is not JSON-RPC", "line", truncate(msg, noiseLogBytes))
+		return sdk
+	}
+	if sdk == nil {
+		return nil
+	}
+	if line[len(line)-1] != '\n' { // the last line before EOF
+		line = append(line[:len(line):len(line)], '\n')
+	}
+	if _, err := sdk.Write(line); err != nil {
+		return nil // the SDK closed its end; keep draining for the raw path
+	}
+	return sdk
+}
+
+// divert hands a response to a raw call to its caller. It reports false if
+// msg is not such a response. Only the top level of msg is parsed; the
+// result is checked to be JSON and copied, never decoded.
+func (c *child) divert(msg []byte) bool {
+	if !json.Valid(msg) {
+		return false
+	}
+	m, ok := splitObject(msg)
+	if !ok || m.method != nil {
+		return false
+	}
+	id, ok := parseRawID(m.id)
+	if !ok {
+		return false
+	}
+	var rep reply
+	switch {
+	case m.err != nil && string(m.err) != "null":
+		we := new(jsonrpc.Error)
+		if err := json.Unmarshal(m.err, we); err != nil {
+			rep.err = fmt.Errorf("upstream %q: tools/call: malformed error response: %w", c.name, err)
+		} else {
+			rep.err = we
+		}
+	case m.result != nil:
+		rep.result = bytes.Clone(m.result)
+	default:
+		rep.err = fmt.Errorf("upstream %q: tools/call response has neither result nor error", c.name)
+	}
+	if !c.deliver(id, rep) {
+		c.log.Debug("dropped response to a call that is no longer waiting", "id", string(m.id))
+	}
+	return true
+}
+
+// members holds the raw values of the top-level members of a JSON-RPC
+// message that the raw path looks at; nil when absent.
+type members struct {
+	id, method, result, err []byte
+}
+
+// splitObject finds the top-level members of msg, which must be valid JSON.
+// Keys written with escapes are not recognised.
+func splitObject(msg []byte) (m members, ok bool) {
+	i := skipSpace(msg, 0)
+	if i >= len(msg) || msg[i] != '{' {
+		return m, false
+	}
+	i = skipSpace(msg, i+1)
+	if i < len(msg) && msg[i] == '}' {
+		return m, true
+	}
+	for i < len(msg) && msg[i] == '"' {
+		end := skipString(msg, i)
+		key := msg[i+1 : end-1]
+		i = skipSpace(msg, end)
+		if i >= len(msg) || msg[i] != ':' {
+			return m, false
+		}
+		i = skipSpace(msg, i+1)
+		end = skipValue(msg, i)
+		switch string(key) {
+		case "id":
+			m.id = msg[i:end]
+		case "method":
+			m.method = msg[i:end]
+		case "result":
+			m.result = msg[i:end]
+		case "error":
+			m.err = msg[i:end]
+		}
+		i = skipSpace(msg, end)
+		if i >= len(msg) {
+			break
+		}
+		switch msg[i] {
+		case '}':
+			return m, true
+		case ',':
+			i = skipSpace(msg, i+1)
+		default:
+			return m, false
+		}
+	}
+	return m, false
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index just past the string that starts at b[i].
+func skipString(b []byte, i int) int {
+	for j := i + 1; j < len(b); {
+		k := bytes.IndexByte(b[j:], '"')
+		if k < 0 {
+			break
+		}
+		k += j
+		n := 0 // backslashes before the quote
+		for m := k - 1; m > i && b[m] == '\\'; m-- {
+			n++
+		}
+		if n%2 == 0 {
+			return k + 1
+		}
+		j = k + 1
+	}
+	return len(b)
+}
+
+// skipValue returns the index just past the valid JSON value at b[i].
+func skipValue(b []byte, i int) int {
+	if i >= len(b) {
+		return i
+	}
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for ; i < len(b); i++ {
+			switch b[i] {
+			case '"':
+				i = skipString(b, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+		}
+		return i
+	default: // number, true, false, null
+		for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' &&
+			b[i] != ' ' && b[i] != '\t' && b[i] != '\r' && b[i] != '\n' {
+			i++
+		}
+		return i
+	}
+}
+
+// dropOversized logs a stdout line over the limit and, if it was the
+// response to a raw call, fails that call.
+func (c *child) dropOversized(lr *lineReader, size int) {
+	c.log.Warn("dropped oversized stdout line", "bytes", size, "limit", c.max,
+		"head", truncate(lr.head, noiseLogBytes))
+	for _, edge := range [][]byte{lr.head, lr.tail} {
+		if id, ok := findRawID(edge); ok {
+			c.deliver(id, reply{err: fmt.Errorf(
+				"upstream %q: tools/call response of %d bytes exceeds the %d-byte limit; raise max message size or ask for less",
+				c.name, size, c.max)})
+			return
+		}
+	}
+}
+
+// deliver passes r to the raw call id, if it is still waiting.
+func (c *child) deliver(id uint64, r reply) bool {
+	c.pmu.Lock()
+	ch, ok := c.pending[id]
+	delete(c.pending, id)
+	c.pmu.Unlock()
+	if ok {
+		ch <- r // capacity 1, one send per call
+	}
+	return ok
+}
+
+// forget drops the pending raw call id; false if a reply was already sent.
+func (c *child) forget(id uint64) bool {
+	c.pmu.Lock()
+	defer c.pmu.Unlock()
+	_, ok := c.pending[id]
+	delete(c.pending, id)
+	return ok
+}
+
+// endCalls fails every pending raw call and all later ones with err.
+func (c *child) endCalls(err error) {
+	c.pmu.Lock()
+	defer c.pmu.Unlock()
+	if c.ended != nil {
+		return
+	}
+	c.ended = err
+	for id, ch := range c.pending {
+		ch <- reply{err: err}
+		delete(c.pending, id)
+	}
+}
+
+var framePool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+const maxPooledFrame = 64 << 10
+
+// callTool is the raw path: one frame out, the result bytes back, untouched.
+func (c *child) callTool(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := checkParams(params); err != nil {
+		return nil, fmt.Errorf("upstream %q: tools/call: %w", c.name, err)
+	}
+	id := c.nextID.Add(1)
+	ch := make(chan reply, 1)
+	c.pmu.Lock()
+	if err := c.ended; err != nil {
+		c.pmu.Unlock()
+		return nil, err
+	}
+	c.pending[id] = ch
+	c.pmu.Unlock()
+
+	bp := framePool.Get().(*[]byte)
+	frame := appendCallFrame((*bp)[:0], id, params)
+	_, err := c.write(frame)
+	if cap(frame) <= maxPooledFrame {
+		*bp = frame
+		framePool.Put(bp)
+	}
+	if err != nil {
+		c.forget(id)
+		c.pmu.Lock()
+		ended := c.ended
+		c.pmu.Unlock()
+		if ended != nil {
+			return nil, ended
+		}
+		return nil, fmt.Errorf("upstream %q: sending tools/call: %v: %w", c.name, err, ErrClosed)
+	}
+
+	select {
+	case r := <-ch:
+		return r.result, r.err
+	case <-ctx.Done():
+		if !c.forget(id) { // the reply won the race
+			r := <-ch
+			return r.result, r.err
+		}
+		c.cancelCall(id, ctx.Err())
+		return nil, ctx.Err()
+	}
+}
+
+// cancelCall tells the server that nobody waits for call id any more.
+func (c *child) cancelCall(id uint64, cause error) {
+	reason, _ := json.Marshal(cause.Error())
+	frame := make([]byte, 0, 160)
+	frame = append(frame, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"mf.`...)
+	frame = strconv.AppendUint(frame, id, 10)
+	frame = append(frame, `","reason":`...)
+	frame = append(frame, reason...)
+	frame = append(frame, "}}\n"...)
+	if _, err := c.write(frame); err != nil {
+		c.log.Debug("sending notifications/cancelled", "err", err)
+	}
+}
+
+// checkParams makes sure params is one JSON object, so that the frame built
+// around it is one valid JSON-RPC message.
+func checkParams(params []byte) error {
+	p := bytes.TrimLeft(params, " \t\r\n")
+	if len(p) == 0 || p[0] != '{' || !json.Valid(p) {
+		return errors.New("params must be a JSON object")
+	}
+	return nil
+}
+
+// appendCallFrame appends a tools/call request line with id "mf.<id>".
+// Newlines in params can only be insignificant whitespace; they become spaces
+// so that the frame stays one line. All other bytes go out as they came.
+func appendCallFrame(dst []byte, id uint64, params []byte) []byte {
+	dst = append(dst, `{"jsonrpc":"2.0","id":"mf.`...)
+	dst = strconv.AppendUint(dst, id, 10)
+	dst = append(dst, `","method":"tools/call","params":`...)
+	start := len(dst)
+	dst = append(dst, params...)
+	if bytes.ContainsAny(params, "\r\n") {
+		for i := start; i < len(dst); i++ {
+			if dst[i] == '\n' || dst[i] == '\r' {
+				dst[i] = ' '
+			}
+		}
+	}
+	return append(dst, "}\n"...)
+}
+
+// parseRawID parses a raw-path id, the JSON string "mf.<digits>".
+func parseRawID(raw []byte) (uint64, bool) {
+	if len(raw) < 6 || !bytes.HasPrefix(raw, rawIDMarker) || raw[len(raw)-1] != '"' {
+		return 0, false
+	}
+	var n uint64
+	for _, b := range raw[4 : len(raw)-1] {
+		if b < '0' || b > '9' || n > (1<<63)/10 {
+			return 0, false
+		}
+		n = n*10 + uint64(b-'0')
+	}
+	return n, true
+}
+
+// findRawID finds `"id": "mf.<digits>"` in a fragment of a message.
+func findRawID(b []byte) (uint64, bool) {
+	key := []byte(`"id"`)
+	for i := 0; ; {
+		j := bytes.Index(b[i:], key)
+		if j < 0 {
+			return 0, false
+		}
+		k := i + j + len(key)
+		i = k
+		for k < len(b) && (b[k] == ' ' || b[k] == '\t') {
+			k++
+		}
+		if k >= len(b) || b[k] != ':' {
+			continue
+		}
+		k++
+		for k < len(b) && (b[k] == ' ' || b[k] == '\t') {
+			k++
+		}
+		end := k + len(rawIDMarker)
+		for end < len(b) && b[end] >= '0' && b[end] <= '9' {
+			end++
+		}
+		if end < len(b) {
+			if id, ok := parseRawID(b[k : end+1]); ok {
+				return id, true
+			}
+		}
+	}
+}
+
+// isJSONRPC reports whether msg (an object or a batch) is something the SDK
+// can read without giving up on the connection.
+func isJSONRPC(msg []byte) bool {
+	if msg[0] == '[' {
+		var batch []rpcProbe
+		if json.Unmarshal(msg, &batch) != nil || len(batch) == 0 {
+			return false
+		}
+		for i := range batch {
+			if !batch[i].ok() {
+				return false
+			}
+		}
+		return true
+	}
+	var p rpcProbe
+	return json.Unmarshal(msg, &p) == nil && p.ok()
+}
+
+// rpcProbe holds what jsonrpc.DecodeMessage insists on.
+type rpcProbe struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  json.RawMessage `json:"method"`
+}
+
+func (p *rpcProbe) ok() bool {
+	if p.JSONRPC != "2.0" {
+		return false
+	}
+	validID := func(allowNull bool) bool {
+		switch {
+		case len(p.ID) == 0:
+			return allowNull
+		case string(p.ID) == "null":
+			return allowNull
+		default:
+			b := p.ID[0]
+			return b == '"' || b == '-' || (b >= '0' && b <= '9')
+		}
+	}
+	if len(p.Method) > 0 { // request or notification
+		return p.Method[0] == '"' && validID(true)
+	}
+	return validID(false) // response
+}
+
+// truncate returns b as a string of at most n bytes.
+func truncate(b []byte, n int) string {
+	if len(b) <= n {
+		return string(b)
+	}
+	return string(b[:n]) + "…"
+}
+
+// readStderr logs the child's stderr line by line and keeps its tail.
+func (c *child) readStderr() {
+	defer close(c.stderrDone)
+	lr := &lineReader{br: bufio.NewReader(c.stderrR), max: stderrLineMax}
+	for {
+		line, size, err := lr.next()
+		var text string
+		switch {
+		case line != nil:
+			text = string(bytes.TrimRight(line, "\r\n"))
+		case size > 0:
+			text = string(lr.head) + "…"
+		}
+		if text != "" {
+			c.stderr.add(text)
+			c.log.Info("stderr", "line", text)
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// lineReader splits a stream into lines of bounded size without a per-line
+// allocation for lines that fit its buffer.
+type lineReader struct {
+	br   *bufio.Reader
+	max  int    // longest line kept, without its terminator
+	long []byte // a line longer than br's buffer
+	head []byte // first bytes of the last oversized line
+	tail []byte // last bytes of the last oversized line
+}
+
+const (
+	edgeBytes   = 256
+	keptLongBuf = 1 << 20
+)
+
+// next returns the next line with its '\n' (absent on the last line before
+// EOF) and its size in bytes. A line longer than max is skipped: line is nil,
+// size (> 0) says how long it was, and head and tail keep its ends. At the end
+// of input, line is nil and size 0. err is the reader's error; line may be set
+// along with it.
+func (r *lineReader) next() (line []byte, size int, err error) {
+	if cap(r.long) > keptLongBuf {
+		r.long = nil // do not keep a huge buffer for ever
+	}
+	r.long = r.long[:0]
+	over := false
+	for {
+		chunk, rerr := r.br.ReadSlice('\n')
+		size += len(chunk)
+		switch {
+		case over:
+			r.keepTail(chunk)
+		case size > r.max+2: // longer than max even without "\r\n"
+			over = true
+			r.head = append(r.head[:0], r.long[:min(len(r.long), edgeBytes)]...)
+			r.head = append(r.head, chunk[:min(len(chunk), edgeBytes-len(r.head))]...)
+			r.tail = r.tail[:0]
+			r.keepTail(r.long)
+			r.keepTail(chunk)
+			r.long = r.long[:0]
+		case rerr == bufio.ErrBufferFull || len(r.long) > 0:
+			r.long = append(r.long, chunk...)
+			line = r.long
+		default:
+			line = chunk
+		}
+		if rerr == bufio.ErrBufferFull {
+			continue
+		}
+		if !over && len(bytes.TrimRight(line, "\r\n")) > r.max {
+			over = true
+			r.head = append(r.head[:0], line[:min(len(line), edgeBytes)]...)
+			r.tail = r.tail[:0]
+			r.keepTail(line)
+		}
+		if over || size == 0 {
+			return nil, size, rerr
+		}
+		return line, size, rerr
+	}
+}
+
+// keepTail keeps the last edgeBytes bytes seen in tail.
+func (r *lineReader) keepTail(b []byte) {
+	if len(b) >= edgeBytes {
+		r.tail = append(r.tail[:0], b[len(b)-edgeBytes:]...)
+		return
+	}
+	r.tail = append(r.tail, b...)
+	if n := len(r.tail) - edgeBytes; n > 0 {
+		r.tail = append(r.tail[:0], r.tail[n:]...)
+	}
+}

@@ -1,0 +1,174 @@
+//go:build linux
+
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/goleak"
+)
+
+// The test binary doubles as the MCP server under test: with
+// UPSTREAM_TEST_FIXTURE=<mode> set, TestMain runs the fixture instead of the
+// tests. UPSTREAM_TEST_FILE names a file the fixture writes events or pids to.
+const (
+	envMode = "UPSTREAM_TEST_FIXTURE"
+	envFile = "UPSTREAM_TEST_FILE"
+)
+
+func TestMain(m *testing.M) {
+	if mode := os.Getenv(envMode); mode != "" {
+		runFixture(mode)
+		return
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// runFixture runs one fixture mode and exits.
+func runFixture(mode string) {
+	log.SetFlags(0)
+	ctx := context.Background()
+	switch mode {
+	case "serve":
+		serve(ctx, &mcp.StdioTransport{})
+	case "noise":
+		fmt.Println("Starting fixture server... (not JSON)")
+		serve(ctx, &mcp.IOTransport{Reader: os.Stdin, Writer: &noisyWriter{w: os.Stdout}})
+	case "exit3":
+		fmt.Fprintln(os.Stderr, "loading config")
+		fmt.Fprintln(os.Stderr, "fatal: config missing")
+		os.Exit(3)
+	case "hang":
+		writeEvent(strconv.Itoa(os.Getpid()))
+		fmt.Fprintln(os.Stderr, "hanging before initialize")
+		time.Sleep(time.Hour)
+	case "ignore-term":
+		signal.Ignore(syscall.SIGTERM)
+		writeEvent(strconv.Itoa(os.Getpid()))
+		serve(ctx, &mcp.StdioTransport{})
+		time.Sleep(time.Hour) // and ignore stdin EOF too
+	case "spawn-child":
+		self, err := os.Executable()
+		if err != nil {
+			log.Fatal(err)
+		}
+		gc := exec.Command(self)
+		gc.Env = append(os.Environ(), envMode+"=sleeper")
+		gc.Stderr = os.Stderr // holds the stderr pipe open, like a real grandchild
+		if err := gc.Start(); err != nil {
+			log.Fatal(err)
+		}
+		writeEvent(strconv.Itoa(gc.Process.Pid))
+		serve(ctx, &mcp.StdioTransport{})
+	case "sleeper":
+		time.Sleep(300 * time.Second)
+	default:
+		log.Fatalf("unknown fixture mode %q", mode)
+	}
+	os.Exit(0)
+}
+
+func serve(ctx context.Context, t mcp.Transport) {
+	if err := newFixtureServer().Run(ctx, t); err != nil {
+		log.Print(err)
+	}
+}
+
+// newFixtureServer serves the test tools; remote tests serve it over HTTP.
+func newFixtureServer() *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "fixture", Version: "1.0.0"}, nil)
+	obj := map[string]any{"type": "object"}
+	text := func(s string) *mcp.CallToolResult {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+	}
+	// echo returns the raw arguments it received, or <absent>.
+	s.AddTool(&mcp.Tool{Name: "echo", InputSchema: obj}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if len(req.Params.Arguments) == 0 {
+			return text("<absent>"), nil
+		}
+		return text(string(req.Params.Arguments)), nil
+	})
+	// sleep waits until cancelled and records both events.
+	s.AddTool(&mcp.Tool{Name: "sleep", InputSchema: obj}, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		writeEvent("started")
+		<-ctx.Done()
+		writeEvent("cancelled")
+		return nil, ctx.Err()
+	})
+	// big returns n bytes of text.
+	s.AddTool(&mcp.Tool{Name: "big", InputSchema: obj}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var args struct{ N int }
+		if err := json.Unmarshal(req.Params.Arguments, &args); err != nil {
+			return nil, err
+		}
+		return text(strings.Repeat("x", args.N)), nil
+	})
+	// die exits in the middle of the call.
+	s.AddTool(&mcp.Tool{Name: "die", InputSchema: obj}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		fmt.Fprintln(os.Stderr, "dying now")
+		os.Exit(7)
+		return nil, nil
+	})
+	// fail answers with a JSON-RPC error that carries data.
+	s.AddTool(&mcp.Tool{Name: "fail", InputSchema: obj}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return nil, &jsonrpc.Error{Code: -32042, Message: "custom failure", Data: json.RawMessage(`{"x":1}`)}
+	})
+	return s
+}
+
+// writeEvent appends a line to the file named by UPSTREAM_TEST_FILE.
+func writeEvent(line string) {
+	name := os.Getenv(envFile)
+	if name == "" {
+		return
+	}
+	f, err := os.OpenFile(name, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := fmt.Fprintln(f, line); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// noisyWriter writes a junk line before every frame.
+type noisyWriter struct {
+	w io.Writer
+	n int
+}
+
+var junk = []string{
+	"plain text log line",
+	"",
+	"   \t ",
+	`{"level":"info","msg":"a JSON log line, not JSON-RPC"}`,
+	"[INFO] bracketed log line",
+	`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error"}}`,
+	`[1,2,3]`,
+	`{"broken json`,
+}
+
+func (w *noisyWriter) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(w.w, junk[w.n%len(junk)]+"\n"); err != nil {
+		return 0, err
+	}
+	w.n++
+	return w.w.Write(p)
+}
+
+func (w *noisyWriter) Close() error { return nil }

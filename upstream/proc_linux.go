@@ -1,0 +1,36 @@
+//go:build linux
+
+package upstream
+
+import (
+	"os"
+	"os/exec"
+	"syscall"
+	"unsafe"
+)
+
+// setProcAttr puts the child in its own process group and makes the kernel
+// kill it if the proxy dies.
+func setProcAttr(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+}
+
+// signalGroup sends sig to the process group led by p.
+func signalGroup(p *os.Process, sig syscall.Signal) error {
+	return syscall.Kill(-p.Pid, sig)
+}
+
+// waitExited blocks until the process pid has exited, without reaping it, and
+// reports whether it could. While the zombie is not reaped its pid, and so its
+// process group id, cannot be reused.
+func waitExited(pid int) bool {
+	const pPID = 1      // P_PID
+	var info [16]uint64 // siginfo_t, 128 bytes
+	for {
+		_, _, errno := syscall.Syscall6(syscall.SYS_WAITID, pPID, uintptr(pid),
+			uintptr(unsafe.Pointer(&info)), syscall.WEXITED|syscall.WNOWAIT, 0, 0)
+		if errno != syscall.EINTR {
+			return errno == 0
+		}
+	}
+}

@@ -1,0 +1,24 @@
+//go:build !linux
+
+package upstream
+
+import (
+	"os"
+	"os/exec"
+	"syscall"
+)
+
+// setProcAttr does nothing here: process groups and Pdeathsig are wired up
+// on Linux only.
+func setProcAttr(*exec.Cmd) {}
+
+// signalGroup signals the process p itself.
+func signalGroup(p *os.Process, sig syscall.Signal) error {
+	if sig == syscall.SIGKILL {
+		return p.Kill()
+	}
+	return p.Signal(sig)
+}
+
+// waitExited cannot wait without reaping here.
+func waitExited(int) bool { return false }

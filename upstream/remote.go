@@ -1,0 +1,206 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// remote is a server reached over streamable HTTP or SSE.
+//
+// life is the Connect ctx (the SSE transport keeps it for its stream); it
+// ends with the Upstream. Every HTTP request also goes through http, which
+// can abort the requests in flight without failing later ones, so that Close
+// can unblock a stuck session and still say goodbye (DELETE). One goroutine,
+// watch, waits for the session to end and closes u.done.
+type remote struct {
+	u         *Upstream
+	cancel    context.CancelCauseFunc // cancels life
+	http      *boundTransport
+	transport *http.Transport
+	closing   atomic.Bool
+}
+
+var errStartupTimeout = errors.New("startup timeout")
+
+// dial connects to opts.URL and completes initialize.
+func (u *Upstream) dial(ctx context.Context, opts Options) error {
+	life, cancel := context.WithCancelCause(context.Background())
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	header := make(http.Header, len(opts.Headers))
+	for k, v := range opts.Headers {
+		header.Set(k, v)
+	}
+	bt := newBoundTransport(base, header)
+	hc := &http.Client{Transport: bt}
+
+	var t mcp.Transport
+	switch opts.Transport {
+	case "", "streamable":
+		t = &mcp.StreamableClientTransport{Endpoint: opts.URL, HTTPClient: hc, MaxEventSize: opts.MaxMessageBytes}
+	case "sse":
+		t = &mcp.SSEClientTransport{Endpoint: opts.URL, HTTPClient: hc, MaxEventSize: opts.MaxMessageBytes}
+	default:
+		cancel(nil)
+		return fmt.Errorf("upstream %q: unknown transport %q; use \"streamable\" or \"sse\"", u.name, opts.Transport)
+	}
+
+	// The SSE transport keeps the Connect ctx for its stream, so Connect gets
+	// life and startup is bounded by cancelling life.
+	timer := time.AfterFunc(opts.StartupTimeout, func() { cancel(errStartupTimeout) })
+	stopCtx := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
+	cs, err := u.newClient(opts).Connect(life, t, sessionOptions())
+	timerStopped, ctxStopped := timer.Stop(), stopCtx()
+	if err == nil && (!timerStopped || !ctxStopped) { // too late after all
+		bt.close()
+		_ = cs.Close()
+		err = context.Cause(life)
+	}
+	if err != nil {
+		cause := context.Cause(life)
+		cancel(err)
+		bt.close()
+		base.CloseIdleConnections()
+		switch {
+		case errors.Is(cause, errStartupTimeout):
+			return fmt.Errorf("upstream %q: did not complete initialize within %v: %w", u.name, opts.StartupTimeout, err)
+		case cause != nil:
+			return fmt.Errorf("upstream %q: startup cancelled: %w", u.name, err)
+		}
+		return fmt.Errorf("upstream %q: connecting over %s: %w", u.name, transportName(opts.Transport), err)
+	}
+	u.session = cs
+	u.remote = &remote{u: u, cancel: cancel, http: bt, transport: base}
+	go u.remote.watch()
+	return nil
+}
+
+func transportName(t string) string {
+	if t == "" {
+		return "streamable"
+	}
+	return t
+}
+
+// watch closes u.done when the session ends.
+func (r *remote) watch() {
+	err := r.u.session.Wait()
+	switch {
+	case r.closing.Load():
+		r.u.err = fmt.Errorf("upstream %q: %w", r.u.name, ErrClosed)
+	case err != nil:
+		r.u.err = fmt.Errorf("upstream %q: connection lost: %v: %w", r.u.name, err, ErrClosed)
+		r.u.log.Warn("connection lost", "err", err)
+	default:
+		r.u.err = fmt.Errorf("upstream %q: connection ended by the server: %w", r.u.name, ErrClosed)
+		r.u.log.Warn("connection ended by the server")
+	}
+	close(r.u.done)
+}
+
+// stop closes the session gracefully; after StopGrace it aborts the requests
+// in flight, and after another StopGrace every request (such as the DELETE
+// that ends the session). It waits until the session has ended.
+func (r *remote) stop() {
+	r.closing.Store(true)
+	closed := make(chan struct{})
+	go func() {
+		_ = r.u.session.Close()
+		close(closed)
+	}()
+	t := time.NewTimer(r.u.grace)
+	defer t.Stop()
+	select {
+	case <-closed:
+	case <-t.C:
+		r.u.log.Info("session still closing; aborting its requests")
+		r.http.abort()
+		t.Reset(r.u.grace)
+		select {
+		case <-closed:
+		case <-t.C:
+			r.u.log.Info("session still closing; aborting every request")
+			r.http.close()
+			<-closed
+		}
+	}
+	r.cancel(ErrClosed)
+	<-r.u.done
+	r.http.close()
+	r.transport.CloseIdleConnections()
+}
+
+// boundTransport sets the configured headers on every request and ties each
+// request to the generation it started in as well as to its own context.
+type boundTransport struct {
+	base   http.RoundTripper
+	header http.Header
+
+	mu        sync.Mutex
+	gen       context.Context    // guarded by mu
+	cancelGen context.CancelFunc // guarded by mu
+}
+
+func newBoundTransport(base http.RoundTripper, header http.Header) *boundTransport {
+	t := &boundTransport{base: base, header: header}
+	t.gen, t.cancelGen = context.WithCancel(context.Background())
+	return t
+}
+
+// abort cancels the requests in flight; later requests are not affected.
+func (t *boundTransport) abort() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.cancelGen()
+	t.gen, t.cancelGen = context.WithCancel(context.Background())
+}
+
+// close cancels the requests in flight and every later one.
+func (t *boundTransport) close() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.cancelGen()
+}
+
+func (t *boundTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	t.mu.Lock()
+	gen := t.gen
+	t.mu.Unlock()
+	ctx, cancel := context.WithCancel(req.Context())
+	stop := context.AfterFunc(gen, cancel)
+	release := func() {
+		stop()
+		cancel()
+	}
+	r := req.Clone(ctx)
+	for k, v := range t.header {
+		r.Header[k] = v
+	}
+	resp, err := t.base.RoundTrip(r)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	resp.Body = &releaseBody{ReadCloser: resp.Body, release: release}
+	return resp, nil
+}
+
+// releaseBody releases the request's context when its body is closed.
+type releaseBody struct {
+	io.ReadCloser
+	once    sync.Once
+	release func()
+}
+
+func (b *releaseBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.once.Do(b.release)
+	return err
+}

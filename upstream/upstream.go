@@ -1,0 +1,341 @@
+// Package upstream runs one backend MCP server for the proxy: it spawns a child
+// process (or dials a remote streamable HTTP / SSE endpoint), speaks MCP to it as a
+// client through a tolerant transport, forwards tools/call frames on a lean raw path,
+// and stops it cleanly. It knows nothing of names, policy or other upstreams, and it
+// never restarts a server by itself: the caller watches Done and decides.
+//
+// A child process runs in its own process group. Its stderr is logged line by
+// line; lines on its stdout that are not JSON-RPC are logged and dropped, never
+// fatal. When the child exits, the rest of its group is killed, so no grandchild
+// (such as the node process behind npx) outlives it.
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// ErrClosed is returned by calls on an upstream whose connection has ended.
+var ErrClosed = errors.New("upstream connection closed")
+
+// protocolVersion pins every upstream connection (see go-sdk-notes §0.1).
+const protocolVersion = "2025-11-25"
+
+// Defaults for the zero values of Options.
+const (
+	defaultStartupTimeout  = 30 * time.Second
+	defaultMaxMessageBytes = 64 << 20
+	defaultStopGrace       = 2 * time.Second
+)
+
+// Options describes one upstream server.
+type Options struct {
+	// Name is the server's key in the config; it tags logs and errors.
+	Name string
+
+	// Command, Args, Env and Dir describe a stdio child process.
+	// Env entries are KEY=VALUE and are added to the proxy's environment.
+	// If Dir is empty, the child runs in the proxy's working directory.
+	Command string
+	Args    []string
+	Env     []string
+	Dir     string
+
+	// URL, Headers and Transport describe a remote server. Transport is
+	// "streamable" or "sse"; if empty, "streamable". Headers are set on every
+	// HTTP request; if nil, none.
+	URL       string
+	Headers   map[string]string
+	Transport string
+
+	// StartupTimeout bounds spawning and initialize. If zero, 30s.
+	StartupTimeout time.Duration
+	// MaxMessageBytes bounds one inbound frame. If zero, 64 MiB.
+	MaxMessageBytes int
+	// StopGrace is the wait between the steps of the stop sequence. If zero, 2s.
+	StopGrace time.Duration
+
+	// Middleware is receiving middleware installed on the MCP client before it
+	// connects, for requests that have no handler option (roots/list). If
+	// nil, none.
+	Middleware []mcp.Middleware
+	// Client carries the MCP client handlers (notifications, server->client
+	// requests). If nil, none. It is copied, not retained. If its Logger is
+	// nil, the SDK logs to Logger.
+	Client *mcp.ClientOptions
+	// ClientInfo is how the proxy introduces itself. If nil, {Name:"manifold"}.
+	ClientInfo *mcp.Implementation
+	// Logger receives the upstream's stderr lines, dropped stdout noise and
+	// lifecycle events, tagged upstream=<Name>. If nil, logs are discarded.
+	Logger *slog.Logger
+}
+
+// Upstream is one running backend connection. Its methods are safe for
+// concurrent use.
+type Upstream struct {
+	name    string
+	log     *slog.Logger
+	grace   time.Duration
+	maxMsg  int
+	client  *mcp.Client
+	session *mcp.ClientSession
+
+	done chan struct{} // closed when the connection has ended
+	err  error         // why it ended; written before done is closed
+
+	closeOnce sync.Once
+
+	child  *child  // nil for a remote server
+	remote *remote // nil for a child process
+}
+
+// Start spawns or dials the server and completes initialize within
+// opts.StartupTimeout. On failure the error names the server, says what
+// happened and carries the tail of the server's stderr; a child process has
+// already been killed and reaped by then.
+func Start(ctx context.Context, opts Options) (*Upstream, error) {
+	if opts.StartupTimeout <= 0 {
+		opts.StartupTimeout = defaultStartupTimeout
+	}
+	if opts.MaxMessageBytes <= 0 {
+		opts.MaxMessageBytes = defaultMaxMessageBytes
+	}
+	if opts.StopGrace <= 0 {
+		opts.StopGrace = defaultStopGrace
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	u := &Upstream{
+		name:   opts.Name,
+		log:    logger.With("upstream", opts.Name),
+		grace:  opts.StopGrace,
+		maxMsg: opts.MaxMessageBytes,
+		done:   make(chan struct{}),
+	}
+	switch {
+	case opts.Command != "" && opts.URL != "":
+		return nil, fmt.Errorf("upstream %q: both command and url are set; keep one", u.name)
+	case opts.Command != "":
+		if err := u.startChild(ctx, opts); err != nil {
+			return nil, err
+		}
+	case opts.URL != "":
+		if err := u.dial(ctx, opts); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("upstream %q: neither command nor url is set; set one", u.name)
+	}
+	var server string
+	if info := u.session.InitializeResult().ServerInfo; info != nil {
+		server = info.Name + " " + info.Version
+	}
+	u.log.Info("upstream started", "pid", u.PID(), "server", server)
+	return u, nil
+}
+
+// newClient builds the SDK client for opts.
+func (u *Upstream) newClient(opts Options) *mcp.Client {
+	info := opts.ClientInfo
+	if info == nil {
+		info = &mcp.Implementation{Name: "manifold"}
+	}
+	var copts mcp.ClientOptions
+	if opts.Client != nil {
+		copts = *opts.Client
+	}
+	if copts.Logger == nil {
+		copts.Logger = u.log
+	}
+	u.client = mcp.NewClient(info, &copts)
+	u.client.AddReceivingMiddleware(opts.Middleware...)
+	return u.client
+}
+
+// NotifyRootsChanged sends notifications/roots/list_changed to the server, so
+// that it asks for roots/list again. It does nothing unless the client
+// offered the roots capability.
+func (u *Upstream) NotifyRootsChanged() {
+	// The SDK sends this notification only when the client's own root set
+	// changes; roots/list itself is answered by the proxy's middleware, so
+	// the stored set is only the trigger.
+	u.client.AddRoots(&mcp.Root{URI: "manifold:roots-changed"}) //lint:ignore SA1019 roots are part of the protocol versions the proxy serves
+}
+
+// sessionOptions pins the protocol version of every upstream connection.
+func sessionOptions() *mcp.ClientSessionOptions {
+	return &mcp.ClientSessionOptions{ProtocolVersion: protocolVersion}
+}
+
+// Name returns the server's key from Options.Name.
+func (u *Upstream) Name() string { return u.name }
+
+// Session returns the SDK client session, for everything but the raw path.
+func (u *Upstream) Session() *mcp.ClientSession { return u.session }
+
+// InitializeResult returns what the server said at initialize.
+func (u *Upstream) InitializeResult() *mcp.InitializeResult {
+	return u.session.InitializeResult()
+}
+
+// PID returns the child's pid, which is also its process group id; 0 for a
+// remote server.
+func (u *Upstream) PID() int {
+	if u.child == nil {
+		return 0
+	}
+	return u.child.pid
+}
+
+// Done is closed when the connection has ended: the server crashed or exited,
+// closed its stdout or stream, or Close was called. Call Close afterwards to
+// release what is left.
+func (u *Upstream) Done() <-chan struct{} { return u.done }
+
+// Err says why the connection ended; nil while it runs. The error wraps
+// ErrClosed; after a crash it carries the exit status and the stderr tail.
+func (u *Upstream) Err() error {
+	select {
+	case <-u.done:
+		return u.err
+	default:
+		return nil
+	}
+}
+
+// StderrTail returns the last lines (at most 20, about 4 KiB) the child wrote
+// to stderr; empty for a remote server.
+func (u *Upstream) StderrTail() string {
+	if u.child == nil {
+		return ""
+	}
+	return u.child.stderr.String()
+}
+
+// CallToolRaw sends tools/call with the given raw params object and returns the
+// raw result object. An error response from the server comes back as a
+// *jsonrpc.Error with its code, message and data intact; a cancelled ctx
+// cancels the call upstream and returns ctx.Err(); a call on an ended
+// connection returns an error wrapping ErrClosed.
+func (u *Upstream) CallToolRaw(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+	if u.child != nil {
+		return u.child.callTool(ctx, params)
+	}
+	return u.callToolSDK(ctx, params)
+}
+
+// callToolSDK is CallToolRaw through the SDK session, for remote servers.
+func (u *Upstream) callToolSDK(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+	select {
+	case <-u.done:
+		return nil, u.err
+	default:
+	}
+	var p mcp.CallToolParamsRaw
+	if err := json.Unmarshal(params, &p); err != nil {
+		return nil, fmt.Errorf("upstream %q: tools/call params are not a JSON object: %w", u.name, err)
+	}
+	cp := &mcp.CallToolParams{
+		Meta:           p.Meta,
+		Name:           p.Name,
+		InputResponses: p.InputResponses,
+		RequestState:   p.RequestState,
+	}
+	if len(p.Arguments) > 0 {
+		cp.Arguments = p.Arguments // absent stays absent: a nil interface, not a nil RawMessage
+	}
+	res, err := u.session.CallTool(ctx, cp)
+	if err != nil {
+		var we *jsonrpc.Error
+		switch {
+		case errors.As(err, &we):
+			return nil, we
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		case errors.Is(err, mcp.ErrConnectionClosed):
+			return nil, fmt.Errorf("upstream %q: tools/call %q: %v: %w", u.name, p.Name, err, ErrClosed)
+		}
+		select {
+		case <-u.done:
+			return nil, fmt.Errorf("upstream %q: tools/call %q: %v: %w", u.name, p.Name, err, ErrClosed)
+		default:
+		}
+		return nil, fmt.Errorf("upstream %q: tools/call %q: %w", u.name, p.Name, err)
+	}
+	out, err := json.Marshal(res)
+	if err != nil {
+		return nil, fmt.Errorf("upstream %q: tools/call %q: encoding result: %w", u.name, p.Name, err)
+	}
+	return out, nil
+}
+
+// Close stops the server: for a child, stdin is closed, then after StopGrace
+// its group gets SIGTERM, then after StopGrace SIGKILL, and it is reaped; for
+// a remote server, the session is closed and, after StopGrace, what is still
+// open is aborted. Close is idempotent; every call waits until the server is
+// gone. It returns nil; Err says how the connection ended.
+func (u *Upstream) Close() error {
+	u.closeOnce.Do(func() {
+		if u.child != nil {
+			u.child.stop()
+		} else {
+			u.remote.stop()
+		}
+		<-u.done
+		// The connection is over, so this returns once the SDK's handlers do.
+		_ = u.session.Close()
+		u.log.Info("upstream stopped")
+	})
+	return nil
+}
+
+// tail keeps the last lines of a stream, bounded in count and bytes.
+type tail struct {
+	mu    sync.Mutex
+	lines []string // guarded by mu
+	size  int      // guarded by mu; bytes in lines
+}
+
+const (
+	tailLines = 20
+	tailBytes = 4 << 10
+)
+
+func (t *tail) add(line string) {
+	if len(line) > tailBytes {
+		line = line[:tailBytes]
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.lines = append(t.lines, line)
+	t.size += len(line)
+	for len(t.lines) > tailLines || t.size > tailBytes {
+		t.size -= len(t.lines[0])
+		t.lines = t.lines[1:]
+	}
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.Join(t.lines, "\n")
+}
+
+// withTail formats the stderr tail for an error message.
+func withTail(s string) string {
+	if s == "" {
+		return " (no stderr output)"
+	}
+	return fmt.Sprintf(" (stderr: %q)", s)
+}
