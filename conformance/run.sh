@@ -24,14 +24,7 @@ set -euo pipefail
 
 # Scenarios that are known to fail only through Manifold: the scenario name,
 # then why. Delete the entry when the gap is fixed (the run fails until then).
-KNOWN_GAPS=(
-	# The go-sdk Client that Manifold uses towards the upstream validates the
-	# requestedSchema of elicitation/create before any handler runs, and rejects
-	# the everything-server's titled multi-select (items: {type: "string",
-	# anyOf: [...]}) with "items must specify enum for untitled enums"; so the
-	# request never reaches the client. Directly, the client gets it.
-	"elicitation-sep1330-enums  go-sdk client-side elicit schema validation"
-)
+KNOWN_GAPS=()
 
 limit="${CONFORMANCE_TIMEOUT:-600}"
 if [[ -z "${MANIFOLD_CONFORMANCE_INNER:-}" ]]; then

@@ -96,23 +96,16 @@ func (s *Server) relayOptions(opts *mcp.ClientOptions, b *backend) []mcp.Middlew
 			}
 		}
 	}
+	var mws []mcp.Middleware
 	if dc.Elicitation != nil {
 		e := *dc.Elicitation
 		caps.Elicitation = &e
+		// The handler declares the capability; requests are answered by the
+		// middleware below, before the SDK client's own schema validation,
+		// which rejects valid enum schemas (SEP-1330). The client the request
+		// is relayed to validates what it shows, as it would directly.
 		opts.ElicitationHandler = func(ctx context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			ss, done, err := s.sessionFor(b, "elicitation/create")
-			if err != nil {
-				return nil, err
-			}
-			defer done()
-			p := *r.Params
-			// The client can only name "the proxy"; the user must see which
-			// server asks.
-			p.Message = fmt.Sprintf("[%s] %s", b.name, p.Message)
-			if p.ElicitationID != "" {
-				s.elicit.remember(p.ElicitationID, b, ss)
-			}
-			return ss.Elicit(ctx, &p)
+			return s.relayElicit(ctx, b, r.Params)
 		}
 		opts.ElicitationCompleteHandler = func(ctx context.Context, r *mcp.ElicitationCompleteNotificationRequest) {
 			if r.Params == nil {
@@ -122,10 +115,18 @@ func (s *Server) relayOptions(opts *mcp.ClientOptions, b *backend) []mcp.Middlew
 				_ = ss.NotifyElicitationComplete(ctx, r.Params)
 			}
 		}
+		mws = append(mws, func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				if r, ok := req.(*mcp.ElicitRequest); ok && method == "elicitation/create" {
+					return s.relayElicit(ctx, b, r.Params)
+				}
+				return next(ctx, method, req)
+			}
+		})
 	}
 	if dc.RootsV2 != nil {
 		caps.RootsV2 = &mcp.RootCapabilities{ListChanged: true}
-		return []mcp.Middleware{func(next mcp.MethodHandler) mcp.MethodHandler {
+		mws = append(mws, func(next mcp.MethodHandler) mcp.MethodHandler {
 			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 				if method != "roots/list" {
 					return next(ctx, method, req)
@@ -137,9 +138,30 @@ func (s *Server) relayOptions(opts *mcp.ClientOptions, b *backend) []mcp.Middlew
 				defer done()
 				return ss.ListRoots(ctx, nil)
 			}
-		}}
+		})
 	}
-	return nil
+	return mws
+}
+
+// relayElicit relays an upstream's elicitation/create to its client, with the
+// message naming the server that asks.
+func (s *Server) relayElicit(ctx context.Context, b *backend, params *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+	if params == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "elicitation/create needs params"}
+	}
+	ss, done, err := s.sessionFor(b, "elicitation/create")
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	p := *params
+	// The client can only name "the proxy"; the user must see which server
+	// asks.
+	p.Message = fmt.Sprintf("[%s] %s", b.name, p.Message)
+	if p.ElicitationID != "" {
+		s.elicit.remember(p.ElicitationID, b, ss)
+	}
+	return ss.Elicit(ctx, &p)
 }
 
 // sessionFor picks the downstream session an upstream's request belongs to.

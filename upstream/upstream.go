@@ -64,6 +64,11 @@ type Options struct {
 	// StopGrace is the wait between the steps of the stop sequence. If zero, 2s.
 	StopGrace time.Duration
 
+	// Dial, if set, supplies the transport to the server instead of Command
+	// or URL, for servers the proxy runs in-process (plugins). The
+	// transport's owner runs and stops the server. If nil, Command or URL.
+	Dial func(ctx context.Context) (mcp.Transport, error)
+
 	// Middleware is receiving middleware installed on the MCP client before it
 	// connects, for requests that have no handler option (roots/list). If
 	// nil, none.
@@ -94,8 +99,9 @@ type Upstream struct {
 
 	closeOnce sync.Once
 
-	child  *child  // nil for a remote server
-	remote *remote // nil for a child process
+	child  *child  // set for a child process
+	remote *remote // set for a remote server
+	local  *local  // set for a server reached through Options.Dial
 }
 
 // Start spawns or dials the server and completes initialize within
@@ -124,6 +130,10 @@ func Start(ctx context.Context, opts Options) (*Upstream, error) {
 		done:   make(chan struct{}),
 	}
 	switch {
+	case opts.Dial != nil:
+		if err := u.dialLocal(ctx, opts); err != nil {
+			return nil, err
+		}
 	case opts.Command != "" && opts.URL != "":
 		return nil, fmt.Errorf("upstream %q: both command and url are set; keep one", u.name)
 	case opts.Command != "":
@@ -287,10 +297,13 @@ func (u *Upstream) callToolSDK(ctx context.Context, params json.RawMessage) (jso
 // gone. It returns nil; Err says how the connection ended.
 func (u *Upstream) Close() error {
 	u.closeOnce.Do(func() {
-		if u.child != nil {
+		switch {
+		case u.child != nil:
 			u.child.stop()
-		} else {
+		case u.remote != nil:
 			u.remote.stop()
+		default:
+			u.local.stop()
 		}
 		<-u.done
 		// The connection is over, so this returns once the SDK's handlers do.

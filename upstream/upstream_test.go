@@ -986,3 +986,50 @@ func TestRemoteCloseWithPendingCall(t *testing.T) {
 		})
 	}
 }
+
+func TestDialInMemory(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "mem", Version: "0"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "hello", InputSchema: map[string]any{"type": "object"}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "hi from memory"}}}, nil
+		})
+	var served sync.WaitGroup
+	u, err := Start(t.Context(), Options{
+		Name: "mem",
+		Dial: func(ctx context.Context) (mcp.Transport, error) {
+			ct, st := mcp.NewInMemoryTransports()
+			ss, err := srv.Connect(ctx, st, nil)
+			if err != nil {
+				return nil, err
+			}
+			served.Add(1)
+			go func() { defer served.Done(); _ = ss.Wait() }()
+			return ct, nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := u.CallToolRaw(t.Context(), json.RawMessage(`{"name":"hello"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(raw), "hi from memory") {
+		t.Errorf("result = %s, want the in-memory server's text", raw)
+	}
+	if u.PID() != 0 {
+		t.Errorf("PID() = %d for an in-memory server, want 0", u.PID())
+	}
+	if err := u.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-u.Done():
+	default:
+		t.Fatal("Done not closed after Close")
+	}
+	served.Wait() // the server side saw the session end
+	if !errors.Is(u.Err(), ErrClosed) {
+		t.Errorf("Err() = %v, want ErrClosed", u.Err())
+	}
+}
