@@ -2,8 +2,10 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -18,8 +20,8 @@ type state int
 const (
 	stateStarting state = iota
 	stateUp
-	stateFailed // never came up
-	stateExited // came up, then its connection ended
+	stateRestarting // not serving; a restart is scheduled
+	stateFailed     // failing repeatedly (or required and failed); retried rarely
 	stateStopped
 )
 
@@ -31,8 +33,8 @@ func (st state) String() string {
 		return "up"
 	case stateFailed:
 		return "failed"
-	case stateExited:
-		return "exited"
+	case stateRestarting:
+		return "restarting"
 	case stateStopped:
 		return "stopped"
 	}
@@ -74,6 +76,46 @@ type backend struct {
 	fetching bool                       // guarded by mu; a refresh loop runs
 	busy     map[*mcp.ServerSession]int // guarded by mu; calls in flight per downstream session
 	started  chan struct{}              // closed when the initial start attempt ended
+	since    time.Time                  // guarded by mu; when it last came up
+	retryAt  time.Time                  // guarded by mu; next start attempt while down
+	restarts int                        // guarded by mu; times it exited and was restarted
+}
+
+// RestartPolicy says how a server that exits is restarted.
+type RestartPolicy struct {
+	// Disabled leaves a server that exits down.
+	Disabled bool
+	// Initial is the delay before the first restart; it doubles each time.
+	// If zero, 500ms.
+	Initial time.Duration
+	// Max caps the delay. If zero, 30s.
+	Max time.Duration
+	// Crashes failures (exits or failed starts) within Window mark the server
+	// failed. If zero, 5 within 1 minute. Staying up longer than Window
+	// resets the count.
+	Crashes int
+	Window  time.Duration
+	// FailedRetry is the delay between attempts once failed. If zero, 5m.
+	FailedRetry time.Duration
+}
+
+func (p RestartPolicy) withDefaults() RestartPolicy {
+	if p.Initial <= 0 {
+		p.Initial = 500 * time.Millisecond
+	}
+	if p.Max <= 0 {
+		p.Max = 30 * time.Second
+	}
+	if p.Crashes <= 0 {
+		p.Crashes = 5
+	}
+	if p.Window <= 0 {
+		p.Window = time.Minute
+	}
+	if p.FailedRetry <= 0 {
+		p.FailedRetry = 5 * time.Minute
+	}
+	return p
 }
 
 // enter records a call in flight from ss; the returned func ends it.
@@ -129,22 +171,29 @@ func (b *backend) close() error {
 
 // unavailable describes, for the model, why the backend cannot serve a call.
 func (b *backend) unavailable() string {
-	st, _, err := b.snapshot()
+	b.mu.Lock()
+	st, err, retryAt := b.state, b.err, b.retryAt
+	b.mu.Unlock()
+	back := "it is retried later"
+	if !retryAt.IsZero() {
+		back = fmt.Sprintf("it is expected back in about %s; retry then", (max(time.Until(retryAt), 0) + time.Second).Round(time.Second))
+	}
 	switch st {
 	case stateStarting:
 		return fmt.Sprintf("upstream %q is still starting; nothing was executed; retry in a few seconds", b.name)
+	case stateRestarting:
+		return fmt.Sprintf("upstream %q is restarting after a failure (%v); nothing was executed; %s", b.name, err, back)
 	case stateFailed:
-		return fmt.Sprintf("upstream %q failed to start, so its tools are unavailable; nothing was executed (%v). Tell the user to check the server's command in the proxy config and its logs", b.name, err)
-	case stateExited:
-		return fmt.Sprintf("upstream %q has exited, so its tools are unavailable; nothing was executed (%v)", b.name, err)
+		return fmt.Sprintf("upstream %q is failing (%v), so its tools are unavailable; nothing was executed; %s. Tell the user to check the server's command in the proxy config and its logs", b.name, err, back)
 	case stateStopped:
 		return fmt.Sprintf("upstream %q is stopped; nothing was executed", b.name)
 	}
 	return fmt.Sprintf("upstream %q is unavailable; nothing was executed", b.name)
 }
 
-// startBackend starts one upstream, lists its catalog and watches it.
-func (s *Server) startBackend(ctx context.Context, b *backend) error {
+// startUpstream starts b's upstream and lists its catalog. On success b is up
+// and the catalog includes it.
+func (s *Server) startUpstream(ctx context.Context, b *backend) (*upstream.Upstream, error) {
 	opts := b.cfg.Upstream
 	opts.Logger = s.log
 	opts.ClientInfo = &mcp.Implementation{Name: "manifold", Version: Version}
@@ -154,24 +203,13 @@ func (s *Server) startBackend(ctx context.Context, b *backend) error {
 	}
 	up, err := upstream.Start(ctx, opts)
 	if err != nil {
-		b.mu.Lock()
-		if b.state == stateStarting {
-			b.state = stateFailed
-		}
-		b.err = err
-		b.mu.Unlock()
-		b.log.Error("server left out: failed to start", "err", err)
-		s.rebuild()
-		if b.cfg.Required {
-			return fmt.Errorf("%w: server %q: %w", ErrRequiredFailed, b.name, err)
-		}
-		return nil
+		return nil, err
 	}
 	b.mu.Lock()
 	if b.state == stateStopped { // Close raced with the start
 		b.mu.Unlock()
 		_ = up.Close()
-		return nil
+		return nil, errStopped
 	}
 	b.up = up
 	if ir := up.InitializeResult(); ir != nil {
@@ -185,38 +223,119 @@ func (s *Server) startBackend(ctx context.Context, b *backend) error {
 	}
 	b.mu.Lock()
 	b.lists = l
-	if b.state == stateStarting {
-		b.state = stateUp
-	}
+	b.state = stateUp
+	b.err = nil
+	b.since = time.Now()
 	b.mu.Unlock()
 	b.log.Info("server up", "pid", up.PID(), "tools", len(l.tools), "prompts", len(l.prompts),
 		"resources", len(l.resources), "templates", len(l.templates))
 	s.rebuild()
-
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		s.watch(b, up)
-	}()
-	return nil
+	return up, nil
 }
 
-// watch waits for an upstream's connection to end and records why.
-func (s *Server) watch(b *backend, up *upstream.Upstream) {
-	select {
-	case <-up.Done():
-	case <-s.closed:
-		return
+var errStopped = errors.New("stopped")
+
+// supervise runs b for the proxy's lifetime: it starts it, waits for it to
+// end, and restarts it with exponential backoff and jitter. After
+// Restart.Crashes failures within Restart.Window it marks it failed and only
+// retries every Restart.FailedRetry. The result of the first attempt goes to
+// first (an error only for a required server, which is then not retried).
+// While b is down its tools stay listed, so a call gets an error that says
+// when the server is expected back instead of "unknown tool".
+func (s *Server) supervise(b *backend, first chan<- error) {
+	pol := b.cfg.Restart.withDefaults()
+	var failures []time.Time
+	attempt := 0
+	reported := false
+	report := func(err error) {
+		if !reported {
+			reported = true
+			first <- err
+		}
 	}
+	defer report(nil)
+	for {
+		up, err := s.startUpstream(s.life, b)
+		if errors.Is(err, errStopped) || s.isClosed() {
+			return
+		}
+		if err != nil {
+			if !reported && b.cfg.Required {
+				b.setDown(stateFailed, err, time.Time{})
+				report(fmt.Errorf("%w: server %q: %w", ErrRequiredFailed, b.name, err))
+				return
+			}
+			b.log.Error("server failed to start; it is left out and retried", "err", err)
+		}
+		report(nil)
+		if err == nil {
+			select {
+			case <-up.Done():
+			case <-s.closed:
+				return
+			}
+			_ = up.Close() // releases what is left; quick once Done
+			if s.isClosed() {
+				return
+			}
+			b.mu.Lock()
+			upFor := time.Since(b.since)
+			b.restarts++
+			b.mu.Unlock()
+			if upFor > pol.Window {
+				attempt, failures = 0, nil
+			}
+			err = up.Err()
+			b.log.Error("server exited; restarting it", "err", err, "stderr_tail", up.StderrTail(), "uptime", upFor.Round(time.Millisecond))
+		}
+		now := time.Now()
+		failures = append(failures, now)
+		for len(failures) > 0 && now.Sub(failures[0]) > pol.Window {
+			failures = failures[1:]
+		}
+		if pol.Disabled {
+			b.setDown(stateFailed, err, time.Time{})
+			<-s.closed
+			return
+		}
+		st, delay := stateRestarting, backoff(pol, attempt)
+		attempt++
+		if len(failures) >= pol.Crashes {
+			st, delay = stateFailed, pol.FailedRetry
+			b.log.Error("server keeps failing; marked failed and retried rarely",
+				"failures", len(failures), "window", pol.Window, "next_try_in", delay)
+		}
+		b.setDown(st, err, now.Add(delay))
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-s.closed:
+			t.Stop()
+			return
+		}
+	}
+}
+
+// setDown records that b is not serving, why, and when it is tried again.
+func (b *backend) setDown(st state, err error, retryAt time.Time) {
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	if b.state == stateStopped {
-		b.mu.Unlock()
 		return
 	}
-	b.state = stateExited
-	b.err = up.Err()
-	b.mu.Unlock()
-	b.log.Error("server exited; its tools stay listed and calls return an error saying so", "err", up.Err(), "stderr_tail", up.StderrTail())
+	b.state, b.err, b.retryAt, b.up = st, err, retryAt, nil
+}
+
+// backoff is the delay before restart attempt n: Initial * 2^n, capped at
+// Max, with ±10% jitter so that servers that died together do not restart in
+// lockstep.
+func backoff(p RestartPolicy, n int) time.Duration {
+	d := p.Initial
+	for i := 0; i < n && d < p.Max; i++ {
+		d *= 2
+	}
+	d = min(d, p.Max)
+	return d + time.Duration(rand.Int64N(int64(d)/5+1)) - d/10
 }
 
 // fetchLists lists the kinds in want from up, draining pagination, and returns

@@ -92,7 +92,7 @@ func (s *Server) callTool(ctx context.Context, ss *mcp.ServerSession, name strin
 			return toolError("upstream %q did not answer %q within %s; the call was cancelled upstream and may have partly run. Retry with smaller input, or raise call_timeout for this server",
 				b.name, e.Original, b.cfg.CallTimeout), nil
 		case errors.Is(err, upstream.ErrClosed):
-			return toolError("upstream %q exited while running %q after %s; the call may or may not have taken effect. Check before retrying (%v)",
+			return toolError("upstream %q exited while running %q (after %s) and is being restarted; the call may or may not have taken effect, so check before retrying (%v)",
 				b.name, e.Original, time.Since(start).Round(time.Millisecond), err), nil
 		default:
 			return toolError("upstream %q failed to run %q: %v", b.name, e.Original, err), nil

@@ -47,6 +47,8 @@ type ServerConfig struct {
 	Required bool
 	// CallTimeout bounds one call to this server. If zero, Options.CallTimeout.
 	CallTimeout time.Duration
+	// Restart says how the server is restarted when it exits.
+	Restart RestartPolicy
 	// Instructions merges the server's initialize instructions into the
 	// proxy's, under the server's name. If false, they are left out: they go
 	// into the model's system prompt, so including them is an opt-in.
@@ -104,7 +106,9 @@ type Server struct {
 	startOnce sync.Once
 	closeOnce sync.Once
 	closed    chan struct{}
-	wg        sync.WaitGroup // background goroutines (watchers, refreshers)
+	wg        sync.WaitGroup // background goroutines (supervisors, refreshers)
+	life      context.Context
+	cancel    context.CancelFunc // ends life at Close
 }
 
 // New validates opts and builds a Server. It starts nothing; call Start.
@@ -133,6 +137,7 @@ func New(opts Options) (*Server, error) {
 	if !opts.WaitForClient {
 		s.clientCaps = allRelayCaps()
 	}
+	s.life, s.cancel = context.WithCancel(context.Background())
 	var errs []error
 	prefixes := make(map[string]string)
 	for i := range opts.Servers {
@@ -201,9 +206,14 @@ func (s *Server) Start(ctx context.Context) error {
 			s.wg.Add(1)
 			go func() {
 				defer s.wg.Done()
-				defer all.Done()
-				defer close(b.started)
-				done <- s.startBackend(ctx, b)
+				first := make(chan error, 1)
+				go func() {
+					err := <-first
+					close(b.started)
+					all.Done()
+					done <- err
+				}()
+				s.supervise(b, first)
 			}()
 			if b.cfg.Required {
 				required.Go(func() error { return <-done })
@@ -249,6 +259,7 @@ func (s *Server) Close() error {
 	var errs []error
 	s.closeOnce.Do(func() {
 		close(s.closed)
+		s.cancel()
 		var mu sync.Mutex
 		var wg sync.WaitGroup
 		for _, b := range s.backends {

@@ -1,5 +1,7 @@
 package proxy
 
+import "time"
+
 // ServerStatus is what the proxy knows of one upstream, for `manifold tools`,
 // status reports and tests.
 type ServerStatus struct {
@@ -8,6 +10,10 @@ type ServerStatus struct {
 	PID   int    // 0 when not running or remote
 	Err   string // why it failed or exited
 	Tools int    // tools in its last listing
+	// Restarts counts the times it exited and was restarted.
+	Restarts int
+	// Uptime is how long it has been up; zero when it is not.
+	Uptime time.Duration
 }
 
 // Status reports every configured server, in config order.
@@ -19,8 +25,10 @@ func (s *Server) Status() []ServerStatus {
 		if b.err != nil {
 			st.Err = b.err.Error()
 		}
+		st.Restarts = b.restarts
 		if b.up != nil && b.state == stateUp {
 			st.PID = b.up.PID()
+			st.Uptime = time.Since(b.since)
 		}
 		b.mu.Unlock()
 		out = append(out, st)

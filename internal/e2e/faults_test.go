@@ -123,19 +123,38 @@ func TestCrashedServer(t *testing.T) {
 	sp := startStdio(t, writeConfig(t, twoFixtures()))
 	ctx := testCtx(t)
 	listTools(ctx, t, sp.cs) // both up
+	pidBefore := text(call(ctx, t, sp.cs, "alpha__pid", nil))
 
 	res := call(ctx, t, sp.cs, "alpha__crash", nil)
 	if !res.IsError || !strings.Contains(text(res), `"alpha"`) || !strings.Contains(text(res), "exited") {
 		t.Errorf("alpha__crash = isError %v, %q; want isError true and a text saying upstream \"alpha\" exited", res.IsError, text(res))
 	}
-	// Later calls to the dead server say so too; the other server answers.
-	res = call(ctx, t, sp.cs, "alpha__echo", map[string]any{"message": "x"})
-	if !res.IsError || !strings.Contains(text(res), `"alpha"`) || !strings.Contains(text(res), "exited") {
-		t.Errorf("alpha__echo after the crash = isError %v, %q; want isError true saying upstream \"alpha\" exited", res.IsError, text(res))
-	}
-	for range 3 {
+	// The other server answers throughout; alpha is restarted and its tools
+	// work again. Until then a call says it is restarting and when to retry.
+	deadline := time.Now().Add(20 * time.Second)
+	sawRestarting := false
+	for {
 		if got := text(call(ctx, t, sp.cs, "beta__echo", map[string]any{"message": "x"})); got != "beta: x" {
 			t.Errorf("beta__echo after alpha crashed = %q, want %q", got, "beta: x")
 		}
+		res = call(ctx, t, sp.cs, "alpha__echo", map[string]any{"message": "x"})
+		if !res.IsError {
+			break
+		}
+		if !strings.Contains(text(res), `"alpha"`) || !strings.Contains(text(res), "restart") {
+			t.Fatalf("alpha__echo while alpha is down = %q; want a text saying upstream \"alpha\" is restarting", text(res))
+		}
+		sawRestarting = true
+		if time.Now().After(deadline) {
+			t.Fatalf("alpha not back within 20s; last answer: %q", text(res))
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
+	if got := text(res); got != "alpha: x" {
+		t.Errorf("alpha__echo after the restart = %q, want %q", got, "alpha: x")
+	}
+	if pidAfter := text(call(ctx, t, sp.cs, "alpha__pid", nil)); pidAfter == pidBefore {
+		t.Errorf("alpha's pid is %s before and after the crash; want a new process", pidAfter)
+	}
+	t.Logf("saw a restarting answer before alpha came back: %v", sawRestarting)
 }
