@@ -66,19 +66,23 @@ type backend struct {
 	name string
 	log  *slog.Logger
 
-	mu       sync.Mutex
-	state    state              // guarded by mu
-	up       *upstream.Upstream // guarded by mu; nil unless started
-	err      error              // guarded by mu; why it failed or exited
-	lists    lists              // guarded by mu
-	caps     *mcp.ServerCapabilities
-	dirty    listKind                   // guarded by mu; lists to re-fetch
-	fetching bool                       // guarded by mu; a refresh loop runs
-	busy     map[*mcp.ServerSession]int // guarded by mu; calls in flight per downstream session
-	started  chan struct{}              // closed when the initial start attempt ended
-	since    time.Time                  // guarded by mu; when it last came up
-	retryAt  time.Time                  // guarded by mu; next start attempt while down
-	restarts int                        // guarded by mu; times it exited and was restarted
+	mu        sync.Mutex
+	state     state              // guarded by mu
+	up        *upstream.Upstream // guarded by mu; nil unless started
+	err       error              // guarded by mu; why it failed or exited
+	lists     lists              // guarded by mu
+	caps      *mcp.ServerCapabilities
+	dirty     listKind                   // guarded by mu; lists to re-fetch
+	fetching  bool                       // guarded by mu; a refresh loop runs
+	busy      map[*mcp.ServerSession]int // guarded by mu; calls in flight per downstream session
+	started   chan struct{}              // closed when the initial start attempt ended
+	since     time.Time                  // guarded by mu; when it last came up
+	retryAt   time.Time                  // guarded by mu; next start attempt while down
+	restarts  int                        // guarded by mu; times it exited and was restarted
+	quit      chan struct{}              // closed by close: the supervisor stops
+	quitOnce  sync.Once
+	checked   time.Time // guarded by mu; last health check
+	healthErr error     // guarded by mu; its failure, nil if it passed
 }
 
 // RestartPolicy says how a server that exits is restarted.
@@ -157,11 +161,10 @@ func (b *backend) snapshot() (state, *upstream.Upstream, error) {
 }
 
 func (b *backend) close() error {
+	b.quitOnce.Do(func() { close(b.quit) })
 	b.mu.Lock()
 	up := b.up
-	if b.state == stateUp || b.state == stateStarting {
-		b.state = stateStopped
-	}
+	b.state = stateStopped
 	b.mu.Unlock()
 	if up == nil {
 		return nil
@@ -215,7 +218,9 @@ func (s *Server) startUpstream(ctx context.Context, b *backend) (*upstream.Upstr
 	if ir := up.InitializeResult(); ir != nil {
 		b.caps = ir.Capabilities
 	}
+	caps := b.caps
 	b.mu.Unlock()
+	s.applyLogLevel(ctx, b, up.Session(), caps)
 
 	l, err := s.fetchLists(ctx, b, up, kindAll, lists{})
 	if err != nil {
@@ -226,6 +231,7 @@ func (s *Server) startUpstream(ctx context.Context, b *backend) (*upstream.Upstr
 	b.state = stateUp
 	b.err = nil
 	b.since = time.Now()
+	b.checked, b.healthErr = time.Time{}, nil
 	b.mu.Unlock()
 	b.log.Info("server up", "pid", up.PID(), "tools", len(l.tools), "prompts", len(l.prompts),
 		"resources", len(l.resources), "templates", len(l.templates))
@@ -256,7 +262,10 @@ func (s *Server) supervise(b *backend, first chan<- error) {
 	defer report(nil)
 	for {
 		up, err := s.startUpstream(s.life, b)
-		if errors.Is(err, errStopped) || s.isClosed() {
+		if errors.Is(err, errStopped) || s.isClosed() || b.stopped() {
+			if up != nil {
+				_ = up.Close()
+			}
 			return
 		}
 		if err != nil {
@@ -269,13 +278,22 @@ func (s *Server) supervise(b *backend, first chan<- error) {
 		}
 		report(nil)
 		if err == nil {
+			if b.cfg.Health != nil {
+				s.wg.Add(1)
+				go func() {
+					defer s.wg.Done()
+					s.checkHealth(b, up)
+				}()
+			}
 			select {
 			case <-up.Done():
 			case <-s.closed:
 				return
+			case <-b.quit:
+				return
 			}
 			_ = up.Close() // releases what is left; quick once Done
-			if s.isClosed() {
+			if s.isClosed() || b.stopped() {
 				return
 			}
 			b.mu.Lock()
@@ -295,7 +313,10 @@ func (s *Server) supervise(b *backend, first chan<- error) {
 		}
 		if pol.Disabled {
 			b.setDown(stateFailed, err, time.Time{})
-			<-s.closed
+			select {
+			case <-s.closed:
+			case <-b.quit:
+			}
 			return
 		}
 		st, delay := stateRestarting, backoff(pol, attempt)
@@ -312,7 +333,20 @@ func (s *Server) supervise(b *backend, first chan<- error) {
 		case <-s.closed:
 			t.Stop()
 			return
+		case <-b.quit:
+			t.Stop()
+			return
 		}
+	}
+}
+
+// stopped reports whether b was closed (proxy closed, or removed by reload).
+func (b *backend) stopped() bool {
+	select {
+	case <-b.quit:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -457,6 +491,9 @@ func (s *Server) isClosed() bool {
 // the backend so every notification is attributed to its server.
 func (s *Server) clientOptions(b *backend) (*mcp.ClientOptions, []mcp.Middleware) {
 	opts := &mcp.ClientOptions{
+		// A server that stops answering pings is closed, and so restarted.
+		KeepAlive:                 30 * time.Second,
+		KeepAliveFailureThreshold: 3,
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			s.requestRefresh(b, kindTools)
 		},

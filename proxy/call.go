@@ -54,7 +54,7 @@ func (s *Server) callTool(ctx context.Context, ss *mcp.ServerSession, name strin
 			return nil, unknownTool(name)
 		}
 	}
-	b := s.byName[e.Server]
+	b := c.gen.byName[e.Server]
 	st, up, _ := b.snapshot()
 	if st != stateUp || up == nil {
 		return toolError("%s", b.unavailable()), nil

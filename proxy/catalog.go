@@ -15,6 +15,7 @@ import (
 // catalog is the merged, namespaced view of every upstream's lists. It is
 // immutable once built and swapped whole (Server.catalog).
 type catalog struct {
+	gen  *generation
 	uris *naming.URIMap
 
 	tools    *naming.Table
@@ -30,9 +31,10 @@ type catalog struct {
 	tmplOwner map[string]string                // outward template -> server
 }
 
-func newCatalog(uris *naming.URIMap) *catalog {
+func newCatalog(g *generation) *catalog {
 	return &catalog{
-		uris:       uris,
+		gen:        g,
+		uris:       g.uris,
 		tools:      mustTable(nil),
 		toolDefs:   map[string]*mcp.Tool{},
 		prompts:    mustTable(nil),
@@ -92,10 +94,11 @@ func (s *Server) rebuild() {
 	if s.isClosed() {
 		return
 	}
-	c := newCatalog(s.uris)
+	g := s.gen.Load()
+	c := newCatalog(g)
 	var toolGroups, promptGroups []naming.Group
-	snap := make(map[string]lists, len(s.backends))
-	for _, b := range s.backends {
+	snap := make(map[string]lists, len(g.backends))
+	for _, b := range g.backends {
 		b.mu.Lock()
 		l := b.lists
 		b.mu.Unlock()
@@ -123,7 +126,7 @@ func (s *Server) rebuild() {
 			"exposed", col.Exposed, "kept_server", col.Kept.Server, "dropped_server", col.Dropped.Server, "dropped_prompt", col.Dropped.Original)
 	}
 
-	for _, b := range s.backends {
+	for _, b := range g.backends {
 		l := snap[b.name]
 		for _, t := range l.tools {
 			exposed, ok := c.tools.Exposed(b.name, t.Name)

@@ -57,8 +57,11 @@ func (s *Server) setUpstreamLogLevel(ctx context.Context, req mcp.Request) {
 	if !ok || p == nil {
 		return
 	}
+	// Servers that start (or restart) later get the level too.
+	lvl := string(p.Level)
+	s.logLevel.Store(&lvl)
 	var wg sync.WaitGroup
-	for _, b := range s.backends {
+	for _, b := range s.gen.Load().backends {
 		st, up, _ := b.snapshot()
 		if st != stateUp || up == nil || b.caps == nil || b.caps.Logging == nil {
 			continue
@@ -74,4 +77,17 @@ func (s *Server) setUpstreamLogLevel(ctx context.Context, req mcp.Request) {
 		}()
 	}
 	wg.Wait()
+}
+
+// applyLogLevel gives a server that just came up the level the client set.
+func (s *Server) applyLogLevel(ctx context.Context, b *backend, cs *mcp.ClientSession, caps *mcp.ServerCapabilities) {
+	lvl := s.logLevel.Load()
+	if lvl == nil || caps == nil || caps.Logging == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, b.cfg.CallTimeout)
+	defer cancel()
+	if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: mcp.LoggingLevel(*lvl)}); err != nil {
+		b.log.Warn("logging/setLevel failed", "err", err)
+	}
 }

@@ -12,7 +12,6 @@ package proxy
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"sync"
@@ -22,7 +21,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/manifold-mcp/manifold/proxy/naming"
 	"github.com/manifold-mcp/manifold/upstream"
 )
 
@@ -49,6 +47,12 @@ type ServerConfig struct {
 	CallTimeout time.Duration
 	// Restart says how the server is restarted when it exits.
 	Restart RestartPolicy
+	// Health, if set, checks the server through the real path periodically.
+	Health *HealthCheck
+	// Fingerprint, if set, identifies the server's config for Reload: a server
+	// whose fingerprint is unchanged keeps its process. If empty, the fields
+	// are compared (a server with Upstream.Dial then always restarts).
+	Fingerprint string
 	// Instructions merges the server's initialize instructions into the
 	// proxy's, under the server's name. If false, they are left out: they go
 	// into the model's system prompt, so including them is an opt-in.
@@ -85,9 +89,8 @@ type Server struct {
 	log    *slog.Logger
 	server *mcp.Server
 
-	backends []*backend          // in config order; fixed after New
-	byName   map[string]*backend // server name -> backend
-	uris     *naming.URIMap      // resource URI rewriting; fixed after New
+	gen      atomic.Pointer[generation] // the configured servers; replaced by Reload
+	reloadMu sync.Mutex                 // serialises Reload
 
 	catalog atomic.Pointer[catalog] // the merged view, swapped whole
 	catMu   sync.Mutex              // serialises catalog rebuilds and SDK registration
@@ -96,6 +99,7 @@ type Server struct {
 	subs     subscriptions
 	progress progressRoutes
 	elicit   elicitations
+	logLevel atomic.Pointer[string] // the client's logging/setLevel, for servers that start later
 
 	capsMu     sync.Mutex
 	clientCaps *mcp.ClientCapabilities // guarded by capsMu; offered to upstreams
@@ -104,6 +108,7 @@ type Server struct {
 
 	ready     chan struct{} // closed when every upstream's initial start has finished
 	startOnce sync.Once
+	started   bool // guarded by reloadMu; Start has launched the servers
 	closeOnce sync.Once
 	closed    chan struct{}
 	wg        sync.WaitGroup // background goroutines (supervisors, refreshers)
@@ -129,7 +134,6 @@ func New(opts Options) (*Server, error) {
 	s := &Server{
 		opts:     opts,
 		log:      log,
-		byName:   make(map[string]*backend),
 		ready:    make(chan struct{}),
 		closed:   make(chan struct{}),
 		clientUp: make(chan struct{}),
@@ -138,45 +142,12 @@ func New(opts Options) (*Server, error) {
 		s.clientCaps = allRelayCaps()
 	}
 	s.life, s.cancel = context.WithCancel(context.Background())
-	var errs []error
-	prefixes := make(map[string]string)
-	for i := range opts.Servers {
-		sc := opts.Servers[i]
-		name := sc.Upstream.Name
-		if name == "" {
-			errs = append(errs, fmt.Errorf("server %d: empty name", i))
-			continue
-		}
-		if _, dup := s.byName[name]; dup {
-			errs = append(errs, fmt.Errorf("server %q: defined twice", name))
-			continue
-		}
-		if sc.Prefix != "" {
-			if other, ok := prefixes[sc.Prefix]; ok {
-				errs = append(errs, fmt.Errorf("servers %q and %q: both use prefix %q; give one of them another prefix", other, name, sc.Prefix))
-			}
-			prefixes[sc.Prefix] = name
-		}
-		if sc.CallTimeout == 0 {
-			sc.CallTimeout = opts.CallTimeout
-		}
-		b := &backend{cfg: sc, name: name, log: log.With("upstream", name), state: stateStarting, started: make(chan struct{})}
-		s.backends = append(s.backends, b)
-		s.byName[name] = b
-	}
-	var us []naming.URIServer
-	for _, b := range s.backends {
-		us = append(us, naming.URIServer{Server: b.name, Prefix: b.cfg.Prefix})
-	}
-	uris, err := naming.NewURIMap(us)
+	g, err := s.newGeneration(opts.Servers, nil)
 	if err != nil {
-		errs = append(errs, err)
-	}
-	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	s.uris = uris
-	s.catalog.Store(newCatalog(uris))
+	s.gen.Store(g)
+	s.catalog.Store(newCatalog(g))
 	s.server = s.newMCPServer()
 	return s, nil
 }
@@ -200,25 +171,22 @@ func (s *Server) Start(ctx context.Context) error {
 	var required errgroup.Group
 	var all sync.WaitGroup
 	s.startOnce.Do(func() {
-		for _, b := range s.backends {
+		s.reloadMu.Lock()
+		defer s.reloadMu.Unlock()
+		for _, b := range s.gen.Load().backends {
 			all.Add(1)
-			done := make(chan error, 1)
+			done := s.launch(b)
 			s.wg.Add(1)
 			go func() {
 				defer s.wg.Done()
-				first := make(chan error, 1)
-				go func() {
-					err := <-first
-					close(b.started)
-					all.Done()
-					done <- err
-				}()
-				s.supervise(b, first)
+				<-b.started
+				all.Done()
 			}()
 			if b.cfg.Required {
 				required.Go(func() error { return <-done })
 			}
 		}
+		s.started = true
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
@@ -249,6 +217,9 @@ func (s *Server) waitReady(ctx context.Context) {
 	}
 }
 
+// Logger returns the proxy's logger.
+func (s *Server) Logger() *slog.Logger { return s.log }
+
 // MCPServer returns the underlying SDK server, for serving on transports other
 // than the ones this package provides.
 func (s *Server) MCPServer() *mcp.Server { return s.server }
@@ -262,7 +233,7 @@ func (s *Server) Close() error {
 		s.cancel()
 		var mu sync.Mutex
 		var wg sync.WaitGroup
-		for _, b := range s.backends {
+		for _, b := range s.gen.Load().backends {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()

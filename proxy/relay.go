@@ -191,7 +191,7 @@ func (s *Server) sessionFor(b *backend, method string) (*mcp.ServerSession, func
 // rootsChanged tells every running upstream that the client's roots changed;
 // they ask again with roots/list, which is relayed to the client.
 func (s *Server) rootsChanged(ctx context.Context, _ *mcp.RootsListChangedRequest) {
-	for _, b := range s.backends {
+	for _, b := range s.gen.Load().backends {
 		st, up, _ := b.snapshot()
 		if st != stateUp || up == nil {
 			continue

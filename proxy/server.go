@@ -61,7 +61,7 @@ func (s *Server) routingMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 // upFor returns the running upstream session of server, or an error that says
 // why there is none.
 func (s *Server) upFor(server string) (*mcp.ClientSession, *backend, error) {
-	b := s.byName[server]
+	b := s.gen.Load().byName[server]
 	if b == nil {
 		return nil, nil, fmt.Errorf("no server %q", server)
 	}

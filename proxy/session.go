@@ -40,7 +40,7 @@ func (s *Server) initialize(ctx context.Context, next mcp.MethodHandler, method 
 // timeout) for those still starting.
 func (s *Server) instructions(ctx context.Context) string {
 	var parts []string
-	for _, b := range s.backends {
+	for _, b := range s.gen.Load().backends {
 		if !b.cfg.Instructions {
 			continue
 		}

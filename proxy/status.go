@@ -14,18 +14,31 @@ type ServerStatus struct {
 	Restarts int
 	// Uptime is how long it has been up; zero when it is not.
 	Uptime time.Duration
+	// Required is the server's required setting.
+	Required bool
+	// Health is "ok", the last health check's failure, or "" when no check
+	// has run (or none is configured).
+	Health string
 }
 
 // Status reports every configured server, in config order.
 func (s *Server) Status() []ServerStatus {
-	out := make([]ServerStatus, 0, len(s.backends))
-	for _, b := range s.backends {
+	g := s.gen.Load()
+	out := make([]ServerStatus, 0, len(g.backends))
+	for _, b := range g.backends {
 		b.mu.Lock()
 		st := ServerStatus{Name: b.name, State: b.state.String(), Tools: len(b.lists.tools)}
 		if b.err != nil {
 			st.Err = b.err.Error()
 		}
 		st.Restarts = b.restarts
+		st.Required = b.cfg.Required
+		if !b.checked.IsZero() {
+			st.Health = "ok"
+			if b.healthErr != nil {
+				st.Health = b.healthErr.Error()
+			}
+		}
 		if b.up != nil && b.state == stateUp {
 			st.PID = b.up.PID()
 			st.Uptime = time.Since(b.since)

@@ -135,6 +135,7 @@ func proxyOptions(cfg *config.Config, log *slog.Logger) proxy.Options {
 			Instructions: s.Instructions,
 		})
 	}
+	opts.Servers = append(opts.Servers, pluginServers(cfg, log)...)
 	return opts
 }
 
@@ -181,6 +182,7 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	var c common
 	fs := newFlags("serve", "serve [--config FILE] [--http ADDR] [--allow-remote]", stderr, &c)
 	httpAddr := fs.String("http", "", "serve streamable HTTP on ADDR (e.g. 127.0.0.1:7777) at /mcp instead of stdio")
+	reloadEvery := fs.Duration("watch-interval", time.Second, "how often the config file is checked for changes (it is reloaded on change and on SIGHUP)")
 	allowRemote := fs.Bool("allow-remote", false, "allow --http to listen on a non-loopback address (there is no authentication: only behind a trusted network)")
 	if ok, err := parse(fs, args); !ok {
 		return err
@@ -194,15 +196,17 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			return err
 		}
 		defer p.Close()
+		go watchConfig(ctx, p, cfg.Path, *reloadEvery, p.Logger())
 		return serveHTTP(ctx, p, cfg, *httpAddr, *allowRemote, stderr)
 	}
 	// stdio: one client. The upstreams start when it initializes, so that
 	// they are offered exactly the capabilities it declared.
-	p, _, err := newProxy(c, "", true, stderr)
+	p, cfg, err := newProxy(c, "", true, stderr)
 	if err != nil {
 		return err
 	}
 	defer p.Close()
+	go watchConfig(ctx, p, cfg.Path, *reloadEvery, p.Logger())
 	served := make(chan error, 1)
 	go func() { served <- p.ServeStdio(ctx, stdin, stdout) }()
 	started := make(chan error, 1)
@@ -232,6 +236,10 @@ func serveHTTP(ctx context.Context, p *proxy.Server, cfg *config.Config, addr st
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", p.HTTPHandler(proxy.HTTPOptions{AllowedHosts: cfg.HTTP.AllowedHosts, AllowedOrigins: cfg.HTTP.AllowedOrigins}))
+	health := p.HealthHandler()
+	mux.Handle("GET /healthz", health)
+	mux.Handle("GET /readyz", health)
+	mux.Handle("GET /status", health)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(stderr, "manifold: serving MCP on http://%s/mcp\n", ln.Addr())
 	errc := make(chan error, 1)

@@ -56,6 +56,7 @@ Usage:
   manifold check [--config FILE]                 validate the config without starting anything
   manifold tools [--config FILE]                 start the servers and print the merged catalog
   manifold call  [--config FILE] NAME [JSON]     call one tool through the full proxy path
+  manifold status [--config FILE | --url URL]    each server's state, pid, uptime, restarts, health
   manifold version                               print the version
 
 The config is --config, else $MANIFOLD_CONFIG, else ./proxy.toml, else
@@ -79,6 +80,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdTools(ctx, rest, stdout, stderr)
 	case "call":
 		return cmdCall(ctx, rest, stdout, stderr)
+	case "status":
+		return cmdStatus(ctx, rest, stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintf(stdout, "manifold %s\n", version())
 		return nil

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/manifold-mcp/manifold/internal/config"
+	"github.com/manifold-mcp/manifold/proxy"
+)
+
+// watchConfig reloads the proxy when the config file changes (polled every
+// interval: editors that replace the file are seen too) or on SIGHUP, until ctx
+// ends. An invalid new config is logged with all its problems and the running
+// one keeps serving.
+func watchConfig(ctx context.Context, p *proxy.Server, path string, interval time.Duration, log *slog.Logger) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	last := fileSum(path)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		why := ""
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			why = "SIGHUP"
+		case <-t.C:
+			sum := fileSum(path)
+			if bytes.Equal(sum, last) {
+				continue
+			}
+			why = "config file changed"
+		}
+		last = fileSum(path)
+		cfg, err := config.Load(path)
+		if err != nil {
+			log.Error("reload: the new config is invalid; the previous one keeps serving", "reason", why, "problems", err.Error())
+			continue
+		}
+		if err := p.Reload(proxyOptions(cfg, log).Servers); err != nil {
+			log.Error("reload failed; the previous config keeps serving", "reason", why, "err", err)
+			continue
+		}
+		log.Info("reloaded the config", "reason", why, "file", cfg.Path, "servers", len(cfg.Servers))
+	}
+}
+
+// fileSum is the hash of the file's content, nil if it cannot be read.
+func fileSum(path string) []byte {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	s := sha256.Sum256(b)
+	return s[:]
+}

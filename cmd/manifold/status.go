@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/manifold-mcp/manifold/proxy"
+)
+
+// cmdStatus prints every server's state. With --url it asks a running
+// `manifold serve --http` instance; otherwise it starts the config's servers,
+// waits for their first start, and reports what it found.
+func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var c common
+	fs := newFlags("status", "status [--config FILE | --url http://127.0.0.1:7777]", stderr, &c)
+	url := fs.String("url", "", "base URL of a running `manifold serve --http` instance (its /status endpoint is read)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if ok, err := parse(fs, args); !ok {
+		return err
+	}
+	var sts []proxy.ServerStatus
+	if *url != "" {
+		var err error
+		if sts, err = fetchStatus(ctx, *url); err != nil {
+			return err
+		}
+	} else {
+		p, _, err := startProxy(ctx, c, "warn", stderr)
+		if err != nil {
+			return err
+		}
+		defer p.Close()
+		select {
+		case <-p.Ready():
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		sts = p.Status()
+	}
+	if *asJSON {
+		b, err := json.MarshalIndent(sts, "", "  ")
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, string(b))
+	} else {
+		printStatus(stdout, sts)
+	}
+	for _, st := range sts {
+		if st.Required && st.State != "up" {
+			return exitError{code: 1, msg: fmt.Sprintf("required server %q is %s", st.Name, st.State)}
+		}
+	}
+	return nil
+}
+
+func fetchStatus(ctx context.Context, base string) ([]proxy.ServerStatus, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(base, "/")+"/status", nil)
+	if err != nil {
+		return nil, usageError("--url %q: %v", base, err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("ask %s for its status: %w (is `manifold serve --http` running there?)", base, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("ask %s for its status: %s", base, resp.Status)
+	}
+	var sts []proxy.ServerStatus
+	if err := json.NewDecoder(resp.Body).Decode(&sts); err != nil {
+		return nil, fmt.Errorf("ask %s for its status: %w", base, err)
+	}
+	return sts, nil
+}
+
+func printStatus(w io.Writer, sts []proxy.ServerStatus) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SERVER\tSTATE\tPID\tUPTIME\tRESTARTS\tTOOLS\tHEALTH\tLAST ERROR")
+	for _, st := range sts {
+		pid, up, health := "-", "-", st.Health
+		if st.PID != 0 {
+			pid = fmt.Sprint(st.PID)
+		}
+		if st.Uptime > 0 {
+			up = st.Uptime.Round(time.Second).String()
+		}
+		if health == "" {
+			health = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", st.Name, st.State, pid, up, st.Restarts, st.Tools, oneLine(health, 40), oneLine(st.Err, 60))
+	}
+	_ = tw.Flush()
+}
