@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -38,29 +39,67 @@ func toolError(format string, args ...any) json.RawMessage {
 // anything else), forwarded untouched except for the progress token. It returns
 // the raw result, or a *jsonrpc.Error to send back as a protocol error, or the
 // caller's context error when the downstream cancelled.
-func (s *Server) callTool(ctx context.Context, ss *mcp.ServerSession, name string, fields map[string]json.RawMessage) (json.RawMessage, error) {
+func (s *Server) callTool(ctx context.Context, ss *mcp.ServerSession, name string, fields map[string]json.RawMessage) (raw json.RawMessage, err error) {
+	start := time.Now()
+	rec := auditRecord{Method: "tools/call", Exposed: name, Decision: "denied", Outcome: "unknown tool"}
+	if s.audit != nil {
+		defer func() {
+			switch {
+			case err != nil:
+				if rec.Outcome == "" {
+					rec.Outcome, rec.Error = "error", err.Error()
+				}
+			case rec.Outcome == "":
+				rec.Outcome = "ok"
+				if bytes.Contains(raw, markIsError) {
+					rec.Outcome = "tool error"
+				}
+			}
+			rec.ResultBytes = len(raw)
+			s.audit.record(ss, rec, start, fields["arguments"])
+		}()
+	}
 	c := s.catalog.Load()
-	e, ok := c.tools.Lookup(name)
+	e, d, ok := c.visibleTool(name)
 	if !ok {
 		select {
 		case <-s.ready:
+			if he, found := c.tools.Lookup(name); found { // hidden: audited with its rule
+				rec.Server, rec.Original = he.Server, he.Original
+				rec.Outcome = "hidden"
+				_, rec.Rule = decisionWords(c.decisions["tool\x00"+name])
+			}
 			return nil, unknownTool(name)
 		default:
 		}
 		// Upstreams are still starting: the tool may be about to appear.
 		s.waitReady(ctx)
 		c = s.catalog.Load()
-		if e, ok = c.tools.Lookup(name); !ok {
+		if e, d, ok = c.visibleTool(name); !ok {
+			if he, found := c.tools.Lookup(name); found { // hidden: audited with its rule
+				rec.Server, rec.Original = he.Server, he.Original
+				rec.Outcome = "hidden"
+				_, rec.Rule = decisionWords(c.decisions["tool\x00"+name])
+			}
 			return nil, unknownTool(name)
 		}
 	}
+	rec.Original, rec.Server, rec.Outcome = e.Original, e.Server, ""
+	rec.Decision, rec.Rule = decisionWords(d)
 	b := c.gen.byName[e.Server]
 	st, up, _ := b.snapshot()
 	if st != stateUp || up == nil {
+		rec.Outcome = "unavailable"
 		return toolError("%s", b.unavailable()), nil
 	}
+	if r := d.Limits.Rate; !r.IsZero() {
+		if wait := s.limits.take(name, r, time.Now()); wait > 0 {
+			rec.Outcome = "rate limited"
+			return toolError("rate limit: %s allows %s (%s); nothing was executed. Retry in %s",
+				name, r, d.Limits.RateSource, (wait + time.Millisecond).Round(time.Second/10)), nil
+		}
+	}
 
-	var err error
 	if fields["name"], err = json.Marshal(e.Original); err != nil {
 		return nil, err
 	}
@@ -76,25 +115,32 @@ func (s *Server) callTool(ctx context.Context, ss *mcp.ServerSession, name strin
 		return nil, err
 	}
 
-	cctx, cancel := context.WithTimeout(ctx, b.cfg.CallTimeout)
+	timeout := b.cfg.CallTimeout
+	if t := d.Limits.CallTimeout; t > 0 && t < timeout {
+		timeout = t
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	defer b.enter(ss)()
-	start := time.Now()
-	raw, err := up.CallToolRaw(cctx, params)
+	raw, err = up.CallToolRaw(cctx, params)
 	if err != nil {
 		var rpcErr *jsonrpc.Error
 		switch {
 		case errors.As(err, &rpcErr):
 			return nil, rpcErr
 		case ctx.Err() != nil:
+			rec.Outcome = "cancelled"
 			return nil, ctx.Err()
 		case errors.Is(err, context.DeadlineExceeded):
+			rec.Outcome = "timeout"
 			return toolError("upstream %q did not answer %q within %s; the call was cancelled upstream and may have partly run. Retry with smaller input, or raise call_timeout for this server",
-				b.name, e.Original, b.cfg.CallTimeout), nil
+				b.name, e.Original, timeout), nil
 		case errors.Is(err, upstream.ErrClosed):
+			rec.Outcome = "upstream exited"
 			return toolError("upstream %q exited while running %q (after %s) and is being restarted; the call may or may not have taken effect, so check before retrying (%v)",
 				b.name, e.Original, time.Since(start).Round(time.Millisecond), err), nil
 		default:
+			rec.Outcome = "error"
 			return toolError("upstream %q failed to run %q: %v", b.name, e.Original, err), nil
 		}
 	}
@@ -104,8 +150,14 @@ func (s *Server) callTool(ctx context.Context, ss *mcp.ServerSession, name strin
 	if ss != nil {
 		raw = adaptCallResult(raw, sessionVersion(ss))
 	}
+	if capped, cut := capResult(raw, d.Limits.MaxResultBytes, d); cut {
+		raw = capped
+		rec.Outcome = "ok, cut to max_result_bytes"
+	}
 	return raw, nil
 }
+
+var markIsError = []byte(`"isError":true`)
 
 // rewriteResultURIs rewrites the resource URIs in a raw result (resource links
 // and embedded resources) outward for server.
@@ -130,6 +182,11 @@ func (c *catalog) rewriteResultURIs(server string, raw json.RawMessage) json.Raw
 // handleCallTool is the SDK-path tools/call handler (HTTP sessions, and stdio
 // frames that the lean path passes on).
 func (s *Server) handleCallTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	if req.Session != nil && req.Session.ID() != "" {
+		var done func()
+		ctx, done = s.sessionCalls.track(ctx, req.Session.ID())
+		defer done()
+	}
 	fields := make(map[string]json.RawMessage, 3)
 	if len(req.Params.Arguments) > 0 {
 		fields["arguments"] = req.Params.Arguments
@@ -220,4 +277,44 @@ func (p *progressRoutes) forward(_ context.Context, params *mcp.ProgressNotifica
 	fwd := *params
 	fwd.ProgressToken = rt.token
 	_ = rt.ss.NotifyProgress(rt.ctx, &fwd)
+}
+
+// sessionCalls tracks the calls in flight per HTTP session, so that a client
+// that ends its session (DELETE) cancels them upstream at once; the SDK waits
+// for in-flight handlers before it closes a session.
+type sessionCalls struct {
+	mu    sync.Mutex
+	calls map[string]map[*context.CancelFunc]struct{} // session id -> cancels; guarded by mu
+}
+
+func (sc *sessionCalls) track(ctx context.Context, id string) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	key := &cancel
+	sc.mu.Lock()
+	if sc.calls == nil {
+		sc.calls = make(map[string]map[*context.CancelFunc]struct{})
+	}
+	if sc.calls[id] == nil {
+		sc.calls[id] = make(map[*context.CancelFunc]struct{})
+	}
+	sc.calls[id][key] = struct{}{}
+	sc.mu.Unlock()
+	return ctx, func() {
+		sc.mu.Lock()
+		delete(sc.calls[id], key)
+		if len(sc.calls[id]) == 0 {
+			delete(sc.calls, id)
+		}
+		sc.mu.Unlock()
+		cancel()
+	}
+}
+
+// cancel cancels every call in flight of session id.
+func (sc *sessionCalls) cancel(id string) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	for c := range sc.calls[id] {
+		(*c)()
+	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/manifold-mcp/manifold/policy"
 	"github.com/manifold-mcp/manifold/proxy/naming"
 )
 
@@ -29,6 +30,39 @@ type catalog struct {
 
 	templates map[string]*mcp.ResourceTemplate // outward template -> exposed definition
 	tmplOwner map[string]string                // outward template -> server
+
+	rules     *policy.Rules
+	decisions map[string]policy.Decision // exposed tool or prompt name -> its decision (hidden ones too)
+	toolAnn   map[string]*policy.Annotations
+}
+
+// toolDecision returns the decision of an exposed tool name that exists and
+// is visible.
+func (c *catalog) visibleTool(name string) (naming.Entry, policy.Decision, bool) {
+	e, ok := c.tools.Lookup(name)
+	if !ok {
+		return e, policy.Decision{}, false
+	}
+	if _, listed := c.toolDefs[name]; !listed {
+		return e, policy.Decision{}, false
+	}
+	return e, c.decisions["tool\x00"+name], true
+}
+
+// visiblePrompt is visibleTool for prompts.
+func (c *catalog) visiblePrompt(name string) (naming.Entry, bool) {
+	e, ok := c.prompts.Lookup(name)
+	if !ok {
+		return e, false
+	}
+	_, listed := c.promptDefs[name]
+	return e, listed
+}
+
+// resourceAllowed decides a read, subscribe or completion of an outward URI
+// of server (original is the server's own URI).
+func (c *catalog) resourceAllowed(server, original, outward string) policy.Decision {
+	return c.rules.Decide(policy.Item{Kind: policy.Resource, Server: server, Original: original, Exposed: outward})
 }
 
 func newCatalog(g *generation) *catalog {
@@ -43,6 +77,8 @@ func newCatalog(g *generation) *catalog {
 		resOwner:   map[string]string{},
 		templates:  map[string]*mcp.ResourceTemplate{},
 		tmplOwner:  map[string]string{},
+		decisions:  map[string]policy.Decision{},
+		toolAnn:    map[string]*policy.Annotations{},
 	}
 }
 
@@ -51,28 +87,59 @@ func mustTable(groups []naming.Group) *naming.Table {
 	return t
 }
 
-// Entry is one exposed catalog item, for `manifold tools` and tests.
+// Entry is one catalog item, for `manifold tools`, `manifold explain` and
+// tests. Hidden items are included, with Visible false.
 type Entry struct {
 	Kind        string // "tool" or "prompt"
 	Exposed     string
 	Server      string
 	Original    string
 	Description string
+	Visible     bool
+	ReadOnly    bool   // a tool whose effective readOnlyHint is true
+	Verdict     string // the policy's decision in words, with the rule and file:line
 }
 
-// Catalog returns the exposed tools and prompts, sorted by kind and name.
+// Catalog returns every tool and prompt the servers listed, sorted by kind and
+// exposed name, each with the policy's verdict.
 func (s *Server) Catalog() []Entry {
 	c := s.catalog.Load()
 	var out []Entry
 	for _, e := range c.tools.Entries() {
-		out = append(out, Entry{Kind: "tool", Exposed: e.Exposed, Server: e.Server, Original: e.Original,
-			Description: c.toolDefs[e.Exposed].Description})
+		d := c.decisions["tool\x00"+e.Exposed]
+		en := Entry{Kind: "tool", Exposed: e.Exposed, Server: e.Server, Original: e.Original,
+			Visible: d.Visible, ReadOnly: c.toolAnn[e.Exposed].ReadOnlyHint(), Verdict: d.String()}
+		if def := c.toolDefs[e.Exposed]; def != nil {
+			en.Description = def.Description
+		}
+		out = append(out, en)
 	}
 	for _, e := range c.prompts.Entries() {
-		out = append(out, Entry{Kind: "prompt", Exposed: e.Exposed, Server: e.Server, Original: e.Original,
-			Description: c.promptDefs[e.Exposed].Description})
+		d := c.decisions["prompt\x00"+e.Exposed]
+		en := Entry{Kind: "prompt", Exposed: e.Exposed, Server: e.Server, Original: e.Original, Visible: d.Visible, Verdict: d.String()}
+		if def := c.promptDefs[e.Exposed]; def != nil {
+			en.Description = def.Description
+		}
+		out = append(out, en)
 	}
 	return out
+}
+
+// Explain says what the policy decides for name: an exposed tool or prompt
+// name, or a resource URI as clients see it, and which rule (file:line) made
+// the decision.
+func (s *Server) Explain(name string) (string, error) {
+	c := s.catalog.Load()
+	for _, e := range s.Catalog() {
+		if e.Exposed == name {
+			return fmt.Sprintf("%s %s (server %q, original %q): %s", e.Kind, e.Exposed, e.Server, e.Original, e.Verdict), nil
+		}
+	}
+	if server, original, ok := c.resourceOwner(name); ok {
+		d := c.resourceAllowed(server, original, name)
+		return fmt.Sprintf("resource %s (server %q, original %q): %s", name, server, original, d.String()), nil
+	}
+	return "", fmt.Errorf("%q is not a tool or prompt that any server listed, nor a resource URI of a server; run `manifold tools` to see the names", name)
 }
 
 // registered is what the proxy has registered with the SDK server, with a
@@ -96,6 +163,8 @@ func (s *Server) rebuild() {
 	}
 	g := s.gen.Load()
 	c := newCatalog(g)
+	rules := s.rules.Load()
+	c.rules = rules
 	var toolGroups, promptGroups []naming.Group
 	snap := make(map[string]lists, len(g.backends))
 	for _, b := range g.backends {
@@ -106,6 +175,12 @@ func (s *Server) rebuild() {
 		tg := naming.Group{Server: b.name, Prefix: b.cfg.Prefix}
 		for _, t := range l.tools {
 			tg.Names = append(tg.Names, t.Name)
+			if o, ok := rules.Override(b.name, t.Name); ok && o.Name != "" {
+				if tg.Renames == nil {
+					tg.Renames = make(map[string]string)
+				}
+				tg.Renames[t.Name] = o.Name
+			}
 		}
 		toolGroups = append(toolGroups, tg)
 		pg := naming.Group{Server: b.name, Prefix: b.cfg.Prefix}
@@ -133,14 +208,35 @@ func (s *Server) rebuild() {
 			if !ok {
 				continue
 			}
+			ann := rules.Annotations(b.name, t.Name, toPolicyAnnotations(t.Annotations))
+			d := rules.Decide(policy.Item{Kind: policy.Tool, Server: b.name, Original: t.Name, Exposed: exposed, Annotations: ann})
+			c.decisions["tool\x00"+exposed] = d
+			c.toolAnn[exposed] = ann
+			if !d.Visible {
+				continue
+			}
 			def := *t
 			def.Name = exposed
 			def.InputSchema = normalizeSchema(t.InputSchema)
+			def.Annotations = toMCPAnnotations(ann)
+			if o, ok := rules.Override(b.name, t.Name); ok {
+				if o.Title != "" {
+					def.Title = o.Title
+				}
+				if o.Description != "" {
+					def.Description = o.Description
+				}
+			}
 			c.toolDefs[exposed] = &def
 		}
 		for _, p := range l.prompts {
 			exposed, ok := c.prompts.Exposed(b.name, p.Name)
 			if !ok {
+				continue
+			}
+			d := rules.Decide(policy.Item{Kind: policy.Prompt, Server: b.name, Original: p.Name, Exposed: exposed})
+			c.decisions["prompt\x00"+exposed] = d
+			if !d.Visible {
 				continue
 			}
 			def := *p
@@ -149,6 +245,9 @@ func (s *Server) rebuild() {
 		}
 		for _, r := range l.resources {
 			out := c.uris.Outward(b.name, r.URI)
+			if !rules.Decide(policy.Item{Kind: policy.Resource, Server: b.name, Original: r.URI, Exposed: out}).Visible {
+				continue
+			}
 			if owner, dup := c.resOwner[out]; dup {
 				s.log.Warn("resource URI listed by two servers; the first keeps it", "uri", out, "kept_server", owner, "dropped_server", b.name)
 				continue
@@ -160,6 +259,9 @@ func (s *Server) rebuild() {
 		}
 		for _, t := range l.templates {
 			out := c.uris.OutwardTemplate(b.name, t.URITemplate)
+			if !rules.Decide(policy.Item{Kind: policy.Template, Server: b.name, Original: t.URITemplate, Exposed: out}).Visible {
+				continue
+			}
 			if owner, dup := c.tmplOwner[out]; dup {
 				s.log.Warn("resource template listed by two servers; the first keeps it", "template", out, "kept_server", owner, "dropped_server", b.name)
 				continue

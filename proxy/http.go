@@ -54,6 +54,11 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 			http.Error(w, "manifold: Origin "+o+" is not allowed; add it to http.allowed_origins in the proxy config", http.StatusForbidden)
 			return
 		}
+		if r.Method == http.MethodDelete {
+			// The client ends its session: its calls in flight are cancelled
+			// upstream (the SDK would wait for them before closing it).
+			s.sessionCalls.cancel(r.Header.Get("Mcp-Session-Id"))
+		}
 		h.ServeHTTP(w, r)
 	})
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/manifold-mcp/manifold/policy"
 	"github.com/manifold-mcp/manifold/upstream"
 )
 
@@ -72,6 +73,14 @@ type Options struct {
 	// MaxMessageBytes bounds one inbound frame from the downstream client. If
 	// zero, 64 MiB.
 	MaxMessageBytes int
+	// Policy decides what is visible and callable; nil allows everything.
+	Policy *policy.Rules
+	// Audit, if set, receives one JSON line per call, resource read and
+	// prompt get.
+	Audit io.Writer
+	// AuditArguments adds the calls' argument values, with secrets redacted,
+	// to the audit lines.
+	AuditArguments bool
 	// WaitForClient makes Start wait for the first downstream client's
 	// initialize and offer upstreams exactly the client capabilities (sampling,
 	// elicitation, roots) that client declared: the stdio mode, with one client.
@@ -96,10 +105,14 @@ type Server struct {
 	catMu   sync.Mutex              // serialises catalog rebuilds and SDK registration
 	reg     registered              // what is registered with the SDK server; guarded by catMu
 
-	subs     subscriptions
-	progress progressRoutes
-	elicit   elicitations
-	logLevel atomic.Pointer[string] // the client's logging/setLevel, for servers that start later
+	subs         subscriptions
+	progress     progressRoutes
+	elicit       elicitations
+	logLevel     atomic.Pointer[string]
+	rules        atomic.Pointer[policy.Rules]
+	limits       limiters
+	sessionCalls sessionCalls
+	audit        *auditor // the client's logging/setLevel, for servers that start later
 
 	capsMu     sync.Mutex
 	clientCaps *mcp.ClientCapabilities // guarded by capsMu; offered to upstreams
@@ -142,6 +155,10 @@ func New(opts Options) (*Server, error) {
 		s.clientCaps = allRelayCaps()
 	}
 	s.life, s.cancel = context.WithCancel(context.Background())
+	s.rules.Store(opts.Policy)
+	if opts.Audit != nil {
+		s.audit = &auditor{w: opts.Audit, args: opts.AuditArguments}
+	}
 	g, err := s.newGeneration(opts.Servers, nil)
 	if err != nil {
 		return nil, err

@@ -1,9 +1,13 @@
 package proxy
 
 import (
+	"encoding/json"
+	"time"
+
 	"context"
 	"errors"
 	"fmt"
+	"github.com/manifold-mcp/manifold/policy"
 	"log/slog"
 	"sync"
 
@@ -38,6 +42,10 @@ func (s *Server) routingMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		switch method {
 		case "initialize":
 			return s.initialize(ctx, next, method, req)
+		case "tools/call", "prompts/get":
+			// A name the client learned earlier may belong to a server that
+			// is still starting; the SDK only knows registered names.
+			s.waitReady(ctx)
 		case "tools/list":
 			s.waitReady(ctx)
 			res, err := next(ctx, method, req)
@@ -49,7 +57,7 @@ func (s *Server) routingMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 			s.waitReady(ctx)
 		case "resources/read":
 			if r, ok := req.(*mcp.ReadResourceRequest); ok {
-				return s.readResource(ctx, r.Params)
+				return s.readResource(ctx, r.Session, r.Params)
 			}
 		case "logging/setLevel":
 			s.setUpstreamLogLevel(ctx, req)
@@ -85,13 +93,37 @@ func rpcError(server string, err error) error {
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("upstream %q: %v", server, err)}
 }
 
-func (s *Server) readResource(ctx context.Context, p *mcp.ReadResourceParams) (*mcp.ReadResourceResult, error) {
+func (s *Server) readResource(ctx context.Context, ss *mcp.ServerSession, p *mcp.ReadResourceParams) (res *mcp.ReadResourceResult, err error) {
+	start := time.Now()
+	rec := auditRecord{Method: "resources/read", Exposed: p.URI, Decision: "denied", Outcome: "not found"}
+	if s.audit != nil {
+		defer func() {
+			if err != nil && rec.Outcome == "" {
+				rec.Outcome, rec.Error = "error", err.Error()
+			} else if rec.Outcome == "" {
+				rec.Outcome = "ok"
+				for _, c := range res.Contents {
+					if c != nil {
+						rec.ResultBytes += len(c.Text) + len(c.Blob)
+					}
+				}
+			}
+			s.audit.record(ss, rec, start, nil)
+		}()
+	}
 	s.waitReady(ctx)
 	c := s.catalog.Load()
 	server, original, ok := c.resourceOwner(p.URI)
 	if !ok {
 		return nil, mcp.ResourceNotFoundError(p.URI)
 	}
+	d := c.resourceAllowed(server, original, p.URI)
+	rec.Server, rec.Original = server, original
+	if rec.Decision, rec.Rule = decisionWords(d); !d.Visible {
+		rec.Outcome = "denied"
+		return nil, mcp.ResourceNotFoundError(p.URI) // a denied resource does not exist for the caller
+	}
+	rec.Outcome = ""
 	cs, b, err := s.upFor(server)
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
@@ -100,7 +132,7 @@ func (s *Server) readResource(ctx context.Context, p *mcp.ReadResourceParams) (*
 	defer cancel()
 	fwd := *p
 	fwd.URI = original
-	res, err := cs.ReadResource(ctx, &fwd)
+	res, err = cs.ReadResource(ctx, &fwd)
 	if err != nil {
 		return nil, rpcError(server, err)
 	}
@@ -115,15 +147,32 @@ func (s *Server) readResource(ctx context.Context, p *mcp.ReadResourceParams) (*
 // handleReadResource satisfies the SDK's registration API; reads are answered
 // by routingMiddleware before they reach it.
 func (s *Server) handleReadResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-	return s.readResource(ctx, req.Params)
+	return s.readResource(ctx, req.Session, req.Params)
 }
 
-func (s *Server) handleGetPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+func (s *Server) handleGetPrompt(ctx context.Context, req *mcp.GetPromptRequest) (res *mcp.GetPromptResult, err error) {
+	start := time.Now()
+	rec := auditRecord{Method: "prompts/get", Exposed: req.Params.Name, Decision: "allowed"}
+	if s.audit != nil {
+		defer func() {
+			if err != nil {
+				rec.Outcome, rec.Error = "error", err.Error()
+			} else {
+				rec.Outcome = "ok"
+				if b, merr := json.Marshal(res); merr == nil {
+					rec.ResultBytes = len(b)
+				}
+			}
+			s.audit.record(req.Session, rec, start, nil)
+		}()
+	}
 	c := s.catalog.Load()
-	e, ok := c.prompts.Lookup(req.Params.Name)
+	e, ok := c.visiblePrompt(req.Params.Name)
 	if !ok {
+		rec.Decision = "denied"
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", req.Params.Name)}
 	}
+	rec.Server, rec.Original = e.Server, e.Original
 	cs, b, err := s.upFor(e.Server)
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
@@ -132,7 +181,7 @@ func (s *Server) handleGetPrompt(ctx context.Context, req *mcp.GetPromptRequest)
 	defer cancel()
 	fwd := *req.Params
 	fwd.Name = e.Original
-	res, err := cs.GetPrompt(ctx, &fwd)
+	res, err = cs.GetPrompt(ctx, &fwd)
 	if err != nil {
 		return nil, rpcError(e.Server, err)
 	}
@@ -171,7 +220,7 @@ func (s *Server) handleComplete(ctx context.Context, req *mcp.CompleteRequest) (
 	var server string
 	switch ref.Type {
 	case "ref/prompt":
-		e, ok := c.prompts.Lookup(ref.Name)
+		e, ok := c.visiblePrompt(ref.Name)
 		if !ok {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", ref.Name)}
 		}
@@ -185,7 +234,7 @@ func (s *Server) handleComplete(ctx context.Context, req *mcp.CompleteRequest) (
 				srv, original, ok = owner, ref.URI, true
 			}
 		}
-		if !ok {
+		if !ok || !c.rules.Decide(policy.Item{Kind: policy.Template, Server: srv, Original: original, Exposed: ref.URI}).Visible {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown resource template %q", ref.URI)}
 		}
 		server, ref.URI = srv, original
@@ -218,7 +267,7 @@ type subscriptions struct {
 func (s *Server) handleSubscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
 	c := s.catalog.Load()
 	server, original, ok := c.resourceOwner(req.Params.URI)
-	if !ok {
+	if !ok || !c.resourceAllowed(server, original, req.Params.URI).Visible {
 		return mcp.ResourceNotFoundError(req.Params.URI)
 	}
 	cs, b, err := s.upFor(server)

@@ -56,6 +56,8 @@ type child struct {
 
 	stderr tail
 
+	progress func(*mcp.ProgressNotificationParams) // Options.Progress; nil: the SDK handles progress
+
 	procMu sync.Mutex
 	reaped bool // guarded by procMu; once true, the pid must not be signalled
 
@@ -128,6 +130,7 @@ func (u *Upstream) startChild(ctx context.Context, opts Options) error {
 		stdoutR:     pipes[1][0],
 		stderrR:     pipes[2][0],
 		pending:     make(map[uint64]chan reply),
+		progress:    opts.Progress,
 		stopReq:     make(chan struct{}),
 		stdinClosed: make(chan struct{}),
 		exited:      make(chan struct{}),
@@ -370,7 +373,27 @@ func (c *child) readStdout(pw *io.PipeWriter) {
 	pw.Close()
 }
 
-var rawIDMarker = []byte(`"mf.`)
+var (
+	rawIDMarker    = []byte(`"mf.`)
+	progressMarker = []byte(`"notifications/progress"`)
+)
+
+// relayProgress hands a progress notification to Options.Progress on the
+// reader goroutine, so that it is delivered before the response that follows
+// it on the wire (the SDK's notification queue would race the raw path). It
+// reports false if msg is not a progress notification.
+func (c *child) relayProgress(msg []byte) bool {
+	var n struct {
+		Method string                          `json:"method"`
+		ID     json.RawMessage                 `json:"id"`
+		Params *mcp.ProgressNotificationParams `json:"params"`
+	}
+	if err := json.Unmarshal(msg, &n); err != nil || n.Method != "notifications/progress" || n.ID != nil || n.Params == nil {
+		return false
+	}
+	c.progress(n.Params)
+	return true
+}
 
 // route delivers one stdout line: to a waiting raw call, to the SDK, or to
 // the log as noise. It returns the SDK pipe, or nil once the SDK is gone.
@@ -385,6 +408,9 @@ func (c *child) route(line []byte, sdk *io.PipeWriter) *io.PipeWriter {
 	}
 	if !isJSONRPC(msg) {
 		c.log.Warn("dropped stdout line that is not JSON-RPC", "line", truncate(msg, noiseLogBytes))
+		return sdk
+	}
+	if c.progress != nil && bytes.Contains(msg, progressMarker) && c.relayProgress(msg) {
 		return sdk
 	}
 	if sdk == nil {

@@ -69,6 +69,12 @@ type Options struct {
 	// transport's owner runs and stops the server. If nil, Command or URL.
 	Dial func(ctx context.Context) (mcp.Transport, error)
 
+	// Progress, if set, receives the server's progress notifications for a
+	// child process, in wire order with the responses of raw calls (the
+	// SDK's handler could see a progress notification after the response it
+	// preceded). If nil, ClientOptions.ProgressNotificationHandler gets them.
+	Progress func(*mcp.ProgressNotificationParams)
+
 	// Middleware is receiving middleware installed on the MCP client before it
 	// connects, for requests that have no handler option (roots/list). If
 	// nil, none.

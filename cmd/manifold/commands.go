@@ -101,6 +101,7 @@ func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 // proxyOptions maps the config onto the proxy's typed options.
 func proxyOptions(cfg *config.Config, log *slog.Logger) proxy.Options {
 	opts := proxy.Options{
+		Policy:           cfg.Policy,
 		CallTimeout:      cfg.CallTimeout,
 		FirstListTimeout: cfg.FirstListTimeout,
 		MaxMessageBytes:  cfg.MaxMessageBytes,
@@ -133,6 +134,15 @@ func proxyOptions(cfg *config.Config, log *slog.Logger) proxy.Options {
 			Required:     s.Required,
 			CallTimeout:  s.CallTimeout,
 			Instructions: s.Instructions,
+			Restart: proxy.RestartPolicy{
+				Disabled:    s.Restart.Disabled,
+				Initial:     s.Restart.InitialDelay,
+				Max:         s.Restart.MaxDelay,
+				Crashes:     s.Restart.MaxFailures,
+				Window:      s.Restart.FailureWindow,
+				FailedRetry: s.Restart.FailedRetry,
+			},
+			Health: healthCheck(s.Health),
 		})
 	}
 	opts.Servers = append(opts.Servers, pluginServers(cfg, log)...)
@@ -158,6 +168,16 @@ func newProxy(c common, defaultLevel string, waitForClient bool, stderr io.Write
 	}
 	opts := proxyOptions(cfg, log)
 	opts.WaitForClient = waitForClient
+	if cfg.Audit.Enabled {
+		opts.Audit, opts.AuditArguments = stderr, cfg.Audit.Arguments
+		if cfg.Audit.File != "" {
+			f, err := os.OpenFile(cfg.Audit.File, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s: audit log: %w", cfg.Path, err)
+			}
+			opts.Audit = f // closed when the process exits
+		}
+	}
 	p, err := proxy.New(opts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", cfg.Path, err)
@@ -304,9 +324,16 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return ctx.Err()
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "EXPOSED\tKIND\tSERVER\tORIGINAL\tDESCRIPTION")
+	fmt.Fprintln(tw, "EXPOSED\tKIND\tSERVER\tORIGINAL\tVERDICT\tDESCRIPTION")
 	for _, e := range p.Catalog() {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.Exposed, e.Kind, e.Server, e.Original, oneLine(e.Description, 70))
+		verdict := "exposed"
+		switch {
+		case !e.Visible:
+			verdict = "hidden: " + strings.TrimPrefix(e.Verdict, "hidden: ")
+		case e.ReadOnly:
+			verdict = "exposed, read-only"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", e.Exposed, e.Kind, e.Server, e.Original, oneLine(verdict, 400), oneLine(e.Description, 60))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -416,4 +443,40 @@ func printResult(w io.Writer, res *mcp.CallToolResult) {
 		b, _ := json.MarshalIndent(res.StructuredContent, "", "  ")
 		fmt.Fprintln(w, string(b))
 	}
+}
+
+func healthCheck(h *config.Health) *proxy.HealthCheck {
+	if h == nil {
+		return nil
+	}
+	return &proxy.HealthCheck{Tool: h.Tool, Arguments: h.Arguments, Resource: h.Resource, Expect: h.Expect,
+		Interval: h.Interval, Timeout: h.Timeout, Failures: h.Failures}
+}
+
+func cmdExplain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var c common
+	fs := newFlags("explain", "explain [--config FILE] NAME|URI", stderr, &c)
+	if ok, err := parse(fs, args); !ok {
+		return err
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return usageError("explain: want one exposed tool or prompt name, or a resource URI")
+	}
+	p, _, err := startProxy(ctx, c, "warn", stderr)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	select {
+	case <-p.Ready():
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	text, err := p.Explain(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, text)
+	return nil
 }

@@ -57,6 +57,7 @@ Usage:
   manifold tools [--config FILE]                 start the servers and print the merged catalog
   manifold call  [--config FILE] NAME [JSON]     call one tool through the full proxy path
   manifold status [--config FILE | --url URL]    each server's state, pid, uptime, restarts, health
+  manifold explain [--config FILE] NAME|URI      the policy's decision for a tool, prompt or URI, and why
   manifold version                               print the version
 
 The config is --config, else $MANIFOLD_CONFIG, else ./proxy.toml, else
@@ -82,6 +83,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdCall(ctx, rest, stdout, stderr)
 	case "status":
 		return cmdStatus(ctx, rest, stdout, stderr)
+	case "explain":
+		return cmdExplain(ctx, rest, stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintf(stdout, "manifold %s\n", version())
 		return nil

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -22,7 +23,7 @@ func watchConfig(ctx context.Context, p *proxy.Server, path string, interval tim
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	last := fileSum(path)
+	last := configSum(path)
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -33,13 +34,13 @@ func watchConfig(ctx context.Context, p *proxy.Server, path string, interval tim
 		case <-hup:
 			why = "SIGHUP"
 		case <-t.C:
-			sum := fileSum(path)
+			sum := configSum(path)
 			if bytes.Equal(sum, last) {
 				continue
 			}
-			why = "config file changed"
+			why = "config or policy file changed"
 		}
-		last = fileSum(path)
+		last = configSum(path)
 		cfg, err := config.Load(path)
 		if err != nil {
 			log.Error("reload: the new config is invalid; the previous one keeps serving", "reason", why, "problems", err.Error())
@@ -49,8 +50,28 @@ func watchConfig(ctx context.Context, p *proxy.Server, path string, interval tim
 			log.Error("reload failed; the previous config keeps serving", "reason", why, "err", err)
 			continue
 		}
+		p.SetPolicy(cfg.Policy)
 		log.Info("reloaded the config", "reason", why, "file", cfg.Path, "servers", len(cfg.Servers))
 	}
+}
+
+// configSum hashes the config file and the policy files it lists (as their
+// globs match now), so that an edit of any of them is seen.
+func configSum(path string) []byte {
+	h := sha256.New()
+	h.Write(fileSum(path))
+	if cfg, err := config.Load(path); err == nil {
+		for _, g := range cfg.PolicyFiles {
+			matches, _ := filepath.Glob(g)
+			for _, m := range matches {
+				h.Write([]byte(m))
+				h.Write(fileSum(m))
+			}
+		}
+	} else {
+		h.Write([]byte(err.Error())) // a broken policy file changes this too
+	}
+	return h.Sum(nil)
 }
 
 // fileSum is the hash of the file's content, nil if it cannot be read.

@@ -7,8 +7,9 @@
 // written in another case, is an error with a did-you-mean.
 //
 // The package only reads: it does not start anything, does not log and keeps
-// no global state. It imports the standard library and the TOML decoder only;
-// cmd/manifold maps a [Config] to the options of the packages that act on it.
+// no global state. It imports the standard library, the TOML decoder and
+// package policy (whose values it builds) only; cmd/manifold maps a [Config]
+// to the options of the packages that act on it.
 package config
 
 import (
@@ -19,6 +20,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/manifold-mcp/manifold/policy"
 )
 
 // Defaults applied when a key is absent.
@@ -66,9 +69,25 @@ type Config struct {
 
 	HTTP HTTP
 
+	// Policy is the top-level read_only and the servers' policy keys
+	// (allow/deny lists, read_only, annotations, overrides) and, once [Load]
+	// has read them, the policy files' rules. It is nil when the file sets
+	// none of them and lists no policy files; a nil *policy.Rules allows
+	// everything.
+	Policy *policy.Rules
+	// PolicyFiles are the policy_files paths and globs, made absolute
+	// against Dir; [LoadPolicyFiles] reads them.
+	PolicyFiles []string
+
+	Audit Audit
+
 	// Servers are the enabled servers in document order; servers with
 	// disabled = true are left out.
 	Servers []Server
+
+	// Plugins are the enabled plugins in document order; plugins with
+	// disabled = true are left out.
+	Plugins []Plugin
 }
 
 // HTTP configures the streamable HTTP listener.
@@ -114,10 +133,15 @@ type Server struct {
 	// proxy's (opt-in: they reach the model's system prompt).
 	Instructions    bool
 	MaxMessageBytes int
+	// Health is the server's health check; nil for none.
+	Health *Health
+	// Restart says how the server is restarted when it exits.
+	Restart Restart
 }
 
-// Load reads and parses the file at path; see [Parse]. When the file does not
-// exist the error wraps [ErrNoConfig].
+// Load reads and parses the file at path; see [Parse]. It then reads the
+// policy files that the file lists ([LoadPolicyFiles]) into Config.Policy.
+// When the file does not exist the error wraps [ErrNoConfig].
 func Load(path string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -130,12 +154,21 @@ func Load(path string) (*Config, error) {
 		}
 		return nil, fmt.Errorf("%s: cannot read config: %w", path, err)
 	}
-	return Parse(path, data)
+	cfg, err := Parse(path, data)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Policy, err = LoadPolicyFiles(cfg); err != nil {
+		return nil, err
+	}
+	return cfg, nil
 }
 
 // Parse parses and validates data as the contents of the file at path,
 // expanding ${VAR} from the process environment. path prefixes every error
-// message as given, and its folder is the base of relative paths.
+// message as given, and its folder is the base of relative paths. It reads
+// no other file: the policy files are listed in Config.PolicyFiles, not read
+// (see [Load]).
 //
 // The error, when not nil, joins one error per problem in file order; each
 // message starts with "path:line:col: " (or "path:line: ", or "path: " when

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/manifold-mcp/manifold/policy"
 )
 
 var (
@@ -32,6 +34,9 @@ type decoder struct {
 	md     toml.MetaData               // the parse, to decode primitives
 	lookup func(string) (string, bool) // environment
 	probs  []*problem                  // in the order found
+
+	serverRules map[string]*policy.ServerRules // enabled servers' policy keys, by name (policy.go)
+	renames     map[string]string              // override names taken, to where (policy.go)
 }
 
 func decode(file, abs string, data []byte, lookup func(string) (string, bool)) (*Config, error) {
@@ -56,6 +61,8 @@ func decode(file, abs string, data []byte, lookup func(string) (string, bool)) (
 	d.global(root, cfg)
 	cfg.HTTP = d.http(root)
 	cfg.Servers = d.servers(root, cfg)
+	cfg.Plugins = d.plugins(root, cfg) // after the servers: it checks names and prefixes against theirs
+	d.policyKeys(root, cfg)
 	root.finish()
 
 	if len(d.probs) > 0 {
@@ -243,6 +250,8 @@ func (d *decoder) server(t *table, name string, cfg *Config) (entry, bool) {
 	s.Required, _ = t.boolean("required")
 	s.Instructions, _ = t.boolean("instructions")
 	s.MaxMessageBytes = t.size("max_message_bytes", cfg.MaxMessageBytes)
+	d.serverPolicy(t, name, disabled)
+	d.serverSupervision(t, &s)
 	unknown := t.finish()
 	if disabled {
 		return entry{}, false

@@ -17,6 +17,8 @@ func FuzzParse(f *testing.F) {
 		"[[servers]]\ncommand = 1\n",
 		"log_level = debug\n",
 		"\uFEFF[servers.\"a.b\"]\ncomand = \"${\"\n",
+		"[plugins.iban]\npath = \"bin/iban\"\nsha256 = \"${SUM:-}\"\nenv = { PATH = \"${PATH}\" }\n[servers.iban]\ncommand = \"x\"\n",
+		"plugins = { a = { command = \"a\", prefix = \"\" }, b = { path = \"./b\", prefix = \"A\", disabled = true } }\n",
 	}
 	for _, s := range seeds {
 		f.Add([]byte(s))
@@ -31,6 +33,11 @@ func FuzzParse(f *testing.F) {
 			for _, s := range cfg.Servers {
 				if (s.Command == "") == (s.URL == "") {
 					t.Errorf("server %q: Command %q, URL %q: want exactly one", s.Name, s.Command, s.URL)
+				}
+			}
+			for _, p := range cfg.Plugins {
+				if p.Command == "" {
+					t.Errorf("plugin %q has no Command", p.Name)
 				}
 			}
 			return

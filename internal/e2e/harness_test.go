@@ -242,18 +242,24 @@ type stdioProxy struct {
 // stderr is logged if the test failed.
 func startStdio(t *testing.T, cfg string) *stdioProxy {
 	t.Helper()
+	return startStdioClient(t, cfg, mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "0"}, nil), protocolVersion)
+}
+
+// startStdioClient is startStdio with the given client (its handlers and
+// roots) offering the given protocol version.
+func startStdioClient(t *testing.T, cfg string, client *mcp.Client, version string) *stdioProxy {
+	t.Helper()
 	p := &proc{t: t, stderr: &syncBuffer{}}
 	p.cmd = exec.Command(manifoldBin, "serve", "--config", cfg)
 	p.cmd.Stderr = p.stderr
 	p.cmd.WaitDelay = 5 * time.Second
 	t.Cleanup(p.logOnFailure)
-	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "0"}, nil)
 	// TerminateDuration is beyond exitBound: the transport must never be the
 	// one that ends manifold; stop does, and says so.
 	tr := &mcp.CommandTransport{Command: p.cmd, TerminateDuration: 10 * time.Minute}
 	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
 	defer cancel()
-	cs, err := client.Connect(ctx, tr, &mcp.ClientSessionOptions{ProtocolVersion: protocolVersion})
+	cs, err := client.Connect(ctx, tr, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		if p.cmd.Process != nil {
 			_ = p.cmd.Process.Kill()
@@ -413,9 +419,15 @@ func freePort(t *testing.T) string {
 // test ends.
 func connectHTTP(t *testing.T, hp *httpProxy) *mcp.ClientSession {
 	t.Helper()
-	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-http", Version: "0"}, nil)
+	return connectHTTPClient(t, hp, mcp.NewClient(&mcp.Implementation{Name: "e2e-http", Version: "0"}, nil), protocolVersion)
+}
+
+// connectHTTPClient is connectHTTP with the given client offering the given
+// protocol version.
+func connectHTTPClient(t *testing.T, hp *httpProxy, client *mcp.Client, version string) *mcp.ClientSession {
+	t.Helper()
 	tr := &mcp.StreamableClientTransport{Endpoint: hp.endpoint(), HTTPClient: &http.Client{Timeout: testTimeout}}
-	cs, err := client.Connect(testCtx(t), tr, &mcp.ClientSessionOptions{ProtocolVersion: protocolVersion})
+	cs, err := client.Connect(testCtx(t), tr, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatalf("connect over HTTP: %v", err)
 	}

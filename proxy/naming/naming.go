@@ -53,6 +53,11 @@ type Group struct {
 	Server string   // the server's key; unique across groups
 	Prefix string   // "" exposes names without a prefix
 	Names  []string // original names; duplicates are ignored
+	// Renames maps original names to exposed names chosen by the operator
+	// (overrides). They are used as given (the caller validates them) and
+	// win a clash within the group; across groups the earlier group wins as
+	// for any name.
+	Renames map[string]string
 }
 
 // Table maps exposed names to (server, original) and back, for one kind of
@@ -190,6 +195,7 @@ type candidate struct {
 	original  string
 	exposed   string
 	unchanged bool // exposed is the full name verbatim
+	fixed     bool // exposed was chosen by the operator: it never moves
 	level     int
 	dropped   bool
 }
@@ -205,6 +211,10 @@ func resolve(g Group) ([]Entry, []Collision) {
 
 	cands := make([]candidate, len(names))
 	for i, name := range names {
+		if r, ok := g.Renames[name]; ok {
+			cands[i] = candidate{original: name, exposed: r, unchanged: true, fixed: true}
+			continue
+		}
 		exposed, unchanged := expose(g.Prefix, name, 0)
 		cands[i] = candidate{original: name, exposed: exposed, unchanged: unchanged}
 	}
@@ -243,8 +253,8 @@ func resolve(g Group) ([]Entry, []Collision) {
 			// Groups are disjoint, so the map's order does not matter.
 			keeper := -1
 			for _, i := range members {
-				if cands[i].unchanged {
-					keeper = i // at most one: full names are distinct
+				if cands[i].fixed || cands[i].unchanged && (keeper < 0 || !cands[keeper].fixed) {
+					keeper = i // an operator's rename first, then the verbatim name
 				}
 			}
 			var stuck []int // at the last level: cannot move
@@ -252,6 +262,8 @@ func resolve(g Group) ([]Entry, []Collision) {
 				c := &cands[i]
 				switch {
 				case i == keeper:
+				case c.fixed: // two renames to one name: config prevents it
+					stuck = append(stuck, i)
 				case c.level < maxLevel:
 					c.level++
 					c.exposed, c.unchanged = expose(g.Prefix, c.original, c.level)

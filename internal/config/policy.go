@@ -1,0 +1,474 @@
+package config
+
+// This file decodes the policy and audit keys of proxy.toml and the policy
+// files.
+//
+// In proxy.toml:
+//
+//	read_only = true                          # every server: only read-only tools
+//	policy_files = ["policy/*.toml"]          # globs, relative to the config folder
+//
+//	[audit]
+//	file = "audit.jsonl"                      # "-" for stderr; relative to the config folder
+//	enabled = true                            # default: true when file is set
+//	arguments = false                         # log argument values, redacted
+//
+//	[servers.files]
+//	read_only = true
+//	annotations = "ignore"                    # or "trust" (the default)
+//	tools.allow = ["read_*", "list_*"]        # globs on the server's original names
+//	tools.deny = ["*delete*"]
+//	prompts.deny = ["debug*"]
+//	resources.deny = ["file:///secret/*"]     # globs on the server's original URIs
+//
+//	[servers.files.overrides.read_file]       # the server's original tool name
+//	name = "read"                             # the exposed name, as is: no prefix added
+//	title = "Read a file"
+//	description = "Reads one file."
+//	annotations = { readOnlyHint = true, destructiveHint = false }
+//
+// A policy file holds named rules, in document order:
+//
+//	[rules.no_writes]
+//	match = "files__write_*"                  # glob on exposed tool and prompt names
+//	deny = true                               # or allow = true
+//	reason = "writes need review"
+//
+//	[rules.secrets]
+//	uri = "files+file:///secret/*"            # glob on exposed resource URIs
+//	deny = true
+//
+//	[rules.search]
+//	match = "*__search*"
+//	rate = "30/minute"                        # N/second, N/minute, N/hour, N/10s
+//	max_result_bytes = 200000
+//	call_timeout = "20s"
+//
+// policy.Rules.Decide says how the rules combine.
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/manifold-mcp/manifold/policy"
+)
+
+// exposedNameRE is what an exposed tool name may be.
+var exposedNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// Audit configures the audit log: one JSON line per call.
+type Audit struct {
+	// Enabled turns the log on. It is the enabled key, or true when that is
+	// absent and file is set.
+	Enabled bool
+	// File is the absolute path of the log file; empty for stderr (file
+	// absent or "-").
+	File string
+	// Arguments logs the calls' argument values, passed through
+	// policy.RedactArgs. If false, argument values are not logged.
+	Arguments bool
+}
+
+// policyKeys decodes the top-level read_only, policy_files and [audit], and
+// gathers the enabled servers' and plugins' policy keys (see serverPolicy)
+// into cfg.Policy. It runs after servers and plugins.
+func (d *decoder) policyKeys(root *table, cfg *Config) {
+	rules := &policy.Rules{}
+	if ro, ok := root.boolean("read_only"); ok && ro {
+		rules.ReadOnly, rules.ReadOnlySource = true, d.source(root.fields["read_only"])
+	}
+	if globs, ok := root.strs("policy_files"); ok {
+		for _, g := range globs {
+			if _, err := filepath.Match(g, ""); err != nil || g == "" {
+				root.errorf("policy_files", `%q is not a file path or glob; write it like "policy/*.toml"`, g)
+				continue
+			}
+			cfg.PolicyFiles = append(cfg.PolicyFiles, resolve(cfg.Dir, g))
+		}
+	}
+	names := make([]string, 0, len(cfg.Servers)+len(cfg.Plugins))
+	for _, s := range cfg.Servers {
+		names = append(names, s.Name)
+	}
+	for _, p := range cfg.Plugins {
+		names = append(names, p.Name)
+	}
+	for _, name := range names {
+		if sr := d.serverRules[name]; sr != nil {
+			if rules.Servers == nil {
+				rules.Servers = make(map[string]*policy.ServerRules)
+			}
+			rules.Servers[name] = sr
+		}
+	}
+	if rules.ReadOnly || rules.Servers != nil || cfg.PolicyFiles != nil {
+		cfg.Policy = rules
+	}
+	cfg.Audit = d.audit(root, cfg)
+}
+
+// audit decodes the [audit] table.
+func (d *decoder) audit(root *table, cfg *Config) Audit {
+	var a Audit
+	t, ok := root.table("audit")
+	if !ok {
+		return a
+	}
+	file, fileOK := t.str("file")
+	switch {
+	case !fileOK, file == "-":
+	case file == "":
+		t.errorf("file", `file is empty; write a path like "audit.jsonl", or "-" for stderr`)
+	default:
+		a.File = resolve(cfg.Dir, file)
+	}
+	a.Enabled = fileOK
+	if on, ok := t.boolean("enabled"); ok {
+		a.Enabled = on
+	}
+	a.Arguments, _ = t.boolean("arguments")
+	t.finish()
+	return a
+}
+
+// serverPolicy decodes the policy keys of the server (or plugin) table t:
+// read_only, annotations, tools/prompts/resources allow and deny lists, and
+// overrides. It runs before t.finish so that those keys are known; the
+// result is kept for policyKeys unless the server is disabled. A disabled
+// server's values are not validated, as elsewhere.
+func (d *decoder) serverPolicy(t *table, name string, disabled bool) {
+	sr := policy.ServerRules{Key: t.key.String()}
+	for _, sec := range []struct {
+		key  string
+		list *policy.List
+	}{{"tools", &sr.Tools}, {"prompts", &sr.Prompts}, {"resources", &sr.Resources}} {
+		st, ok := t.tableOf(sec.key, `a table such as { allow = ["read_*"], deny = ["*delete*"] }`)
+		if !ok {
+			continue
+		}
+		sec.list.Allow = d.patterns(st, "allow", !disabled)
+		sec.list.Deny = d.patterns(st, "deny", !disabled)
+		st.finish()
+	}
+	if ro, ok := t.boolean("read_only"); ok && ro {
+		sr.ReadOnly, sr.ReadOnlySource = true, d.source(t.fields["read_only"])
+	}
+	if s, ok := t.str("annotations"); ok {
+		switch s {
+		case "trust":
+		case "ignore":
+			sr.IgnoreAnnotations, sr.IgnoreAnnotationsSource = true, d.source(t.fields["annotations"])
+		default:
+			if disabled {
+				break
+			}
+			t.errorf("annotations", `%q is not an annotations mode; use "trust" (the default) or "ignore" to trust only the overrides`, s)
+		}
+	}
+	sr.Overrides = d.overrides(t, disabled)
+	lists := len(sr.Tools.Allow) + len(sr.Tools.Deny) + len(sr.Prompts.Allow) + len(sr.Prompts.Deny) +
+		len(sr.Resources.Allow) + len(sr.Resources.Deny)
+	if disabled || !sr.ReadOnly && !sr.IgnoreAnnotations && sr.Overrides == nil && lists == 0 {
+		return
+	}
+	if d.serverRules == nil {
+		d.serverRules = make(map[string]*policy.ServerRules)
+	}
+	d.serverRules[name] = &sr
+}
+
+// patterns decodes the glob list at key of t, checking the globs if check.
+func (d *decoder) patterns(t *table, key string, check bool) []policy.Pattern {
+	globs, ok := t.strs(key)
+	if !ok || len(globs) == 0 {
+		return nil
+	}
+	src := d.source(t.fields[key])
+	out := make([]policy.Pattern, 0, len(globs))
+	for _, g := range globs {
+		if check && !d.checkGlob(t, key, g) {
+			continue
+		}
+		out = append(out, policy.Pattern{Glob: g, Source: src})
+	}
+	return out
+}
+
+// checkGlob reports a glob at key of t that is empty or invalid.
+func (d *decoder) checkGlob(t *table, key, g string) bool {
+	if g == "" {
+		t.errorf(key, `the empty glob matches nothing; remove it, or write "*" to match everything`)
+		return false
+	}
+	if err := policy.CheckGlob(g); err != nil {
+		t.errorf(key, "%q is not a valid glob: %v", g, err)
+		return false
+	}
+	return true
+}
+
+// overrides decodes [servers.NAME.overrides.TOOL] tables, checking that no
+// two overrides of enabled servers give the same name.
+func (d *decoder) overrides(t *table, disabled bool) map[string]policy.Override {
+	ot, ok := t.tableOf("overrides", "a table of tools such as [servers.NAME.overrides.TOOL]")
+	if !ok {
+		return nil
+	}
+	out := make(map[string]policy.Override, len(ot.fields))
+	for _, tool := range d.byPosition(ot.fields) {
+		tt, ok := ot.tableOf(tool, `a table with name, title, description or annotations`)
+		if !ok {
+			continue
+		}
+		o := policy.Override{Source: d.source(*tt.self)}
+		if name, ok := tt.str("name"); ok && !disabled {
+			if !exposedNameRE.MatchString(name) {
+				tt.errorf("name", "%q is not a valid tool name; use 1 to 64 letters, digits, '_' or '-'", name)
+			} else if prev, taken := d.renames[name]; taken {
+				tt.errorf("name", "%q is already the name given by %s; choose another name", name, prev)
+			} else {
+				o.Name = name
+				if d.renames == nil {
+					d.renames = make(map[string]string)
+				}
+				d.renames[name] = fmt.Sprintf("%s (%s)", tt.key, d.source(tt.fields["name"]))
+			}
+		}
+		o.Title, _ = tt.str("title")
+		o.Description, _ = tt.str("description")
+		o.Annotations = d.annotations(tt)
+		tt.finish()
+		out[tool] = o
+	}
+	ot.finish()
+	return out
+}
+
+// annotations decodes the annotations table of an override.
+func (d *decoder) annotations(t *table) *policy.Annotations {
+	at, ok := t.tableOf("annotations", "a table such as { readOnlyHint = true }")
+	if !ok {
+		return nil
+	}
+	a := &policy.Annotations{}
+	a.Title, _ = at.str("title")
+	for _, h := range []struct {
+		key string
+		dst **bool
+	}{
+		{"readOnlyHint", &a.ReadOnly}, {"destructiveHint", &a.Destructive},
+		{"idempotentHint", &a.Idempotent}, {"openWorldHint", &a.OpenWorld},
+	} {
+		if b, ok := at.boolean(h.key); ok {
+			*h.dst = &b
+		}
+	}
+	at.finish()
+	return a
+}
+
+// source returns where the value p was written, as "file:line".
+func (d *decoder) source(p toml.Primitive) string {
+	line, _ := d.where(p)
+	if line == 0 {
+		return d.file
+	}
+	return d.file + ":" + strconv.Itoa(line)
+}
+
+// LoadPolicyFiles reads the policy files that cfg.PolicyFiles name now and
+// returns cfg.Policy with their rules in place of the ones it had: files in
+// the order of policy_files, a glob's matches in lexical order, each file
+// once. A glob that matches nothing is fine; a path without metacharacters
+// must exist. [Load] calls it; a reload calls it again when a file changes,
+// keeping the rules it has on error.
+//
+// The error joins one error per problem, each starting with the policy
+// file's path (relative to the config folder when inside it) and line.
+// Without policy files it returns cfg.Policy as is.
+func LoadPolicyFiles(cfg *Config) (*policy.Rules, error) {
+	if len(cfg.PolicyFiles) == 0 {
+		return cfg.Policy, nil
+	}
+	var rules policy.Rules
+	if cfg.Policy != nil {
+		rules = *cfg.Policy
+	}
+	rules.FileRules = nil
+	var errs []error
+	seen := make(map[string]bool)
+	for _, pattern := range cfg.PolicyFiles {
+		paths := []string{pattern}
+		if strings.ContainsAny(pattern, `*?[\`) {
+			var err error
+			if paths, err = filepath.Glob(pattern); err != nil {
+				errs = append(errs, fmt.Errorf("%s: policy_files: %q: %w", cfg.Path, pattern, err))
+				continue
+			}
+		}
+		for _, path := range paths {
+			if seen[path] {
+				continue
+			}
+			seen[path] = true
+			shown := path
+			if rel, err := filepath.Rel(cfg.Dir, path); err == nil && filepath.IsLocal(rel) {
+				shown = rel
+			}
+			data, err := os.ReadFile(path)
+			if errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, fmt.Errorf("%s: policy file not found; create it or remove it from policy_files in %s", shown, cfg.Path))
+				continue
+			}
+			if err != nil {
+				var pe *fs.PathError
+				if errors.As(err, &pe) {
+					err = pe.Err
+				}
+				errs = append(errs, fmt.Errorf("%s: cannot read policy file: %w", shown, err))
+				continue
+			}
+			fr, err := ParsePolicyFile(shown, data)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			rules.FileRules = append(rules.FileRules, fr...)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return &rules, nil
+}
+
+// ParsePolicyFile parses data as the policy file at path, which prefixes
+// every error and every rule's Source. It does not expand ${VAR}. The error,
+// when not nil, joins one error per problem in file order, as [Parse]'s.
+func ParsePolicyFile(path string, data []byte) ([]policy.Rule, error) {
+	d, top, err := newDecoder(path, data)
+	if err != nil {
+		return nil, err
+	}
+	root := &table{d: d, fields: top}
+	var out []policy.Rule
+	if rt, ok := root.tableOf("rules", "a table of rules such as [rules.NAME]"); ok {
+		for _, name := range d.byPosition(rt.fields) {
+			t, ok := rt.tableOf(name, `a table with match = "GLOB" or uri = "GLOB"`)
+			if !ok {
+				continue
+			}
+			out = append(out, d.rule(t, name))
+		}
+	}
+	root.finish()
+	if err := d.err(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// rule decodes one [rules.NAME] table.
+func (d *decoder) rule(t *table, name string) policy.Rule {
+	r := policy.Rule{Name: name, Source: d.source(*t.self)}
+	match, matchOK := t.str("match")
+	uri, uriOK := t.str("uri")
+	r.Allow, _ = t.boolean("allow")
+	r.Deny, _ = t.boolean("deny")
+	r.Reason, _ = t.str("reason")
+	r.CallTimeout = t.duration("call_timeout", 0)
+	if n, ok := t.integer("max_result_bytes"); ok {
+		if n < 1 || int64(int(n)) != n {
+			t.errorf("max_result_bytes", "%d is out of range; use a positive number of bytes, like 200000", n)
+		} else {
+			r.MaxResultBytes = int(n)
+		}
+	}
+	if s, ok := t.str("rate"); ok {
+		rate, err := policy.ParseRate(s)
+		if err != nil {
+			t.errorf("rate", "%v", err)
+		}
+		r.Rate = rate
+	}
+	unknown := t.finish()
+
+	switch {
+	case t.has("match") && t.has("uri"):
+		t.errorHere("both match and uri are set; a rule matches tool and prompt names (match) or resource URIs (uri): split it in two")
+	case t.has("match"):
+		if matchOK && d.checkGlob(t, "match", match) {
+			r.Match = match
+		}
+	case t.has("uri"):
+		if uriOK && d.checkGlob(t, "uri", uri) {
+			r.Match, r.URI = uri, true
+		}
+	case !unknown:
+		t.errorHere(`neither match nor uri is set; set match = "GLOB" for tool and prompt names, or uri = "GLOB" for resource URIs`)
+	}
+	acts := r.Allow || r.Deny || t.has("call_timeout") || t.has("max_result_bytes") || t.has("rate")
+	switch {
+	case r.Allow && r.Deny:
+		t.errorHere("both allow and deny are true; keep one")
+	case !acts && !unknown:
+		t.errorHere("the rule does nothing; set deny = true, allow = true, or a limit: call_timeout, max_result_bytes or rate")
+	}
+	return r
+}
+
+// byPosition returns the keys of fields in document order.
+func (d *decoder) byPosition(fields map[string]toml.Primitive) []string {
+	offs := make(map[string]int, len(fields))
+	for name, p := range fields {
+		_, offs[name] = d.where(p)
+	}
+	return slices.SortedFunc(maps.Keys(fields), func(a, b string) int {
+		if c := offs[a] - offs[b]; c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+}
+
+// newDecoder parses data as the TOML document file, returning a decoder for
+// it and its top-level table, or the syntax error as a problem.
+func newDecoder(file string, data []byte) (*decoder, map[string]toml.Primitive, error) {
+	src := strings.TrimPrefix(string(data), "\uFEFF")
+	d := &decoder{file: file, src: src, lines: []int{0}}
+	for i := 0; i < len(src); i++ {
+		if src[i] == '\n' {
+			d.lines = append(d.lines, i+1)
+		}
+	}
+	var top map[string]toml.Primitive
+	md, err := toml.Decode(src, &top)
+	if err != nil {
+		return nil, nil, d.syntaxError(err)
+	}
+	d.md = md
+	return d, top, nil
+}
+
+// err joins the problems found, in file order, or returns nil.
+func (d *decoder) err() error {
+	if len(d.probs) == 0 {
+		return nil
+	}
+	slices.SortStableFunc(d.probs, func(a, b *problem) int { return a.off - b.off })
+	errs := make([]error, len(d.probs))
+	for i, p := range d.probs {
+		errs[i] = p
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,379 @@
+package policy
+
+import (
+	"cmp"
+	"fmt"
+	"time"
+	"unicode/utf8"
+)
+
+// Kind is the kind of an [Item].
+type Kind int
+
+// Kinds of items. The zero Kind is invalid, and [Rules.Decide] hides it.
+const (
+	Tool Kind = iota + 1
+	Prompt
+	Resource
+	// Template is a resource template, matched as written: "{path}" is
+	// ordinary text to a glob. A read of a URI made from a template is
+	// decided as a Resource, by the URI.
+	Template
+)
+
+func (k Kind) String() string {
+	switch k {
+	case Tool:
+		return "tool"
+	case Prompt:
+		return "prompt"
+	case Resource:
+		return "resource"
+	case Template:
+		return "resource template"
+	}
+	return fmt.Sprintf("Kind(%d)", int(k))
+}
+
+// Annotations are a tool's annotations (MCP ToolAnnotations). A nil hint is
+// absent, which the protocol defines as readOnlyHint false, destructiveHint
+// true, idempotentHint false and openWorldHint true.
+type Annotations struct {
+	Title       string
+	ReadOnly    *bool
+	Destructive *bool
+	Idempotent  *bool
+	OpenWorld   *bool
+}
+
+// ReadOnlyHint returns the readOnlyHint of a, false when a is nil or the
+// hint absent.
+func (a *Annotations) ReadOnlyHint() bool {
+	return a != nil && a.ReadOnly != nil && *a.ReadOnly
+}
+
+// Item is what a decision is about: one tool, prompt, resource or resource
+// template of one upstream server.
+type Item struct {
+	Kind Kind
+	// Server is the server's key in proxy.toml.
+	Server string
+	// Original is the name (tools, prompts), URI (resources) or URI template
+	// (templates) as the upstream server knows it; the server's allow and
+	// deny lists match it.
+	Original string
+	// Exposed is the name, URI or template that clients see; the policy
+	// files' rules match it. If empty, Original.
+	Exposed string
+	// Annotations are the tool's annotations as the upstream listed them, or
+	// as [Rules.Annotations] returned them (applying overrides twice changes
+	// nothing). Only tools have them.
+	Annotations *Annotations
+}
+
+// Rules is a complete policy: proxy.toml's global and per-server settings
+// and the policy files' rules. A Rules is not modified once built, so it is
+// safe for concurrent use; a reload builds a new one. The nil *Rules allows
+// everything and overrides nothing.
+//
+// Every Source field is where the setting was written, as "file:line".
+type Rules struct {
+	// ReadOnly puts every server in read-only mode (top-level read_only).
+	ReadOnly       bool
+	ReadOnlySource string
+
+	// Servers holds the rules of each server by its key; a server absent
+	// from the map has none.
+	Servers map[string]*ServerRules
+
+	// FileRules are the policy files' rules, file by file in load order,
+	// each file's in document order.
+	FileRules []Rule
+}
+
+// ServerRules are one server's settings in proxy.toml.
+type ServerRules struct {
+	// Key is the path of the server's table, such as "servers.files" or
+	// "plugins.iban", for explanations. If empty, "servers." + its name.
+	Key string
+
+	// Tools, Prompts and Resources filter the server's items by their
+	// original names and URIs; Resources also filters its templates.
+	Tools, Prompts, Resources List
+
+	// ReadOnly exposes only the server's tools whose effective readOnlyHint
+	// is true.
+	ReadOnly       bool
+	ReadOnlySource string
+
+	// IgnoreAnnotations discards the server's own tool hints (annotations =
+	// "ignore"), so only Overrides can make a tool read-only. The display
+	// title is kept.
+	IgnoreAnnotations       bool
+	IgnoreAnnotationsSource string
+
+	// Overrides correct the server's tools, by original tool name.
+	Overrides map[string]Override
+}
+
+// List is a pair of allow and deny glob lists. An item matching any Deny
+// pattern is hidden; when Allow is not empty, an item matching none of its
+// patterns is hidden too.
+type List struct {
+	Allow, Deny []Pattern
+}
+
+// Pattern is one glob (see [Match]) with where it was written.
+type Pattern struct {
+	Glob   string
+	Source string
+}
+
+// Override corrects one tool of a server. An empty string field and a nil
+// Annotations change nothing.
+type Override struct {
+	// Name replaces the tool's exposed name, as is: no prefix is added. It
+	// obeys the naming rules ([A-Za-z0-9_-], at most 64 characters).
+	Name        string
+	Title       string
+	Description string
+	// Annotations replace the upstream's: each non-nil hint, and Title when
+	// not empty.
+	Annotations *Annotations
+	Source      string
+}
+
+// Rule is one rule of a policy file. Match selects exposed tool and prompt
+// names, or exposed resource URIs and templates when URI is true.
+type Rule struct {
+	// Name is the rule's key in its file ([rules.NAME]).
+	Name  string
+	Match string
+	URI   bool
+	// Allow and Deny are never both true; see [Rules.Decide] for how the
+	// rules that allow or deny an item settle it.
+	Allow, Deny bool
+	// Reason says why, for explain and for error messages.
+	Reason string
+	// Limits on calls to the matched items; zero means none.
+	CallTimeout    time.Duration
+	MaxResultBytes int
+	Rate           Rate
+	Source         string
+}
+
+// Override returns the override of the tool original of server, if any.
+func (r *Rules) Override(server, original string) (Override, bool) {
+	sr := r.server(server)
+	if sr == nil {
+		return Override{}, false
+	}
+	o, ok := sr.Overrides[original]
+	return o, ok
+}
+
+// Annotations returns the annotations that clients see and that the policy
+// uses for the tool original of server, given the upstream's (nil when it
+// sent none): the upstream's hints, or none when the server's annotations
+// are ignored, with the override's applied on top. The result is nil when
+// there are none, and a fresh value otherwise.
+func (r *Rules) Annotations(server, original string, upstream *Annotations) *Annotations {
+	var out Annotations
+	if upstream != nil {
+		out = *upstream
+	}
+	sr := r.server(server)
+	if sr != nil && sr.IgnoreAnnotations {
+		out = Annotations{Title: out.Title}
+	}
+	if o, ok := r.Override(server, original); ok && o.Annotations != nil {
+		a := o.Annotations
+		if a.Title != "" {
+			out.Title = a.Title
+		}
+		out.ReadOnly = cmp.Or(a.ReadOnly, out.ReadOnly)
+		out.Destructive = cmp.Or(a.Destructive, out.Destructive)
+		out.Idempotent = cmp.Or(a.Idempotent, out.Idempotent)
+		out.OpenWorld = cmp.Or(a.OpenWorld, out.OpenWorld)
+	}
+	// Copy the hints, so that the result shares nothing with the rules.
+	for _, h := range []**bool{&out.ReadOnly, &out.Destructive, &out.Idempotent, &out.OpenWorld} {
+		if *h != nil {
+			v := **h
+			*h = &v
+		}
+	}
+	if out == (Annotations{}) {
+		return nil
+	}
+	return &out
+}
+
+func (r *Rules) server(name string) *ServerRules {
+	if r == nil {
+		return nil
+	}
+	return r.Servers[name]
+}
+
+// Decide says whether the item it is visible and, if it is, under which
+// limits. The same decision serves lists (a hidden item is left out) and
+// requests (a hidden item is refused, a tool exactly as an unknown one).
+// The steps, the first that hides giving the decision:
+//
+//  1. the server's deny list, then its allow list, on the original name or
+//     URI (tools.*, prompts.*, resources.*; templates use resources.*); deny
+//     wins;
+//  2. for a tool, read-only mode (global or the server's): the tool must
+//     have an effective readOnlyHint of true ([Rules.Annotations]); an
+//     unannotated tool is not read-only;
+//  3. the policy files' rules on the exposed name (Rule.URI false) or URI
+//     (Rule.URI true): of the matching rules that allow or deny, the most
+//     specific decides, specificity being the number of literal characters
+//     of the glob ("files__write_log" beats "files__write_*", which beats
+//     "*"); between equally specific rules deny wins, and between two denies
+//     the first. So deny "*" with allow "files__*" is an allow list.
+//
+// The policy files can only hide more than proxy.toml does: an allow rule
+// never shows what step 1 or 2 hid.
+//
+// A visible item gets the limits of every matching rule, combined by taking
+// the strictest of each: the smallest call_timeout and max_result_bytes,
+// the rate with the lowest average (ties to the smaller burst).
+func (r *Rules) Decide(it Item) Decision {
+	if r == nil {
+		return Decision{Visible: true}
+	}
+	if it.Exposed == "" {
+		it.Exposed = it.Original
+	}
+	var list List
+	section := ""
+	sr := r.server(it.Server)
+	switch it.Kind {
+	case Tool:
+		section = "tools"
+		if sr != nil {
+			list = sr.Tools
+		}
+	case Prompt:
+		section = "prompts"
+		if sr != nil {
+			list = sr.Prompts
+		}
+	case Resource, Template:
+		section = "resources"
+		if sr != nil {
+			list = sr.Resources
+		}
+	default:
+		return Decision{Rule: "unknown item kind", Reason: it.Kind.String() + " is not a tool, prompt, resource or resource template"}
+	}
+
+	table := "servers." + it.Server
+	if sr != nil && sr.Key != "" {
+		table = sr.Key
+	}
+	key := table + "." + section
+	for _, p := range list.Deny {
+		if Match(p.Glob, it.Original) {
+			return Decision{Rule: fmt.Sprintf("%s.deny %q", key, p.Glob), Source: p.Source}
+		}
+	}
+	if len(list.Allow) > 0 && !matchAny(list.Allow, it.Original) {
+		return Decision{Rule: key + ".allow", Source: list.Allow[0].Source,
+			Reason: fmt.Sprintf("%q matches none of its patterns", it.Original)}
+	}
+
+	var d Decision
+	if it.Kind == Tool && (r.ReadOnly || sr != nil && sr.ReadOnly) {
+		rule, source := "read_only", r.ReadOnlySource
+		if sr != nil && sr.ReadOnly {
+			rule, source = table+".read_only", sr.ReadOnlySource
+		}
+		ro, from := r.readOnly(sr, it)
+		if !ro {
+			return Decision{Rule: rule, Source: source, Reason: from}
+		}
+		d.ReadOnly, d.ReadOnlyFrom = true, from
+	}
+
+	uri := it.Kind == Resource || it.Kind == Template
+	var decider *Rule
+	best := -1
+	for i := range r.FileRules {
+		fr := &r.FileRules[i]
+		if fr.URI != uri || !Match(fr.Match, it.Exposed) {
+			continue
+		}
+		d.Limits.add(fr)
+		if !fr.Allow && !fr.Deny {
+			continue
+		}
+		if n := specificity(fr.Match); n > best || n == best && fr.Deny && !decider.Deny {
+			decider, best = fr, n
+		}
+	}
+	if decider != nil {
+		if decider.Deny {
+			return Decision{Rule: fmt.Sprintf("rule %q", decider.Name), Source: decider.Source, Reason: decider.Reason}
+		}
+		d.Rule, d.Source = fmt.Sprintf("rule %q", decider.Name), decider.Source
+	}
+	d.Visible = true
+	return d
+}
+
+// specificity counts the literal characters of a valid glob.
+func specificity(pattern string) int {
+	n := 0
+	for i := 0; i < len(pattern); {
+		switch pattern[i] {
+		case '*', '?':
+			i++
+			continue
+		case '[':
+			_, next, _ := class(pattern, i, 0)
+			i = next
+			continue
+		case '\\':
+			i++
+		}
+		_, size := utf8.DecodeRuneInString(pattern[i:])
+		i += size
+		n++
+	}
+	return n
+}
+
+func matchAny(ps []Pattern, s string) bool {
+	for _, p := range ps {
+		if Match(p.Glob, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// readOnly returns the effective readOnlyHint of a tool and where it comes
+// from (when true) or why it is not true (when false).
+func (r *Rules) readOnly(sr *ServerRules, it Item) (bool, string) {
+	if o, ok := r.Override(it.Server, it.Original); ok && o.Annotations != nil && o.Annotations.ReadOnly != nil {
+		if *o.Annotations.ReadOnly {
+			return true, "override at " + o.Source
+		}
+		return false, "readOnlyHint is false in the override at " + o.Source
+	}
+	if sr != nil && sr.IgnoreAnnotations {
+		return false, fmt.Sprintf(`the server's annotations are ignored (%s) and no override sets readOnlyHint; add one with annotations = { readOnlyHint = true } if the tool only reads`, sr.IgnoreAnnotationsSource)
+	}
+	a := it.Annotations
+	switch {
+	case a.ReadOnlyHint():
+		return true, "upstream annotations"
+	case a == nil || a.ReadOnly == nil:
+		return false, "the upstream sets no readOnlyHint, which means false; add an override with annotations = { readOnlyHint = true } if the tool only reads"
+	default:
+		return false, "the upstream's readOnlyHint is false"
+	}
+}

@@ -1,0 +1,78 @@
+package proxy
+
+import (
+	"encoding/json"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/manifold-mcp/manifold/policy"
+)
+
+// auditor writes one JSON line per call, resource read and prompt get.
+type auditor struct {
+	mu   sync.Mutex
+	w    io.Writer // guarded by mu
+	args bool      // log argument values (redacted)
+}
+
+// auditRecord is one audit line. Field names are part of the documented
+// format (README, "Audit log").
+type auditRecord struct {
+	Time        string         `json:"time"`
+	Client      string         `json:"client,omitempty"`
+	Session     string         `json:"session,omitempty"`
+	Method      string         `json:"method"`
+	Exposed     string         `json:"exposed,omitempty"`
+	Original    string         `json:"original,omitempty"`
+	Server      string         `json:"server,omitempty"`
+	Decision    string         `json:"decision"`
+	Rule        string         `json:"rule,omitempty"`
+	DurationMS  float64        `json:"duration_ms"`
+	Outcome     string         `json:"outcome"`
+	Error       string         `json:"error,omitempty"`
+	ResultBytes int            `json:"result_bytes"`
+	Arguments   map[string]any `json:"arguments,omitempty"`
+}
+
+// record writes rec, filling time, client and arguments.
+func (a *auditor) record(ss *mcp.ServerSession, rec auditRecord, start time.Time, args json.RawMessage) {
+	if a == nil {
+		return
+	}
+	rec.Time = start.UTC().Format(time.RFC3339Nano)
+	rec.DurationMS = float64(time.Since(start).Microseconds()) / 1000
+	if ss != nil {
+		rec.Session = ss.ID()
+		if ip := ss.InitializeParams(); ip != nil && ip.ClientInfo != nil {
+			rec.Client = ip.ClientInfo.Name
+		}
+	}
+	if a.args && len(args) > 0 {
+		var m map[string]any
+		if json.Unmarshal(args, &m) == nil {
+			rec.Arguments = policy.RedactArgs(m)
+		}
+	}
+	line, err := json.Marshal(rec)
+	if err != nil {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	_, _ = a.w.Write(append(line, '\n'))
+}
+
+// decisionWords renders a decision for the audit line.
+func decisionWords(d policy.Decision) (string, string) {
+	rule := d.Rule
+	if d.Source != "" {
+		rule += " (" + d.Source + ")"
+	}
+	if d.Visible {
+		return "allowed", rule
+	}
+	return "denied", rule
+}
