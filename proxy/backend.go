@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -21,6 +22,7 @@ const (
 	stateStarting state = iota
 	stateUp
 	stateRestarting // not serving; a restart is scheduled
+	stateIdle       // not running until a call needs it (lazy start, idle stop)
 	stateFailed     // failing repeatedly (or required and failed); retried rarely
 	stateStopped
 )
@@ -35,6 +37,8 @@ func (st state) String() string {
 		return "failed"
 	case stateRestarting:
 		return "restarting"
+	case stateIdle:
+		return "idle"
 	case stateStopped:
 		return "stopped"
 	}
@@ -79,6 +83,9 @@ type backend struct {
 	since     time.Time                  // guarded by mu; when it last came up
 	retryAt   time.Time                  // guarded by mu; next start attempt while down
 	restarts  int                        // guarded by mu; times it exited and was restarted
+	wakeCh    chan struct{}              // a call needs the server: start it (capacity 1)
+	woken     atomic.Bool                // a call woke it and waits for it
+	lastUsed  atomic.Int64               // unix nanos of the last call
 	quit      chan struct{}              // closed by close: the supervisor stops
 	quitOnce  sync.Once
 	checked   time.Time // guarded by mu; last health check
@@ -182,7 +189,7 @@ func (b *backend) unavailable() string {
 		back = fmt.Sprintf("it is expected back in about %s; retry then", (max(time.Until(retryAt), 0) + time.Second).Round(time.Second))
 	}
 	switch st {
-	case stateStarting:
+	case stateStarting, stateIdle:
 		return fmt.Sprintf("upstream %q is still starting; nothing was executed; retry in a few seconds", b.name)
 	case stateRestarting:
 		return fmt.Sprintf("upstream %q is restarting after a failure (%v); nothing was executed; %s", b.name, err, back)
@@ -227,6 +234,7 @@ func (s *Server) startUpstream(ctx context.Context, b *backend) (*upstream.Upstr
 	if err != nil {
 		b.log.Warn("listing failed after start; serving what was listed", "err", err)
 	}
+	s.saveCatalog(b, l)
 	b.mu.Lock()
 	b.lists = l
 	b.state = stateUp
@@ -261,7 +269,25 @@ func (s *Server) supervise(b *backend, first chan<- error) {
 		}
 	}
 	defer report(nil)
+	if b.cfg.Lazy {
+		if l, ok := s.loadCatalog(b); ok {
+			b.mu.Lock()
+			b.lists = l
+			b.mu.Unlock()
+			s.rebuild()
+			b.log.Info("lazy server: advertising its cached catalog until a call needs it", "tools", len(l.tools))
+			report(nil)
+			if !s.waitForUse(b) {
+				return
+			}
+		} else {
+			// Without a listing the client could not know its tools, so
+			// it is started once now; idle_timeout stops it again.
+			b.log.Info("lazy server: no cached catalog yet; starting it once to learn it")
+		}
+	}
 	for {
+		b.touch()
 		up, err := s.startUpstream(s.life, b)
 		if errors.Is(err, errStopped) || s.isClosed() || b.stopped() {
 			if up != nil {
@@ -286,11 +312,17 @@ func (s *Server) supervise(b *backend, first chan<- error) {
 					s.checkHealth(b, up)
 				}()
 			}
-			select {
-			case <-up.Done():
-			case <-s.closed:
-				return
-			case <-b.quit:
+			if s.waitUp(b, up) {
+				// Idle: stopped on purpose, not a failure.
+				b.log.Info("server idle; stopping it until a call needs it", "idle_timeout", b.cfg.IdleTimeout)
+				_ = up.Close()
+				attempt, failures = 0, nil
+				if !s.waitForUse(b) {
+					return
+				}
+				continue
+			}
+			if s.isClosed() || b.stopped() {
 				return
 			}
 			_ = up.Close() // releases what is left; quick once Done
@@ -337,6 +369,32 @@ func (s *Server) supervise(b *backend, first chan<- error) {
 		case <-b.quit:
 			t.Stop()
 			return
+		}
+	}
+}
+
+// waitUp waits while up serves: it returns false when up's connection ended
+// or the proxy or b is stopping, and true when b has been idle for its idle
+// timeout.
+func (s *Server) waitUp(b *backend, up *upstream.Upstream) bool {
+	var idle <-chan time.Time
+	if b.cfg.IdleTimeout > 0 {
+		t := time.NewTicker(max(b.cfg.IdleTimeout/4, 10*time.Millisecond))
+		defer t.Stop()
+		idle = t.C
+	}
+	for {
+		select {
+		case <-up.Done():
+			return false
+		case <-s.closed:
+			return false
+		case <-b.quit:
+			return false
+		case <-idle:
+			if b.idleExpired() {
+				return true
+			}
 		}
 	}
 }

@@ -87,6 +87,7 @@ func (s *Server) callTool(ctx context.Context, ss *mcp.ServerSession, name strin
 	rec.Original, rec.Server, rec.Outcome = e.Original, e.Server, ""
 	rec.Decision, rec.Rule = decisionWords(d)
 	b := c.gen.byName[e.Server]
+	s.ensureUp(ctx, b)
 	st, up, _ := b.snapshot()
 	if st != stateUp || up == nil {
 		rec.Outcome = "unavailable"

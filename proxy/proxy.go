@@ -50,6 +50,12 @@ type ServerConfig struct {
 	Restart RestartPolicy
 	// Health, if set, checks the server through the real path periodically.
 	Health *HealthCheck
+	// Lazy starts the server on the first call that needs it; until then its
+	// tools are advertised from the last successful listing (Options.CacheDir).
+	Lazy bool
+	// IdleTimeout stops the server when no call used it for that long; the
+	// next call starts it again. If zero, it is never stopped for idleness.
+	IdleTimeout time.Duration
 	// Fingerprint, if set, identifies the server's config for Reload: a server
 	// whose fingerprint is unchanged keeps its process. If empty, the fields
 	// are compared (a server with Upstream.Dial then always restarts).
@@ -81,6 +87,9 @@ type Options struct {
 	// AuditArguments adds the calls' argument values, with secrets redacted,
 	// to the audit lines.
 	AuditArguments bool
+	// CacheDir holds each server's last successful listing, which lazy
+	// servers advertise before they run. If empty, nothing is cached.
+	CacheDir string
 	// WaitForClient makes Start wait for the first downstream client's
 	// initialize and offer upstreams exactly the client capabilities (sampling,
 	// elicitation, roots) that client declared: the stdio mode, with one client.

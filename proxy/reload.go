@@ -53,7 +53,7 @@ func (s *Server) newGeneration(servers []ServerConfig, old *generation) (*genera
 		}
 		if b == nil {
 			b = &backend{cfg: sc, name: name, log: s.log.With("upstream", name), state: stateStarting,
-				started: make(chan struct{}), quit: make(chan struct{})}
+				started: make(chan struct{}), quit: make(chan struct{}), wakeCh: make(chan struct{}, 1)}
 		}
 		g.backends = append(g.backends, b)
 		g.byName[name] = b
@@ -94,12 +94,13 @@ func fingerprint(c ServerConfig) string {
 		StartupTimeout, StopGrace          time.Duration
 		MaxMessageBytes                    int
 		Prefix                             string
-		Required, Instructions             bool
+		Required, Instructions, Lazy       bool
+		IdleTimeout                        time.Duration
 		CallTimeout                        time.Duration
 		Restart                            RestartPolicy
 		Health                             *HealthCheck
 	}{u.Name, u.Command, u.Dir, u.URL, u.Transport, u.Args, u.Env, u.Headers, u.StartupTimeout, u.StopGrace,
-		u.MaxMessageBytes, c.Prefix, c.Required, c.Instructions, c.CallTimeout, c.Restart, c.Health})
+		u.MaxMessageBytes, c.Prefix, c.Required, c.Instructions, c.Lazy, c.IdleTimeout, c.CallTimeout, c.Restart, c.Health})
 	if err != nil {
 		return fmt.Sprintf("%p", &c) // never equal
 	}

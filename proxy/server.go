@@ -68,11 +68,12 @@ func (s *Server) routingMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 
 // upFor returns the running upstream session of server, or an error that says
 // why there is none.
-func (s *Server) upFor(server string) (*mcp.ClientSession, *backend, error) {
+func (s *Server) upFor(ctx context.Context, server string) (*mcp.ClientSession, *backend, error) {
 	b := s.gen.Load().byName[server]
 	if b == nil {
 		return nil, nil, fmt.Errorf("no server %q", server)
 	}
+	s.ensureUp(ctx, b)
 	st, up, _ := b.snapshot()
 	if st != stateUp || up == nil {
 		return nil, b, errors.New(b.unavailable())
@@ -124,7 +125,7 @@ func (s *Server) readResource(ctx context.Context, ss *mcp.ServerSession, p *mcp
 		return nil, mcp.ResourceNotFoundError(p.URI) // a denied resource does not exist for the caller
 	}
 	rec.Outcome = ""
-	cs, b, err := s.upFor(server)
+	cs, b, err := s.upFor(ctx, server)
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 	}
@@ -173,7 +174,7 @@ func (s *Server) handleGetPrompt(ctx context.Context, req *mcp.GetPromptRequest)
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", req.Params.Name)}
 	}
 	rec.Server, rec.Original = e.Server, e.Original
-	cs, b, err := s.upFor(e.Server)
+	cs, b, err := s.upFor(ctx, e.Server)
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 	}
@@ -241,7 +242,7 @@ func (s *Server) handleComplete(ctx context.Context, req *mcp.CompleteRequest) (
 	default:
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown ref type %q", ref.Type)}
 	}
-	cs, b, err := s.upFor(server)
+	cs, b, err := s.upFor(ctx, server)
 	if err != nil {
 		return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{}}}, nil
 	}
@@ -270,7 +271,7 @@ func (s *Server) handleSubscribe(ctx context.Context, req *mcp.SubscribeRequest)
 	if !ok || !c.resourceAllowed(server, original, req.Params.URI).Visible {
 		return mcp.ResourceNotFoundError(req.Params.URI)
 	}
-	cs, b, err := s.upFor(server)
+	cs, b, err := s.upFor(ctx, server)
 	if err != nil {
 		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 	}
@@ -310,7 +311,7 @@ func (s *Server) handleUnsubscribe(ctx context.Context, req *mcp.UnsubscribeRequ
 		return nil
 	}
 	delete(s.subs.count, req.Params.URI)
-	cs, b, err := s.upFor(server)
+	cs, b, err := s.upFor(ctx, server)
 	if err != nil {
 		return nil // nothing to unsubscribe from
 	}

@@ -101,6 +101,7 @@ func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 // proxyOptions maps the config onto the proxy's typed options.
 func proxyOptions(cfg *config.Config, log *slog.Logger) proxy.Options {
 	opts := proxy.Options{
+		CacheDir:         cacheDir(),
 		Policy:           cfg.Policy,
 		CallTimeout:      cfg.CallTimeout,
 		FirstListTimeout: cfg.FirstListTimeout,
@@ -142,7 +143,9 @@ func proxyOptions(cfg *config.Config, log *slog.Logger) proxy.Options {
 				Window:      s.Restart.FailureWindow,
 				FailedRetry: s.Restart.FailedRetry,
 			},
-			Health: healthCheck(s.Health),
+			Health:      healthCheck(s.Health),
+			Lazy:        s.Lazy,
+			IdleTimeout: s.IdleTimeout,
 		})
 	}
 	opts.Servers = append(opts.Servers, pluginServers(cfg, log)...)
@@ -479,4 +482,15 @@ func cmdExplain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	fmt.Fprintln(stdout, text)
 	return nil
+}
+
+// cacheDir is where servers' catalogs are cached for lazy start:
+// $XDG_CACHE_HOME/manifold (~/.cache/manifold); empty if there is no such
+// folder, which disables the cache.
+func cacheDir() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "manifold")
 }

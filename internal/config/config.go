@@ -133,6 +133,10 @@ type Server struct {
 	// proxy's (opt-in: they reach the model's system prompt).
 	Instructions    bool
 	MaxMessageBytes int
+	// Lazy starts the server on its first call (start = "lazy").
+	Lazy bool
+	// IdleTimeout stops the server after that long without a call; 0: never.
+	IdleTimeout time.Duration
 	// Health is the server's health check; nil for none.
 	Health *Health
 	// Restart says how the server is restarted when it exits.

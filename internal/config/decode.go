@@ -252,6 +252,16 @@ func (d *decoder) server(t *table, name string, cfg *Config) (entry, bool) {
 	s.MaxMessageBytes = t.size("max_message_bytes", cfg.MaxMessageBytes)
 	d.serverPolicy(t, name, disabled)
 	d.serverSupervision(t, &s)
+	if start, ok := t.str("start"); ok {
+		switch start {
+		case "eager":
+		case "lazy":
+			s.Lazy = true
+		default:
+			t.errorf("start", `%q is not a start mode; write "eager" (start with the proxy, the default) or "lazy" (start on the first call)`, start)
+		}
+	}
+	s.IdleTimeout = t.duration("idle_timeout", 0)
 	unknown := t.finish()
 	if disabled {
 		return entry{}, false

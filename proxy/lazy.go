@@ -1,0 +1,160 @@
+package proxy
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// This file holds lazy start and idle stop: a server with ServerConfig.Lazy is
+// started by the first call that needs it, advertising meanwhile the catalog
+// of its last successful listing (kept in a cache file); one with IdleTimeout
+// is stopped when nobody has used it for that long, and started again on
+// demand. Neither loses a call: the call waits for the start, bounded by the
+// server's startup timeout.
+
+// cachedLists is the cache file's content.
+type cachedLists struct {
+	Tools     []*mcp.Tool             `json:"tools,omitempty"`
+	Prompts   []*mcp.Prompt           `json:"prompts,omitempty"`
+	Resources []*mcp.Resource         `json:"resources,omitempty"`
+	Templates []*mcp.ResourceTemplate `json:"resourceTemplates,omitempty"`
+	Saved     time.Time               `json:"saved"`
+}
+
+// cachePath is where b's catalog is cached: a file per server and config, so
+// that a changed command does not advertise another program's tools.
+func (s *Server) cachePath(b *backend) string {
+	if s.opts.CacheDir == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(fingerprint(b.cfg)))
+	return filepath.Join(s.opts.CacheDir, b.name+"-"+hex.EncodeToString(sum[:6])+".json")
+}
+
+// saveCatalog writes b's lists to its cache file, atomically.
+func (s *Server) saveCatalog(b *backend, l lists) {
+	path := s.cachePath(b)
+	if path == "" {
+		return
+	}
+	data, err := json.Marshal(cachedLists{Tools: l.tools, Prompts: l.prompts, Resources: l.resources, Templates: l.templates, Saved: time.Now().UTC()})
+	if err != nil {
+		return
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		b.log.Warn("cannot cache the catalog", "err", err)
+		return
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		b.log.Warn("cannot cache the catalog", "err", err)
+		return
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		b.log.Warn("cannot cache the catalog", "err", err)
+	}
+}
+
+// loadCatalog reads b's cached lists; ok is false when there are none.
+func (s *Server) loadCatalog(b *backend) (lists, bool) {
+	path := s.cachePath(b)
+	if path == "" {
+		return lists{}, false
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return lists{}, false
+	}
+	var c cachedLists
+	if err := json.Unmarshal(data, &c); err != nil {
+		b.log.Warn("ignoring an unreadable catalog cache", "file", path, "err", err)
+		return lists{}, false
+	}
+	return lists{tools: c.Tools, prompts: c.Prompts, resources: c.Resources, templates: c.Templates}, true
+}
+
+// touch records that b was used now.
+func (b *backend) touch() { b.lastUsed.Store(time.Now().UnixNano()) }
+
+// wake asks b's supervisor to start it, if it waits for a first use.
+func (b *backend) wake() {
+	select {
+	case b.wakeCh <- struct{}{}:
+	default:
+	}
+}
+
+// ensureUp starts b if it is idle (lazy, or stopped for idleness) and waits,
+// bounded by its startup timeout and ctx, until it is up or its start failed.
+func (s *Server) ensureUp(ctx context.Context, b *backend) {
+	b.touch()
+	st, _, _ := b.snapshot()
+	if st != stateIdle && !(st == stateStarting && b.woken.Load()) {
+		return
+	}
+	b.wake()
+	limit := b.cfg.Upstream.StartupTimeout
+	if limit <= 0 {
+		limit = 30 * time.Second
+	}
+	deadline := time.NewTimer(limit + time.Second)
+	defer deadline.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			return
+		case <-ctx.Done():
+			return
+		case <-s.closed:
+			return
+		}
+		if st, _, _ := b.snapshot(); st != stateIdle && st != stateStarting {
+			return
+		}
+	}
+}
+
+// waitForUse blocks until b is woken by a call (true) or stopped (false).
+// Meanwhile b is idle: its tools stay listed from the last listing.
+func (s *Server) waitForUse(b *backend) bool {
+	b.mu.Lock()
+	if b.state != stateStopped {
+		b.state = stateIdle
+	}
+	b.up = nil
+	b.mu.Unlock()
+	b.woken.Store(false)
+	select {
+	case <-b.wakeCh:
+		b.mu.Lock()
+		if b.state == stateIdle {
+			b.state = stateStarting
+		}
+		b.mu.Unlock()
+		b.woken.Store(true)
+		return true
+	case <-s.closed:
+		return false
+	case <-b.quit:
+		return false
+	}
+}
+
+// idleExpired reports whether b has had no call in flight and no use for its
+// idle timeout.
+func (b *backend) idleExpired() bool {
+	if b.cfg.IdleTimeout <= 0 || len(b.busySessions()) > 0 {
+		return false
+	}
+	return time.Since(time.Unix(0, b.lastUsed.Load())) >= b.cfg.IdleTimeout
+}
