@@ -70,26 +70,27 @@ type backend struct {
 	name string
 	log  *slog.Logger
 
-	mu        sync.Mutex
-	state     state              // guarded by mu
-	up        *upstream.Upstream // guarded by mu; nil unless started
-	err       error              // guarded by mu; why it failed or exited
-	lists     lists              // guarded by mu
-	caps      *mcp.ServerCapabilities
-	dirty     listKind                   // guarded by mu; lists to re-fetch
-	fetching  bool                       // guarded by mu; a refresh loop runs
-	busy      map[*mcp.ServerSession]int // guarded by mu; calls in flight per downstream session
-	started   chan struct{}              // closed when the initial start attempt ended
-	since     time.Time                  // guarded by mu; when it last came up
-	retryAt   time.Time                  // guarded by mu; next start attempt while down
-	restarts  int                        // guarded by mu; times it exited and was restarted
-	wakeCh    chan struct{}              // a call needs the server: start it (capacity 1)
-	woken     atomic.Bool                // a call woke it and waits for it
-	lastUsed  atomic.Int64               // unix nanos of the last call
-	quit      chan struct{}              // closed by close: the supervisor stops
-	quitOnce  sync.Once
-	checked   time.Time // guarded by mu; last health check
-	healthErr error     // guarded by mu; its failure, nil if it passed
+	mu         sync.Mutex
+	state      state              // guarded by mu
+	up         *upstream.Upstream // guarded by mu; nil unless started
+	err        error              // guarded by mu; why it failed or exited
+	lists      lists              // guarded by mu
+	caps       *mcp.ServerCapabilities
+	dirty      listKind                            // guarded by mu; lists to re-fetch
+	fetching   bool                                // guarded by mu; a refresh loop runs
+	busy       map[*mcp.ServerSession]int          // guarded by mu; calls in flight per downstream session
+	started    chan struct{}                       // closed when the initial start attempt ended
+	since      time.Time                           // guarded by mu; when it last came up
+	retryAt    time.Time                           // guarded by mu; next start attempt while down
+	restarts   int                                 // guarded by mu; times it exited and was restarted
+	perSession map[*mcp.ServerSession]*sessionProc // guarded by mu; isolation = "session"
+	wakeCh     chan struct{}                       // a call needs the server: start it (capacity 1)
+	woken      atomic.Bool                         // a call woke it and waits for it
+	lastUsed   atomic.Int64                        // unix nanos of the last call
+	quit       chan struct{}                       // closed by close: the supervisor stops
+	quitOnce   sync.Once
+	checked    time.Time // guarded by mu; last health check
+	healthErr  error     // guarded by mu; its failure, nil if it passed
 }
 
 // RestartPolicy says how a server that exits is restarted.
@@ -169,6 +170,7 @@ func (b *backend) snapshot() (state, *upstream.Upstream, error) {
 
 func (b *backend) close() error {
 	b.quitOnce.Do(func() { close(b.quit) })
+	b.closeSessions()
 	b.mu.Lock()
 	up := b.up
 	b.state = stateStopped
@@ -207,7 +209,7 @@ func (s *Server) startUpstream(ctx context.Context, b *backend) (*upstream.Upstr
 	opts := b.cfg.Upstream
 	opts.Logger = s.log
 	opts.ClientInfo = &mcp.Implementation{Name: "manifold", Version: Version}
-	opts.Client, opts.Middleware = s.clientOptions(b)
+	opts.Client, opts.Middleware = s.clientOptions(b, nil)
 	opts.Progress = func(p *mcp.ProgressNotificationParams) { s.progress.forward(s.life, p) }
 	if opts.MaxMessageBytes == 0 {
 		opts.MaxMessageBytes = s.opts.MaxMessageBytes
@@ -548,7 +550,12 @@ func (s *Server) isClosed() bool {
 
 // clientOptions builds the MCP client handlers for one upstream: they close over
 // the backend so every notification is attributed to its server.
-func (s *Server) clientOptions(b *backend) (*mcp.ClientOptions, []mcp.Middleware) {
+func (s *Server) clientOptions(b *backend, fixed *mcp.ServerSession) (*mcp.ClientOptions, []mcp.Middleware) {
+	if fixed != nil { // a session's own process: lists come from the shared one
+		opts := &mcp.ClientOptions{KeepAlive: 30 * time.Second, KeepAliveFailureThreshold: 3}
+		s.relayLogs(opts, b)
+		return opts, s.relayOptions(opts, b, fixed)
+	}
 	opts := &mcp.ClientOptions{
 		// A server that stops answering pings is closed, and so restarted.
 		KeepAlive:                 30 * time.Second,
@@ -570,6 +577,6 @@ func (s *Server) clientOptions(b *backend) (*mcp.ClientOptions, []mcp.Middleware
 		},
 	}
 	s.relayLogs(opts, b)
-	mw := s.relayOptions(opts, b)
+	mw := s.relayOptions(opts, b, nil)
 	return opts, mw
 }

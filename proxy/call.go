@@ -93,6 +93,12 @@ func (s *Server) callTool(ctx context.Context, ss *mcp.ServerSession, name strin
 		rec.Outcome = "unavailable"
 		return toolError("%s", b.unavailable()), nil
 	}
+	if iso, err := s.sessionUpstream(ctx, b, ss); err != nil {
+		rec.Outcome = "unavailable"
+		return toolError("upstream %q could not start a process for this client: %v; nothing was executed", b.name, err), nil
+	} else if iso != nil {
+		up = iso
+	}
 	if r := d.Limits.Rate; !r.IsZero() {
 		if wait := s.limits.take(name, r, time.Now()); wait > 0 {
 			rec.Outcome = "rate limited"

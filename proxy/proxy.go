@@ -50,6 +50,10 @@ type ServerConfig struct {
 	Restart RestartPolicy
 	// Health, if set, checks the server through the real path periodically.
 	Health *HealthCheck
+	// PerSession gives each downstream HTTP session a process of its own
+	// (isolation = "session"); stdio has one session, so it changes nothing
+	// there. If false, all sessions share one process.
+	PerSession bool
 	// Lazy starts the server on the first call that needs it; until then its
 	// tools are advertised from the last successful listing (Options.CacheDir).
 	Lazy bool

@@ -56,7 +56,7 @@ func (s *Server) setClientCaps(c *mcp.ClientCapabilities) {
 // relayOptions adds to opts the handlers (and so the capabilities) for the
 // server->client requests the downstream client supports, and returns the
 // receiving middleware that answers roots/list.
-func (s *Server) relayOptions(opts *mcp.ClientOptions, b *backend) []mcp.Middleware {
+func (s *Server) relayOptions(opts *mcp.ClientOptions, b *backend, fixed *mcp.ServerSession) []mcp.Middleware {
 	dc := s.relayCaps()
 	caps := &mcp.ClientCapabilities{}
 	opts.Capabilities = caps
@@ -70,7 +70,7 @@ func (s *Server) relayOptions(opts *mcp.ClientOptions, b *backend) []mcp.Middlew
 		if dc.Sampling.Tools != nil {
 			caps.Sampling.Tools = &mcp.SamplingToolsCapabilities{}
 			opts.CreateMessageWithToolsHandler = func(ctx context.Context, r *mcp.CreateMessageWithToolsRequest) (*mcp.CreateMessageWithToolsResult, error) {
-				ss, done, err := s.sessionFor(b, "sampling/createMessage")
+				ss, done, err := s.sessionFor(b, fixed, "sampling/createMessage")
 				if err != nil {
 					return nil, err
 				}
@@ -83,7 +83,7 @@ func (s *Server) relayOptions(opts *mcp.ClientOptions, b *backend) []mcp.Middlew
 			}
 		} else {
 			opts.CreateMessageHandler = func(ctx context.Context, r *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-				ss, done, err := s.sessionFor(b, "sampling/createMessage")
+				ss, done, err := s.sessionFor(b, fixed, "sampling/createMessage")
 				if err != nil {
 					return nil, err
 				}
@@ -105,7 +105,7 @@ func (s *Server) relayOptions(opts *mcp.ClientOptions, b *backend) []mcp.Middlew
 		// which rejects valid enum schemas (SEP-1330). The client the request
 		// is relayed to validates what it shows, as it would directly.
 		opts.ElicitationHandler = func(ctx context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			return s.relayElicit(ctx, b, r.Params)
+			return s.relayElicit(ctx, b, fixed, r.Params)
 		}
 		opts.ElicitationCompleteHandler = func(ctx context.Context, r *mcp.ElicitationCompleteNotificationRequest) {
 			if r.Params == nil {
@@ -118,7 +118,7 @@ func (s *Server) relayOptions(opts *mcp.ClientOptions, b *backend) []mcp.Middlew
 		mws = append(mws, func(next mcp.MethodHandler) mcp.MethodHandler {
 			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 				if r, ok := req.(*mcp.ElicitRequest); ok && method == "elicitation/create" {
-					return s.relayElicit(ctx, b, r.Params)
+					return s.relayElicit(ctx, b, fixed, r.Params)
 				}
 				return next(ctx, method, req)
 			}
@@ -131,7 +131,7 @@ func (s *Server) relayOptions(opts *mcp.ClientOptions, b *backend) []mcp.Middlew
 				if method != "roots/list" {
 					return next(ctx, method, req)
 				}
-				ss, done, err := s.sessionFor(b, "roots/list")
+				ss, done, err := s.sessionFor(b, fixed, "roots/list")
 				if err != nil {
 					return nil, err
 				}
@@ -145,11 +145,11 @@ func (s *Server) relayOptions(opts *mcp.ClientOptions, b *backend) []mcp.Middlew
 
 // relayElicit relays an upstream's elicitation/create to its client, with the
 // message naming the server that asks.
-func (s *Server) relayElicit(ctx context.Context, b *backend, params *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+func (s *Server) relayElicit(ctx context.Context, b *backend, fixed *mcp.ServerSession, params *mcp.ElicitParams) (*mcp.ElicitResult, error) {
 	if params == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "elicitation/create needs params"}
 	}
-	ss, done, err := s.sessionFor(b, "elicitation/create")
+	ss, done, err := s.sessionFor(b, fixed, "elicitation/create")
 	if err != nil {
 		return nil, err
 	}
@@ -164,9 +164,13 @@ func (s *Server) relayElicit(ctx context.Context, b *backend, params *mcp.Elicit
 	return ss.Elicit(ctx, &p)
 }
 
-// sessionFor picks the downstream session an upstream's request belongs to.
-// done must be called when the relay is over.
-func (s *Server) sessionFor(b *backend, method string) (*mcp.ServerSession, func(), error) {
+// sessionFor picks the downstream session an upstream's request belongs to:
+// fixed, for a process of its own (isolation = "session"), else by
+// attribution. done must be called when the relay is over.
+func (s *Server) sessionFor(b *backend, fixed *mcp.ServerSession, method string) (*mcp.ServerSession, func(), error) {
+	if fixed != nil {
+		return fixed, func() {}, nil
+	}
 	var all []*mcp.ServerSession
 	for ss := range s.server.Sessions() {
 		if ss.InitializeParams() != nil {

@@ -94,13 +94,13 @@ func fingerprint(c ServerConfig) string {
 		StartupTimeout, StopGrace          time.Duration
 		MaxMessageBytes                    int
 		Prefix                             string
-		Required, Instructions, Lazy       bool
+		Required, Instructions, Lazy, Iso  bool
 		IdleTimeout                        time.Duration
 		CallTimeout                        time.Duration
 		Restart                            RestartPolicy
 		Health                             *HealthCheck
 	}{u.Name, u.Command, u.Dir, u.URL, u.Transport, u.Args, u.Env, u.Headers, u.StartupTimeout, u.StopGrace,
-		u.MaxMessageBytes, c.Prefix, c.Required, c.Instructions, c.Lazy, c.IdleTimeout, c.CallTimeout, c.Restart, c.Health})
+		u.MaxMessageBytes, c.Prefix, c.Required, c.Instructions, c.Lazy, c.PerSession, c.IdleTimeout, c.CallTimeout, c.Restart, c.Health})
 	if err != nil {
 		return fmt.Sprintf("%p", &c) // never equal
 	}

@@ -129,6 +129,11 @@ func (s *Server) readResource(ctx context.Context, ss *mcp.ServerSession, p *mcp
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 	}
+	if iso, err := s.sessionUpstream(ctx, b, ss); err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+	} else if iso != nil {
+		cs = iso.Session()
+	}
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.CallTimeout)
 	defer cancel()
 	fwd := *p
@@ -177,6 +182,11 @@ func (s *Server) handleGetPrompt(ctx context.Context, req *mcp.GetPromptRequest)
 	cs, b, err := s.upFor(ctx, e.Server)
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+	}
+	if iso, err := s.sessionUpstream(ctx, b, req.Session); err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+	} else if iso != nil {
+		cs = iso.Session()
 	}
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.CallTimeout)
 	defer cancel()

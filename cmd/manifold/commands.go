@@ -145,6 +145,7 @@ func proxyOptions(cfg *config.Config, log *slog.Logger) proxy.Options {
 			},
 			Health:      healthCheck(s.Health),
 			Lazy:        s.Lazy,
+			PerSession:  s.PerSession,
 			IdleTimeout: s.IdleTimeout,
 		})
 	}

@@ -133,6 +133,9 @@ type Server struct {
 	// proxy's (opt-in: they reach the model's system prompt).
 	Instructions    bool
 	MaxMessageBytes int
+	// PerSession gives each HTTP client session its own process
+	// (isolation = "session").
+	PerSession bool
 	// Lazy starts the server on its first call (start = "lazy").
 	Lazy bool
 	// IdleTimeout stops the server after that long without a call; 0: never.

@@ -262,6 +262,15 @@ func (d *decoder) server(t *table, name string, cfg *Config) (entry, bool) {
 		}
 	}
 	s.IdleTimeout = t.duration("idle_timeout", 0)
+	if iso, ok := t.str("isolation"); ok {
+		switch iso {
+		case "shared":
+		case "session":
+			s.PerSession = true
+		default:
+			t.errorf("isolation", `%q is not an isolation mode; write "shared" (one process for all clients, the default) or "session" (a process per HTTP client session)`, iso)
+		}
+	}
 	unknown := t.finish()
 	if disabled {
 		return entry{}, false

@@ -1,0 +1,131 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/manifold-mcp/manifold/upstream"
+)
+
+// This file gives each downstream session a process of its own for servers
+// with ServerConfig.PerSession (isolation = "session"): a server that keeps
+// per-client state, or that asks the client for sampling, elicitation or roots
+// while several HTTP clients share the proxy, then serves exactly one client.
+// The shared process still runs: it provides the catalog (and subscriptions
+// and completions).
+
+// sessionProc is one session's own process of a server.
+type sessionProc struct {
+	ready chan struct{} // closed when the start ended
+	up    *upstream.Upstream
+	err   error
+}
+
+// sessionUpstream returns ss's own process of b, starting it on first use
+// (bounded by the startup timeout). It returns nil when b is shared or ss is
+// the only kind of session there is (stdio).
+func (s *Server) sessionUpstream(ctx context.Context, b *backend, ss *mcp.ServerSession) (*upstream.Upstream, error) {
+	if !b.cfg.PerSession || ss == nil || ss.ID() == "" {
+		return nil, nil
+	}
+	b.mu.Lock()
+	if b.state == stateStopped {
+		b.mu.Unlock()
+		return nil, fmt.Errorf("upstream %q is stopped", b.name)
+	}
+	if b.perSession == nil {
+		b.perSession = make(map[*mcp.ServerSession]*sessionProc)
+	}
+	sp, ok := b.perSession[ss]
+	if !ok {
+		sp = &sessionProc{ready: make(chan struct{})}
+		b.perSession[ss] = sp
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.runSessionProc(b, ss, sp)
+		}()
+	}
+	b.mu.Unlock()
+	select {
+	case <-sp.ready:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if sp.err != nil {
+		return nil, sp.err
+	}
+	select {
+	case <-sp.up.Done(): // it died: the next call starts a new one
+		b.mu.Lock()
+		if b.perSession[ss] == sp {
+			delete(b.perSession, ss)
+		}
+		b.mu.Unlock()
+		return nil, fmt.Errorf("upstream %q: this session's process exited (%v); retry to start a new one", b.name, sp.up.Err())
+	default:
+	}
+	return sp.up, nil
+}
+
+// runSessionProc starts ss's process of b and stops it when the session ends.
+func (s *Server) runSessionProc(b *backend, ss *mcp.ServerSession, sp *sessionProc) {
+	opts := b.cfg.Upstream
+	opts.Logger = s.log.With("session", ss.ID())
+	opts.ClientInfo = &mcp.Implementation{Name: "manifold", Version: Version}
+	opts.Client, opts.Middleware = s.clientOptions(b, ss)
+	opts.Progress = func(p *mcp.ProgressNotificationParams) { s.progress.forward(s.life, p) }
+	if opts.MaxMessageBytes == 0 {
+		opts.MaxMessageBytes = s.opts.MaxMessageBytes
+	}
+	sp.up, sp.err = upstream.Start(s.life, opts)
+	close(sp.ready)
+	if sp.err != nil {
+		b.mu.Lock()
+		if b.perSession[ss] == sp {
+			delete(b.perSession, ss)
+		}
+		b.mu.Unlock()
+		return
+	}
+	b.log.Info("started a process for one client session", "session", ss.ID(), "pid", sp.up.PID())
+	done := make(chan struct{})
+	go func() { _ = ss.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-sp.up.Done():
+	case <-s.closed:
+	case <-b.quit:
+	}
+	_ = sp.up.Close()
+	b.mu.Lock()
+	if b.perSession[ss] == sp {
+		delete(b.perSession, ss)
+	}
+	b.mu.Unlock()
+}
+
+// closeSessions stops every per-session process of b, in parallel.
+func (b *backend) closeSessions() {
+	b.mu.Lock()
+	var ups []*upstream.Upstream
+	for _, sp := range b.perSession {
+		select {
+		case <-sp.ready:
+			if sp.up != nil {
+				ups = append(ups, sp.up)
+			}
+		default:
+		}
+	}
+	b.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, up := range ups {
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = up.Close() }()
+	}
+	wg.Wait()
+}
