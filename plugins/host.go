@@ -79,7 +79,8 @@ func NewHost(opts Options) *Host {
 // The plugin process belongs to that connection: when the connection is
 // closed, the plugin is stopped (and Close returns once it is gone); when the
 // plugin exits, the connection is closed, and a call that was running
-// returns an isError result. Each call of Dial starts a new process.
+// returns an isError result. The caller must connect the transport, and
+// close the connection when done. Each call of Dial starts a new process.
 //
 // ctx bounds the start: the handshake and the listing of the tools. Errors
 // name the plugin, say what went wrong and carry the tail of the plugin's
@@ -132,8 +133,11 @@ func (h *Host) Dial(ctx context.Context) (mcp.Transport, error) {
 		stopKill()
 		client.Kill()
 		msg := oneLine(err.Error())
-		if ctx.Err() != nil {
-			msg = fmt.Sprintf("did not start within the startup timeout (%v)", ctx.Err())
+		switch {
+		case errors.Is(ctx.Err(), context.DeadlineExceeded):
+			msg = "did not start within the startup timeout"
+		case ctx.Err() != nil:
+			msg = "start cancelled"
 		}
 		var stderr string
 		if r != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"log/slog"
 	"maps"
 	"slices"
@@ -39,6 +40,8 @@ func pluginServers(cfg *config.Config, log *slog.Logger) []proxy.ServerConfig {
 			Prefix:      p.Prefix,
 			Required:    p.Required,
 			CallTimeout: p.CallTimeout,
+			// A reload keeps a plugin whose config did not change running.
+			Fingerprint: fmt.Sprintf("plugin %+v", p),
 		})
 	}
 	return out

@@ -12,8 +12,8 @@ import (
 // Plugin is one local-tool plugin, [plugins.NAME]: a program built with
 // plugins/sdk that the proxy starts and reaches like a server.
 //
-// Policy, override and audit keys are not decoded yet (they come with the
-// policy work); until then such keys are reported as unknown.
+// A plugin takes the same policy keys as a server (read_only, annotations,
+// tools.allow/deny, overrides); see policy.go.
 type Plugin struct {
 	// Name is the key in [plugins.NAME]; plugins and servers share one
 	// namespace.
@@ -137,6 +137,7 @@ func (d *decoder) plugin(t *table, name string, cfg *Config) (pluginEntry, bool)
 	p.StartupTimeout = t.duration("startup_timeout", cfg.StartupTimeout)
 	p.CallTimeout = t.duration("call_timeout", cfg.CallTimeout)
 	p.Required, _ = t.boolean("required")
+	d.serverPolicy(t, name, disabled)
 	unknown := t.finish()
 	if disabled {
 		return pluginEntry{}, false

@@ -143,8 +143,7 @@ func TestCancellation(t *testing.T) {
 				req.Header.Set("Mcp-Session-Id", s.cs.ID())
 				resp, err := http.DefaultClient.Do(req)
 				if err != nil {
-					t.Errorf("DELETE the session with a call in flight: %v", err)
-					return
+					t.Fatalf("DELETE the session with a call in flight: %v", err)
 				}
 				resp.Body.Close()
 				if resp.StatusCode/100 != 2 {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -87,10 +88,11 @@ func TestTwoHTTPSessionsShareAnUpstream(t *testing.T) {
 		if upstreamTokens["A"] == upstreamTokens["B"] || upstreamTokens["A"] == `"`+token+`"` {
 			t.Errorf("upstream progress tokens A %s, B %s: want the proxy's own, distinct per call", upstreamTokens["A"], upstreamTokens["B"])
 		}
+		deadline := time.Now().Add(awaitBound)
 		for _, name := range names {
 			rec := recs[name]
 			// Waits for 3; the diff below says what arrived.
-			rec.waitFor(ctx, awaitBound, func() bool { return len(rec.progress) >= 3 })
+			rec.waitFor(ctx, time.Until(deadline), func() bool { return len(rec.progress) >= 3 })
 			var got []string
 			rec.snapshot(func() {
 				for _, p := range rec.progress {
