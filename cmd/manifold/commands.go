@@ -202,6 +202,22 @@ func startProxy(ctx context.Context, c common, defaultLevel string, stderr io.Wr
 	return p, cfg, nil
 }
 
+// startReady starts the proxy for a one-shot command (quiet logs) and waits
+// for every server's first start attempt.
+func startReady(ctx context.Context, c common, stderr io.Writer) (*proxy.Server, error) {
+	p, _, err := startProxy(ctx, c, "warn", stderr)
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case <-p.Ready():
+		return p, nil
+	case <-ctx.Done():
+		_ = p.Close()
+		return nil, ctx.Err()
+	}
+}
+
 func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var c common
 	fs := newFlags("serve", "serve [--config FILE] [--http ADDR] [--allow-remote]", stderr, &c)
@@ -317,16 +333,11 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if ok, err := parse(fs, args); !ok {
 		return err
 	}
-	p, _, err := startProxy(ctx, c, "warn", stderr)
+	p, err := startReady(ctx, c, stderr)
 	if err != nil {
 		return err
 	}
 	defer p.Close()
-	select {
-	case <-p.Ready():
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "EXPOSED\tKIND\tSERVER\tORIGINAL\tVERDICT\tDESCRIPTION")
 	for _, e := range p.Catalog() {
@@ -467,16 +478,11 @@ func cmdExplain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fs.Usage()
 		return usageError("explain: want one exposed tool or prompt name, or a resource URI")
 	}
-	p, _, err := startProxy(ctx, c, "warn", stderr)
+	p, err := startReady(ctx, c, stderr)
 	if err != nil {
 		return err
 	}
 	defer p.Close()
-	select {
-	case <-p.Ready():
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 	text, err := p.Explain(fs.Arg(0))
 	if err != nil {
 		return err

@@ -31,16 +31,11 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return err
 		}
 	} else {
-		p, _, err := startProxy(ctx, c, "warn", stderr)
+		p, err := startReady(ctx, c, stderr)
 		if err != nil {
 			return err
 		}
 		defer p.Close()
-		select {
-		case <-p.Ready():
-		case <-ctx.Done():
-			return ctx.Err()
-		}
 		sts = p.Status()
 	}
 	if *asJSON {
