@@ -211,6 +211,9 @@ func (s *Server) startUpstream(ctx context.Context, b *backend) (*upstream.Upstr
 	opts.ClientInfo = &mcp.Implementation{Name: "manifold", Version: Version}
 	opts.Client, opts.Middleware = s.clientOptions(b, nil)
 	opts.Progress = func(p *mcp.ProgressNotificationParams) { s.progress.forward(s.life, p) }
+	if opts.Reaper == nil {
+		opts.Reaper = s.opts.Reaper
+	}
 	if opts.MaxMessageBytes == 0 {
 		opts.MaxMessageBytes = s.opts.MaxMessageBytes
 	}

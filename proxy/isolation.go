@@ -78,6 +78,9 @@ func (s *Server) runSessionProc(b *backend, ss *mcp.ServerSession, sp *sessionPr
 	opts.ClientInfo = &mcp.Implementation{Name: "manifold", Version: Version}
 	opts.Client, opts.Middleware = s.clientOptions(b, ss)
 	opts.Progress = func(p *mcp.ProgressNotificationParams) { s.progress.forward(s.life, p) }
+	if opts.Reaper == nil {
+		opts.Reaper = s.opts.Reaper
+	}
 	if opts.MaxMessageBytes == 0 {
 		opts.MaxMessageBytes = s.opts.MaxMessageBytes
 	}

@@ -12,6 +12,7 @@ package proxy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"sync"
@@ -91,6 +92,11 @@ type Options struct {
 	// AuditArguments adds the calls' argument values, with secrets redacted,
 	// to the audit lines.
 	AuditArguments bool
+	// Reaper, if set, is given to every stdio server so that its whole process
+	// group dies with the proxy, even when the proxy is killed with SIGKILL;
+	// Close closes it last. If nil, only each server's direct child dies
+	// with the proxy.
+	Reaper *upstream.Reaper
 	// CacheDir holds each server's last successful listing, which lazy
 	// servers advertise before they run. If empty, nothing is cached.
 	CacheDir string
@@ -275,6 +281,10 @@ func (s *Server) Close() error {
 			}()
 		}
 		wg.Wait()
+		s.wg.Wait()
+		if err := s.opts.Reaper.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("reaper: %w", err))
+		}
 	})
 	s.wg.Wait()
 	return errors.Join(errs...)

@@ -57,6 +57,7 @@ type child struct {
 	stderr tail
 
 	progress func(*mcp.ProgressNotificationParams) // Options.Progress; nil: the SDK handles progress
+	reaper   *Reaper                               // Options.Reaper; may be nil
 
 	procMu sync.Mutex
 	reaped bool // guarded by procMu; once true, the pid must not be signalled
@@ -118,7 +119,11 @@ func (u *Upstream) startChild(ctx context.Context, opts Options) error {
 		return fmt.Errorf("upstream %q: cannot start %q: %w", u.name, opts.Command, err)
 	}
 
+	if err := opts.Reaper.register(cmd.Process.Pid); err != nil {
+		u.log.Warn("the reaper is unavailable; the server's own children may outlive a killed proxy", "err", err)
+	}
 	c := &child{
+		reaper:      opts.Reaper,
 		u:           u,
 		name:        u.name,
 		log:         u.log,
@@ -208,6 +213,7 @@ func (c *child) stop() {
 // rest of the group is killed while the leader's pid still holds the group id.
 func (c *child) wait() {
 	defer close(c.exited)
+	defer c.reaper.unregister(c.pid) // the group was killed and the leader reaped
 	p := c.cmd.Process
 	if waitExited(c.pid) {
 		c.procMu.Lock()

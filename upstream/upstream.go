@@ -75,6 +75,11 @@ type Options struct {
 	// preceded). If nil, ClientOptions.ProgressNotificationHandler gets them.
 	Progress func(*mcp.ProgressNotificationParams)
 
+	// Reaper, if set, is told the child's process group so that the group
+	// dies with the proxy even when the proxy is killed with SIGKILL. If nil,
+	// only the direct child dies with it (Pdeathsig).
+	Reaper *Reaper
+
 	// Middleware is receiving middleware installed on the MCP client before it
 	// connects, for requests that have no handler option (roots/list). If
 	// nil, none.

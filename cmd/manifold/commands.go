@@ -172,6 +172,9 @@ func newProxy(c common, defaultLevel string, waitForClient bool, stderr io.Write
 	}
 	opts := proxyOptions(cfg, log)
 	opts.WaitForClient = waitForClient
+	if exe, err := os.Executable(); err == nil {
+		opts.Reaper = upstream.NewReaper(exe)
+	}
 	if cfg.Audit.Enabled {
 		opts.Audit, opts.AuditArguments = stderr, cfg.Audit.Arguments
 		if cfg.Audit.File != "" {

@@ -14,9 +14,16 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
+
+	"github.com/manifold-mcp/manifold/upstream"
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == upstream.ReaperArg {
+		upstream.RunReaper(os.Stdin, 2*time.Second)
+		return
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	go func() {
 		<-ctx.Done()

@@ -1,0 +1,91 @@
+package e2e
+
+import (
+	"io"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestSIGKILLLeavesNoProcess: when manifold is killed with SIGKILL, nothing
+// it started survives, not even a server's own child that ignores the end of
+// its input, nor a server that ignores SIGTERM: the reaper kills every
+// registered process group.
+func TestSIGKILLLeavesNoProcess(t *testing.T) {
+	t.Parallel()
+	cfg := writeConfig(t, fixture("spawner", []string{"-mode", "spawn"})+
+		fixture("stubborn", []string{"-mode", "ignore-term"})+fixture("alpha", nil))
+	cmd := exec.Command(manifoldBin, "serve", "--config", cfg)
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _, _ = io.Copy(io.Discard, stdout) }()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	killed := false
+	defer func() {
+		if !killed {
+			_ = cmd.Process.Kill()
+		}
+		_ = cmd.Wait()
+	}()
+	// The upstreams start when the client initializes.
+	if _, err := io.WriteString(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"e2e","version":"0"}}}`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "all three servers up and the grandchild started", func() bool {
+		s := stderr.String()
+		return strings.Count(s, `msg="server up"`) >= 3 && grandchildRE.MatchString(s)
+	})
+	done := make(chan struct{})
+	treec := make(chan []procInfo, 1)
+	go func() { treec <- watchTree(cmd.Process.Pid, done) }()
+	time.Sleep(200 * time.Millisecond) // let the watcher see the whole tree
+	var grandchild string
+	if m := grandchildRE.FindStringSubmatch(stderr.String()); m != nil {
+		grandchild = m[1]
+	}
+	if err := syscall.Kill(cmd.Process.Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed = true
+	_ = cmd.Wait()
+	close(done)
+	tree := <-treec
+	sawGrandchild := false
+	for _, p := range tree {
+		sawGrandchild = sawGrandchild || (grandchild != "" && itoa(p.pid) == grandchild)
+	}
+	if !sawGrandchild {
+		t.Fatalf("the spawn fixture's grandchild (pid %s) was not among manifold's processes: %s", grandchild, describe(tree))
+	}
+	if left := waitGone(tree, goneBound); len(left) > 0 {
+		t.Errorf("processes left %s after manifold was killed with SIGKILL:\n%s", goneBound, describe(left))
+		killAll(left)
+	}
+}
+
+func itoa(n int) string {
+	var b [20]byte
+	i := len(b)
+	if n == 0 {
+		return "0"
+	}
+	for n > 0 {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+	}
+	return string(b[i:])
+}

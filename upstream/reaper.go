@@ -1,0 +1,147 @@
+package upstream
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// ReaperArg is the first argument that makes the proxy's binary run as the
+// reaper (RunReaper) instead of its normal self.
+const ReaperArg = "__manifold-reaper"
+
+// Reaper guarantees that the process groups of the children outlive the
+// proxy by no more than a moment, even when the proxy is killed with SIGKILL
+// and a child's own children (npx's node, a shell's jobs) ignore the end of
+// their input. Pdeathsig kills only the direct child; the reaper is one
+// helper process (the proxy's binary re-executed with ReaperArg) that is told
+// every child's process group and, when the proxy's end of its stdin closes
+// (the proxy exited, however), sends SIGTERM and then SIGKILL to the groups
+// still registered. One reaper serves every upstream.
+type Reaper struct {
+	path string
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd      // guarded by mu; nil until the first child
+	w      io.WriteCloser // guarded by mu
+	err    error          // guarded by mu; why the reaper could not start
+	closed bool           // guarded by mu
+}
+
+// NewReaper returns a reaper that runs the executable at path (which must call
+// RunReaper when its first argument is ReaperArg). It starts on first use.
+func NewReaper(path string) *Reaper { return &Reaper{path: path} }
+
+// send writes one line to the reaper, starting it if needed.
+func (r *Reaper) send(line string) error {
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return fmt.Errorf("reaper closed")
+	}
+	if r.cmd == nil && r.err == nil {
+		cmd := exec.Command(r.path, ReaperArg)
+		cmd.Stdout, cmd.Stderr = nil, os.Stderr
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // not in the terminal's group: Ctrl-C must not end it first
+		w, err := cmd.StdinPipe()
+		if err == nil {
+			err = cmd.Start()
+		}
+		if err != nil {
+			r.err = fmt.Errorf("start the reaper %s: %w", r.path, err)
+			return r.err
+		}
+		r.cmd, r.w = cmd, w
+	}
+	if r.err != nil {
+		return r.err
+	}
+	_, err := io.WriteString(r.w, line+"\n")
+	return err
+}
+
+// register adds a child's process group.
+func (r *Reaper) register(pgid int) error { return r.send("+" + strconv.Itoa(pgid)) }
+
+// unregister removes a process group that is gone.
+func (r *Reaper) unregister(pgid int) { _ = r.send("-" + strconv.Itoa(pgid)) }
+
+// Close tells the reaper the proxy is done and waits for it: it kills the
+// groups still registered (none, after a clean stop) and exits. It is
+// idempotent.
+func (r *Reaper) Close() error {
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil
+	}
+	r.closed = true
+	cmd, w := r.cmd, r.w
+	r.mu.Unlock()
+	if cmd == nil {
+		return nil
+	}
+	_ = w.Close()
+	return cmd.Wait()
+}
+
+// RunReaper is the reaper process: it reads "+PGID" and "-PGID" lines from in
+// until in ends, then signals every registered group: SIGTERM, and SIGKILL to
+// those still there after grace. It ignores SIGINT, SIGTERM and SIGHUP, since
+// its only job is to outlast the proxy.
+func RunReaper(in io.Reader, grace time.Duration) {
+	signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	groups := make(map[int]bool)
+	sc := bufio.NewScanner(in)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if len(line) < 2 {
+			continue
+		}
+		pgid, err := strconv.Atoi(line[1:])
+		if err != nil || pgid <= 1 {
+			continue
+		}
+		switch line[0] {
+		case '+':
+			groups[pgid] = true
+		case '-':
+			delete(groups, pgid)
+		}
+	}
+	alive := func() []int {
+		var out []int
+		for g := range groups {
+			if syscall.Kill(-g, 0) == nil {
+				out = append(out, g)
+			}
+		}
+		return out
+	}
+	left := alive()
+	for _, g := range left {
+		_ = syscall.Kill(-g, syscall.SIGTERM)
+	}
+	deadline := time.Now().Add(grace)
+	for len(left) > 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+		left = alive()
+	}
+	for _, g := range left {
+		_ = syscall.Kill(-g, syscall.SIGKILL)
+	}
+}
