@@ -39,11 +39,31 @@ func toolError(format string, args ...any) json.RawMessage {
 // anything else), forwarded untouched except for the progress token. It returns
 // the raw result, or a *jsonrpc.Error to send back as a protocol error, or the
 // caller's context error when the downstream cancelled.
-func (s *Server) callTool(ctx context.Context, ss *mcp.ServerSession, name string, fields map[string]json.RawMessage) (raw json.RawMessage, err error) {
+func (s *Server) callTool(ctx context.Context, ss *mcp.ServerSession, name string, fields map[string]json.RawMessage) (json.RawMessage, error) {
+	type result struct {
+		raw json.RawMessage
+		err error
+	}
+	ch := make(chan result, 1)
+	s.startCall(ctx, ss, name, fields, func(raw json.RawMessage, err error) { ch <- result{raw, err} })
+	r := <-ch
+	return r.raw, r.err
+}
+
+// startCall is callTool without waiting: it routes, decides and sends the
+// call, and finish gets the outcome exactly once. For a child process the
+// completion (result rewriting, audit, finish) runs on the goroutine that
+// reads the server's output, so no goroutine waits per call (ARCHITECTURE §3
+// "The hot path is lean"); finish must not block for long.
+func (s *Server) startCall(ctx context.Context, ss *mcp.ServerSession, name string, fields map[string]json.RawMessage, finish func(json.RawMessage, error)) {
 	start := time.Now()
 	rec := auditRecord{Method: "tools/call", Exposed: name, Decision: "denied", Outcome: "unknown tool"}
-	if s.audit != nil {
-		defer func() {
+	var cleanups []func()
+	done := func(raw json.RawMessage, err error) {
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			cleanups[i]()
+		}
+		if s.audit != nil {
 			switch {
 			case err != nil:
 				if rec.Outcome == "" {
@@ -57,31 +77,33 @@ func (s *Server) callTool(ctx context.Context, ss *mcp.ServerSession, name strin
 			}
 			rec.ResultBytes = len(raw)
 			s.audit.record(ss, rec, start, fields["arguments"])
-		}()
+		}
+		finish(raw, err)
+	}
+	hidden := func(c *catalog) {
+		if he, found := c.tools.Lookup(name); found { // hidden: audited with its rule
+			rec.Server, rec.Original = he.Server, he.Original
+			rec.Outcome = "hidden"
+			_, rec.Rule = decisionWords(c.decisions["tool\x00"+name])
+		}
 	}
 	c := s.catalog.Load()
 	e, d, ok := c.visibleTool(name)
 	if !ok {
 		select {
 		case <-s.ready:
-			if he, found := c.tools.Lookup(name); found { // hidden: audited with its rule
-				rec.Server, rec.Original = he.Server, he.Original
-				rec.Outcome = "hidden"
-				_, rec.Rule = decisionWords(c.decisions["tool\x00"+name])
-			}
-			return nil, unknownTool(name)
+			hidden(c)
+			done(nil, unknownTool(name))
+			return
 		default:
 		}
 		// Upstreams are still starting: the tool may be about to appear.
 		s.waitReady(ctx)
 		c = s.catalog.Load()
 		if e, d, ok = c.visibleTool(name); !ok {
-			if he, found := c.tools.Lookup(name); found { // hidden: audited with its rule
-				rec.Server, rec.Original = he.Server, he.Original
-				rec.Outcome = "hidden"
-				_, rec.Rule = decisionWords(c.decisions["tool\x00"+name])
-			}
-			return nil, unknownTool(name)
+			hidden(c)
+			done(nil, unknownTool(name))
+			return
 		}
 	}
 	rec.Original, rec.Server, rec.Outcome = e.Original, e.Server, ""
@@ -91,35 +113,42 @@ func (s *Server) callTool(ctx context.Context, ss *mcp.ServerSession, name strin
 	st, up, _ := b.snapshot()
 	if st != stateUp || up == nil {
 		rec.Outcome = "unavailable"
-		return toolError("%s", b.unavailable()), nil
+		done(toolError("%s", b.unavailable()), nil)
+		return
 	}
 	if iso, err := s.sessionUpstream(ctx, b, ss); err != nil {
 		rec.Outcome = "unavailable"
-		return toolError("upstream %q could not start a process for this client: %v; nothing was executed", b.name, err), nil
+		done(toolError("upstream %q could not start a process for this client: %v; nothing was executed", b.name, err), nil)
+		return
 	} else if iso != nil {
 		up = iso
 	}
 	if r := d.Limits.Rate; !r.IsZero() {
 		if wait := s.limits.take(name, r, time.Now()); wait > 0 {
 			rec.Outcome = "rate limited"
-			return toolError("rate limit: %s allows %s (%s); nothing was executed. Retry in %s",
-				name, r, d.Limits.RateSource, (wait + time.Millisecond).Round(time.Second/10)), nil
+			done(toolError("rate limit: %s allows %s (%s); nothing was executed. Retry in %s",
+				name, r, d.Limits.RateSource, (wait+time.Millisecond).Round(time.Second/10)), nil)
+			return
 		}
 	}
 
+	var err error
 	if fields["name"], err = json.Marshal(e.Original); err != nil {
-		return nil, err
+		done(nil, err)
+		return
 	}
 	if meta, ok := fields["_meta"]; ok {
 		var release func()
 		if fields["_meta"], release, err = s.progress.mapToken(ctx, ss, meta); err != nil {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid _meta: %v", err)}
+			done(nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid _meta: %v", err)})
+			return
 		}
-		defer release()
+		cleanups = append(cleanups, release)
 	}
 	params, err := json.Marshal(fields)
 	if err != nil {
-		return nil, err
+		done(nil, err)
+		return
 	}
 
 	timeout := b.cfg.CallTimeout
@@ -127,41 +156,42 @@ func (s *Server) callTool(ctx context.Context, ss *mcp.ServerSession, name strin
 		timeout = t
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	defer b.enter(ss)()
-	raw, err = up.CallToolRaw(cctx, params)
-	if err != nil {
-		var rpcErr *jsonrpc.Error
-		switch {
-		case errors.As(err, &rpcErr):
-			return nil, rpcErr
-		case ctx.Err() != nil:
-			rec.Outcome = "cancelled"
-			return nil, ctx.Err()
-		case errors.Is(err, context.DeadlineExceeded):
-			rec.Outcome = "timeout"
-			return toolError("upstream %q did not answer %q within %s; the call was cancelled upstream and may have partly run. Retry with smaller input, or raise call_timeout for this server",
-				b.name, e.Original, timeout), nil
-		case errors.Is(err, upstream.ErrClosed):
-			rec.Outcome = "upstream exited"
-			return toolError("upstream %q exited while running %q (after %s) and is being restarted; the call may or may not have taken effect, so check before retrying (%v)",
-				b.name, e.Original, time.Since(start).Round(time.Millisecond), err), nil
-		default:
-			rec.Outcome = "error"
-			return toolError("upstream %q failed to run %q: %v", b.name, e.Original, err), nil
+	cleanups = append(cleanups, cancel, b.enter(ss))
+	up.CallToolRawAsync(cctx, params, func(raw json.RawMessage, err error) {
+		if err != nil {
+			var rpcErr *jsonrpc.Error
+			switch {
+			case errors.As(err, &rpcErr):
+				done(nil, rpcErr)
+			case ctx.Err() != nil:
+				rec.Outcome = "cancelled"
+				done(nil, ctx.Err())
+			case errors.Is(err, context.DeadlineExceeded):
+				rec.Outcome = "timeout"
+				done(toolError("upstream %q did not answer %q within %s; the call was cancelled upstream and may have partly run. Retry with smaller input, or raise call_timeout for this server",
+					b.name, e.Original, timeout), nil)
+			case errors.Is(err, upstream.ErrClosed):
+				rec.Outcome = "upstream exited"
+				done(toolError("upstream %q exited while running %q (after %s) and is being restarted; the call may or may not have taken effect, so check before retrying (%v)",
+					b.name, e.Original, time.Since(start).Round(time.Millisecond), err), nil)
+			default:
+				rec.Outcome = "error"
+				done(toolError("upstream %q failed to run %q: %v", b.name, e.Original, err), nil)
+			}
+			return
 		}
-	}
-	if naming.MayContainURIs(raw) {
-		raw = c.rewriteResultURIs(b.name, raw)
-	}
-	if ss != nil {
-		raw = adaptCallResult(raw, sessionVersion(ss))
-	}
-	if capped, cut := capResult(raw, d.Limits.MaxResultBytes, d); cut {
-		raw = capped
-		rec.Outcome = "ok, cut to max_result_bytes"
-	}
-	return raw, nil
+		if naming.MayContainURIs(raw) {
+			raw = c.rewriteResultURIs(b.name, raw)
+		}
+		if ss != nil {
+			raw = adaptCallResult(raw, sessionVersion(ss))
+		}
+		if capped, cut := capResult(raw, d.Limits.MaxResultBytes, d); cut {
+			raw = capped
+			rec.Outcome = "ok, cut to max_result_bytes"
+		}
+		done(raw, nil)
+	})
 }
 
 var markIsError = []byte(`"isError":true`)

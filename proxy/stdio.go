@@ -172,16 +172,18 @@ func (l *lean) divert(ctx context.Context, line []byte) bool {
 		l.inflight[key] = cancel
 		l.mu.Unlock()
 		l.calls.Add(1)
-		go func() {
+		// The call is routed and sent on a goroutine of its own (a lazy
+		// server may have to start first); its answer is written by
+		// whoever completes it, for a child process the goroutine that
+		// reads the server's output.
+		go l.s.startCall(cctx, l.ss, name, fields, func(raw json.RawMessage, err error) {
 			defer l.calls.Done()
-			defer func() {
-				l.mu.Lock()
-				delete(l.inflight, key)
-				l.mu.Unlock()
-				cancel()
-			}()
-			raw, err := l.s.callTool(cctx, l.ss, name, fields)
-			if cctx.Err() != nil && err != nil {
+			l.mu.Lock()
+			delete(l.inflight, key)
+			l.mu.Unlock()
+			cancelled := cctx.Err() != nil
+			cancel()
+			if cancelled && err != nil {
 				return // cancelled by the client: it ignores any answer
 			}
 			if err != nil {
@@ -193,7 +195,7 @@ func (l *lean) divert(ctx context.Context, line []byte) bool {
 				return
 			}
 			l.writeResult(req.ID, raw)
-		}()
+		})
 		return true
 	case req.Method == "notifications/cancelled":
 		var p struct {

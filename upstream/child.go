@@ -51,8 +51,8 @@ type child struct {
 
 	nextID  atomic.Uint64
 	pmu     sync.Mutex
-	pending map[uint64]chan reply // guarded by pmu; raw calls waiting for a response
-	ended   error                 // guarded by pmu; non-nil once no response can come
+	pending map[uint64]func(reply) // guarded by pmu; raw calls waiting for a response
+	ended   error                  // guarded by pmu; non-nil once no response can come
 
 	stderr tail
 
@@ -134,7 +134,7 @@ func (u *Upstream) startChild(ctx context.Context, opts Options) error {
 		stdin:       pipes[0][1],
 		stdoutR:     pipes[1][0],
 		stderrR:     pipes[2][0],
-		pending:     make(map[uint64]chan reply),
+		pending:     make(map[uint64]func(reply)),
 		progress:    opts.Progress,
 		stopReq:     make(chan struct{}),
 		stdinClosed: make(chan struct{}),
@@ -596,11 +596,11 @@ func (c *child) dropOversized(lr *lineReader, size int) {
 // deliver passes r to the raw call id, if it is still waiting.
 func (c *child) deliver(id uint64, r reply) bool {
 	c.pmu.Lock()
-	ch, ok := c.pending[id]
+	fn, ok := c.pending[id]
 	delete(c.pending, id)
 	c.pmu.Unlock()
 	if ok {
-		ch <- r // capacity 1, one send per call
+		fn(r) // one reply per call
 	}
 	return ok
 }
@@ -617,14 +617,19 @@ func (c *child) forget(id uint64) bool {
 // endCalls fails every pending raw call and all later ones with err.
 func (c *child) endCalls(err error) {
 	c.pmu.Lock()
-	defer c.pmu.Unlock()
 	if c.ended != nil {
+		c.pmu.Unlock()
 		return
 	}
 	c.ended = err
-	for id, ch := range c.pending {
-		ch <- reply{err: err}
+	fns := make([]func(reply), 0, len(c.pending))
+	for id, fn := range c.pending {
+		fns = append(fns, fn)
 		delete(c.pending, id)
+	}
+	c.pmu.Unlock()
+	for _, fn := range fns { // outside the lock: a completion may write downstream
+		fn(reply{err: err})
 	}
 }
 
@@ -647,7 +652,7 @@ func (c *child) callTool(ctx context.Context, params json.RawMessage) (json.RawM
 		c.pmu.Unlock()
 		return nil, err
 	}
-	c.pending[id] = ch
+	c.pending[id] = func(r reply) { ch <- r } // capacity 1, one reply per call
 	c.pmu.Unlock()
 
 	bp := framePool.Get().(*[]byte)
@@ -678,6 +683,68 @@ func (c *child) callTool(ctx context.Context, params json.RawMessage) (json.RawM
 		}
 		c.cancelCall(id, ctx.Err())
 		return nil, ctx.Err()
+	}
+}
+
+// callToolAsync is callTool without waiting: done is called exactly once,
+// on the stdout reader when the response arrives (so it must be quick), or
+// when ctx ends (after the server was told), or when the connection ends.
+func (c *child) callToolAsync(ctx context.Context, params json.RawMessage, done func(json.RawMessage, error)) {
+	if err := ctx.Err(); err != nil {
+		done(nil, err)
+		return
+	}
+	if err := checkParams(params); err != nil {
+		done(nil, fmt.Errorf("upstream %q: tools/call: %w", c.name, err))
+		return
+	}
+	id := c.nextID.Add(1)
+	var fired atomic.Bool
+	var stop func() bool
+	var stopMu sync.Mutex
+	finish := func(r reply) {
+		if !fired.CompareAndSwap(false, true) {
+			return
+		}
+		stopMu.Lock()
+		if stop != nil {
+			stop()
+		}
+		stopMu.Unlock()
+		done(r.result, r.err)
+	}
+	c.pmu.Lock()
+	if err := c.ended; err != nil {
+		c.pmu.Unlock()
+		finish(reply{err: err})
+		return
+	}
+	c.pending[id] = finish
+	c.pmu.Unlock()
+	stopMu.Lock()
+	stop = context.AfterFunc(ctx, func() {
+		if c.forget(id) {
+			c.cancelCall(id, ctx.Err())
+			finish(reply{err: ctx.Err()})
+		}
+	})
+	stopMu.Unlock()
+
+	bp := framePool.Get().(*[]byte)
+	frame := appendCallFrame((*bp)[:0], id, params)
+	_, err := c.write(frame)
+	if cap(frame) <= maxPooledFrame {
+		*bp = frame
+		framePool.Put(bp)
+	}
+	if err != nil && c.forget(id) {
+		c.pmu.Lock()
+		ended := c.ended
+		c.pmu.Unlock()
+		if ended == nil {
+			ended = fmt.Errorf("upstream %q: sending tools/call: %v: %w", c.name, err, ErrClosed)
+		}
+		finish(reply{err: ended})
 	}
 }
 

@@ -256,6 +256,19 @@ func (u *Upstream) CallToolRaw(ctx context.Context, params json.RawMessage) (jso
 	return u.callToolSDK(ctx, params)
 }
 
+// CallToolRawAsync is CallToolRaw without waiting: it sends the call and
+// returns; done is called exactly once with what CallToolRaw would return.
+// For a child process done runs on the goroutine that reads the server's
+// output, so it must not block for long; it may run before CallToolRawAsync
+// returns.
+func (u *Upstream) CallToolRawAsync(ctx context.Context, params json.RawMessage, done func(json.RawMessage, error)) {
+	if u.child != nil {
+		u.child.callToolAsync(ctx, params, done)
+		return
+	}
+	go func() { done(u.callToolSDK(ctx, params)) }()
+}
+
 // callToolSDK is CallToolRaw through the SDK session, for remote servers.
 func (u *Upstream) callToolSDK(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
 	select {

@@ -251,6 +251,16 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	defer p.Close()
 	go watchConfig(ctx, p, cfg.Path, *reloadEvery, p.Logger())
 	served := make(chan error, 1)
+	if f, ok := stdin.(*os.File); ok {
+		in, restore := pollable(f)
+		defer restore()
+		stdin = in
+	}
+	if f, ok := stdout.(*os.File); ok {
+		out, restore := pollable(f)
+		defer restore()
+		stdout = out
+	}
 	go func() { served <- p.ServeStdio(ctx, stdin, stdout) }()
 	started := make(chan error, 1)
 	go func() { started <- p.Start(ctx) }()

@@ -1,0 +1,11 @@
+//go:build !unix
+
+package main
+
+import (
+	"io"
+	"os"
+)
+
+// pollable returns f unchanged where the poller cannot serve stdio.
+func pollable(f *os.File) (io.ReadWriter, func()) { return f, func() {} }
