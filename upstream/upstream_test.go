@@ -1033,3 +1033,53 @@ func TestDialInMemory(t *testing.T) {
 		t.Errorf("Err() = %v, want ErrClosed", u.Err())
 	}
 }
+
+// TestCallToolRawAsync: done gets the result exactly once; a cancelled call
+// tells the server and ends with ctx's error; a call on a dead connection
+// ends with ErrClosed.
+func TestCallToolRawAsync(t *testing.T) {
+	opts := fixtureOptions(t, "serve")
+	u := start(t, opts)
+	type res struct {
+		raw json.RawMessage
+		err error
+	}
+	call := func(ctx context.Context, params string) chan res {
+		ch := make(chan res, 2) // room for a second, wrong, completion
+		u.CallToolRawAsync(ctx, json.RawMessage(params), func(raw json.RawMessage, err error) { ch <- res{raw, err} })
+		return ch
+	}
+	once := func(ch chan res) res {
+		t.Helper()
+		r := <-ch
+		select {
+		case extra := <-ch:
+			t.Fatalf("done called twice: %+v then %+v", r, extra)
+		case <-time.After(100 * time.Millisecond):
+		}
+		return r
+	}
+
+	r := once(call(callCtx(t), `{"name":"echo","arguments":{"a":1}}`))
+	if r.err != nil || toolText(t, r.raw) != `{"a":1}` {
+		t.Fatalf("echo = %s, %v", r.raw, r.err)
+	}
+
+	ctx, cancel := context.WithCancel(callCtx(t))
+	ch := call(ctx, `{"name":"sleep","arguments":{}}`)
+	waitFor(t, "the sleep call to start", func() bool { return contains(events(opts), "started") })
+	cancel()
+	if r := once(ch); !errors.Is(r.err, context.Canceled) {
+		t.Fatalf("cancelled call = %s, %v; want context.Canceled", r.raw, r.err)
+	}
+	waitFor(t, "the server to see the cancellation", func() bool { return contains(events(opts), "cancelled") })
+
+	ch = call(callCtx(t), `{"name":"sleep","arguments":{}}`)
+	closeWithin(t, u)
+	if r := once(ch); !errors.Is(r.err, ErrClosed) {
+		t.Fatalf("call in flight at Close = %s, %v; want ErrClosed", r.raw, r.err)
+	}
+	if r := once(call(callCtx(t), `{"name":"echo"}`)); !errors.Is(r.err, ErrClosed) {
+		t.Fatalf("call after Close = %v; want ErrClosed", r.err)
+	}
+}
