@@ -250,6 +250,7 @@ func (s *Server) startUpstream(ctx context.Context, b *backend) (*upstream.Upstr
 	b.log.Info("server up", "pid", up.PID(), "tools", len(l.tools), "prompts", len(l.prompts),
 		"resources", len(l.resources), "templates", len(l.templates))
 	s.rebuild()
+	s.resubscribe(ctx, b, up.Session())
 	return up, nil
 }
 

@@ -268,18 +268,22 @@ func (s *Server) handleComplete(ctx context.Context, req *mcp.CompleteRequest) (
 	return res, nil
 }
 
-// subscriptions reference-counts resource subscriptions across downstream
-// sessions, so each upstream is subscribed once per URI.
+// subscriptions tracks which downstream sessions subscribed to which
+// resources, so that each upstream is subscribed once per URI, unsubscribed
+// when the last session leaves (by unsubscribing or by ending), and
+// subscribed again after it restarts.
 type subscriptions struct {
-	mu    sync.Mutex
-	count map[string]int // outward URI -> subscribed sessions; guarded by mu
+	mu      sync.Mutex
+	by      map[string]map[*mcp.ServerSession]bool // outward URI -> sessions; guarded by mu
+	watched map[*mcp.ServerSession]bool            // sessions whose end is watched; guarded by mu
 }
 
 func (s *Server) handleSubscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
 	c := s.catalog.Load()
-	server, original, ok := c.resourceOwner(req.Params.URI)
-	if !ok || !c.resourceAllowed(server, original, req.Params.URI).Visible {
-		return mcp.ResourceNotFoundError(req.Params.URI)
+	uri := req.Params.URI
+	server, original, ok := c.resourceOwner(uri)
+	if !ok || !c.resourceAllowed(server, original, uri).Visible {
+		return mcp.ResourceNotFoundError(uri)
 	}
 	cs, b, err := s.upFor(ctx, server)
 	if err != nil {
@@ -290,40 +294,64 @@ func (s *Server) handleSubscribe(ctx context.Context, req *mcp.SubscribeRequest)
 	}
 	s.subs.mu.Lock()
 	defer s.subs.mu.Unlock()
-	if s.subs.count == nil {
-		s.subs.count = make(map[string]int)
+	if s.subs.by == nil {
+		s.subs.by = make(map[string]map[*mcp.ServerSession]bool)
+		s.subs.watched = make(map[*mcp.ServerSession]bool)
 	}
-	if s.subs.count[req.Params.URI] == 0 {
+	if len(s.subs.by[uri]) == 0 {
 		ctx, cancel := context.WithTimeout(ctx, b.cfg.CallTimeout)
 		defer cancel()
 		if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: original}); err != nil {
 			return rpcError(server, err)
 		}
+		s.subs.by[uri] = make(map[*mcp.ServerSession]bool)
 	}
-	s.subs.count[req.Params.URI]++
+	s.subs.by[uri][req.Session] = true
+	if ss := req.Session; ss != nil && !s.subs.watched[ss] {
+		s.subs.watched[ss] = true
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			done := make(chan struct{})
+			go func() { _ = ss.Wait(); close(done) }()
+			select {
+			case <-done:
+				s.dropSubscriber(ss)
+			case <-s.closed:
+			}
+		}()
+	}
 	return nil
 }
 
 func (s *Server) handleUnsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) error {
-	c := s.catalog.Load()
-	server, original, ok := c.resourceOwner(req.Params.URI)
-	if !ok {
-		return mcp.ResourceNotFoundError(req.Params.URI)
+	uri := req.Params.URI
+	if _, _, ok := s.catalog.Load().resourceOwner(uri); !ok {
+		return mcp.ResourceNotFoundError(uri)
 	}
 	s.subs.mu.Lock()
-	defer s.subs.mu.Unlock()
-	n := s.subs.count[req.Params.URI]
-	if n == 0 {
+	subs := s.subs.by[uri]
+	delete(subs, req.Session)
+	last := subs != nil && len(subs) == 0
+	if last {
+		delete(s.subs.by, uri)
+	}
+	s.subs.mu.Unlock()
+	if last {
+		return s.unsubscribeUpstream(ctx, uri)
+	}
+	return nil
+}
+
+// unsubscribeUpstream ends the upstream subscription of an outward URI.
+func (s *Server) unsubscribeUpstream(ctx context.Context, uri string) error {
+	server, original, ok := s.catalog.Load().resourceOwner(uri)
+	if !ok {
 		return nil
 	}
-	if n > 1 {
-		s.subs.count[req.Params.URI] = n - 1
-		return nil
-	}
-	delete(s.subs.count, req.Params.URI)
 	cs, b, err := s.upFor(ctx, server)
 	if err != nil {
-		return nil // nothing to unsubscribe from
+		return nil // not running: nothing to unsubscribe from
 	}
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.CallTimeout)
 	defer cancel()
@@ -331,6 +359,51 @@ func (s *Server) handleUnsubscribe(ctx context.Context, req *mcp.UnsubscribeRequ
 		return rpcError(server, err)
 	}
 	return nil
+}
+
+// dropSubscriber forgets the subscriptions of a session that ended, and
+// unsubscribes upstreams from URIs nobody watches any more.
+func (s *Server) dropSubscriber(ss *mcp.ServerSession) {
+	s.subs.mu.Lock()
+	delete(s.subs.watched, ss)
+	var gone []string
+	for uri, subs := range s.subs.by {
+		if subs[ss] {
+			delete(subs, ss)
+			if len(subs) == 0 {
+				delete(s.subs.by, uri)
+				gone = append(gone, uri)
+			}
+		}
+	}
+	s.subs.mu.Unlock()
+	for _, uri := range gone {
+		if err := s.unsubscribeUpstream(s.life, uri); err != nil {
+			s.log.Warn("unsubscribing after a client left", "uri", uri, "err", err)
+		}
+	}
+}
+
+// resubscribe subscribes a server that just (re)started to the URIs its
+// clients still watch.
+func (s *Server) resubscribe(ctx context.Context, b *backend, cs *mcp.ClientSession) {
+	c := s.catalog.Load()
+	s.subs.mu.Lock()
+	var uris []string
+	for uri, subs := range s.subs.by {
+		if server, _, ok := c.resourceOwner(uri); ok && server == b.name && len(subs) > 0 {
+			uris = append(uris, uri)
+		}
+	}
+	s.subs.mu.Unlock()
+	for _, uri := range uris {
+		_, original, _ := c.resourceOwner(uri)
+		cctx, cancel := context.WithTimeout(ctx, b.cfg.CallTimeout)
+		if err := cs.Subscribe(cctx, &mcp.SubscribeParams{URI: original}); err != nil {
+			b.log.Warn("subscribing again after a restart", "uri", uri, "err", err)
+		}
+		cancel()
+	}
 }
 
 // resourceUpdated relays an upstream's resources/updated to the downstream
