@@ -325,7 +325,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	if _, err := proxy.New(proxyOptions(cfg, nil)); err != nil {
 		return exitError{code: 1, msg: fmt.Sprintf("%s: %v", cfg.Path, err)}
 	}
-	fmt.Fprintf(stdout, "%s: ok, %d server(s)\n", cfg.Path, len(cfg.Servers))
+	fmt.Fprintf(stdout, "%s: ok, %d server(s), %d plugin(s)\n", cfg.Path, len(cfg.Servers), len(cfg.Plugins))
 	for _, s := range cfg.Servers {
 		what := s.Command + " " + strings.Join(s.Args, " ")
 		if s.URL != "" {
@@ -336,6 +336,13 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 			prefix = "(none)"
 		}
 		fmt.Fprintf(stdout, "  %-16s prefix %-14s %s\n", s.Name, prefix, strings.TrimSpace(what))
+	}
+	for _, pl := range cfg.Plugins {
+		prefix := pl.Prefix + "__"
+		if pl.Prefix == "" {
+			prefix = "(none)"
+		}
+		fmt.Fprintf(stdout, "  %-16s prefix %-14s plugin %s\n", pl.Name, prefix, strings.TrimSpace(pl.Command+" "+strings.Join(pl.Args, " ")))
 	}
 	return nil
 }
