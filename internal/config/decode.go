@@ -177,6 +177,20 @@ type entry struct {
 	prefixAt func(format string, args ...any)
 }
 
+// inDocumentOrder returns the keys of t in the order they appear in the file.
+func (d *decoder) inDocumentOrder(t *table) []string {
+	offs := make(map[string]int, len(t.fields))
+	for name, p := range t.fields {
+		_, offs[name] = d.where(p)
+	}
+	return slices.SortedFunc(maps.Keys(t.fields), func(a, b string) int {
+		if c := offs[a] - offs[b]; c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+}
+
 // servers decodes the [servers.NAME] tables in document order and checks
 // that their prefixes do not collide.
 func (d *decoder) servers(root *table, cfg *Config) []Server {
@@ -184,16 +198,7 @@ func (d *decoder) servers(root *table, cfg *Config) []Server {
 	if !ok {
 		return nil
 	}
-	offs := make(map[string]int, len(st.fields))
-	for name, p := range st.fields {
-		_, offs[name] = d.where(p)
-	}
-	names := slices.SortedFunc(maps.Keys(st.fields), func(a, b string) int {
-		if c := offs[a] - offs[b]; c != 0 {
-			return c
-		}
-		return strings.Compare(a, b)
-	})
+	names := d.inDocumentOrder(st)
 
 	var list []entry
 	for _, name := range names {

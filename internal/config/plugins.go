@@ -1,10 +1,8 @@
 package config
 
 import (
-	"maps"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"time"
 )
@@ -58,16 +56,7 @@ func (d *decoder) plugins(root *table, cfg *Config) []Plugin {
 	if !ok {
 		return nil
 	}
-	offs := make(map[string]int, len(pt.fields))
-	for name, p := range pt.fields {
-		_, offs[name] = d.where(p)
-	}
-	names := slices.SortedFunc(maps.Keys(pt.fields), func(a, b string) int {
-		if c := offs[a] - offs[b]; c != 0 {
-			return c
-		}
-		return strings.Compare(a, b)
-	})
+	names := d.inDocumentOrder(pt)
 
 	var list []pluginEntry
 	for _, name := range names {
