@@ -41,7 +41,7 @@ func (s *Server) cachePath(b *backend) string {
 // saveCatalog writes b's lists to its cache file, atomically.
 func (s *Server) saveCatalog(b *backend, l lists) {
 	path := s.cachePath(b)
-	if path == "" {
+	if path == "" || !b.cfg.Lazy { // only a lazy server advertises it
 		return
 	}
 	data, err := json.Marshal(cachedLists{Tools: l.tools, Prompts: l.prompts, Resources: l.resources, Templates: l.templates, Saved: time.Now().UTC()})
