@@ -557,7 +557,7 @@ func (s *Server) isClosed() bool {
 func (s *Server) clientOptions(b *backend, fixed *mcp.ServerSession) (*mcp.ClientOptions, []mcp.Middleware) {
 	if fixed != nil { // a session's own process: lists come from the shared one
 		opts := &mcp.ClientOptions{KeepAlive: 30 * time.Second, KeepAliveFailureThreshold: 3}
-		s.relayLogs(opts, b)
+		s.relayLogs(opts, b, fixed)
 		return opts, s.relayOptions(opts, b, fixed)
 	}
 	opts := &mcp.ClientOptions{
@@ -580,7 +580,7 @@ func (s *Server) clientOptions(b *backend, fixed *mcp.ServerSession) (*mcp.Clien
 			s.progress.forward(ctx, r.Params)
 		},
 	}
-	s.relayLogs(opts, b)
+	s.relayLogs(opts, b, nil)
 	mw := s.relayOptions(opts, b, nil)
 	return opts, mw
 }

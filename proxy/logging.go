@@ -27,16 +27,18 @@ func serverCapabilities() *mcp.ServerCapabilities {
 	}
 }
 
-// relayLogs installs the handler that forwards b's log messages downstream.
-func (s *Server) relayLogs(opts *mcp.ClientOptions, b *backend) {
+// relayLogs installs the handler that forwards b's log messages downstream:
+// to fixed only, for a session's own process (isolation = "session"), else
+// to every session.
+func (s *Server) relayLogs(opts *mcp.ClientOptions, b *backend, fixed *mcp.ServerSession) {
 	opts.LoggingMessageHandler = func(ctx context.Context, r *mcp.LoggingMessageRequest) {
-		s.forwardLog(ctx, b, r.Params)
+		s.forwardLog(ctx, b, fixed, r.Params)
 	}
 }
 
-// forwardLog relays an upstream's log message to every downstream session,
+// forwardLog relays an upstream's log message to the downstream sessions,
 // naming the server in the logger field.
-func (s *Server) forwardLog(ctx context.Context, b *backend, p *mcp.LoggingMessageParams) {
+func (s *Server) forwardLog(ctx context.Context, b *backend, fixed *mcp.ServerSession, p *mcp.LoggingMessageParams) {
 	if p == nil {
 		return
 	}
@@ -44,6 +46,10 @@ func (s *Server) forwardLog(ctx context.Context, b *backend, p *mcp.LoggingMessa
 	fwd.Logger = b.name
 	if p.Logger != "" {
 		fwd.Logger = b.name + "/" + p.Logger
+	}
+	if fixed != nil {
+		_ = fixed.Log(ctx, &fwd)
+		return
 	}
 	for ss := range s.server.Sessions() {
 		_ = ss.Log(ctx, &fwd)
