@@ -240,6 +240,7 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 		defer p.Close()
 		go watchConfig(ctx, p, cfg.Path, *reloadEvery, p.Logger())
+		defer startPublishing(ctx, p, cfg.Path, "http "+*httpAddr)()
 		return serveHTTP(ctx, p, cfg, *httpAddr, *allowRemote, stderr)
 	}
 	// stdio: one client. The upstreams start when it initializes, so that
@@ -250,6 +251,7 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	defer p.Close()
 	go watchConfig(ctx, p, cfg.Path, *reloadEvery, p.Logger())
+	defer startPublishing(ctx, p, cfg.Path, "stdio")()
 	served := make(chan error, 1)
 	if f, ok := stdin.(*os.File); ok {
 		in, restore := pollable(f)

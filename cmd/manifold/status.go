@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -13,16 +14,24 @@ import (
 	"github.com/manifold-mcp/manifold/proxy"
 )
 
-// cmdStatus prints every server's state. With --url it asks a running
-// `manifold serve --http` instance; otherwise it starts the config's servers,
-// waits for their first start, and reports what it found.
+// cmdStatus prints every server's state: of the running `manifold serve`
+// instances of the config (found by their status files), of the instance at
+// --url, or, when none runs (or with --fresh), of the config's servers started
+// for the purpose.
 func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var c common
 	fs := newFlags("status", "status [--config FILE | --url http://127.0.0.1:7777]", stderr, &c)
 	url := fs.String("url", "", "base URL of a running `manifold serve --http` instance (its /status endpoint is read)")
 	asJSON := fs.Bool("json", false, "print JSON")
+	fresh := fs.Bool("fresh", false, "start the config's servers to check them, even if a manifold serving it runs")
 	if ok, err := parse(fs, args); !ok {
 		return err
+	}
+	var running []instanceStatus
+	if *url == "" {
+		if abs, err := filepath.Abs(configPath(c.config)); err == nil {
+			running = runningInstances(abs)
+		}
 	}
 	var sts []proxy.ServerStatus
 	if *url != "" {
@@ -30,7 +39,28 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if sts, err = fetchStatus(ctx, *url); err != nil {
 			return err
 		}
+	} else if !*fresh && len(running) > 0 {
+		for _, inst := range running {
+			if *asJSON {
+				continue
+			}
+			fmt.Fprintf(stdout, "manifold pid %d (%s), serving %s since %s:\n", inst.PID, inst.Mode, inst.Config, inst.Started.Local().Format(time.DateTime))
+			printStatus(stdout, inst.Servers)
+			fmt.Fprintln(stdout)
+			sts = append(sts, inst.Servers...)
+		}
+		if *asJSON {
+			b, err := json.MarshalIndent(running, "", "  ")
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(stdout, string(b))
+		}
+		return requiredDown(sts)
 	} else {
+		if !*fresh {
+			fmt.Fprintf(stderr, "manifold: no running `manifold serve` for this config; starting its servers to check them\n")
+		}
 		p, err := startReady(ctx, c, stderr)
 		if err != nil {
 			return err
@@ -47,6 +77,11 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	} else {
 		printStatus(stdout, sts)
 	}
+	return requiredDown(sts)
+}
+
+// requiredDown is an error (exit status 1) when a required server is not up.
+func requiredDown(sts []proxy.ServerStatus) error {
 	for _, st := range sts {
 		if st.Required && st.State != "up" {
 			return exitError{code: 1, msg: fmt.Sprintf("required server %q is %s", st.Name, st.State)}

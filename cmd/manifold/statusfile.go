@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/manifold-mcp/manifold/proxy"
+)
+
+// A serving manifold publishes its servers' status in a small file, so that
+// `manifold status` can show a running instance that a client started over
+// stdio (it has no other way in): runDir()/PID.json, rewritten every second
+// and removed at exit. A file whose process is gone, or that is stale, is
+// ignored.
+
+// instanceStatus is the content of a status file.
+type instanceStatus struct {
+	PID     int                  `json:"pid"`
+	Config  string               `json:"config"`
+	Mode    string               `json:"mode"` // "stdio" or "http ADDR"
+	Started time.Time            `json:"started"`
+	Updated time.Time            `json:"updated"`
+	Servers []proxy.ServerStatus `json:"servers"`
+}
+
+// runDir is where status files live; empty when there is no cache folder.
+func runDir() string {
+	if d := cacheDir(); d != "" {
+		return filepath.Join(d, "run")
+	}
+	return ""
+}
+
+// startPublishing publishes p's status until the returned func is called,
+// which removes the file and waits.
+func startPublishing(ctx context.Context, p *proxy.Server, config, mode string) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		publishStatus(ctx, p, config, mode, time.Second)
+	}()
+	return func() { cancel(); <-done }
+}
+
+// publishStatus writes p's status file every interval until ctx ends, then
+// removes it.
+func publishStatus(ctx context.Context, p *proxy.Server, config, mode string, interval time.Duration) {
+	dir := runDir()
+	if dir == "" || os.MkdirAll(dir, 0o700) != nil {
+		return
+	}
+	path := filepath.Join(dir, strconv.Itoa(os.Getpid())+".json")
+	defer os.Remove(path)
+	st := instanceStatus{PID: os.Getpid(), Config: config, Mode: mode, Started: time.Now().UTC()}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		st.Updated, st.Servers = time.Now().UTC(), p.Status()
+		if b, err := json.Marshal(st); err == nil {
+			tmp := path + ".tmp"
+			if os.WriteFile(tmp, b, 0o600) == nil {
+				_ = os.Rename(tmp, path)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// runningInstances reads the status files of live instances serving config
+// (an absolute path), removing those of processes that are gone.
+func runningInstances(config string) []instanceStatus {
+	dir := runDir()
+	if dir == "" {
+		return nil
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+	var out []instanceStatus
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		var st instanceStatus
+		if json.Unmarshal(b, &st) != nil || st.PID <= 0 {
+			continue
+		}
+		if syscall.Kill(st.PID, 0) != nil { // the process is gone
+			_ = os.Remove(f)
+			continue
+		}
+		if st.Config != config || time.Since(st.Updated) > 30*time.Second {
+			continue
+		}
+		out = append(out, st)
+	}
+	return out
+}

@@ -1,0 +1,50 @@
+package e2e
+
+import (
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestStatusOfRunningInstance: `manifold status` shows the servers of a
+// manifold that a client runs over stdio (found by its status file): state,
+// the server's pid and its tool count. With --fresh it starts its own.
+func TestStatusOfRunningInstance(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir()) // status files; not parallel because of Setenv
+	cfg := writeConfig(t, fixture("alpha", nil))
+	sp := startStdio(t, cfg)
+	ctx := testCtx(t)
+	listTools(ctx, t, sp.cs)
+	serverPid := text(call(ctx, t, sp.cs, "alpha__pid", nil))
+
+	var out string
+	waitFor(t, 10*time.Second, "the running instance in manifold status", func() bool {
+		b, _ := exec.CommandContext(ctx, manifoldBin, "status", "--config", cfg).Output()
+		out = string(b)
+		return strings.Contains(out, "manifold pid "+strconv.Itoa(sp.pid())) && strings.Contains(out, " up ")
+	})
+	if !strings.Contains(out, "alpha") || !strings.Contains(out, " up ") {
+		t.Errorf("status of the running instance does not show alpha up:\n%s", out)
+	}
+	// The proxy's pid column is the server's process group leader, which is
+	// the fixture the pid tool reports.
+	if !strings.Contains(out, " "+serverPid+" ") {
+		t.Errorf("status does not show alpha's pid %s:\n%s", serverPid, out)
+	}
+
+	b, err := exec.CommandContext(ctx, manifoldBin, "status", "--fresh", "--config", cfg).CombinedOutput()
+	if err != nil {
+		t.Fatalf("status --fresh: %v\n%s", err, b)
+	}
+	if strings.Contains(string(b), "manifold pid") || !strings.Contains(string(b), "alpha") {
+		t.Errorf("status --fresh should start its own servers:\n%s", b)
+	}
+
+	sp.stop()
+	b, _ = exec.CommandContext(ctx, manifoldBin, "status", "--config", cfg).CombinedOutput()
+	if strings.Contains(string(b), "manifold pid "+strconv.Itoa(sp.pid())) {
+		t.Errorf("status still shows the instance after it exited:\n%s", b)
+	}
+}
