@@ -199,7 +199,7 @@ var markIsError = []byte(`"isError":true`)
 // rewriteResultURIs rewrites the resource URIs in a raw result (resource links
 // and embedded resources) outward for server.
 func (c *catalog) rewriteResultURIs(server string, raw json.RawMessage) json.RawMessage {
-	if c.uris.Outward(server, "x") == "x" { // unprefixed: URIs are kept
+	if !c.uris.Rewrites(server) { // unprefixed: URIs are kept
 		return raw
 	}
 	var v any

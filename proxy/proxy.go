@@ -256,10 +256,6 @@ func (s *Server) waitReady(ctx context.Context) {
 // Logger returns the proxy's logger.
 func (s *Server) Logger() *slog.Logger { return s.log }
 
-// MCPServer returns the underlying SDK server, for serving on transports other
-// than the ones this package provides.
-func (s *Server) MCPServer() *mcp.Server { return s.server }
-
 // Close stops every upstream in parallel and waits for the proxy's goroutines.
 // It is idempotent.
 func (s *Server) Close() error {

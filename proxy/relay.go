@@ -70,28 +70,22 @@ func (s *Server) relayOptions(opts *mcp.ClientOptions, b *backend, fixed *mcp.Se
 		if dc.Sampling.Tools != nil {
 			caps.Sampling.Tools = &mcp.SamplingToolsCapabilities{}
 			opts.CreateMessageWithToolsHandler = func(ctx context.Context, r *mcp.CreateMessageWithToolsRequest) (*mcp.CreateMessageWithToolsResult, error) {
-				ss, done, err := s.sessionFor(b, fixed, "sampling/createMessage")
+				ss, err := s.sessionFor(b, fixed, "sampling/createMessage")
 				if err != nil {
 					return nil, err
 				}
-				defer done()
 				p := *r.Params
-				if p.IncludeContext != "" && p.IncludeContext != "none" {
-					p.IncludeContext = "none"
-				}
+				p.IncludeContext = noContext(p.IncludeContext)
 				return ss.CreateMessageWithTools(ctx, &p)
 			}
 		} else {
 			opts.CreateMessageHandler = func(ctx context.Context, r *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-				ss, done, err := s.sessionFor(b, fixed, "sampling/createMessage")
+				ss, err := s.sessionFor(b, fixed, "sampling/createMessage")
 				if err != nil {
 					return nil, err
 				}
-				defer done()
 				p := *r.Params
-				if p.IncludeContext != "" && p.IncludeContext != "none" {
-					p.IncludeContext = "none"
-				}
+				p.IncludeContext = noContext(p.IncludeContext)
 				return ss.CreateMessage(ctx, &p)
 			}
 		}
@@ -131,11 +125,10 @@ func (s *Server) relayOptions(opts *mcp.ClientOptions, b *backend, fixed *mcp.Se
 				if method != "roots/list" {
 					return next(ctx, method, req)
 				}
-				ss, done, err := s.sessionFor(b, fixed, "roots/list")
+				ss, err := s.sessionFor(b, fixed, "roots/list")
 				if err != nil {
 					return nil, err
 				}
-				defer done()
 				return ss.ListRoots(ctx, nil)
 			}
 		})
@@ -149,11 +142,10 @@ func (s *Server) relayElicit(ctx context.Context, b *backend, fixed *mcp.ServerS
 	if params == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "elicitation/create needs params"}
 	}
-	ss, done, err := s.sessionFor(b, fixed, "elicitation/create")
+	ss, err := s.sessionFor(b, fixed, "elicitation/create")
 	if err != nil {
 		return nil, err
 	}
-	defer done()
 	p := *params
 	// The client can only name "the proxy"; the user must see which server
 	// asks.
@@ -164,12 +156,22 @@ func (s *Server) relayElicit(ctx context.Context, b *backend, fixed *mcp.ServerS
 	return ss.Elicit(ctx, &p)
 }
 
+// noContext reduces an includeContext other than none to none: through the
+// proxy, "thisServer" would mean every server, and one server must never see
+// another's context.
+func noContext(ic string) string {
+	if ic == "" {
+		return ""
+	}
+	return "none"
+}
+
 // sessionFor picks the downstream session an upstream's request belongs to:
 // fixed, for a process of its own (isolation = "session"), else by
-// attribution. done must be called when the relay is over.
-func (s *Server) sessionFor(b *backend, fixed *mcp.ServerSession, method string) (*mcp.ServerSession, func(), error) {
+// attribution.
+func (s *Server) sessionFor(b *backend, fixed *mcp.ServerSession, method string) (*mcp.ServerSession, error) {
 	if fixed != nil {
-		return fixed, func() {}, nil
+		return fixed, nil
 	}
 	var all []*mcp.ServerSession
 	for ss := range s.server.Sessions() {
@@ -179,15 +181,15 @@ func (s *Server) sessionFor(b *backend, fixed *mcp.ServerSession, method string)
 	}
 	switch len(all) {
 	case 0:
-		return nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("%s from %q: %v", method, b.name, errNoClient)}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("%s from %q: %v", method, b.name, errNoClient)}
 	case 1:
-		return all[0], func() {}, nil
+		return all[0], nil
 	}
 	busy := b.busySessions()
 	if len(busy) == 1 {
-		return busy[0], func() {}, nil
+		return busy[0], nil
 	}
-	return nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf(
+	return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf(
 		"%s from %q cannot be attributed to one client: %d clients are connected and %d have calls in flight on this server; set isolation = \"session\" for it in the proxy config",
 		method, b.name, len(all), len(busy))}
 }

@@ -239,7 +239,7 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			return err
 		}
 		defer p.Close()
-		go watchConfig(ctx, p, cfg.Path, *reloadEvery, p.Logger())
+		go watchConfig(ctx, p, cfg, *reloadEvery, p.Logger())
 		defer startPublishing(ctx, p, cfg.Path, "http "+*httpAddr)()
 		return serveHTTP(ctx, p, cfg, *httpAddr, *allowRemote, stderr)
 	}
@@ -250,7 +250,7 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return err
 	}
 	defer p.Close()
-	go watchConfig(ctx, p, cfg.Path, *reloadEvery, p.Logger())
+	go watchConfig(ctx, p, cfg, *reloadEvery, p.Logger())
 	defer startPublishing(ctx, p, cfg.Path, "stdio")()
 	served := make(chan error, 1)
 	if f, ok := stdin.(*os.File); ok {

@@ -19,11 +19,12 @@ import (
 // interval: editors that replace the file are seen too) or on SIGHUP, until ctx
 // ends. An invalid new config is logged with all its problems and the running
 // one keeps serving.
-func watchConfig(ctx context.Context, p *proxy.Server, path string, interval time.Duration, log *slog.Logger) {
+func watchConfig(ctx context.Context, p *proxy.Server, cfg *config.Config, interval time.Duration, log *slog.Logger) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	last := configSum(path)
+	path, globs := cfg.Path, cfg.PolicyFiles // the policy files of the config in force
+	last := configSum(path, globs)
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -34,13 +35,13 @@ func watchConfig(ctx context.Context, p *proxy.Server, path string, interval tim
 		case <-hup:
 			why = "SIGHUP"
 		case <-t.C:
-			sum := configSum(path)
+			sum := configSum(path, globs)
 			if bytes.Equal(sum, last) {
 				continue
 			}
 			why = "config or policy file changed"
 		}
-		last = configSum(path)
+		last = configSum(path, globs)
 		cfg, err := config.Load(path)
 		if err != nil {
 			log.Error("reload: the new config is invalid; the previous one keeps serving", "reason", why, "problems", err.Error())
@@ -51,25 +52,23 @@ func watchConfig(ctx context.Context, p *proxy.Server, path string, interval tim
 			continue
 		}
 		p.SetPolicy(cfg.Policy)
+		globs = cfg.PolicyFiles
+		last = configSum(path, globs)
 		log.Info("reloaded the config", "reason", why, "file", cfg.Path, "servers", len(cfg.Servers))
 	}
 }
 
-// configSum hashes the config file and the policy files it lists (as their
-// globs match now), so that an edit of any of them is seen.
-func configSum(path string) []byte {
+// configSum hashes the config file and the policy files its globs match now,
+// so that an edit of any of them is seen without parsing anything.
+func configSum(path string, globs []string) []byte {
 	h := sha256.New()
 	h.Write(fileSum(path))
-	if cfg, err := config.Load(path); err == nil {
-		for _, g := range cfg.PolicyFiles {
-			matches, _ := filepath.Glob(g)
-			for _, m := range matches {
-				h.Write([]byte(m))
-				h.Write(fileSum(m))
-			}
+	for _, g := range globs {
+		matches, _ := filepath.Glob(g)
+		for _, m := range matches {
+			h.Write([]byte(m))
+			h.Write(fileSum(m))
 		}
-	} else {
-		h.Write([]byte(err.Error())) // a broken policy file changes this too
 	}
 	return h.Sum(nil)
 }

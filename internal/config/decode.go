@@ -331,20 +331,28 @@ func (d *decoder) server(t *table, name string, cfg *Config) (entry, bool) {
 		}
 	}
 
-	e := entry{Server: s, prefixAt: t.errorHere}
-	e.Prefix = name
-	if t.has("prefix") {
-		e.prefixAt = func(format string, args ...any) { t.errorf("prefix", format, args...) }
-		e.Prefix = ""
-		switch {
-		case !prefixOK:
-		case !prefixRE.MatchString(prefix):
-			t.errorf("prefix", `prefix %q is not valid; use at most 32 letters, digits, '_' or '-', or "" to expose names unchanged`, prefix)
-		default:
-			e.Prefix = prefix
-		}
-	}
+	e := entry{Server: s}
+	e.Prefix, e.prefixAt = t.prefix(name, prefix, prefixOK)
 	return e, true
+}
+
+// prefix resolves the prefix of the server or plugin name from the value
+// of its prefix key (ok: it is a string): the name when the key is absent,
+// the value when valid (possibly ""). It also returns where to report a
+// problem with it: the prefix key if present, else the table.
+func (t *table) prefix(name, value string, ok bool) (string, func(format string, args ...any)) {
+	if !t.has("prefix") {
+		return name, t.errorHere
+	}
+	at := func(format string, args ...any) { t.errorf("prefix", format, args...) }
+	switch {
+	case !ok:
+	case !prefixRE.MatchString(value):
+		t.errorf("prefix", `prefix %q is not valid; use at most 32 letters, digits, '_' or '-', or "" to expose names unchanged`, value)
+	default:
+		return value, at
+	}
+	return "", at
 }
 
 // resolve makes a relative path absolute against dir.

@@ -167,18 +167,7 @@ func (d *decoder) plugin(t *table, name string, cfg *Config) (pluginEntry, bool)
 		}
 	}
 
-	e := pluginEntry{Plugin: p, at: t.errorHere, prefixAt: t.errorHere}
-	e.Prefix = name
-	if t.has("prefix") {
-		e.prefixAt = func(format string, args ...any) { t.errorf("prefix", format, args...) }
-		e.Prefix = ""
-		switch {
-		case !prefixOK:
-		case !prefixRE.MatchString(prefix):
-			t.errorf("prefix", `prefix %q is not valid; use at most 32 letters, digits, '_' or '-', or "" to expose names unchanged`, prefix)
-		default:
-			e.Prefix = prefix
-		}
-	}
+	e := pluginEntry{Plugin: p, at: t.errorHere}
+	e.Prefix, e.prefixAt = t.prefix(name, prefix, prefixOK)
 	return e, true
 }

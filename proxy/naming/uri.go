@@ -84,6 +84,12 @@ func NewURIMap(servers []URIServer) (*URIMap, error) {
 	return m, nil
 }
 
+// Rewrites reports whether Outward changes the URIs of server (it is
+// prefixed and known).
+func (m *URIMap) Rewrites(server string) bool {
+	return m != nil && m.byServer[server] != ""
+}
+
 // Outward rewrites a URI from an upstream server for clients. It returns uri
 // unchanged for an unprefixed or unknown server, or a nil map.
 func (m *URIMap) Outward(server, uri string) string {

@@ -299,3 +299,18 @@ func upperHead(s string) string {
 	i := strings.IndexByte(s, '+')
 	return strings.ToUpper(s[:i]) + s[i:]
 }
+
+func TestRewrites(t *testing.T) {
+	m, err := NewURIMap([]URIServer{{Server: "a", Prefix: "a"}, {Server: "b", Prefix: ""}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for server, want := range map[string]bool{"a": true, "b": false, "unknown": false} {
+		if got := m.Rewrites(server); got != want {
+			t.Errorf("Rewrites(%q) = %v, want %v", server, got, want)
+		}
+	}
+	if (*URIMap)(nil).Rewrites("a") {
+		t.Error("a nil map rewrites")
+	}
+}
