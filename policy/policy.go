@@ -65,6 +65,12 @@ type Item struct {
 	// Exposed is the name, URI or template that clients see; the policy
 	// files' rules match it. If empty, Original.
 	Exposed string
+	// Qualified, for a tool that an override renamed, is the name it would
+	// be exposed under without the rename (its prefix, "__" and its original
+	// name). The policy files' rules match it as well as Exposed, so that a
+	// rename never escapes a rule written for the server's names. If empty,
+	// only Exposed is matched.
+	Qualified string
 	// Annotations are the tool's annotations as the upstream listed them, or
 	// as [Rules.Annotations] returned them (applying overrides twice changes
 	// nothing). Only tools have them.
@@ -228,7 +234,9 @@ func (r *Rules) server(name string) *ServerRules {
 //     have an effective readOnlyHint of true ([Rules.Annotations]); an
 //     unannotated tool is not read-only;
 //  3. the policy files' rules on the exposed name (Rule.URI false) or URI
-//     (Rule.URI true): of the matching rules that allow or deny, the most
+//     (Rule.URI true); a renamed tool's rules match its exposed name or its
+//     qualified name (Item.Qualified), either one being enough. Of the
+//     matching rules that allow or deny, the most
 //     specific decides, specificity being the number of literal characters
 //     of the glob ("files__write_log" beats "files__write_*", which beats
 //     "*"); between equally specific rules deny wins, and between two denies
@@ -303,7 +311,7 @@ func (r *Rules) Decide(it Item) Decision {
 	best := -1
 	for i := range r.FileRules {
 		fr := &r.FileRules[i]
-		if fr.URI != uri || !Match(fr.Match, it.Exposed) {
+		if fr.URI != uri || !Match(fr.Match, it.Exposed) && (it.Qualified == "" || !Match(fr.Match, it.Qualified)) {
 			continue
 		}
 		d.Limits.add(fr)

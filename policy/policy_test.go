@@ -293,6 +293,25 @@ func TestDecide(t *testing.T) {
 			want:  Decision{Rule: `rule "no_writes"`, Source: "policy/base.toml:7", Reason: "writes need review"},
 		},
 		{
+			name:  "file rule denies a renamed tool by its qualified name",
+			rules: files,
+			item:  Item{Kind: Tool, Server: "files", Original: "write_file", Exposed: "save_it", Qualified: "files__write_file"},
+			want:  Decision{Rule: `rule "no_writes"`, Source: "policy/base.toml:7", Reason: "writes need review"},
+		},
+		{
+			name:  "file rule denies a renamed tool by its exposed name",
+			rules: &Rules{FileRules: []Rule{{Name: "no_save", Match: "save_*", Deny: true, Source: "policy/b.toml:1"}}},
+			item:  Item{Kind: Tool, Server: "files", Original: "write_file", Exposed: "save_it", Qualified: "files__write_file"},
+			want:  Decision{Rule: `rule "no_save"`, Source: "policy/b.toml:1"},
+		},
+		{
+			name:  "limits follow a renamed tool's qualified name",
+			rules: files,
+			item:  Item{Kind: Tool, Server: "web", Original: "search", Exposed: "find", Qualified: "web__search"},
+			want: Decision{Visible: true, Limits: Limits{CallTimeout: 5 * time.Second, CallTimeoutSource: "policy/web.toml:2",
+				MaxResultBytes: 200000, MaxResultBytesSource: "policy/base.toml:14", Rate: Rate{N: 30, Per: time.Minute}, RateSource: "policy/base.toml:14"}},
+		},
+		{
 			name:  "a more specific allow wins over a deny",
 			rules: files,
 			item:  tool("files", "write_log", "files__write_log", nil),

@@ -191,15 +191,9 @@ func (s *Server) rebuild() {
 	}
 	var collisions []naming.Collision
 	c.tools, collisions = naming.Build(toolGroups)
-	for _, col := range collisions {
-		s.log.Error("tool name collision: two servers expose the same name; the first keeps it. Give one of them a different prefix",
-			"exposed", col.Exposed, "kept_server", col.Kept.Server, "dropped_server", col.Dropped.Server, "dropped_tool", col.Dropped.Original)
-	}
+	s.logCollisions("tool", collisions)
 	c.prompts, collisions = naming.Build(promptGroups)
-	for _, col := range collisions {
-		s.log.Error("prompt name collision: two servers expose the same name; the first keeps it. Give one of them a different prefix",
-			"exposed", col.Exposed, "kept_server", col.Kept.Server, "dropped_server", col.Dropped.Server, "dropped_prompt", col.Dropped.Original)
-	}
+	s.logCollisions("prompt", collisions)
 
 	for _, b := range g.backends {
 		l := snap[b.name]
@@ -209,7 +203,11 @@ func (s *Server) rebuild() {
 				continue
 			}
 			ann := rules.Annotations(b.name, t.Name, toPolicyAnnotations(t.Annotations))
-			d := rules.Decide(policy.Item{Kind: policy.Tool, Server: b.name, Original: t.Name, Exposed: exposed, Annotations: ann})
+			it := policy.Item{Kind: policy.Tool, Server: b.name, Original: t.Name, Exposed: exposed, Annotations: ann}
+			if o, ok := rules.Override(b.name, t.Name); ok && o.Name != "" {
+				it.Qualified = naming.Expose(b.cfg.Prefix, t.Name) // rules on the server's names still apply
+			}
+			d := rules.Decide(it)
 			c.decisions["tool\x00"+exposed] = d
 			c.toolAnn[exposed] = ann
 			if !d.Visible {
@@ -274,6 +272,20 @@ func (s *Server) rebuild() {
 	}
 	s.catalog.Store(c)
 	s.register(c)
+}
+
+// logCollisions logs the names of kind ("tool" or "prompt") that
+// naming.Build left out, naming both servers.
+func (s *Server) logCollisions(kind string, collisions []naming.Collision) {
+	for _, col := range collisions {
+		if col.Owner != "" {
+			s.log.Error(kind+" name refused: it lies in another server's namespace, which only that server may fill; rename it with an override, or give the listing server a prefix",
+				"exposed", col.Exposed, "namespace_server", col.Owner, "refused_server", col.Dropped.Server, "refused_"+kind, col.Dropped.Original)
+			continue
+		}
+		s.log.Error(kind+" name collision: two servers expose the same name; the first keeps it. Give one of them a different prefix",
+			"exposed", col.Exposed, "kept_server", col.Kept.Server, "dropped_server", col.Dropped.Server, "dropped_"+kind, col.Dropped.Original)
+	}
 }
 
 // register applies the difference between the registered set and c to the SDK

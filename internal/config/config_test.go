@@ -689,3 +689,34 @@ func TestURIPrefix(t *testing.T) {
 		}
 	}
 }
+
+// TestParseNamespaces refuses what the proxy would refuse at run time: a
+// prefix inside another's namespace, and an override name in another
+// server's or plugin's namespace. A rename within its own namespace is fine.
+func TestParseNamespaces(t *testing.T) {
+	doc := `[servers.files]
+command = "a"
+[servers.nested]
+command = "b"
+prefix = "files__x"
+[servers.squat]
+command = "c"
+prefix = ""
+[servers.squat.overrides.write]
+name = "files__write_file"
+[servers.files.overrides.read]
+name = "files__read_it"
+[servers.gh]
+command = "d"
+[servers.gh.overrides.issue]
+name = "gh_issue"
+`
+	want := []string{
+		`proxy.toml:5:1: servers.nested.prefix: servers "files" (prefix "files") and "nested" (prefix "files__x"): one prefix lies in the namespace of the other (files__*), so their names could collide; change one of the prefixes`,
+		`proxy.toml:10:1: servers.squat.overrides.write.name: "files__write_file" lies in the namespace of server "files" (prefix "files"), where only that server's names may be exposed; choose a name that does not start with "files__"`,
+	}
+	_, err := ParseEnv("proxy.toml", []byte(doc), env(nil))
+	if diff := cmp.Diff(want, problems(t, err)); diff != "" {
+		t.Errorf("ParseEnv problems (-want +got):\n%s", diff)
+	}
+}

@@ -37,6 +37,7 @@ type decoder struct {
 
 	serverRules map[string]*policy.ServerRules // enabled servers' policy keys, by name (policy.go)
 	renames     map[string]string              // override names taken, to where (policy.go)
+	renameSites []renameSite                   // enabled servers' override names, checked against the prefixes (policy.go)
 }
 
 func decode(file, abs string, data []byte, lookup func(string) (string, bool)) (*Config, error) {
@@ -220,6 +221,11 @@ func (d *decoder) servers(root *table, cfg *Config) []Server {
 			}
 			if s.Prefix == prev.Prefix {
 				s.prefixAt("servers %q and %q both use prefix %q; give one of them another prefix", prev.Name, s.Name, s.Prefix)
+				break
+			}
+			if outer, _, ok := nestedPrefixes(prev.Prefix, s.Prefix); ok {
+				s.prefixAt("servers %q (prefix %q) and %q (prefix %q): one prefix lies in the namespace of the other (%s__*), so their names could collide; change one of the prefixes",
+					prev.Name, prev.Prefix, s.Name, s.Prefix, outer)
 				break
 			}
 			if URIPrefix(s.Prefix) == URIPrefix(prev.Prefix) {

@@ -102,6 +102,11 @@ func (d *decoder) pluginCollision(p pluginEntry, servers []Server, prev []plugin
 			p.prefixAt("%s %q and plugin %q both use prefix %q; give one of them another prefix", o.kind, o.name, p.Name, p.Prefix)
 			return
 		}
+		if outer, _, ok := nestedPrefixes(o.prefix, p.Prefix); ok {
+			p.prefixAt("%s %q (prefix %q) and plugin %q (prefix %q): one prefix lies in the namespace of the other (%s__*), so their names could collide; change one of the prefixes",
+				o.kind, o.name, o.prefix, p.Name, p.Prefix, outer)
+			return
+		}
 		if URIPrefix(p.Prefix) == URIPrefix(o.prefix) {
 			p.prefixAt("%s %q (prefix %q) and plugin %q (prefix %q) both get resource URI prefix %q; change one of the prefixes",
 				o.kind, o.name, o.prefix, p.Name, p.Prefix, URIPrefix(p.Prefix))

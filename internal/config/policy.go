@@ -111,10 +111,69 @@ func (d *decoder) policyKeys(root *table, cfg *Config) {
 			rules.Servers[name] = sr
 		}
 	}
+	d.checkRenames(cfg)
 	if rules.ReadOnly || rules.Servers != nil || cfg.PolicyFiles != nil {
 		cfg.Policy = rules
 	}
 	cfg.Audit = d.audit(root, cfg)
+}
+
+// renameSite is an override's name, for checkRenames.
+type renameSite struct {
+	server, name string
+	at           func(format string, args ...any)
+}
+
+// checkRenames reports an override name that lies in the namespace of
+// another server or plugin (its prefix and "__"): the proxy would refuse it
+// (see naming.Build), so it is an error here already.
+func (d *decoder) checkRenames(cfg *Config) {
+	type owner struct{ kind, name, prefix string }
+	var owners []owner
+	for _, s := range cfg.Servers {
+		owners = append(owners, owner{"server", s.Name, s.Prefix})
+	}
+	for _, p := range cfg.Plugins {
+		owners = append(owners, owner{"plugin", p.Name, p.Prefix})
+	}
+	for _, r := range d.renameSites {
+		var best *owner
+		for i := range owners {
+			o := &owners[i]
+			if o.prefix != "" && strings.HasPrefix(r.name, o.prefix+"__") && (best == nil || len(o.prefix) > len(best.prefix)) {
+				best = o
+			}
+		}
+		if best == nil || best.name == r.server {
+			continue
+		}
+		own := ""
+		for _, o := range owners {
+			if o.name == r.server {
+				own = o.prefix
+			}
+		}
+		if own == best.prefix {
+			continue
+		}
+		r.at("%q lies in the namespace of %s %q (prefix %q), where only that %s's names may be exposed; choose a name that does not start with %q",
+			r.name, best.kind, best.name, best.prefix, best.kind, best.prefix+"__")
+	}
+}
+
+// nestedPrefixes reports whether one of two non-empty prefixes lies in the
+// namespace of the other (starts with it and "__"), returning the outer and
+// the inner one.
+func nestedPrefixes(a, b string) (outer, inner string, ok bool) {
+	switch {
+	case a == "" || b == "":
+		return "", "", false
+	case strings.HasPrefix(b, a+"__"):
+		return a, b, true
+	case strings.HasPrefix(a, b+"__"):
+		return b, a, true
+	}
+	return "", "", false
 }
 
 // audit decodes the [audit] table.
@@ -175,7 +234,7 @@ func (d *decoder) serverPolicy(t *table, name string, disabled bool) {
 			t.errorf("annotations", `%q is not an annotations mode; use "trust" (the default) or "ignore" to trust only the overrides`, s)
 		}
 	}
-	sr.Overrides = d.overrides(t, disabled)
+	sr.Overrides = d.overrides(t, name, disabled)
 	lists := len(sr.Tools.Allow) + len(sr.Tools.Deny) + len(sr.Prompts.Allow) + len(sr.Prompts.Deny) +
 		len(sr.Resources.Allow) + len(sr.Resources.Deny)
 	if disabled || !sr.ReadOnly && !sr.IgnoreAnnotations && sr.Overrides == nil && lists == 0 {
@@ -219,7 +278,7 @@ func (d *decoder) checkGlob(t *table, key, g string) bool {
 
 // overrides decodes [servers.NAME.overrides.TOOL] tables, checking that no
 // two overrides of enabled servers give the same name.
-func (d *decoder) overrides(t *table, disabled bool) map[string]policy.Override {
+func (d *decoder) overrides(t *table, server string, disabled bool) map[string]policy.Override {
 	ot, ok := t.tableOf("overrides", "a table of tools such as [servers.NAME.overrides.TOOL]")
 	if !ok {
 		return nil
@@ -242,6 +301,9 @@ func (d *decoder) overrides(t *table, disabled bool) map[string]policy.Override 
 					d.renames = make(map[string]string)
 				}
 				d.renames[name] = fmt.Sprintf("%s (%s)", tt.key, d.source(tt.fields["name"]))
+				tt := tt
+				d.renameSites = append(d.renameSites, renameSite{server: server, name: name,
+					at: func(format string, args ...any) { tt.errorf("name", format, args...) }})
 			}
 		}
 		o.Title, _ = tt.str("title")

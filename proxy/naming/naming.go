@@ -39,13 +39,18 @@ type Entry struct {
 }
 
 // Collision reports an entry left out of a [Table] because an exposed name was
-// already taken. Across servers, Kept is the earlier server's entry (config
-// order). Within one server it can only happen if even the longest hashed
-// form clashes (practically never); Kept and Dropped then share a server.
+// already taken, or lies in another server's namespace. Across servers, Kept
+// is the earlier server's entry (config order). Within one server it can only
+// happen if even the longest hashed form clashes (practically never); Kept and
+// Dropped then share a server.
 type Collision struct {
 	Exposed string
 	Kept    Entry
 	Dropped Entry
+	// Owner, when not empty, is the server whose namespace (its prefix and
+	// "__") holds Exposed, which Dropped's server may not expose there,
+	// whatever the order of the groups; Kept is then the zero Entry.
+	Owner string
 }
 
 // Group is one server's names, as input to [Build].
@@ -152,6 +157,13 @@ func hashed(sanitized, prefix, name string, digits int) string {
 // too clashes, 16 then 32 digits. So a valid name is never renamed because
 // of another name of its server.
 //
+// A server's namespace is every name that starts with its prefix and "__".
+// An exposed name in the namespace of another server (the one with the
+// longest such prefix) is left out, whatever the order of the groups, and
+// reported as a [Collision] with Owner set: an unprefixed server listing
+// "files__write_file", or a rename to it, never takes a name of the server
+// with prefix "files", nor adds one to its namespace.
+//
 // Across servers, the earlier group wins an exposed name; the later entry is
 // left out and reported as a [Collision] naming both servers. Collisions are
 // returned in group order, then by exposed name and original name.
@@ -172,6 +184,10 @@ func Build(groups []Group) (*Table, []Collision) {
 	for _, g := range groups {
 		entries, dropped := resolve(g)
 		for _, e := range entries {
+			if owner := namespaceOwner(groups, e.Exposed); owner != nil && owner.Prefix != g.Prefix {
+				dropped = append(dropped, Collision{Exposed: e.Exposed, Dropped: e, Owner: owner.Server})
+				continue
+			}
 			if kept, ok := t.byExposed[e.Exposed]; ok {
 				dropped = append(dropped, Collision{Exposed: e.Exposed, Kept: kept, Dropped: e})
 				continue
@@ -188,6 +204,23 @@ func Build(groups []Group) (*Table, []Collision) {
 	}
 	slices.SortFunc(t.entries, func(a, b Entry) int { return strings.Compare(a.Exposed, b.Exposed) })
 	return t, collisions
+}
+
+// namespaceOwner returns the group whose namespace holds exposed: the first
+// one with the longest non-empty prefix such that exposed starts with that
+// prefix and "__". It returns nil when no namespace holds it.
+func namespaceOwner(groups []Group, exposed string) *Group {
+	var owner *Group
+	for i := range groups {
+		g := &groups[i]
+		if g.Prefix == "" || !strings.HasPrefix(exposed, g.Prefix+Separator) {
+			continue
+		}
+		if owner == nil || len(g.Prefix) > len(owner.Prefix) {
+			owner = g
+		}
+	}
+	return owner
 }
 
 // candidate is one name of a group during clash resolution.

@@ -189,12 +189,60 @@ func TestBuild(t *testing.T) {
 				{Server: "one", Prefix: "a", Names: []string{"b__c"}},
 				{Server: "two", Prefix: "a__b", Names: []string{"c"}},
 			},
-			wantEntries: []Entry{{Exposed: "a__b__c", Server: "one", Original: "b__c"}},
+			// "a__b__c" is in the namespace of "two" (the longest prefix).
+			wantEntries: []Entry{{Exposed: "a__b__c", Server: "two", Original: "c"}},
 			wantCollisions: []Collision{{
 				Exposed: "a__b__c",
-				Kept:    Entry{Exposed: "a__b__c", Server: "one", Original: "b__c"},
-				Dropped: Entry{Exposed: "a__b__c", Server: "two", Original: "c"},
+				Dropped: Entry{Exposed: "a__b__c", Server: "one", Original: "b__c"},
+				Owner:   "two",
 			}},
+		},
+		{
+			name: "squatting: an unprefixed server listed first takes no name of another namespace",
+			groups: []Group{
+				{Server: "squat", Prefix: "", Names: []string{"files__write_file", "files__delete_everything", "files", "filesx__y", "mine"}},
+				{Server: "files", Prefix: "files", Names: []string{"write_file"}},
+			},
+			wantEntries: []Entry{
+				{Exposed: "files", Server: "squat", Original: "files"},
+				{Exposed: "files__write_file", Server: "files", Original: "write_file"},
+				{Exposed: "filesx__y", Server: "squat", Original: "filesx__y"},
+				{Exposed: "mine", Server: "squat", Original: "mine"},
+			},
+			wantCollisions: []Collision{
+				{Exposed: "files__delete_everything", Dropped: Entry{Exposed: "files__delete_everything", Server: "squat", Original: "files__delete_everything"}, Owner: "files"},
+				{Exposed: "files__write_file", Dropped: Entry{Exposed: "files__write_file", Server: "squat", Original: "files__write_file"}, Owner: "files"},
+			},
+		},
+		{
+			name: "squatting: an unprefixed server listed second adds nothing to another namespace",
+			groups: []Group{
+				{Server: "files", Prefix: "files", Names: []string{"write_file"}},
+				{Server: "squat", Prefix: "", Names: []string{"files__write_file", "files__delete_everything"}},
+			},
+			wantEntries: []Entry{
+				{Exposed: "files__write_file", Server: "files", Original: "write_file"},
+			},
+			wantCollisions: []Collision{
+				{Exposed: "files__delete_everything", Dropped: Entry{Exposed: "files__delete_everything", Server: "squat", Original: "files__delete_everything"}, Owner: "files"},
+				{Exposed: "files__write_file", Dropped: Entry{Exposed: "files__write_file", Server: "squat", Original: "files__write_file"}, Owner: "files"},
+			},
+		},
+		{
+			name: "squatting: sanitized and renamed names are checked too",
+			groups: []Group{
+				{Server: "files", Prefix: "files", Names: []string{"read"}},
+				{Server: "gh", Prefix: "gh", Names: []string{"issue", "pr"}, Renames: map[string]string{"issue": "files__issue", "pr": "gh_pr"}},
+				{Server: "squat", Prefix: "", Names: []string{"files..read"}},
+			},
+			wantEntries: []Entry{
+				{Exposed: "files__read", Server: "files", Original: "read"},
+				{Exposed: "gh_pr", Server: "gh", Original: "pr"},
+			},
+			wantCollisions: []Collision{
+				{Exposed: "files__issue", Dropped: Entry{Exposed: "files__issue", Server: "gh", Original: "issue"}, Owner: "files"},
+				{Exposed: "files__read", Dropped: Entry{Exposed: "files__read", Server: "squat", Original: "files..read"}, Owner: "files"},
+			},
 		},
 		{
 			name:   "empty",
@@ -378,7 +426,25 @@ func FuzzBuild(f *testing.F) {
 		checkTable(t, table)
 
 		dropped := make(map[origin]bool)
+		prefixOf := map[string]string{"one": prefix1, "two": prefix2}
+		for _, e := range table.Entries() {
+			if owner := namespaceOwner(groups, e.Exposed); owner != nil && owner.Prefix != prefixOf[e.Server] {
+				t.Errorf("entry %+v is in the namespace of %q (prefix %q)", e, owner.Server, owner.Prefix)
+			}
+		}
 		for _, c := range collisions {
+			if c.Owner != "" {
+				owner := namespaceOwner(groups, c.Exposed)
+				if c.Kept != (Entry{}) || c.Dropped.Exposed != c.Exposed || owner == nil || owner.Server != c.Owner || prefixOf[c.Dropped.Server] == owner.Prefix {
+					t.Errorf("namespace collision %+v: wrong entries or owner", c)
+				}
+				o := origin{c.Dropped.Server, c.Dropped.Original}
+				if _, ok := table.Exposed(o.server, o.original); ok || dropped[o] {
+					t.Errorf("collision %+v: dropped entry is in the table or dropped twice", c)
+				}
+				dropped[o] = true
+				continue
+			}
 			if c.Kept.Exposed != c.Exposed || c.Dropped.Exposed != c.Exposed {
 				t.Errorf("collision %+v: entries do not carry its exposed name", c)
 			}

@@ -1,0 +1,95 @@
+package e2e
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Attacks on names, configs and upstreams (issue 9): an unprefixed server
+// squatting another server's namespace, malformed list items, policy files
+// deleted or broken while serving, renames that would escape a deny rule,
+// prompt rates, and result caps that ignore _meta and unknown members.
+
+// listPromptNames returns the sorted names of every prompt cs lists.
+func listPromptNames(ctx context.Context, t *testing.T, cs *mcp.ClientSession) []string {
+	t.Helper()
+	var names []string
+	for p, err := range cs.Prompts(ctx, nil) {
+		if err != nil {
+			t.Fatalf("prompts/list: %v", err)
+		}
+		names = append(names, p.Name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// TestAttackNamespaceSquatting runs an unprefixed server that lists tools and
+// prompts named files__echo (a name of the files server) and
+// files__delete_everything (a new name in its namespace), before and after
+// the files server in the config: in both orders neither name reaches the
+// squatter, a call of files__echo reaches the files server, and the log
+// names both servers.
+func TestAttackNamespaceSquatting(t *testing.T) {
+	t.Parallel()
+	squat := fixture("squat", []string{"-tools", "whoami", "-squat", "files__echo,files__delete_everything"}, `prefix = ""`)
+	files := fixture("files", []string{"-tools", "echo"})
+	for _, tt := range []struct {
+		name string
+		body string
+	}{
+		{"squatter first", squat + files},
+		{"squatter second", files + squat},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			sp := startStdio(t, writeConfig(t, tt.body))
+			ctx := testCtx(t)
+			if diff := cmp.Diff([]string{"files__echo", "whoami"}, toolNames(listTools(ctx, t, sp.cs))); diff != "" {
+				t.Errorf("tools (-want +got):\n%s", diff)
+			}
+			if got := text(call(ctx, t, sp.cs, "files__echo", map[string]any{"message": "hi"})); got != "files: hi" {
+				t.Errorf("files__echo = %q, want the files server's %q", got, "files: hi")
+			}
+			checkLikeUnknown(ctx, t, sp.cs, "files__delete_everything", "files__nosuch")
+			if diff := cmp.Diff([]string{"files__greet", "greet"}, listPromptNames(ctx, t, sp.cs)); diff != "" {
+				t.Errorf("prompts (-want +got):\n%s", diff)
+			}
+			if _, err := sp.cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "files__echo"}); err == nil {
+				t.Error("prompts/get files__echo succeeded; the squatter's prompt must not be served")
+			}
+			for _, kind := range []string{"tool", "prompt"} {
+				for _, name := range []string{"files__echo", "files__delete_everything"} {
+					awaitStderr(t, sp.proc, 1, kind+" name refused", "exposed="+name, "namespace_server=files", "refused_server=squat")
+				}
+			}
+		})
+	}
+}
+
+// TestAttackRenameKeepsDeny denies files__echo* in a policy file and renames
+// echo to say_it with an override: say_it is hidden and refused like an
+// unknown tool, and `manifold explain` cites the rule.
+func TestAttackRenameKeepsDeny(t *testing.T) {
+	t.Parallel()
+	const rules = "[rules.no_echo]\nmatch = \"files__echo*\"\ndeny = true\nreason = \"echo is off\"\n"
+	cfg := policyConfig(t, `policy_files = ["policy/*.toml"]`+"\n"+
+		fixture("files", []string{"-tools", "echo,whoami"}, "[servers.files.overrides.echo]", `name = "say_it"`),
+		map[string]string{"policy/base.toml": rules})
+	sp := startStdio(t, cfg)
+	ctx := testCtx(t)
+	if diff := cmp.Diff([]string{"files__whoami"}, toolNames(listTools(ctx, t, sp.cs))); diff != "" {
+		t.Errorf("tools (-want +got):\n%s", diff)
+	}
+	checkLikeUnknown(ctx, t, sp.cs, "say_it", "say_nosuch")
+	checkLikeUnknown(ctx, t, sp.cs, "files__echo", "files__nosuch")
+	out, errOut, code := runCLI(t, "explain", "--config", cfg, "say_it")
+	if code != 0 || !strings.Contains(out, `hidden: rule "no_echo" (policy/base.toml:1)`) {
+		t.Errorf("manifold explain say_it = %q (exit %d, stderr %q); want it hidden by rule \"no_echo\" (policy/base.toml:1)", out, code, errOut)
+	}
+}
