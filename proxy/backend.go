@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -78,7 +79,7 @@ type backend struct {
 	caps       *mcp.ServerCapabilities
 	dirty      listKind                            // guarded by mu; lists to re-fetch
 	fetching   bool                                // guarded by mu; a refresh loop runs
-	busy       map[*mcp.ServerSession]int          // guarded by mu; calls in flight per downstream session
+	busy       map[*inflight]struct{}              // guarded by mu; calls in flight
 	started    chan struct{}                       // closed when the initial start attempt ended
 	since      time.Time                           // guarded by mu; when it last came up
 	retryAt    time.Time                           // guarded by mu; next start attempt while down
@@ -130,35 +131,63 @@ func (p RestartPolicy) withDefaults() RestartPolicy {
 	return p
 }
 
-// enter records a call in flight from ss; the returned func ends it.
-func (b *backend) enter(ss *mcp.ServerSession) func() {
+// inflight is one downstream call in flight on a backend: the session that
+// made it and the context of its handler. A server->client request or
+// notification that belongs to the call is sent with a context derived from
+// ctx, so that over streamable HTTP it travels on the call's own response
+// stream (the SDK picks the stream from the incoming request in the context)
+// instead of the standalone GET stream, which the client may not have opened
+// yet or at all.
+type inflight struct {
+	ss  *mcp.ServerSession
+	ctx context.Context
+}
+
+// enter records a call in flight from ss with the handler context ctx; the
+// returned func ends it.
+func (b *backend) enter(ctx context.Context, ss *mcp.ServerSession) func() {
 	if ss == nil {
 		return func() {}
 	}
+	c := &inflight{ss: ss, ctx: ctx}
 	b.mu.Lock()
 	if b.busy == nil {
-		b.busy = make(map[*mcp.ServerSession]int)
+		b.busy = make(map[*inflight]struct{})
 	}
-	b.busy[ss]++
+	b.busy[c] = struct{}{}
 	b.mu.Unlock()
 	return func() {
 		b.mu.Lock()
-		if b.busy[ss]--; b.busy[ss] <= 0 {
-			delete(b.busy, ss)
-		}
+		delete(b.busy, c)
 		b.mu.Unlock()
 	}
 }
 
-// busySessions returns the downstream sessions with calls in flight on b.
+// busySessions returns the downstream sessions with calls in flight on b,
+// each once.
 func (b *backend) busySessions() []*mcp.ServerSession {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	out := make([]*mcp.ServerSession, 0, len(b.busy))
-	for ss := range b.busy {
-		out = append(out, ss)
+	for c := range b.busy {
+		if !slices.Contains(out, c.ss) {
+			out = append(out, c.ss)
+		}
 	}
 	return out
+}
+
+// callOf returns the context of one of ss's calls in flight on b, or nil if
+// there is none.
+func (b *backend) callOf(ss *mcp.ServerSession) context.Context {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for c := range b.busy {
+		if c.ss == ss && c.ctx.Err() == nil {
+			return c.ctx
+		}
+	}
+	return nil
 }
 
 // snapshot returns the backend's state, connection and error.

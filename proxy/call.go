@@ -156,7 +156,7 @@ func (s *Server) startCall(ctx context.Context, ss *mcp.ServerSession, name stri
 		timeout = t
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
-	cleanups = append(cleanups, cancel, b.enter(ss))
+	cleanups = append(cleanups, cancel, b.enter(ctx, ss))
 	up.CallToolRawAsync(cctx, params, func(raw json.RawMessage, err error) {
 		if err != nil {
 			var rpcErr *jsonrpc.Error

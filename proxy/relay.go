@@ -70,20 +70,22 @@ func (s *Server) relayOptions(opts *mcp.ClientOptions, b *backend, fixed *mcp.Se
 		if dc.Sampling.Tools != nil {
 			caps.Sampling.Tools = &mcp.SamplingToolsCapabilities{}
 			opts.CreateMessageWithToolsHandler = func(ctx context.Context, r *mcp.CreateMessageWithToolsRequest) (*mcp.CreateMessageWithToolsResult, error) {
-				ss, err := s.sessionFor(b, fixed, "sampling/createMessage")
+				ss, ctx, done, err := s.sessionFor(ctx, b, fixed, "sampling/createMessage")
 				if err != nil {
 					return nil, err
 				}
+				defer done()
 				p := *r.Params
 				p.IncludeContext = noContext(p.IncludeContext)
 				return ss.CreateMessageWithTools(ctx, &p)
 			}
 		} else {
 			opts.CreateMessageHandler = func(ctx context.Context, r *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-				ss, err := s.sessionFor(b, fixed, "sampling/createMessage")
+				ss, ctx, done, err := s.sessionFor(ctx, b, fixed, "sampling/createMessage")
 				if err != nil {
 					return nil, err
 				}
+				defer done()
 				p := *r.Params
 				p.IncludeContext = noContext(p.IncludeContext)
 				return ss.CreateMessage(ctx, &p)
@@ -125,10 +127,11 @@ func (s *Server) relayOptions(opts *mcp.ClientOptions, b *backend, fixed *mcp.Se
 				if method != "roots/list" {
 					return next(ctx, method, req)
 				}
-				ss, err := s.sessionFor(b, fixed, "roots/list")
+				ss, ctx, done, err := s.sessionFor(ctx, b, fixed, "roots/list")
 				if err != nil {
 					return nil, err
 				}
+				defer done()
 				return ss.ListRoots(ctx, nil)
 			}
 		})
@@ -142,10 +145,11 @@ func (s *Server) relayElicit(ctx context.Context, b *backend, fixed *mcp.ServerS
 	if params == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "elicitation/create needs params"}
 	}
-	ss, err := s.sessionFor(b, fixed, "elicitation/create")
+	ss, ctx, done, err := s.sessionFor(ctx, b, fixed, "elicitation/create")
 	if err != nil {
 		return nil, err
 	}
+	defer done()
 	p := *params
 	// The client can only name "the proxy"; the user must see which server
 	// asks.
@@ -168,8 +172,23 @@ func noContext(ic string) string {
 
 // sessionFor picks the downstream session an upstream's request belongs to:
 // fixed, for a process of its own (isolation = "session"), else by
-// attribution.
-func (s *Server) sessionFor(b *backend, fixed *mcp.ServerSession, method string) (*mcp.ServerSession, error) {
+// attribution. It also returns the context to relay the request with: while
+// the session has a call in flight on b, one that carries that call's
+// incoming request (so that over streamable HTTP the request goes out on the
+// call's response stream, which the client is reading, and not on the
+// standalone GET stream, which it may not have opened) and that is cancelled
+// with ctx, the upstream's request; done releases it.
+func (s *Server) sessionFor(ctx context.Context, b *backend, fixed *mcp.ServerSession, method string) (*mcp.ServerSession, context.Context, func(), error) {
+	ss, err := s.attribute(b, fixed, method)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	rctx, done := relayContext(ctx, b.callOf(ss))
+	return ss, rctx, done, nil
+}
+
+// attribute picks the session for sessionFor.
+func (s *Server) attribute(b *backend, fixed *mcp.ServerSession, method string) (*mcp.ServerSession, error) {
 	if fixed != nil {
 		return fixed, nil
 	}
@@ -192,6 +211,19 @@ func (s *Server) sessionFor(b *backend, fixed *mcp.ServerSession, method string)
 	return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf(
 		"%s from %q cannot be attributed to one client: %d clients are connected and %d have calls in flight on this server; set isolation = \"session\" for it in the proxy config",
 		method, b.name, len(all), len(busy))}
+}
+
+// relayContext returns a context with the values of call (the downstream
+// call a relayed message belongs to; nil if none) and the cancellation of
+// upstream (the upstream's request, or the life of its connection). The call
+// itself may end first without cancelling what was relayed on its behalf.
+func relayContext(upstream, call context.Context) (context.Context, func()) {
+	if call == nil {
+		return upstream, func() {}
+	}
+	ctx, cancel := context.WithCancel(context.WithoutCancel(call))
+	stop := context.AfterFunc(upstream, cancel)
+	return ctx, func() { stop(); cancel() }
 }
 
 // rootsChanged tells every running upstream that the client's roots changed;
