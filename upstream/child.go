@@ -11,7 +11,10 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -35,8 +38,10 @@ type child struct {
 	u     *Upstream
 	name  string
 	log   *slog.Logger
-	grace time.Duration
-	max   int
+	grace time.Duration // between SIGTERM and SIGKILL
+	// stdinGrace is the wait between closing stdin and SIGTERM.
+	stdinGrace time.Duration
+	max        int
 
 	cmd *exec.Cmd
 	pid int
@@ -128,6 +133,7 @@ func (u *Upstream) startChild(ctx context.Context, opts Options) error {
 		name:        u.name,
 		log:         u.log,
 		grace:       u.grace,
+		stdinGrace:  u.stdinGr,
 		max:         u.maxMsg,
 		cmd:         cmd,
 		pid:         cmd.Process.Pid,
@@ -172,7 +178,30 @@ func (u *Upstream) startChild(ctx context.Context, opts Options) error {
 	case ps != nil && (ps.ExitCode() >= 0 || !c.signalled.Load()):
 		what = describeExit(ps) + " during startup"
 	}
-	return fmt.Errorf("upstream %q: %s%s: %w", u.name, what, withTail(c.stderr.String()), err)
+	tail := c.stderr.String()
+	return fmt.Errorf("upstream %q: %s%s%s: %w", u.name, what, withTail(tail), npxCacheHint(opts.Command, tail), err)
+}
+
+// npxCacheRE finds the folder of one npx install in a module-not-found error.
+var npxCacheRE = regexp.MustCompile(`(/[^\s'"]*?/_npx/[0-9a-f]+)/`)
+
+// npxCacheHint says what to delete when a server failed because npm's npx
+// cache is half-written (an earlier first download was interrupted): npx
+// then reuses the incomplete install and every start fails the same way
+// ("Cannot find package 'zod'") until the folder is deleted. It is empty for
+// other failures.
+func npxCacheHint(command, stderr string) string {
+	if !strings.Contains(stderr, "Cannot find package") && !strings.Contains(stderr, "Cannot find module") &&
+		!strings.Contains(stderr, "ERR_MODULE_NOT_FOUND") {
+		return ""
+	}
+	if m := npxCacheRE.FindStringSubmatch(stderr); m != nil {
+		return fmt.Sprintf("; npx's cached install %s is incomplete (an earlier download was interrupted): delete it (rm -rf %s) and start again", m[1], m[1])
+	}
+	if filepath.Base(command) == "npx" {
+		return "; npx's cache may hold an incomplete install (an earlier download was interrupted): delete ~/.npm/_npx (rm -rf ~/.npm/_npx) and start again"
+	}
+	return ""
 }
 
 // describeExit says how a process ended.
@@ -186,18 +215,13 @@ func describeExit(ps *os.ProcessState) string {
 	return fmt.Sprintf("was killed (%v)", ps)
 }
 
-// abort kills a child whose startup failed and waits until it is reaped. A
-// child that already hung up gets StopGrace to exit on its own, so that its
-// exit status is its own.
+// abort stops a child whose startup failed, or was cancelled, and waits
+// until it is reaped. It runs the whole stop sequence, never a bare SIGKILL:
+// a server interrupted while it installs itself (npx filling its cache) must
+// get the chance to leave its files whole. A child that already exited keeps
+// its own exit status.
 func (c *child) abort() {
-	c.closing.Store(true) // any signal from here on is ours
-	c.closeStdin()
-	select {
-	case <-c.stdoutDone:
-		c.waitExit(c.grace)
-	default:
-	}
-	c.signal(syscall.SIGKILL)
+	c.stop()
 	<-c.u.done
 }
 
@@ -216,6 +240,7 @@ func (c *child) wait() {
 	defer c.reaper.unregister(c.pid) // the group was killed and the leader reaped
 	p := c.cmd.Process
 	if waitExited(c.pid) {
+		c.graceGroup()
 		c.procMu.Lock()
 		defer c.procMu.Unlock()
 		_ = signalGroup(p, syscall.SIGKILL)
@@ -228,6 +253,22 @@ func (c *child) wait() {
 	defer c.procMu.Unlock()
 	_ = signalGroup(p, syscall.SIGKILL)
 	c.reaped = true
+}
+
+// graceGroup runs the end of the stop sequence for what the leader left in
+// its group when it exited (npx exits on SIGTERM before the node process it
+// started has flushed): SIGTERM, then up to grace for them to exit, before
+// wait's SIGKILL. It is called before the leader is reaped, while its pid
+// still holds the group id.
+func (c *child) graceGroup() {
+	if !groupHasOthers(c.pid, c.pid) {
+		return
+	}
+	_ = signalGroup(c.cmd.Process, syscall.SIGTERM)
+	deadline := time.Now().Add(c.grace)
+	for groupHasOthers(c.pid, c.pid) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // signal sends sig to the child's process group unless it has been reaped.
@@ -252,14 +293,19 @@ func (c *child) waitExit(d time.Duration) bool {
 	}
 }
 
-// stopProcess is the stop sequence: close stdin, wait, SIGTERM the group,
-// wait, SIGKILL the group, and wait until the leader is reaped.
+// stopProcess is the stop sequence: close stdin, wait stdinGrace, SIGTERM
+// the group, wait grace, SIGKILL the group, and wait until the leader is
+// reaped. It is the only way a child is stopped.
 func (c *child) stopProcess() {
 	c.closeStdin()
-	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
-		if c.waitExit(c.grace) {
+	for _, step := range []struct {
+		wait time.Duration
+		sig  syscall.Signal
+	}{{c.stdinGrace, syscall.SIGTERM}, {c.grace, syscall.SIGKILL}} {
+		if c.waitExit(step.wait) {
 			return
 		}
+		sig := step.sig
 		c.log.Info("server still running; signalling its process group", "signal", sig.String())
 		c.signal(sig)
 	}

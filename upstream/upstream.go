@@ -63,6 +63,11 @@ type Options struct {
 	MaxMessageBytes int
 	// StopGrace is the wait between the steps of the stop sequence. If zero, 2s.
 	StopGrace time.Duration
+	// StdinGrace is how long a stopping child is given to exit after its
+	// stdin closes, before its group gets SIGTERM (one-shot commands, whose
+	// answer is already printed, make it short for servers that ignore the
+	// end of their input). If zero, StopGrace.
+	StdinGrace time.Duration
 
 	// Dial, if set, supplies the transport to the server instead of Command
 	// or URL, for servers the proxy runs in-process (plugins). The
@@ -101,6 +106,7 @@ type Upstream struct {
 	name    string
 	log     *slog.Logger
 	grace   time.Duration
+	stdinGr time.Duration // Options.StdinGrace, defaulted
 	maxMsg  int
 	client  *mcp.Client
 	session *mcp.ClientSession
@@ -129,16 +135,20 @@ func Start(ctx context.Context, opts Options) (*Upstream, error) {
 	if opts.StopGrace <= 0 {
 		opts.StopGrace = defaultStopGrace
 	}
+	if opts.StdinGrace <= 0 {
+		opts.StdinGrace = opts.StopGrace
+	}
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	u := &Upstream{
-		name:   opts.Name,
-		log:    logger.With("upstream", opts.Name),
-		grace:  opts.StopGrace,
-		maxMsg: opts.MaxMessageBytes,
-		done:   make(chan struct{}),
+		name:    opts.Name,
+		log:     logger.With("upstream", opts.Name),
+		grace:   opts.StopGrace,
+		stdinGr: opts.StdinGrace,
+		maxMsg:  opts.MaxMessageBytes,
+		done:    make(chan struct{}),
 	}
 	switch {
 	case opts.Dial != nil:
@@ -314,7 +324,7 @@ func (u *Upstream) callToolSDK(ctx context.Context, params json.RawMessage) (jso
 	return out, nil
 }
 
-// Close stops the server: for a child, stdin is closed, then after StopGrace
+// Close stops the server: for a child, stdin is closed, then after StdinGrace
 // its group gets SIGTERM, then after StopGrace SIGKILL, and it is reaped; for
 // a remote server, the session is closed and, after StopGrace, what is still
 // open is aborted. Close is idempotent; every call waits until the server is

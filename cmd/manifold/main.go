@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -24,13 +25,11 @@ func main() {
 		upstream.RunReaper(os.Stdin, 2*time.Second)
 		return
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	go func() {
-		<-ctx.Done()
-		stop() // a second signal now terminates the process at once
-	}()
+	ctx, stopped := stopOnSignal(os.Stderr)
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-	stop()
+	if err != nil && stopped() && errors.Is(err, context.Canceled) {
+		err = nil // stopped as asked: not a failure
+	}
 	if err != nil {
 		var ee exitError
 		if errors.As(err, &ee) {
@@ -42,6 +41,38 @@ func main() {
 		fmt.Fprintln(os.Stderr, "manifold: "+err.Error())
 		os.Exit(1)
 	}
+}
+
+// forceAfter is how long after the first SIGINT a second one means "stop
+// now" rather than a client's or a terminal's double signal.
+const forceAfter = time.Second
+
+// stopOnSignal returns a context cancelled by the first SIGINT or SIGTERM,
+// and whether that happened. Cancelling starts the graceful stop: every
+// server gets its grace. Later signals do not cut it short (Claude Code, for
+// one, sends SIGINT and SIGTERM 100 ms apart), except a deliberate repeat:
+// SIGINT again more than forceAfter after the first, or SIGQUIT. Those make
+// the process exit at once, and its servers die with it.
+func stopOnSignal(stderr io.Writer) (context.Context, func() bool) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var got atomic.Bool
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		first := <-sigs
+		at := time.Now()
+		got.Store(true)
+		cancel()
+		signal.Notify(sigs, syscall.SIGQUIT) // now, "force": before, Go's goroutine dump
+		for sig := range sigs {
+			if sig == syscall.SIGQUIT || (sig == os.Interrupt && time.Since(at) > forceAfter) {
+				fmt.Fprintf(stderr, "manifold: %v: stopping now, without waiting for the servers\n", sig)
+				os.Exit(130)
+			}
+			fmt.Fprintf(stderr, "manifold: %v while stopping after %v: the servers keep their grace; press Ctrl-C again after a second, or send SIGQUIT, to stop at once\n", sig, first)
+		}
+	}()
+	return ctx, got.Load
 }
 
 // exitError carries a specific exit status out of run.
