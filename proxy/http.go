@@ -1,11 +1,18 @@
 package proxy
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -21,46 +28,275 @@ type HTTPOptions struct {
 	// besides loopback origins. If empty, only loopback origins; requests
 	// without an Origin header (non-browser clients) are always accepted.
 	AllowedOrigins []string
-	// SessionTimeout closes sessions idle for that long. If zero, 30 minutes.
+	// SessionTimeout closes a session that has had no request open and no
+	// call in flight for that long. If zero, 10 minutes.
 	SessionTimeout time.Duration
-	// MaxRequestBytes bounds one request body. If zero, Options.MaxMessageBytes.
+	// MaxSessions caps the sessions open at once; a new one beyond it is
+	// refused with 503. If zero, 100.
+	MaxSessions int
+	// MaxRequestBytes bounds one request body; a larger one is refused with
+	// 413. If zero, 4 MiB.
 	MaxRequestBytes int64
+	// HeaderTimeout bounds reading a request's headers, BodyTimeout reading
+	// its body (408 when it runs out). Neither bounds the response: SSE
+	// streams and long calls are not cut. If zero, 10s and 30s.
+	HeaderTimeout time.Duration
+	BodyTimeout   time.Duration
 }
 
-// HTTPHandler returns the streamable HTTP MCP endpoint (mount it at /mcp), with
-// sessions, and Host and Origin checks against DNS rebinding: a browser page on
-// another origin cannot drive the proxy.
+// Config keys of the limits, named in errors so that the operator knows what
+// to raise. cmd/manifold maps them to HTTPOptions.
+const (
+	keyMaxBody     = "http.max_body_bytes"
+	keyBodyTimeout = "http.body_timeout"
+	keyMaxSessions = "http.max_sessions"
+)
+
+func (o *HTTPOptions) setDefaults() {
+	if o.SessionTimeout == 0 {
+		o.SessionTimeout = 10 * time.Minute
+	}
+	if o.MaxSessions == 0 {
+		o.MaxSessions = 100
+	}
+	if o.MaxRequestBytes == 0 {
+		o.MaxRequestBytes = 4 << 20
+	}
+	if o.HeaderTimeout == 0 {
+		o.HeaderTimeout = 10 * time.Second
+	}
+	if o.BodyTimeout == 0 {
+		o.BodyTimeout = 30 * time.Second
+	}
+}
+
+// HTTPServer returns an http.Server for [Server.HTTPHandler]: it bounds the
+// time to read request headers and keeps per connection what a session is
+// bound to. Serve it on a listener of your choice.
+func (s *Server) HTTPServer(opts HTTPOptions) *http.Server {
+	opts.setDefaults()
+	return &http.Server{
+		Handler:           s.HTTPHandler(opts),
+		ReadHeaderTimeout: opts.HeaderTimeout,
+		IdleTimeout:       2 * time.Minute, // idle keep-alive connections
+		MaxHeaderBytes:    64 << 10,
+		ConnContext:       withConnPeer,
+	}
+}
+
+// HTTPHandler serves the proxy over HTTP: the streamable HTTP MCP endpoint
+// at /mcp and [Server.HealthHandler]'s /healthz, /readyz and /status. Every
+// request, to any path, passes the same Host and Origin checks against DNS
+// rebinding first: a browser page on another origin cannot drive or read the
+// proxy. Requests to /mcp are bounded (body size and read time, sessions
+// open at once), and a session can be used only by the peer that created it
+// (see peer).
 func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
-	if opts.SessionTimeout == 0 {
-		opts.SessionTimeout = 30 * time.Minute
-	}
-	if opts.MaxRequestBytes == 0 {
-		opts.MaxRequestBytes = int64(s.opts.MaxMessageBytes)
-	}
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.server }, &mcp.StreamableHTTPOptions{
-		SessionTimeout:      opts.SessionTimeout,
+	opts.setDefaults()
+	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.server }, &mcp.StreamableHTTPOptions{
 		MaxRequestBodyBytes: opts.MaxRequestBytes,
 		Logger:              slog.New(quietHandler{s.log.Handler(), slog.LevelWarn}).With("component", "http"),
 		// The checks below replace the SDK's loopback-only Host check, so that
-		// AllowedHosts can extend it.
+		// AllowedHosts can extend it, and its idle timeout, which would close
+		// a session whose only open request is its GET stream.
 		DisableLocalhostProtection: true,
 	})
+	m := &mcpEndpoint{
+		s:        s,
+		opts:     opts,
+		sdk:      sdk,
+		sessions: &httpSessions{s: s, max: opts.MaxSessions, idle: opts.SessionTimeout},
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", m)
+	health := s.HealthHandler()
+	mux.Handle("GET /healthz", health)
+	mux.Handle("GET /readyz", health)
+	mux.Handle("GET /status", health)
+	return checkHostOrigin(opts, mux)
+}
+
+// checkHostOrigin refuses requests whose Host is not a loopback name or an
+// allowed host, and browser requests from an Origin that is not loopback or
+// allowed, before next sees them.
+func checkHostOrigin(opts HTTPOptions, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !hostAllowed(r.Host, opts.AllowedHosts) {
-			http.Error(w, "manifold: Host "+r.Host+" is not allowed; add it to http.allowed_hosts in the proxy config", http.StatusForbidden)
+			http.Error(w, "manifold: Host "+strconv.Quote(r.Host)+" is not allowed; add it to http.allowed_hosts in the proxy config", http.StatusForbidden)
 			return
 		}
 		if o := r.Header.Get("Origin"); o != "" && !originAllowed(o, opts.AllowedOrigins) {
-			http.Error(w, "manifold: Origin "+o+" is not allowed; add it to http.allowed_origins in the proxy config", http.StatusForbidden)
+			http.Error(w, "manifold: Origin "+strconv.Quote(o)+" is not allowed; add it to http.allowed_origins in the proxy config", http.StatusForbidden)
 			return
 		}
-		if r.Method == http.MethodDelete {
-			// The client ends its session: its calls in flight are cancelled
-			// upstream (the SDK would wait for them before closing it).
-			s.sessionCalls.cancel(r.Header.Get("Mcp-Session-Id"))
-		}
-		h.ServeHTTP(w, r)
+		next.ServeHTTP(w, r)
 	})
+}
+
+// mcpEndpoint is /mcp: the SDK's streamable HTTP handler behind the limits
+// and the session bookkeeping.
+type mcpEndpoint struct {
+	s        *Server
+	opts     HTTPOptions
+	sdk      *mcp.StreamableHTTPHandler
+	sessions *httpSessions
+}
+
+func (m *mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	id := r.Header.Get("Mcp-Session-Id")
+	if id == "" {
+		m.serveNew(w, r)
+		return
+	}
+	stream := r.Method == http.MethodGet
+	e, res := m.sessions.enter(id, peerOf(r), stream)
+	switch res {
+	case unknownSession:
+		writeHTTPError(w, http.StatusNotFound, codeInvalidRequest, "manifold: session not found (it ended, expired after "+m.opts.SessionTimeout.String()+" idle, or never existed); start a new session with initialize", nil)
+		return
+	case otherOwner:
+		writeHTTPError(w, http.StatusForbidden, codeInvalidRequest, "manifold: this session belongs to another client (a session is bound to the address and user that created it); start a session of your own with initialize", nil)
+		return
+	case streamOpen:
+		writeHTTPError(w, http.StatusConflict, codeInvalidRequest, "manifold: this session already has a GET stream open; close it before opening another", nil)
+		return
+	}
+	defer m.sessions.leave(e, stream)
+	if r.Method == http.MethodPost && !m.readBody(w, r) {
+		return
+	}
+	if r.Method == http.MethodDelete {
+		// The client ends its session: its calls in flight are cancelled
+		// upstream (the SDK would wait for them before closing it).
+		m.s.sessionCalls.cancel(id)
+	}
+	m.sdk.ServeHTTP(w, r)
+}
+
+// serveNew serves a request without a session id: a POST creates a session
+// (if the cap allows), anything else the SDK refuses.
+func (m *mcpEndpoint) serveNew(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		m.sdk.ServeHTTP(w, r)
+		return
+	}
+	if !m.readBody(w, r) {
+		return
+	}
+	if !m.sessions.reserve() {
+		w.Header().Set("Retry-After", "30")
+		writeHTTPError(w, http.StatusServiceUnavailable, codeServerError,
+			fmt.Sprintf("manifold: too many HTTP sessions open (%s = %d); retry later, end unused sessions with DELETE, or raise %s in the proxy config", keyMaxSessions, m.opts.MaxSessions, keyMaxSessions),
+			map[string]any{"limit": m.opts.MaxSessions, "key": keyMaxSessions})
+		return
+	}
+	nw := &newSessionWriter{ResponseWriter: w, h: m.sessions, owner: peerOf(r)}
+	defer func() {
+		if nw.e != nil {
+			m.sessions.leave(nw.e, false)
+		} else {
+			m.sessions.unreserve()
+		}
+	}()
+	m.sdk.ServeHTTP(nw, r)
+}
+
+// readBody reads r's body within the size and time limits and puts it back
+// for the SDK, or answers the error and returns false. The read deadline
+// covers the body only: it is lifted before the response starts.
+func (m *mcpEndpoint) readBody(w http.ResponseWriter, r *http.Request) bool {
+	limit := m.opts.MaxRequestBytes
+	tooLarge := func() bool {
+		writeHTTPError(w, http.StatusRequestEntityTooLarge, codeInvalidRequest,
+			fmt.Sprintf("manifold: request body exceeds %s (%d bytes); send a smaller request or raise %s in the proxy config", keyMaxBody, limit, keyMaxBody),
+			map[string]any{"limit": limit, "key": keyMaxBody})
+		return false
+	}
+	if r.ContentLength > limit {
+		return tooLarge()
+	}
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(m.opts.BodyTimeout)) // unsupported only by test recorders
+	data, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	_ = rc.SetReadDeadline(time.Time{})
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		writeHTTPError(w, http.StatusRequestTimeout, codeInvalidRequest,
+			fmt.Sprintf("manifold: request body not received within %s (%s); send the body at once or raise %s in the proxy config", keyBodyTimeout, m.opts.BodyTimeout, keyBodyTimeout),
+			map[string]any{"limit": m.opts.BodyTimeout.String(), "key": keyBodyTimeout})
+		return false
+	case err != nil:
+		writeHTTPError(w, http.StatusBadRequest, codeInvalidRequest, "manifold: reading the request body: "+err.Error(), nil)
+		return false
+	case int64(len(data)) > limit:
+		return tooLarge()
+	}
+	r.Body = io.NopCloser(bytes.NewReader(data))
+	r.ContentLength = int64(len(data))
+	return true
+}
+
+// newSessionWriter registers the session that the SDK creates for a request
+// the moment the SDK starts its answer (which carries the session id), so
+// that the session is known before its client can use it.
+type newSessionWriter struct {
+	http.ResponseWriter
+	h     *httpSessions
+	owner peer
+	done  bool
+	e     *httpSession // the session registered, or nil
+}
+
+func (nw *newSessionWriter) header() {
+	if nw.done {
+		return
+	}
+	nw.done = true
+	if id := nw.Header().Get("Mcp-Session-Id"); id != "" {
+		nw.e = nw.h.register(id, nw.owner)
+	}
+}
+
+func (nw *newSessionWriter) WriteHeader(code int) {
+	nw.header()
+	nw.ResponseWriter.WriteHeader(code)
+}
+
+func (nw *newSessionWriter) Write(p []byte) (int, error) {
+	nw.header()
+	return nw.ResponseWriter.Write(p)
+}
+
+func (nw *newSessionWriter) Flush() {
+	nw.header()
+	_ = http.NewResponseController(nw.ResponseWriter).Flush()
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (nw *newSessionWriter) Unwrap() http.ResponseWriter { return nw.ResponseWriter }
+
+// JSON-RPC error codes of the HTTP face's own errors.
+const (
+	codeInvalidRequest = -32600
+	codeServerError    = -32000
+)
+
+// writeHTTPError answers status with a JSON-RPC error response (id null: the
+// request was not read, or not accepted) that says what is wrong.
+func writeHTTPError(w http.ResponseWriter, status, code int, msg string, data any) {
+	type rpcError struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+		Data    any    `json:"data,omitempty"`
+	}
+	body, _ := json.Marshal(struct {
+		JSONRPC string   `json:"jsonrpc"`
+		ID      any      `json:"id"`
+		Error   rpcError `json:"error"`
+	}{"2.0", nil, rpcError{code, msg, data}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(body, '\n'))
 }
 
 func isLoopbackName(host string) bool {

@@ -1,6 +1,12 @@
 package proxy
 
-import "testing"
+import (
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"testing"
+	"time"
+)
 
 func TestHostAllowed(t *testing.T) {
 	tests := []struct {
@@ -49,6 +55,60 @@ func TestOriginAllowed(t *testing.T) {
 		t.Run(tt.origin, func(t *testing.T) {
 			if got := originAllowed(tt.origin, tt.allowed); got != tt.want {
 				t.Errorf("originAllowed(%q, %q) = %v, want %v", tt.origin, tt.allowed, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestSessionOwner checks who may use a session: only its creator, the same
+// address and the same user, and one GET stream at a time.
+func TestSessionOwner(t *testing.T) {
+	owner := peer{addr: netip.MustParseAddr("127.0.0.1"), uid: 1000}
+	tests := []struct {
+		name   string
+		id     string
+		who    peer
+		stream bool
+		want   enterResult
+	}{
+		{name: "owner", id: "s1", who: owner, want: entered},
+		{name: "owner's stream", id: "s1", who: owner, stream: true, want: entered},
+		{name: "owner's second stream", id: "s1", who: owner, stream: true, want: streamOpen},
+		{name: "another user on the same address", id: "s1", who: peer{addr: owner.addr, uid: 1001}, want: otherOwner},
+		{name: "user unknown", id: "s1", who: peer{addr: owner.addr, uid: -1}, want: otherOwner},
+		{name: "another address, same user", id: "s1", who: peer{addr: netip.MustParseAddr("127.0.0.2"), uid: 1000}, want: otherOwner},
+		{name: "another client's stream", id: "s1", who: peer{addr: owner.addr, uid: 0}, stream: true, want: otherOwner},
+		{name: "unknown session", id: "s2", who: owner, want: unknownSession},
+	}
+	h := &httpSessions{max: 1, idle: time.Hour, byID: map[string]*httpSession{"s1": {id: "s1", owner: owner}}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, got := h.enter(tt.id, tt.who, tt.stream); got != tt.want {
+				t.Errorf("enter(%q, %v, stream=%v) = %v, want %v", tt.id, tt.who, tt.stream, got, tt.want)
+			}
+		})
+	}
+	if h.reserve() {
+		t.Errorf("reserve() with max 1 and one session = true, want false")
+	}
+}
+
+// TestPeerOfLoopback records a peer's address in one form (the IPv6 loopback
+// as 127.0.0.1, IPv4-mapped addresses unmapped), and no user id when no
+// socket can be found.
+func TestPeerOfLoopback(t *testing.T) {
+	tests := []struct{ remote, want string }{
+		{remote: "[::1]:5000", want: "127.0.0.1"},
+		{remote: "[::ffff:127.0.0.2]:5000", want: "127.0.0.2"},
+		{remote: "192.0.2.7:5000", want: "192.0.2.7"},
+		{remote: "not an address", want: "invalid IP"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.remote, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodGet, "/mcp", nil)
+			r.RemoteAddr = tt.remote
+			if got := peerOf(r); got.addr.String() != tt.want || got.uid != -1 {
+				t.Errorf("peerOf(%s) = %v, want %s without uid (no such socket)", tt.remote, got, tt.want)
 			}
 		})
 	}

@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -289,13 +288,15 @@ func serveHTTP(ctx context.Context, p *proxy.Server, cfg *config.Config, addr st
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", p.HTTPHandler(proxy.HTTPOptions{AllowedHosts: cfg.HTTP.AllowedHosts, AllowedOrigins: cfg.HTTP.AllowedOrigins}))
-	health := p.HealthHandler()
-	mux.Handle("GET /healthz", health)
-	mux.Handle("GET /readyz", health)
-	mux.Handle("GET /status", health)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := p.HTTPServer(proxy.HTTPOptions{
+		AllowedHosts:    cfg.HTTP.AllowedHosts,
+		AllowedOrigins:  cfg.HTTP.AllowedOrigins,
+		SessionTimeout:  cfg.HTTP.SessionIdleTimeout,
+		MaxSessions:     cfg.HTTP.MaxSessions,
+		MaxRequestBytes: cfg.HTTP.MaxBodyBytes,
+		HeaderTimeout:   cfg.HTTP.HeaderTimeout,
+		BodyTimeout:     cfg.HTTP.BodyTimeout,
+	})
 	fmt.Fprintf(stderr, "manifold: serving MCP on http://%s/mcp\n", ln.Addr())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

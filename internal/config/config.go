@@ -33,6 +33,16 @@ const (
 	DefaultLogLevel         = "info"
 	DefaultListen           = "127.0.0.1:7777"
 
+	// Defaults of the [http] limits.
+	DefaultHTTPMaxBodyBytes       = 4 << 20
+	DefaultHTTPHeaderTimeout      = 10 * time.Second
+	DefaultHTTPBodyTimeout        = 30 * time.Second
+	DefaultHTTPMaxSessions        = 100
+	DefaultHTTPSessionIdleTimeout = 10 * time.Minute
+
+	// MinHTTPMaxBodyBytes is the smallest http.max_body_bytes accepted.
+	MinHTTPMaxBodyBytes = 4 << 10
+
 	// MinMaxMessageBytes is the smallest max_message_bytes accepted.
 	MinMaxMessageBytes = 1 << 20
 )
@@ -99,6 +109,19 @@ type HTTP struct {
 	AllowedHosts []string
 	// AllowedOrigins are Origin header values accepted, as scheme://host[:port].
 	AllowedOrigins []string
+
+	// MaxBodyBytes bounds one request body (http.max_body_bytes).
+	MaxBodyBytes int64
+	// HeaderTimeout bounds reading a request's headers (http.header_timeout);
+	// BodyTimeout bounds reading its body (http.body_timeout). Neither bounds
+	// the response, so SSE streams and long calls are not cut.
+	HeaderTimeout time.Duration
+	BodyTimeout   time.Duration
+	// MaxSessions caps the MCP sessions open at once (http.max_sessions).
+	MaxSessions int
+	// SessionIdleTimeout closes a session without any request open or call
+	// in flight for that long (http.session_idle_timeout).
+	SessionIdleTimeout time.Duration
 }
 
 // Server is one upstream MCP server: a local process (Command set) or a

@@ -46,7 +46,14 @@ func defaults() *Config {
 		FirstListTimeout: 10 * time.Second,
 		MaxMessageBytes:  64 << 20,
 		LogLevel:         "info",
-		HTTP:             HTTP{Listen: "127.0.0.1:7777"},
+		HTTP: HTTP{
+			Listen:             "127.0.0.1:7777",
+			MaxBodyBytes:       4 << 20,
+			HeaderTimeout:      10 * time.Second,
+			BodyTimeout:        30 * time.Second,
+			MaxSessions:        100,
+			SessionIdleTimeout: 10 * time.Minute,
+		},
 	}
 }
 
@@ -89,6 +96,11 @@ log_level = "debug"
 listen = "0.0.0.0:8080"
 allowed_hosts = ["proxy.example.com"]
 allowed_origins = ["https://app.example.com"]
+max_body_bytes = 65536
+header_timeout = "2s"
+body_timeout = "5s"
+max_sessions = 8
+session_idle_timeout = "90s"
 `,
 			want: func(c *Config) {
 				c.StartupTimeout = 5 * time.Second
@@ -97,9 +109,14 @@ allowed_origins = ["https://app.example.com"]
 				c.MaxMessageBytes = 1 << 20
 				c.LogLevel = "debug"
 				c.HTTP = HTTP{
-					Listen:         "0.0.0.0:8080",
-					AllowedHosts:   []string{"proxy.example.com"},
-					AllowedOrigins: []string{"https://app.example.com"},
+					Listen:             "0.0.0.0:8080",
+					AllowedHosts:       []string{"proxy.example.com"},
+					AllowedOrigins:     []string{"https://app.example.com"},
+					MaxBodyBytes:       65536,
+					HeaderTimeout:      2 * time.Second,
+					BodyTimeout:        5 * time.Second,
+					MaxSessions:        8,
+					SessionIdleTimeout: 90 * time.Second,
 				}
 			},
 		},
@@ -336,7 +353,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name: "unknown key without a close match lists the valid ones",
 			doc:  "[http]\naddress = \"127.0.0.1:1\"\n",
-			want: `proxy.toml:2:1: http.address: unknown key; valid keys here are listen, allowed_hosts, allowed_origins`,
+			want: `proxy.toml:2:1: http.address: unknown key; valid keys here are listen, allowed_hosts, allowed_origins, max_body_bytes, header_timeout, body_timeout, max_sessions, session_idle_timeout`,
 		},
 		{
 			name: "server table outside [servers]",
@@ -431,6 +448,26 @@ func TestParseErrors(t *testing.T) {
 			name: "bad listen address",
 			doc:  "[http]\nlisten = \"7777\"\n",
 			want: `proxy.toml:2:1: http.listen: "7777" is not a host:port address; write it like "127.0.0.1:7777"`,
+		},
+		{
+			name: "http.max_body_bytes too small",
+			doc:  "[http]\nmax_body_bytes = 100\n",
+			want: `proxy.toml:2:1: http.max_body_bytes: 100 is out of range; use a number of bytes of at least 4096 (4 KiB), like 4194304 (4 MiB)`,
+		},
+		{
+			name: "http.max_sessions zero",
+			doc:  "[http]\n\nmax_sessions = 0\n",
+			want: `proxy.toml:3:1: http.max_sessions: 0 is out of range; use a number of sessions between 1 and 1048576, like 100`,
+		},
+		{
+			name: "http.body_timeout without unit",
+			doc:  "[http]\nbody_timeout = 30\n",
+			want: `proxy.toml:2:1: http.body_timeout: expected a duration string, found integer; write it with a unit, like "30s"`,
+		},
+		{
+			name: "http.session_idle_timeout zero",
+			doc:  "[http]\nsession_idle_timeout = \"0s\"\n",
+			want: `proxy.toml:2:1: http.session_idle_timeout: "0s" is not greater than zero; write a positive duration like "30s"`,
 		},
 		{
 			name: "origin with a path",

@@ -130,7 +130,14 @@ func (d *decoder) global(root *table, cfg *Config) {
 
 // http decodes the [http] table.
 func (d *decoder) http(root *table) HTTP {
-	h := HTTP{Listen: DefaultListen}
+	h := HTTP{
+		Listen:             DefaultListen,
+		MaxBodyBytes:       DefaultHTTPMaxBodyBytes,
+		HeaderTimeout:      DefaultHTTPHeaderTimeout,
+		BodyTimeout:        DefaultHTTPBodyTimeout,
+		MaxSessions:        DefaultHTTPMaxSessions,
+		SessionIdleTimeout: DefaultHTTPSessionIdleTimeout,
+	}
 	t, ok := root.table("http")
 	if !ok {
 		return h
@@ -167,6 +174,23 @@ func (d *decoder) http(root *table) HTTP {
 		}
 		h.AllowedOrigins = origins
 	}
+	if n, ok := t.integer("max_body_bytes"); ok {
+		if n < MinHTTPMaxBodyBytes {
+			t.errorf("max_body_bytes", "%d is out of range; use a number of bytes of at least %d (4 KiB), like %d (4 MiB)", n, MinHTTPMaxBodyBytes, DefaultHTTPMaxBodyBytes)
+		} else {
+			h.MaxBodyBytes = n
+		}
+	}
+	h.HeaderTimeout = t.duration("header_timeout", DefaultHTTPHeaderTimeout)
+	h.BodyTimeout = t.duration("body_timeout", DefaultHTTPBodyTimeout)
+	if n, ok := t.integer("max_sessions"); ok {
+		if n < 1 || n > 1<<20 {
+			t.errorf("max_sessions", "%d is out of range; use a number of sessions between 1 and %d, like %d", n, 1<<20, DefaultHTTPMaxSessions)
+		} else {
+			h.MaxSessions = int(n)
+		}
+	}
+	h.SessionIdleTimeout = t.duration("session_idle_timeout", DefaultHTTPSessionIdleTimeout)
 	t.finish()
 	return h
 }
