@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"cmp"
 	"encoding/json"
 	"time"
 
@@ -156,13 +157,18 @@ func (s *Server) handleReadResource(ctx context.Context, req *mcp.ReadResourceRe
 	return s.readResource(ctx, req.Session, req.Params)
 }
 
+// codeRateLimited is the JSON-RPC error code of a prompts/get refused by a
+// rate limit (a tools/call gets an isError result instead): an
+// implementation-defined server error.
+const codeRateLimited = -32000
+
 func (s *Server) handleGetPrompt(ctx context.Context, req *mcp.GetPromptRequest) (res *mcp.GetPromptResult, err error) {
 	start := time.Now()
 	rec := auditRecord{Method: "prompts/get", Exposed: req.Params.Name, Decision: "allowed"}
 	if s.audit != nil {
 		defer func() {
 			if err != nil {
-				rec.Outcome, rec.Error = "error", err.Error()
+				rec.Outcome, rec.Error = cmp.Or(rec.Outcome, "error"), err.Error()
 			} else {
 				rec.Outcome = "ok"
 				if b, merr := json.Marshal(res); merr == nil {
@@ -179,6 +185,17 @@ func (s *Server) handleGetPrompt(ctx context.Context, req *mcp.GetPromptRequest)
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", req.Params.Name)}
 	}
 	rec.Server, rec.Original = e.Server, e.Original
+	d := c.decisions["prompt\x00"+req.Params.Name]
+	rec.Decision, rec.Rule = decisionWords(d)
+	if r := d.Limits.Rate; !r.IsZero() {
+		// Buckets are per exposed item; a prompt's never shares a tool's.
+		if wait := s.limits.take("prompt\x00"+req.Params.Name, r, time.Now()); wait > 0 {
+			rec.Outcome = "rate limited"
+			return nil, &jsonrpc.Error{Code: codeRateLimited, Message: fmt.Sprintf(
+				"rate limit: prompt %s allows %s (%s); nothing was sent upstream. Retry in %s",
+				req.Params.Name, r, d.Limits.RateSource, (wait + time.Millisecond).Round(time.Second/10))}
+		}
+	}
 	cs, b, err := s.upFor(ctx, e.Server)
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
@@ -188,7 +205,11 @@ func (s *Server) handleGetPrompt(ctx context.Context, req *mcp.GetPromptRequest)
 	} else if iso != nil {
 		cs = iso.Session()
 	}
-	ctx, cancel := context.WithTimeout(ctx, b.cfg.CallTimeout)
+	timeout := b.cfg.CallTimeout
+	if t := d.Limits.CallTimeout; t > 0 && t < timeout {
+		timeout = t
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	fwd := *req.Params
 	fwd.Name = e.Original

@@ -93,3 +93,31 @@ func TestAttackRenameKeepsDeny(t *testing.T) {
 		t.Errorf("manifold explain say_it = %q (exit %d, stderr %q); want it hidden by rule \"no_echo\" (policy/base.toml:1)", out, code, errOut)
 	}
 }
+
+// TestAttackPromptRate limits the prompt alpha__greet to 2 a minute: the
+// third prompts/get is refused with an error saying when to retry, and the
+// tool alpha__echo, matched by the same glob but its own bucket, still
+// answers.
+func TestAttackPromptRate(t *testing.T) {
+	t.Parallel()
+	const rules = "[rules.slow]\nmatch = \"alpha__*\"\nrate = \"2/minute\"\n"
+	cfg := policyConfig(t, `policy_files = ["policy/*.toml"]`+"\n"+fixture("alpha", []string{"-tools", "echo"}),
+		map[string]string{"policy/limits.toml": rules})
+	sp := startStdio(t, cfg)
+	ctx := testCtx(t)
+	get := func() (*mcp.GetPromptResult, error) {
+		return sp.cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "alpha__greet", Arguments: map[string]string{"who": "bob"}})
+	}
+	for i := range 2 {
+		if _, err := get(); err != nil {
+			t.Fatalf("prompts/get %d: %v", i+1, err)
+		}
+	}
+	_, err := get()
+	if err == nil || !strings.Contains(err.Error(), "rate limit") || !strings.Contains(err.Error(), "policy/limits.toml:1") || !strings.Contains(err.Error(), "Retry in") {
+		t.Fatalf("third prompts/get: err = %v; want a rate limit error naming policy/limits.toml:1 and when to retry", err)
+	}
+	if res := call(ctx, t, sp.cs, "alpha__echo", map[string]any{"message": "hi"}); res.IsError {
+		t.Errorf("alpha__echo = %q (isError); the prompt's calls must not use up the tool's rate", text(res))
+	}
+}
