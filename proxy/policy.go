@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -86,51 +87,115 @@ func (l *limiters) take(name string, rate policy.Rate, now time.Time) time.Durat
 	return time.Duration((1 - b.tokens) * perToken)
 }
 
-// capResult cuts a raw tools/call result whose size exceeds max: text blocks
-// are shortened and a note says how much was cut and how to get the rest. It
-// never drops the cut silently.
+// capResult cuts a raw tools/call result whose size exceeds max, so that the
+// whole result fits in max bytes, every member counted: text blocks are
+// shortened, blocks that do not fit are left out, and so are
+// structuredContent (it would no longer match the cut text), _meta and any
+// other member but content and isError. A note block says how much was cut,
+// what was left out and how to get the rest: the cut is never silent. Only a
+// max smaller than the note itself gives a result over max.
 func capResult(raw json.RawMessage, max int, d policy.Decision) (json.RawMessage, bool) {
 	if max <= 0 || len(raw) <= max {
 		return raw, false
 	}
-	var res map[string]any
+	var res map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &res); err != nil {
 		return toolError("the result (%d bytes) is over the limit of %d bytes (max_result_bytes, %s) and could not be cut; ask for a smaller part", len(raw), max, d.Limits.MaxResultBytesSource), true
 	}
-	delete(res, "structuredContent") // it would no longer match the cut text
-	content, _ := res["content"].([]any)
-	budget := max - 512 // room for the note and the JSON around the blocks
-	var kept []any
-	shown := 0
-	for _, c := range content {
-		m, _ := c.(map[string]any)
-		text, isText := m["text"].(string)
-		size := 0
-		if isText {
-			size = len(text)
-		} else if b, err := json.Marshal(c); err == nil {
-			size = len(b)
+	var content []json.RawMessage
+	_ = json.Unmarshal(res["content"], &content) // not an array: no block to keep
+	var left []string
+	for k := range res {
+		if k != "content" && k != "isError" {
+			left = append(left, k)
 		}
-		if size <= budget-shown {
+	}
+	slices.Sort(left)
+	leftOut := ""
+	if len(left) > 0 {
+		leftOut = " Left out as well: " + strings.Join(left, ", ") + "."
+	}
+	build := func(budget int) json.RawMessage {
+		kept, shown := keepBlocks(content, budget)
+		note, _ := json.Marshal(map[string]string{"type": "text", "text": fmt.Sprintf(
+			"[manifold: this result was cut: %d of %d bytes are shown, %d were cut, because of max_result_bytes = %d (%s).%s To get the rest, ask for a smaller part (a range, a page, a narrower query).]",
+			shown, len(raw), len(raw)-shown, max, d.Limits.MaxResultBytesSource, leftOut)})
+		out := map[string]json.RawMessage{}
+		if string(res["isError"]) == "true" { // only a real boolean is kept
+			out["isError"] = res["isError"]
+		}
+		blocks, _ := json.Marshal(append(kept, note))
+		out["content"] = blocks
+		b, _ := json.Marshal(out)
+		return b
+	}
+	budget := max - 512 // a first guess of the room the note and the JSON around the blocks take
+	for range 10 {
+		out := build(budget)
+		if len(out) <= max || budget <= 0 {
+			return out, true
+		}
+		budget -= len(out) - max
+	}
+	return build(0), true
+}
+
+// keepBlocks returns the content blocks that fit in budget bytes, in order,
+// the text of the first one that does not fit shortened to fit if it is a
+// text block, and how many bytes of them are shown: the text of text blocks,
+// the whole encoding of others.
+func keepBlocks(content []json.RawMessage, budget int) ([]json.RawMessage, int) {
+	var kept []json.RawMessage
+	used, shown := 0, 0
+	for _, c := range content {
+		var m map[string]any
+		isText := json.Unmarshal(c, &m) == nil && m["type"] == "text"
+		text, _ := m["text"].(string)
+		if len(c) <= budget-used {
 			kept = append(kept, c)
-			shown += size
+			used += len(c)
+			if isText {
+				shown += len(text)
+			} else {
+				shown += len(c)
+			}
 			continue
 		}
-		if isText && budget-shown > 0 {
-			cut := strings.ToValidUTF8(text[:budget-shown], "")
-			m["text"] = cut
-			kept = append(kept, m)
-			shown += len(cut)
+		if isText {
+			if b, n, ok := cutText(m, text, budget-used); ok {
+				kept = append(kept, b)
+				used += len(b)
+				shown += n
+			}
 		}
 		break
 	}
-	kept = append(kept, map[string]any{"type": "text", "text": fmt.Sprintf(
-		"[manifold: this result was cut: %d of %d bytes are shown, %d were cut, because of max_result_bytes = %d (%s). To get the rest, ask for a smaller part (a range, a page, a narrower query).]",
-		shown, len(raw), len(raw)-shown, max, d.Limits.MaxResultBytesSource)})
-	res["content"] = kept
-	out, err := json.Marshal(res)
-	if err != nil {
-		return raw, false
+	return kept, shown
+}
+
+// cutText returns the text block m with its text shortened so that the
+// encoded block takes at most room bytes, and the length of the text kept,
+// if some of the text fits.
+func cutText(m map[string]any, text string, room int) ([]byte, int, bool) {
+	m["text"] = ""
+	empty, err := json.Marshal(m)
+	if err != nil || len(empty) >= room {
+		return nil, 0, false
 	}
-	return out, true
+	n := min(room-len(empty), len(text))
+	// Escapes make the encoded text longer than the text: shrink until it
+	// fits, in proportion to the excess, a bounded number of times.
+	for range 16 {
+		cut := strings.ToValidUTF8(text[:n], "")
+		m["text"] = cut
+		b, err := json.Marshal(m)
+		if err != nil {
+			return nil, 0, false
+		}
+		if len(b) <= room {
+			return b, len(cut), cut != ""
+		}
+		n = n * (room - len(empty)) / (len(b) - len(empty))
+	}
+	return nil, 0, false
 }

@@ -2,9 +2,12 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -119,5 +122,59 @@ func TestAttackPromptRate(t *testing.T) {
 	}
 	if res := call(ctx, t, sp.cs, "alpha__echo", map[string]any{"message": "hi"}); res.IsError {
 		t.Errorf("alpha__echo = %q (isError); the prompt's calls must not use up the tool's rate", text(res))
+	}
+}
+
+// TestAttackResultCapCountsEverything calls a tool whose result carries 1 MB
+// in _meta and 1 MB in an unknown member under max_result_bytes = 10000,
+// over stdio (the lean path) and HTTP (the SDK path): what the client gets,
+// and what the audit log says went out, fit in 10000 bytes, and the note
+// says what was cut.
+func TestAttackResultCapCountsEverything(t *testing.T) {
+	t.Parallel()
+	const limit = 10_000
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			t.Parallel()
+			const rules = "[rules.small]\nmatch = \"alpha__fat\"\nmax_result_bytes = 10000\n"
+			cfg := policyConfig(t, `policy_files = ["policy/*.toml"]`+"\n[audit]\nfile = \"audit.jsonl\"\n"+
+				fixture("alpha", []string{"-tools", "echo", "-extra", "fat"}),
+				map[string]string{"policy/limits.toml": rules})
+			var cs *mcp.ClientSession
+			if tr.http {
+				cs = connectHTTP(t, startHTTP(t, cfg))
+			} else {
+				cs = startStdio(t, cfg).cs
+			}
+			ctx := testCtx(t)
+			res := call(ctx, t, cs, "alpha__fat", map[string]any{"bytes": 1 << 20})
+			b, err := json.Marshal(res)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(b) > limit {
+				t.Errorf("result is %d bytes (_meta %d keys), over max_result_bytes = %d", len(b), len(res.Meta), limit)
+			}
+			if got := text(res); !strings.Contains(got, "fat result") || !strings.Contains(got, "this result was cut") || !strings.Contains(got, "_meta") {
+				t.Errorf("result text = %q; want the tool's text and a note that the result was cut, naming _meta", got)
+			}
+			audit := filepath.Join(filepath.Dir(cfg), "audit.jsonl")
+			waitFor(t, 10*time.Second, "the audit line of alpha__fat", func() bool {
+				for _, l := range readAudit(t, audit) {
+					if l["exposed"] == "alpha__fat" {
+						return true
+					}
+				}
+				return false
+			})
+			for _, l := range readAudit(t, audit) {
+				if l["exposed"] != "alpha__fat" {
+					continue
+				}
+				if n, _ := l["result_bytes"].(float64); n <= 0 || n > limit || l["outcome"] != "ok, cut to max_result_bytes" {
+					t.Errorf("audit: result_bytes %v, outcome %v; want at most %d bytes, cut to max_result_bytes", l["result_bytes"], l["outcome"], limit)
+				}
+			}
+		})
 	}
 }
