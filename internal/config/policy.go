@@ -415,7 +415,8 @@ func LoadPolicyFiles(cfg *Config) (*policy.Rules, error) {
 }
 
 // ParsePolicyFile parses data as the policy file at path, which prefixes
-// every error and every rule's Source. It does not expand ${VAR}. The error,
+// every error and every rule's Source. It does not expand ${VAR}, and a
+// match or uri glob that holds "${" is an error. The error,
 // when not nil, joins one error per problem in file order, as [Parse]'s.
 func ParsePolicyFile(path string, data []byte) ([]policy.Rule, error) {
 	d, top, err := newDecoder(path, data)
@@ -469,11 +470,11 @@ func (d *decoder) rule(t *table, name string) policy.Rule {
 	case t.has("match") && t.has("uri"):
 		t.errorHere("both match and uri are set; a rule matches tool and prompt names (match) or resource URIs (uri): split it in two")
 	case t.has("match"):
-		if matchOK && d.checkGlob(t, "match", match) {
+		if matchOK && noVariable(t, "match", match) && d.checkGlob(t, "match", match) {
 			r.Match = match
 		}
 	case t.has("uri"):
-		if uriOK && d.checkGlob(t, "uri", uri) {
+		if uriOK && noVariable(t, "uri", uri) && d.checkGlob(t, "uri", uri) {
 			r.Match, r.URI = uri, true
 		}
 	case !unknown:
@@ -487,6 +488,23 @@ func (d *decoder) rule(t *table, name string) policy.Rule {
 		t.errorHere("the rule does nothing; set deny = true, allow = true, or a limit: call_timeout, max_result_bytes or rate")
 	}
 	return r
+}
+
+// noVariable reports a policy file glob at key of t that holds "${": policy
+// files are not expanded (a rule must mean the same whatever the
+// environment of the process that reloads it), and a literal "${" would
+// silently match nothing.
+func noVariable(t *table, key, glob string) bool {
+	i := strings.Index(glob, "${")
+	if i < 0 {
+		return true
+	}
+	what := `"${"`
+	if name, _, ok := strings.Cut(glob[i+2:], "}"); ok {
+		what = "${" + name + "}"
+	}
+	t.errorf(key, "%q holds %s, but policy files do not expand environment variables: the rule would match it literally, so nothing; write the name out", glob, what)
+	return false
 }
 
 // byPosition returns the keys of fields in document order.

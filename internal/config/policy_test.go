@@ -341,6 +341,14 @@ func TestParsePolicyFileErrors(t *testing.T) {
 			want: []string{`p.toml:2:9: invalid TOML: expected value but found "files" instead`},
 		},
 		{
+			name: "a variable in match or uri",
+			doc:  "[rules.a]\nmatch = \"${PREFIX}__write_*\"\ndeny = true\n[rules.b]\nuri = \"files+file:///${HOME}/*\"\ndeny = true\n",
+			want: []string{
+				`p.toml:2:1: rules.a.match: "${PREFIX}__write_*" holds ${PREFIX}, but policy files do not expand environment variables: the rule would match it literally, so nothing; write the name out`,
+				`p.toml:5:1: rules.b.uri: "files+file:///${HOME}/*" holds ${HOME}, but policy files do not expand environment variables: the rule would match it literally, so nothing; write the name out`,
+			},
+		},
+		{
 			name: "array of tables named rule",
 			doc:  "[[rule]]\nmatch = \"x\"\ndeny = true\n",
 			want: []string{`p.toml:1:3: rule: unknown key; did you mean "rules"?`},
@@ -411,9 +419,9 @@ func TestParsePolicyFileErrors(t *testing.T) {
 			want: []string{`p.toml:3:1: rules.a.call_timeout: expected a duration string, found integer; write it with a unit, like "20s"`},
 		},
 		{
-			name: "variables are not expanded",
+			name: "an unterminated variable is refused too",
 			doc:  "[rules.a]\nmatch = \"${X\"\ndeny = true\n",
-			want: nil,
+			want: []string{`p.toml:2:1: rules.a.match: "${X" holds "${", but policy files do not expand environment variables: the rule would match it literally, so nothing; write the name out`},
 		},
 		{
 			name: "every problem, in file order",

@@ -178,3 +178,16 @@ func TestAttackResultCapCountsEverything(t *testing.T) {
 		})
 	}
 }
+
+// TestAttackPolicyFileVariable writes ${PREFIX} into a policy file's match:
+// policy files are not expanded, so `manifold check` refuses the rule with
+// its file:line instead of saying ok about a rule that matches nothing.
+func TestAttackPolicyFileVariable(t *testing.T) {
+	t.Parallel()
+	cfg := policyConfig(t, `policy_files = ["policy/*.toml"]`+"\n"+fixture("files", nil),
+		map[string]string{"policy/base.toml": "[rules.no_writes]\nmatch = \"${PREFIX}__write_*\"\ndeny = true\n"})
+	out, errOut, code := runCLI(t, "check", "--config", cfg)
+	if code == 0 || !strings.Contains(errOut+out, "policy/base.toml:2") || !strings.Contains(errOut+out, "do not expand environment variables") {
+		t.Errorf("manifold check = exit %d, stdout %q, stderr %q; want a failure naming policy/base.toml:2 and that policy files are not expanded", code, out, errOut)
+	}
+}
