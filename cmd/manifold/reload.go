@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -19,11 +20,21 @@ import (
 // interval: editors that replace the file are seen too) or on SIGHUP, until ctx
 // ends. An invalid new config is logged with all its problems and the running
 // one keeps serving.
+//
+// Policy files fail closed: a policy_files glob that matched files and now
+// matches none (the only policy file was deleted or renamed) would drop its
+// rules and show what they hid, so while the config file itself is
+// unchanged the previous rules keep serving and the reload is logged as an
+// error. Changing the config file (or restoring a file) accepts the new
+// state. A policy file that cannot be read or parsed keeps the previous
+// rules too (config.Load fails).
 func watchConfig(ctx context.Context, p *proxy.Server, cfg *config.Config, interval time.Duration, log *slog.Logger) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 	path, globs := cfg.Path, cfg.PolicyFiles // the policy files of the config in force
+	inForce := fileSum(path)                  // the config file in force
+	matched := matchingGlobs(globs)           // its globs that matched files
 	last := configSum(path, globs)
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -47,15 +58,49 @@ func watchConfig(ctx context.Context, p *proxy.Server, cfg *config.Config, inter
 			log.Error("reload: the new config is invalid; the previous one keeps serving", "reason", why, "problems", err.Error())
 			continue
 		}
+		sum := fileSum(path)
+		if emptied := emptiedGlobs(cfg.PolicyFiles, matched); len(emptied) > 0 && bytes.Equal(sum, inForce) {
+			log.Error("reload: a policy_files glob that matched files matches none now; the previous rules keep serving (fail closed). Restore the policy file, or edit the config file to accept the change",
+				"reason", why, "globs", emptied, "config", path)
+			continue
+		}
 		if err := p.Reload(proxyOptions(cfg, log).Servers); err != nil {
 			log.Error("reload failed; the previous config keeps serving", "reason", why, "err", err)
 			continue
 		}
 		p.SetPolicy(cfg.Policy)
 		globs = cfg.PolicyFiles
+		inForce, matched = sum, matchingGlobs(globs)
 		last = configSum(path, globs)
 		log.Info("reloaded the config", "reason", why, "file", cfg.Path, "servers", len(cfg.Servers))
 	}
+}
+
+// matchingGlobs returns the globs (patterns with metacharacters) that match
+// at least one file now.
+func matchingGlobs(globs []string) map[string]bool {
+	out := make(map[string]bool)
+	for _, g := range globs {
+		if !strings.ContainsAny(g, `*?[\`) {
+			continue
+		}
+		if m, _ := filepath.Glob(g); len(m) > 0 {
+			out[g] = true
+		}
+	}
+	return out
+}
+
+// emptiedGlobs returns the globs that were in had and match no file now.
+func emptiedGlobs(globs []string, had map[string]bool) []string {
+	now := matchingGlobs(globs)
+	var out []string
+	for _, g := range globs {
+		if had[g] && !now[g] {
+			out = append(out, g)
+		}
+	}
+	return out
 }
 
 // configSum hashes the config file and the policy files its globs match now,

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -190,4 +191,54 @@ func TestAttackPolicyFileVariable(t *testing.T) {
 	if code == 0 || !strings.Contains(errOut+out, "policy/base.toml:2") || !strings.Contains(errOut+out, "do not expand environment variables") {
 		t.Errorf("manifold check = exit %d, stdout %q, stderr %q; want a failure naming policy/base.toml:2 and that policy files are not expanded", code, out, errOut)
 	}
+}
+
+// TestAttackPolicyFileDeleted deletes the only policy file behind a
+// policy_files glob while serving: its deny rule keeps applying (fail
+// closed) and the reload is logged as an error, until the operator edits
+// the config file, which accepts the change. A policy file that becomes
+// unparsable keeps the last good rules as well.
+func TestAttackPolicyFileDeleted(t *testing.T) {
+	t.Parallel()
+	const deny = "[rules.no_echo]\nmatch = \"alpha__echo\"\ndeny = true\n"
+	body := `policy_files = ["policy/*.toml"]` + "\n" + fixture("alpha", []string{"-tools", "echo,whoami"})
+	cfg := policyConfig(t, body, map[string]string{"policy/base.toml": deny})
+	sp := startStdio(t, cfg)
+	ctx := testCtx(t)
+	want := []string{"alpha__whoami"}
+	if diff := cmp.Diff(want, toolNames(listTools(ctx, t, sp.cs))); diff != "" {
+		t.Fatalf("tools under the deny rule (-want +got):\n%s", diff)
+	}
+	policyFile := filepath.Join(filepath.Dir(cfg), "policy", "base.toml")
+
+	// Unparsable: the last good rules stay.
+	if err := os.WriteFile(policyFile, []byte("[rules.no_echo\nmatch = \n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	awaitStderr(t, sp.proc, 1, "the new config is invalid", "policy/base.toml:2")
+	if diff := cmp.Diff(want, toolNames(listTools(ctx, t, sp.cs))); diff != "" {
+		t.Errorf("tools after the policy file broke (-want +got):\n%s", diff)
+	}
+	checkLikeUnknown(ctx, t, sp.cs, "alpha__echo", "alpha__nosuch")
+
+	// Deleted: the glob matches nothing now; the rules stay.
+	if err := os.Remove(policyFile); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the reload after the deletion (its error, or alpha__echo back)", func() bool {
+		return strings.Contains(sp.stderr.String(), "matches none now") || listTools(ctx, t, sp.cs)["alpha__echo"] != nil
+	})
+	if diff := cmp.Diff(want, toolNames(listTools(ctx, t, sp.cs))); diff != "" {
+		t.Errorf("tools after the policy file was deleted (-want +got):\n%s", diff)
+	}
+	checkLikeUnknown(ctx, t, sp.cs, "alpha__echo", "alpha__nosuch")
+	awaitStderr(t, sp.proc, 1, "level=ERROR", "matches none now", "fail closed", "policy/*.toml")
+
+	// The operator edits the config: the change is accepted.
+	if err := os.WriteFile(cfg, []byte("# policy removed on purpose\n"+body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "alpha__echo listed after the config edit", func() bool {
+		return listTools(ctx, t, sp.cs)["alpha__echo"] != nil
+	})
 }
