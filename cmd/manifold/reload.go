@@ -33,8 +33,8 @@ func watchConfig(ctx context.Context, p *proxy.Server, cfg *config.Config, inter
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 	path, globs := cfg.Path, cfg.PolicyFiles // the policy files of the config in force
-	inForce := fileSum(path)                  // the config file in force
-	matched := matchingGlobs(globs)           // its globs that matched files
+	inForce := fileSum(path)                 // the config file in force
+	matched := matchingGlobs(globs)          // its globs that matched files
 	last := configSum(path, globs)
 	t := time.NewTicker(interval)
 	defer t.Stop()
