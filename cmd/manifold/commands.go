@@ -37,27 +37,81 @@ type common struct {
 	logLevel string
 }
 
-func newFlags(name, synopsis string, stderr io.Writer, c *common) *flag.FlagSet {
+// Log levels a command uses when neither --log-level nor (for serve) the
+// config says otherwise.
+const (
+	levelFromConfig = ""     // serve: the config's log_level
+	levelOneShot    = "warn" // tools, call, explain, status: only what went wrong
+)
+
+// newFlags returns the flag set of a command, with the flags every command
+// shares. defaultLevel is the command's log level when --log-level is not
+// given (levelFromConfig: the config's log_level); the help says which.
+func newFlags(name, synopsis, defaultLevel string, stderr io.Writer, c *common) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.config, "config", "", "path of the proxy config (default: $MANIFOLD_CONFIG, ./proxy.toml, or $XDG_CONFIG_HOME/manifold/proxy.toml)")
-	fs.StringVar(&c.logLevel, "log-level", "", "log level on stderr: debug, info, warn or error (default: the config's log_level)")
+	levelDefault := "the config's log_level"
+	switch {
+	case name == "check":
+		levelDefault = "warn; check starts nothing and logs nothing"
+	case defaultLevel != levelFromConfig:
+		levelDefault = defaultLevel + ", whatever the config's log_level"
+	}
+	fs.StringVar(&c.logLevel, "log-level", "", "log level on stderr: debug, info, warn or error (default: "+levelDefault+")")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: manifold %s\n\nFlags:\n", synopsis)
+		fmt.Fprintf(stderr, "Usage: manifold %s\n\nFlags may come before or after the arguments; \"--\" ends them.\n\nFlags:\n", synopsis)
 		fs.PrintDefaults()
 	}
 	return fs
 }
 
-// parse parses flags; --help is not an error.
-func parse(fs *flag.FlagSet, args []string) (bool, error) {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return false, nil
+// parse parses args, flags and arguments in any order ("--" ends the flags),
+// and returns the arguments. ok is false when the command must not run:
+// after --help (err nil) or a bad flag (the flag package said why).
+func parse(fs *flag.FlagSet, args []string) (pos []string, ok bool, err error) {
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, false, nil
+			}
+			return nil, false, exitError{code: 2}
 		}
-		return false, exitError{code: 2}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, true, nil
+		}
+		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+			return append(pos, rest...), true, nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
 	}
-	return true, nil
+}
+
+// argError is a usage error that says what is wrong with the arguments of
+// cmd and where to read how to call it.
+func argError(cmd, format string, args ...any) error {
+	return usageError("%s: %s (see manifold %s --help)", cmd, fmt.Sprintf(format, args...), cmd)
+}
+
+// configArg takes the arguments of a command whose only argument is the
+// config file (`manifold check other.toml`): it sets c.config, or refuses
+// with a reason.
+func configArg(cmd string, c *common, pos []string) error {
+	switch {
+	case len(pos) == 0:
+		return nil
+	case len(pos) > 1:
+		return argError(cmd, "too many arguments %q; the only argument is the config file (or give it as --config FILE)", pos)
+	case c.config != "" && c.config != pos[0]:
+		return argError(cmd, "two config files, --config %q and %q; give one", c.config, pos[0])
+	}
+	if st, err := os.Stat(pos[0]); err != nil || st.IsDir() {
+		return argError(cmd, "%q is not a file; the argument is the config file to use (like --config FILE)", pos[0])
+	}
+	c.config = pos[0]
+	return nil
 }
 
 // configPath picks the config file: the flag, $MANIFOLD_CONFIG, ./proxy.toml,
@@ -207,7 +261,7 @@ func startProxy(ctx context.Context, c common, defaultLevel string, stderr io.Wr
 // startReady starts the proxy for a one-shot command (quiet logs) and waits
 // for every server's first start attempt.
 func startReady(ctx context.Context, c common, stderr io.Writer) (*proxy.Server, error) {
-	p, _, err := startProxy(ctx, c, "warn", stderr)
+	p, _, err := startProxy(ctx, c, levelOneShot, stderr)
 	if err != nil {
 		return nil, err
 	}
@@ -222,15 +276,16 @@ func startReady(ctx context.Context, c common, stderr io.Writer) (*proxy.Server,
 
 func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var c common
-	fs := newFlags("serve", "serve [--config FILE] [--http ADDR] [--allow-remote]", stderr, &c)
+	fs := newFlags("serve", "serve [--config FILE | FILE] [--http ADDR] [--allow-remote]", levelFromConfig, stderr, &c)
 	httpAddr := fs.String("http", "", "serve streamable HTTP on ADDR (e.g. 127.0.0.1:7777) at /mcp instead of stdio")
 	reloadEvery := fs.Duration("watch-interval", time.Second, "how often the config file is checked for changes (it is reloaded on change and on SIGHUP)")
 	allowRemote := fs.Bool("allow-remote", false, "allow --http to listen on a non-loopback address (there is no authentication: only behind a trusted network)")
-	if ok, err := parse(fs, args); !ok {
+	pos, ok, err := parse(fs, args)
+	if !ok {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return usageError("serve: unexpected argument %q", fs.Arg(0))
+	if err := configArg("serve", &c, pos); err != nil {
+		return err
 	}
 	if *httpAddr != "" {
 		p, cfg, err := startProxy(ctx, c, "", stderr)
@@ -313,8 +368,12 @@ func serveHTTP(ctx context.Context, p *proxy.Server, cfg *config.Config, addr st
 
 func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	var c common
-	fs := newFlags("check", "check [--config FILE]", stderr, &c)
-	if ok, err := parse(fs, args); !ok {
+	fs := newFlags("check", "check [--config FILE | FILE]", levelOneShot, stderr, &c)
+	pos, ok, err := parse(fs, args)
+	if !ok {
+		return err
+	}
+	if err := configArg("check", &c, pos); err != nil {
 		return err
 	}
 	cfg, err := loadConfig(c)
@@ -352,8 +411,12 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 
 func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var c common
-	fs := newFlags("tools", "tools [--config FILE]", stderr, &c)
-	if ok, err := parse(fs, args); !ok {
+	fs := newFlags("tools", "tools [--config FILE | FILE]", levelOneShot, stderr, &c)
+	pos, ok, err := parse(fs, args)
+	if !ok {
+		return err
+	}
+	if err := configArg("tools", &c, pos); err != nil {
 		return err
 	}
 	p, err := startReady(ctx, c, stderr)
@@ -394,25 +457,28 @@ func oneLine(s string, max int) string {
 
 func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var c common
-	fs := newFlags("call", "call [--config FILE] NAME [JSON-ARGUMENTS]", stderr, &c)
+	fs := newFlags("call", "call [--config FILE] [--json] NAME [JSON-ARGUMENTS]", levelOneShot, stderr, &c)
 	asJSON := fs.Bool("json", false, "print the whole result as JSON")
-	if ok, err := parse(fs, args); !ok {
+	pos, ok, err := parse(fs, args)
+	if !ok {
 		return err
 	}
-	if fs.NArg() < 1 || fs.NArg() > 2 {
-		fs.Usage()
-		return usageError("call: want a tool name and optional JSON arguments")
+	switch {
+	case len(pos) == 0:
+		return argError("call", "no tool name; write manifold call NAME '{\"key\":\"value\"}' (run manifold tools for the names)")
+	case len(pos) > 2:
+		return argError("call", "%d arguments %q; want the tool name and at most one JSON object of arguments (quote it: '{\"a\":1}')", len(pos), pos)
 	}
-	name := fs.Arg(0)
+	name := pos[0]
 	var arguments json.RawMessage
-	if fs.NArg() == 2 {
-		arguments = json.RawMessage(fs.Arg(1))
+	if len(pos) == 2 {
+		arguments = json.RawMessage(pos[1])
 		var obj map[string]any
 		if err := json.Unmarshal(arguments, &obj); err != nil {
 			return usageError("call: arguments must be a JSON object, e.g. '{\"path\":\"README.md\"}': %v", err)
 		}
 	}
-	p, _, err := startProxy(ctx, c, "warn", stderr)
+	p, _, err := startProxy(ctx, c, levelOneShot, stderr)
 	if err != nil {
 		return err
 	}
@@ -493,20 +559,20 @@ func healthCheck(h *config.Health) *proxy.HealthCheck {
 
 func cmdExplain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var c common
-	fs := newFlags("explain", "explain [--config FILE] NAME|URI", stderr, &c)
-	if ok, err := parse(fs, args); !ok {
+	fs := newFlags("explain", "explain [--config FILE] NAME|URI", levelOneShot, stderr, &c)
+	pos, ok, err := parse(fs, args)
+	if !ok {
 		return err
 	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return usageError("explain: want one exposed tool or prompt name, or a resource URI")
+	if len(pos) != 1 {
+		return argError("explain", "%d arguments %q; want one exposed tool or prompt name, or one resource URI", len(pos), pos)
 	}
 	p, err := startReady(ctx, c, stderr)
 	if err != nil {
 		return err
 	}
 	defer p.Close()
-	text, err := p.Explain(fs.Arg(0))
+	text, err := p.Explain(pos[0])
 	if err != nil {
 		return err
 	}

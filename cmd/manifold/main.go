@@ -90,14 +90,15 @@ func usageError(format string, args ...any) error {
 const usage = `manifold: one MCP server in front of many.
 
 Usage:
-  manifold serve [--config FILE] [--http ADDR]   serve MCP on stdio (default) or streamable HTTP
-  manifold check [--config FILE]                 validate the config without starting anything
-  manifold tools [--config FILE]                 start the servers and print the merged catalog
-  manifold call  [--config FILE] NAME [JSON]     call one tool through the full proxy path
-  manifold status [--config FILE | --url URL]    each server's state, pid, uptime, restarts, health
-  manifold explain [--config FILE] NAME|URI      the policy's decision for a tool, prompt or URI, and why
-  manifold version                               print the version
+  manifold serve [--config FILE] [--http ADDR]          serve MCP on stdio (default) or streamable HTTP
+  manifold check [--config FILE | FILE]                 validate the config without starting anything
+  manifold tools [--config FILE | FILE]                 start the servers and print the merged catalog
+  manifold call  [--config FILE] [--json] NAME [JSON]   call one tool through the full proxy path
+  manifold status [--config FILE | FILE | --url URL]    each server's state, pid, uptime, restarts, health
+  manifold explain [--config FILE] NAME|URI             the policy's decision for a tool, prompt or URI, and why
+  manifold version                                      print the version
 
+Flags may come before or after the arguments.
 The config is --config, else $MANIFOLD_CONFIG, else ./proxy.toml, else
 $XDG_CONFIG_HOME/manifold/proxy.toml. Run "manifold COMMAND --help" for a
 command's flags.

@@ -20,12 +20,19 @@ import (
 // for the purpose.
 func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var c common
-	fs := newFlags("status", "status [--config FILE | --url http://127.0.0.1:7777]", stderr, &c)
+	fs := newFlags("status", "status [--config FILE | FILE | --url http://127.0.0.1:7777] [--fresh] [--json]", levelOneShot, stderr, &c)
 	url := fs.String("url", "", "base URL of a running `manifold serve --http` instance (its /status endpoint is read)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	fresh := fs.Bool("fresh", false, "start the config's servers to check them, even if a manifold serving it runs")
-	if ok, err := parse(fs, args); !ok {
+	pos, ok, err := parse(fs, args)
+	if !ok {
 		return err
+	}
+	if err := configArg("status", &c, pos); err != nil {
+		return err
+	}
+	if *url != "" && c.config != "" {
+		return argError("status", "both a config file and --url; give one")
 	}
 	var running []instanceStatus
 	if *url == "" {

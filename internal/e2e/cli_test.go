@@ -18,10 +18,16 @@ import (
 // environment, and returns its stdout, stderr and exit code.
 func runCLI(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
+	return runCLIIn(t, t.TempDir(), args...)
+}
+
+// runCLIIn is runCLI in the folder dir.
+func runCLIIn(t *testing.T, dir string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, manifoldBin, args...)
-	cmd.Dir = t.TempDir()
+	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "MANIFOLD_CONFIG=", "XDG_CONFIG_HOME="+cmd.Dir)
 	cmd.WaitDelay = 5 * time.Second
 	var out, errb bytes.Buffer

@@ -1,0 +1,167 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// cliFolder is a folder whose ./proxy.toml (alpha and beta) is good, and
+// other.toml (gamma only) and bad.toml (one problem) lie beside it: a
+// command that ignores the file it is given uses ./proxy.toml.
+func cliFolder(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"proxy.toml": twoFixtures(),
+		"other.toml": fixture("gamma", nil),
+		"bad.toml":   fixture("gamma", nil, `prefx = "g"`),
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func TestCLIArgsConfigFileArgument(t *testing.T) {
+	t.Parallel()
+	dir := cliFolder(t)
+	tests := []struct {
+		name       string
+		args       []string
+		wantCode   int
+		wantStdout []string // each in stdout
+		wantStderr []string // each in stderr
+		notStdout  []string // none in stdout
+	}{
+		{name: "check bad file", args: []string{"check", "bad.toml"}, wantCode: 1,
+			wantStderr: []string{"bad.toml:", `did you mean "prefix"?`}, notStdout: []string{"ok"}},
+		{name: "check good file", args: []string{"check", "other.toml"},
+			wantStdout: []string{"other.toml: ok, 1 server", "gamma"}, notStdout: []string{"alpha"}},
+		{name: "check flag after", args: []string{"check", "bad.toml", "--log-level", "info"}, wantCode: 1,
+			wantStderr: []string{"bad.toml:"}},
+		{name: "tools file", args: []string{"tools", "other.toml"},
+			wantStdout: []string{"gamma__echo"}, notStdout: []string{"alpha__echo"}},
+		{name: "status file", args: []string{"status", "other.toml", "--fresh"},
+			wantStdout: []string{"gamma"}, notStdout: []string{"alpha"}},
+		{name: "missing file", args: []string{"check", "nothere.toml"}, wantCode: 2,
+			wantStderr: []string{`"nothere.toml" is not a file`}},
+		{name: "two files", args: []string{"tools", "--config", "proxy.toml", "other.toml"}, wantCode: 2,
+			wantStderr: []string{"two config files"}},
+		{name: "same file twice", args: []string{"check", "--config", "other.toml", "other.toml"},
+			wantStdout: []string{"other.toml: ok"}},
+		{name: "serve extra", args: []string{"serve", "other.toml", "more.toml"}, wantCode: 2,
+			wantStderr: []string{"too many arguments"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			stdout, stderr, code := runCLIIn(t, dir, tt.args...)
+			if code != tt.wantCode {
+				t.Errorf("manifold %s exited %d, want %d\nstdout:\n%s\nstderr:\n%s", strings.Join(tt.args, " "), code, tt.wantCode, stdout, stderr)
+			}
+			for _, w := range tt.wantStdout {
+				if !strings.Contains(stdout, w) {
+					t.Errorf("stdout lacks %q:\n%s", w, stdout)
+				}
+			}
+			for _, w := range tt.wantStderr {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, stderr)
+				}
+			}
+			for _, w := range tt.notStdout {
+				if strings.Contains(stdout, w) {
+					t.Errorf("stdout has %q:\n%s", w, stdout)
+				}
+			}
+		})
+	}
+}
+
+func TestCLIArgsFlagsAnywhere(t *testing.T) {
+	t.Parallel()
+	dir := cliFolder(t)
+	other := filepath.Join(dir, "other.toml")
+	tests := []struct {
+		name       string
+		args       []string
+		wantCode   int
+		wantStdout string // in stdout
+		wantStderr string // in stderr
+	}{
+		{name: "explain then config", args: []string{"explain", "gamma__echo", "--config", other},
+			wantStdout: "tool gamma__echo"},
+		{name: "call then config", args: []string{"call", "gamma__echo", `{"message":"hi"}`, "--config", other},
+			wantStdout: "gamma: hi\n"},
+		{name: "call then json", args: []string{"call", "gamma__echo", "--json", `{"message":"hi"}`, "--config=" + other},
+			wantStdout: `"text": "gamma: hi"`},
+		{name: "flags between", args: []string{"call", "--config", other, "gamma__echo", "--log-level", "warn", `{"message":"x"}`},
+			wantStdout: "gamma: x\n"},
+		{name: "dash dash", args: []string{"call", "--config", other, "--", "gamma__echo", `{"message":"--json"}`},
+			wantStdout: "gamma: --json\n"},
+		{name: "call too many", args: []string{"call", "gamma__echo", "{}", "extra", "--config", other}, wantCode: 2,
+			wantStderr: `call: 3 arguments ["gamma__echo" "{}" "extra"]`},
+		{name: "call no name", args: []string{"call", "--config", other}, wantCode: 2,
+			wantStderr: "call: no tool name"},
+		{name: "explain none", args: []string{"explain", "--config", other}, wantCode: 2,
+			wantStderr: "explain: 0 arguments"},
+		{name: "bad flag", args: []string{"tools", "--jsn", "--config", other}, wantCode: 2,
+			wantStderr: "flag provided but not defined: -jsn"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			stdout, stderr, code := runCLIIn(t, dir, tt.args...)
+			if code != tt.wantCode {
+				t.Errorf("manifold %s exited %d, want %d\nstdout:\n%s\nstderr:\n%s", strings.Join(tt.args, " "), code, tt.wantCode, stdout, stderr)
+			}
+			if !strings.Contains(stdout, tt.wantStdout) {
+				t.Errorf("stdout lacks %q:\n%s", tt.wantStdout, stdout)
+			}
+			if !strings.Contains(stderr, tt.wantStderr) {
+				t.Errorf("stderr lacks %q:\n%s", tt.wantStderr, stderr)
+			}
+			if tt.wantCode == 2 && tt.name != "bad flag" && strings.Contains(stderr, "Flags:") {
+				t.Errorf("a usage error dumps the usage instead of saying why:\n%s", stderr)
+			}
+			if strings.Contains(tt.name, "json") {
+				var v map[string]any
+				if err := json.Unmarshal([]byte(stdout), &v); err != nil {
+					t.Errorf("call --json printed no JSON object: %v\n%s", err, stdout)
+				}
+			}
+		})
+	}
+}
+
+// Each command's --help states the defaults that command applies.
+func TestCLIArgsHelpDefaults(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		cmd  string
+		want string
+	}{
+		{cmd: "serve", want: "(default: the config's log_level)"},
+		{cmd: "tools", want: "(default: warn, whatever the config's log_level)"},
+		{cmd: "call", want: "(default: warn, whatever the config's log_level)"},
+		{cmd: "explain", want: "(default: warn, whatever the config's log_level)"},
+		{cmd: "status", want: "(default: warn, whatever the config's log_level)"},
+		{cmd: "check", want: "check starts nothing"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.cmd, func(t *testing.T) {
+			t.Parallel()
+			stdout, stderr, code := runCLI(t, tt.cmd, "--help")
+			if code != 0 {
+				t.Errorf("%s --help exited %d", tt.cmd, code)
+			}
+			if help := stdout + stderr; !strings.Contains(help, tt.want) {
+				t.Errorf("%s --help does not say %q:\n%s", tt.cmd, tt.want, help)
+			}
+		})
+	}
+}
