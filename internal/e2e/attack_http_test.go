@@ -489,3 +489,27 @@ func TestHTTPAttackSessionHijack(t *testing.T) {
 		}
 	})
 }
+
+// TestHTTPAttackSessionOfAnotherUser: another local user on the same address
+// (a socket owned by uid 65534, "nobody") cannot use a session, and its own
+// session is its own on every connection it opens.
+func TestHTTPAttackSessionOfAnotherUser(t *testing.T) {
+	t.Parallel()
+	other, err := clientAsUser(65534)
+	if err != nil {
+		t.Skipf("cannot open a socket as another user: %v", err)
+	}
+	hp := startHTTP(t, writeConfig(t, fixture("alpha", []string{"-tools", "echo"})))
+	ctx := testCtx(t)
+	me := rawClient("127.0.0.1")
+	sid := rawSession(ctx, t, me, hp)
+
+	wantRPCError(t, "other user's DELETE", do(ctx, t, other, http.MethodDelete, hp.endpoint(), sid, nil), http.StatusForbidden, "another client")
+	wantRPCError(t, "other user's POST", do(ctx, t, other, http.MethodPost, hp.endpoint(), sid, strings.NewReader(`{"jsonrpc":"2.0","id":9,"method":"tools/list"}`)), http.StatusForbidden, "another client")
+	listOK(ctx, t, me, hp, sid, "after the other user's requests")
+
+	theirs := rawSession(ctx, t, other, hp)
+	other.CloseIdleConnections() // the next request comes on a new connection
+	listOK(ctx, t, other, hp, theirs, "the other user's own session, on a new connection")
+	wantRPCError(t, "my DELETE of their session", do(ctx, t, me, http.MethodDelete, hp.endpoint(), theirs, nil), http.StatusForbidden, "another client")
+}
