@@ -5,7 +5,8 @@
 #   1. baseline: against the Go SDK's conformance everything-server directly,
 #      over streamable HTTP (stateful, so server->client requests work);
 #   2. against `manifold serve --http` with the same everything-server behind it
-#      over stdio, under prefix = "" (names and URIs unchanged).
+#      over stdio, under prefix = "" (names and URIs unchanged) and
+#      isolation = "session" (a process per client session).
 #
 # It fails (exit 1) if a check that passes directly does not pass through
 # Manifold (failed, warned, or missing), unless its scenario is listed in
@@ -169,11 +170,14 @@ run_suite direct "http://127.0.0.1:${port}/mcp"
 stop "${direct_pid}"
 
 # 2. Through Manifold: it binds port 0 and reports the address it got.
+# isolation = "session": over HTTP only a process of its own (one client) is
+# offered sampling, elicitation and roots, which the suite's scenarios use.
 cat >"${work}/manifold.toml" <<EOF
 [servers.everything]
 command = "${work}/bin/everything-server"
 prefix = ""
 required = true
+isolation = "session"
 EOF
 # The log exists before manifold starts: the poll below may run before the
 # child's redirection has created it.

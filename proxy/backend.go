@@ -239,7 +239,8 @@ func (s *Server) startUpstream(ctx context.Context, b *backend) (*upstream.Upstr
 	opts.Logger = s.log
 	opts.ClientInfo = &mcp.Implementation{Name: "manifold", Version: Version}
 	opts.Client, opts.Middleware = s.clientOptions(b, nil)
-	opts.Progress = func(p *mcp.ProgressNotificationParams) { s.progress.forward(s.life, p) }
+	opts.Progress = func(p *mcp.ProgressNotificationParams) { s.progress.forward(b, nil, p) }
+	opts.Log = func(p *mcp.LoggingMessageParams) { s.forwardLog(s.life, b, nil, p) } //lint:ignore SA1019 logging is part of the protocol versions the proxy serves
 	if opts.Reaper == nil {
 		opts.Reaper = s.opts.Reaper
 	}
@@ -585,7 +586,13 @@ func (s *Server) isClosed() bool {
 // the backend so every notification is attributed to its server.
 func (s *Server) clientOptions(b *backend, fixed *mcp.ServerSession) (*mcp.ClientOptions, []mcp.Middleware) {
 	if fixed != nil { // a session's own process: lists come from the shared one
-		opts := &mcp.ClientOptions{KeepAlive: 30 * time.Second, KeepAliveFailureThreshold: 3}
+		opts := &mcp.ClientOptions{
+			KeepAlive:                 30 * time.Second,
+			KeepAliveFailureThreshold: 3,
+			ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+				s.progress.forward(b, fixed, r.Params)
+			},
+		}
 		s.relayLogs(opts, b, fixed)
 		return opts, s.relayOptions(opts, b, fixed)
 	}
@@ -605,8 +612,8 @@ func (s *Server) clientOptions(b *backend, fixed *mcp.ServerSession) (*mcp.Clien
 		ResourceUpdatedHandler: func(ctx context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
 			s.resourceUpdated(ctx, b, r.Params.URI)
 		},
-		ProgressNotificationHandler: func(ctx context.Context, r *mcp.ProgressNotificationClientRequest) {
-			s.progress.forward(ctx, r.Params)
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+			s.progress.forward(b, nil, r.Params)
 		},
 	}
 	s.relayLogs(opts, b, nil)

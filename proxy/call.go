@@ -3,12 +3,11 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -116,12 +115,13 @@ func (s *Server) startCall(ctx context.Context, ss *mcp.ServerSession, name stri
 		done(toolError("%s", b.unavailable()), nil)
 		return
 	}
+	var fixed *mcp.ServerSession // the session whose own process runs the call
 	if iso, err := s.sessionUpstream(ctx, b, ss); err != nil {
 		rec.Outcome = "unavailable"
 		done(toolError("upstream %q could not start a process for this client: %v; nothing was executed", b.name, err), nil)
 		return
 	} else if iso != nil {
-		up = iso
+		up, fixed = iso, ss
 	}
 	if r := d.Limits.Rate; !r.IsZero() {
 		if wait := s.limits.take(name, r, time.Now()); wait > 0 {
@@ -139,7 +139,7 @@ func (s *Server) startCall(ctx context.Context, ss *mcp.ServerSession, name stri
 	}
 	if meta, ok := fields["_meta"]; ok {
 		var release func()
-		if fields["_meta"], release, err = s.progress.mapToken(ctx, ss, meta); err != nil {
+		if fields["_meta"], release, err = s.progress.mapToken(ctx, ss, meta, b, fixed); err != nil {
 			done(nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid _meta: %v", err)})
 			return
 		}
@@ -247,9 +247,10 @@ func (s *Server) handleCallTool(ctx context.Context, req *mcp.CallToolRequest) (
 }
 
 // progressRoutes maps the progress tokens the proxy sends upstream back to the
-// downstream session and token that asked.
+// downstream session and token that asked. A token is random (an upstream
+// cannot guess another call's) and is honoured only from the upstream process
+// it was sent to, so no server can inject progress into a call on another.
 type progressRoutes struct {
-	next   atomic.Uint64
 	mu     sync.Mutex
 	routes map[string]progressRoute // guarded by mu
 }
@@ -258,11 +259,14 @@ type progressRoute struct {
 	ctx   context.Context
 	ss    *mcp.ServerSession
 	token any
+	b     *backend           // the server the call went to
+	fixed *mcp.ServerSession // and ss, if it went to ss's own process of b
 }
 
 // mapToken replaces a progress token in a raw _meta object with a token unique
-// across upstreams and sessions, and returns a func that forgets it.
-func (p *progressRoutes) mapToken(ctx context.Context, ss *mcp.ServerSession, meta json.RawMessage) (json.RawMessage, func(), error) {
+// across upstreams and sessions, for a call sent to b's process (fixed's own,
+// if fixed is set), and returns a func that forgets it.
+func (p *progressRoutes) mapToken(ctx context.Context, ss *mcp.ServerSession, meta json.RawMessage, b *backend, fixed *mcp.ServerSession) (json.RawMessage, func(), error) {
 	noop := func() {}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(meta, &m); err != nil {
@@ -276,7 +280,7 @@ func (p *progressRoutes) mapToken(ctx context.Context, ss *mcp.ServerSession, me
 	if err := json.Unmarshal(rawTok, &tok); err != nil {
 		return nil, noop, err
 	}
-	id := "mf-progress-" + strconv.FormatUint(p.next.Add(1), 10)
+	id := "mf-progress-" + rand.Text()
 	m["progressToken"], _ = json.Marshal(id)
 	out, err := json.Marshal(m)
 	if err != nil {
@@ -286,7 +290,7 @@ func (p *progressRoutes) mapToken(ctx context.Context, ss *mcp.ServerSession, me
 	if p.routes == nil {
 		p.routes = make(map[string]progressRoute)
 	}
-	p.routes[id] = progressRoute{ctx: ctx, ss: ss, token: tok}
+	p.routes[id] = progressRoute{ctx: ctx, ss: ss, token: tok, b: b, fixed: fixed}
 	p.mu.Unlock()
 	return out, func() {
 		p.mu.Lock()
@@ -295,9 +299,10 @@ func (p *progressRoutes) mapToken(ctx context.Context, ss *mcp.ServerSession, me
 	}, nil
 }
 
-// forward sends an upstream progress notification to the session that asked,
-// with its own token. Unknown or finished tokens are dropped.
-func (p *progressRoutes) forward(_ context.Context, params *mcp.ProgressNotificationParams) {
+// forward sends a progress notification from b's process (fixed's own, if
+// fixed is set) to the session that asked, with its own token. Unknown or
+// finished tokens, and tokens that were sent to another process, are dropped.
+func (p *progressRoutes) forward(b *backend, fixed *mcp.ServerSession, params *mcp.ProgressNotificationParams) {
 	if params == nil {
 		return
 	}
@@ -309,6 +314,10 @@ func (p *progressRoutes) forward(_ context.Context, params *mcp.ProgressNotifica
 	rt, ok := p.routes[id]
 	p.mu.Unlock()
 	if !ok {
+		return
+	}
+	if rt.b != b || rt.fixed != fixed {
+		b.log.Warn("progress notification dropped: its token belongs to a call on another server or process", "token", id)
 		return
 	}
 	fwd := *params

@@ -77,7 +77,8 @@ func (s *Server) runSessionProc(b *backend, ss *mcp.ServerSession, sp *sessionPr
 	opts.Logger = s.log.With("session", ss.ID())
 	opts.ClientInfo = &mcp.Implementation{Name: "manifold", Version: Version}
 	opts.Client, opts.Middleware = s.clientOptions(b, ss)
-	opts.Progress = func(p *mcp.ProgressNotificationParams) { s.progress.forward(s.life, p) }
+	opts.Progress = func(p *mcp.ProgressNotificationParams) { s.progress.forward(b, ss, p) }
+	opts.Log = func(p *mcp.LoggingMessageParams) { s.forwardLog(s.life, b, ss, p) } //lint:ignore SA1019 logging is part of the protocol versions the proxy serves
 	if opts.Reaper == nil {
 		opts.Reaper = s.opts.Reaper
 	}
@@ -85,6 +86,12 @@ func (s *Server) runSessionProc(b *backend, ss *mcp.ServerSession, sp *sessionPr
 		opts.MaxMessageBytes = s.opts.MaxMessageBytes
 	}
 	sp.up, sp.err = upstream.Start(s.life, opts)
+	if sp.err == nil {
+		// Before the first call: it may log at the level the client set.
+		if ir := sp.up.InitializeResult(); ir != nil {
+			s.applyLogLevel(s.life, b, sp.up.Session(), ir.Capabilities)
+		}
+	}
 	close(sp.ready)
 	if sp.err != nil {
 		b.mu.Lock()
@@ -131,4 +138,20 @@ func (b *backend) closeSessions() {
 		go func() { defer wg.Done(); _ = up.Close() }()
 	}
 	wg.Wait()
+}
+
+// sessionProc returns ss's running process of b, or nil if it has none.
+func (b *backend) sessionProc(ss *mcp.ServerSession) *upstream.Upstream {
+	b.mu.Lock()
+	sp := b.perSession[ss]
+	b.mu.Unlock()
+	if sp == nil {
+		return nil
+	}
+	select {
+	case <-sp.ready:
+		return sp.up
+	default:
+		return nil
+	}
 }

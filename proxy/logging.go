@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/manifold-mcp/manifold/upstream"
 )
 
 // This file holds the MCP logging relay: downstream logging/setLevel goes to
@@ -27,17 +29,21 @@ func serverCapabilities() *mcp.ServerCapabilities {
 	}
 }
 
-// relayLogs installs the handler that forwards b's log messages downstream:
-// to fixed only, for a session's own process (isolation = "session"), else
-// to every session.
+// relayLogs installs the handler that forwards b's log messages downstream
+// (see forwardLog).
 func (s *Server) relayLogs(opts *mcp.ClientOptions, b *backend, fixed *mcp.ServerSession) {
 	opts.LoggingMessageHandler = func(ctx context.Context, r *mcp.LoggingMessageRequest) {
 		s.forwardLog(ctx, b, fixed, r.Params)
 	}
 }
 
-// forwardLog relays an upstream's log message to the downstream sessions,
-// naming the server in the logger field.
+// forwardLog relays an upstream's log message, naming the server in the
+// logger field, to exactly one downstream session: fixed, for a session's own
+// process (isolation = "session"); the one client, over stdio or while only
+// one session is connected; else the one session with calls in flight on b.
+// With several sessions and not exactly one of them busy on b the message
+// cannot be attributed, so it goes to the proxy's log only: one client never
+// sees what the server said during another's call.
 func (s *Server) forwardLog(ctx context.Context, b *backend, fixed *mcp.ServerSession, p *mcp.LoggingMessageParams) {
 	if p == nil {
 		return
@@ -47,17 +53,39 @@ func (s *Server) forwardLog(ctx context.Context, b *backend, fixed *mcp.ServerSe
 	if p.Logger != "" {
 		fwd.Logger = b.name + "/" + p.Logger
 	}
-	if fixed != nil {
-		_ = fixed.Log(ctx, &fwd)
+	ss := fixed
+	if ss == nil {
+		ss = s.logTarget(b)
+	}
+	if ss == nil {
+		b.log.Debug("log message not relayed: it cannot be attributed to one client session", "level", p.Level, "logger", fwd.Logger)
 		return
 	}
+	lctx, done := relayContext(ctx, b.callOf(ss))
+	defer done()
+	_ = ss.Log(lctx, &fwd)
+}
+
+// logTarget is the session a shared process's log message goes to, or nil.
+func (s *Server) logTarget(b *backend) *mcp.ServerSession {
+	var all []*mcp.ServerSession
 	for ss := range s.server.Sessions() {
-		_ = ss.Log(ctx, &fwd)
+		if ss.InitializeParams() != nil {
+			all = append(all, ss)
+		}
 	}
+	if len(all) == 1 {
+		return all[0]
+	}
+	if busy := b.busySessions(); len(busy) == 1 {
+		return busy[0]
+	}
+	return nil
 }
 
 // setUpstreamLogLevel applies a downstream logging/setLevel to every running
-// upstream that declared logging.
+// shared upstream that declared logging, and to the calling session's own
+// processes (isolation = "session").
 func (s *Server) setUpstreamLogLevel(ctx context.Context, req mcp.Request) {
 	p, ok := req.GetParams().(*mcp.SetLoggingLevelParams)
 	if !ok || p == nil {
@@ -66,21 +94,29 @@ func (s *Server) setUpstreamLogLevel(ctx context.Context, req mcp.Request) {
 	// Servers that start (or restart) later get the level too.
 	lvl := string(p.Level)
 	s.logLevel.Store(&lvl)
+	ss, _ := req.GetSession().(*mcp.ServerSession)
 	var wg sync.WaitGroup
 	for _, b := range s.gen.Load().backends {
 		st, up, _ := b.snapshot()
-		if st != stateUp || up == nil || b.caps == nil || b.caps.Logging == nil {
+		if b.caps == nil || b.caps.Logging == nil {
 			continue
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			cctx, cancel := context.WithTimeout(ctx, b.cfg.CallTimeout)
-			defer cancel()
-			if err := up.Session().SetLoggingLevel(cctx, p); err != nil {
-				b.log.Warn("logging/setLevel failed", "err", err)
-			}
-		}()
+		ups := []*upstream.Upstream{}
+		if st == stateUp && up != nil {
+			ups = append(ups, up)
+		}
+		if own := b.sessionProc(ss); ss != nil && own != nil {
+			ups = append(ups, own)
+		}
+		for _, up := range ups {
+			wg.Go(func() {
+				cctx, cancel := context.WithTimeout(ctx, b.cfg.CallTimeout)
+				defer cancel()
+				if err := up.Session().SetLoggingLevel(cctx, p); err != nil {
+					b.log.Warn("logging/setLevel failed", "err", err)
+				}
+			})
+		}
 	}
 	wg.Wait()
 }

@@ -69,6 +69,18 @@ type ServerConfig struct {
 	// proxy's, under the server's name. If false, they are left out: they go
 	// into the model's system prompt, so including them is an opt-in.
 	Instructions bool
+	// AllowUnsolicited lets the server ask its client for sampling or
+	// elicitation outside any call of that client. If zero, such requests are
+	// refused with an error that names this option.
+	AllowUnsolicited Unsolicited
+}
+
+// Unsolicited names the server->client requests a server may send outside
+// any call of its client (roots/list always may: servers ask for roots when
+// they start and when the client says its roots changed).
+type Unsolicited struct {
+	Sampling    bool
+	Elicitation bool
 }
 
 // Options configures a Server.
@@ -101,10 +113,11 @@ type Options struct {
 	// servers advertise before they run. If empty, nothing is cached.
 	CacheDir string
 	// WaitForClient makes Start wait for the first downstream client's
-	// initialize and offer upstreams exactly the client capabilities (sampling,
-	// elicitation, roots) that client declared: the stdio mode, with one client.
-	// If false, upstreams start at once and are offered all three; a request
-	// that the client it is relayed to does not support is refused.
+	// initialize and offer upstreams the client capabilities that client
+	// declared (sampling, elicitation; roots only with PerSession): the stdio
+	// mode, with one client. If false (HTTP), upstreams start at once and a
+	// shared one is offered none, since it serves every session; a session's
+	// own process (PerSession) is offered what that session declared.
 	WaitForClient bool
 	// Logger receives the proxy's and the upstreams' logs. If nil, logs are
 	// discarded.
@@ -169,9 +182,6 @@ func New(opts Options) (*Server, error) {
 		ready:    make(chan struct{}),
 		closed:   make(chan struct{}),
 		clientUp: make(chan struct{}),
-	}
-	if !opts.WaitForClient {
-		s.clientCaps = allRelayCaps()
 	}
 	s.life, s.cancel = context.WithCancel(context.Background())
 	s.rules.Store(opts.Policy)

@@ -17,32 +17,34 @@ import (
 // from clients to upstreams.
 //
 // Under the protocol versions served here an upstream's request carries no
-// link to the downstream request that caused it, so the proxy attributes it:
-// with one downstream session (stdio) it is that session; with several (HTTP)
-// it is the one session that has a call in flight on that upstream. A request
-// that cannot be attributed to exactly one session is refused with an error
-// that says so.
+// link to the downstream request that caused it, so a request is relayed only
+// where its client is certain: by a process that serves exactly one client.
+// That is every upstream over stdio (one client), and a session's own process
+// (isolation = "session") over HTTP. Each upstream process is offered only the
+// capabilities its one client declared; a shared process over HTTP, which
+// serves every HTTP session, is offered none, so that it neither lists tools
+// that its clients cannot use nor sends one client's request to another.
+// Roots are offered only with isolation = "session": roots widen what a
+// server such as server-filesystem lets its clients reach, so one client's
+// roots must never govern a process that another client uses, and the same
+// config grants the same folders over stdio and HTTP. A shared server uses
+// the folders of its config.
+//
+// Sampling and elicitation are relayed while the client has a call in flight
+// on that server; outside any call (unsolicited) only if the config allows it
+// (ServerConfig.AllowUnsolicited). Every refused request gets an error that
+// names what is missing.
 
 // errNoClient is returned to an upstream whose request has nobody to go to.
 var errNoClient = errors.New("no client is connected to the proxy")
 
-// relayCaps are the client capabilities the proxy offers upstreams: only what
-// the downstream client declared (ARCHITECTURE §3; spec: only negotiated
-// capabilities may be used). nil means none.
+// relayCaps are the capabilities the downstream client declared, offered to
+// the shared upstream processes: set in stdio mode, where one client is
+// served (Options.WaitForClient), nil over HTTP.
 func (s *Server) relayCaps() *mcp.ClientCapabilities {
 	s.capsMu.Lock()
 	defer s.capsMu.Unlock()
 	return s.clientCaps
-}
-
-// allRelayCaps are offered to upstreams shared by several clients (HTTP): the
-// SDK refuses a relayed request that the target session did not declare.
-func allRelayCaps() *mcp.ClientCapabilities {
-	return &mcp.ClientCapabilities{
-		Sampling:    &mcp.SamplingCapabilities{Tools: &mcp.SamplingToolsCapabilities{}},
-		Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}},
-		RootsV2:     &mcp.RootCapabilities{ListChanged: true},
-	}
 }
 
 // setClientCaps records the capabilities upstreams may be offered. It is
@@ -53,17 +55,76 @@ func (s *Server) setClientCaps(c *mcp.ClientCapabilities) {
 	s.clientCaps = c
 }
 
+// relayMethods are the server->client requests, with the capability each
+// needs.
+var relayMethods = map[string]string{
+	"sampling/createMessage": "sampling",
+	"elicitation/create":     "elicitation",
+	"roots/list":             "roots",
+}
+
+// offer says which client capabilities one upstream process is offered and,
+// for those it is not, why.
+type offer struct {
+	caps *mcp.ClientCapabilities // what the process's client declared; nil: no client known
+	why  string                  // why nothing is offered when caps is nil
+}
+
+// offerFor returns what b's process is offered: fixed's declared
+// capabilities for a session's own process, the stdio client's for a shared
+// process in stdio mode, nothing for a shared process over HTTP.
+func (s *Server) offerFor(b *backend, fixed *mcp.ServerSession) offer {
+	if fixed != nil {
+		var caps *mcp.ClientCapabilities
+		if ip := fixed.InitializeParams(); ip != nil {
+			caps = ip.Capabilities
+		}
+		if caps == nil {
+			caps = &mcp.ClientCapabilities{}
+		}
+		return offer{caps: caps}
+	}
+	if !s.opts.WaitForClient {
+		return offer{why: fmt.Sprintf("%q is shared by every HTTP client session, and a request from it cannot be attributed to one of them; set isolation = \"session\" for it in the proxy config to relay requests to the client whose call asks", b.name)}
+	}
+	caps := s.relayCaps()
+	if caps == nil {
+		caps = &mcp.ClientCapabilities{}
+	}
+	return offer{caps: caps}
+}
+
+// refusal is the error for a server->client request that b's process was not
+// offered the capability for.
+func (o offer) refusal(b *backend, method string) error {
+	capName := relayMethods[method]
+	why := o.why
+	switch {
+	case why != "":
+	case capName == "roots" && !b.cfg.PerSession:
+		why = fmt.Sprintf("roots are relayed only to a server with isolation = \"session\", whose process serves one client; %q is shared, so it uses the folders of its config", b.name)
+	default:
+		why = fmt.Sprintf("the client did not declare the %s capability in initialize", capName)
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf(
+		"%s from %q refused: the proxy did not offer the %s capability to this server: %s", method, b.name, capName, why)}
+}
+
 // relayOptions adds to opts the handlers (and so the capabilities) for the
-// server->client requests the downstream client supports, and returns the
-// receiving middleware that answers roots/list.
+// server->client requests b's process is offered (see offerFor), and returns
+// the receiving middleware that answers roots/list and refuses, naming the
+// missing capability, the requests that were not offered.
 func (s *Server) relayOptions(opts *mcp.ClientOptions, b *backend, fixed *mcp.ServerSession) []mcp.Middleware {
-	dc := s.relayCaps()
+	o := s.offerFor(b, fixed)
 	caps := &mcp.ClientCapabilities{}
 	opts.Capabilities = caps
+	dc := o.caps
 	if dc == nil {
-		return nil
+		dc = &mcp.ClientCapabilities{}
 	}
+	offered := map[string]bool{}
 	if dc.Sampling != nil {
+		offered["sampling/createMessage"] = true
 		// includeContext is reduced to "none" (one server never sees another's
 		// context), so the context sub-capability is not offered.
 		caps.Sampling = &mcp.SamplingCapabilities{}
@@ -94,6 +155,7 @@ func (s *Server) relayOptions(opts *mcp.ClientOptions, b *backend, fixed *mcp.Se
 	}
 	var mws []mcp.Middleware
 	if dc.Elicitation != nil {
+		offered["elicitation/create"] = true
 		e := *dc.Elicitation
 		caps.Elicitation = &e
 		// The handler declares the capability; requests are answered by the
@@ -120,7 +182,8 @@ func (s *Server) relayOptions(opts *mcp.ClientOptions, b *backend, fixed *mcp.Se
 			}
 		})
 	}
-	if dc.RootsV2 != nil {
+	if dc.RootsV2 != nil && b.cfg.PerSession {
+		offered["roots/list"] = true
 		caps.RootsV2 = &mcp.RootCapabilities{ListChanged: true}
 		mws = append(mws, func(next mcp.MethodHandler) mcp.MethodHandler {
 			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
@@ -136,6 +199,16 @@ func (s *Server) relayOptions(opts *mcp.ClientOptions, b *backend, fixed *mcp.Se
 			}
 		})
 	}
+	// What was not offered is refused, with the reason (the middlewares above
+	// pass on every method they were not offered).
+	mws = append(mws, func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if _, relay := relayMethods[method]; relay && !offered[method] {
+				return nil, o.refusal(b, method)
+			}
+			return next(ctx, method, req)
+		}
+	})
 	return mws
 }
 
@@ -170,28 +243,47 @@ func noContext(ic string) string {
 	return "none"
 }
 
-// sessionFor picks the downstream session an upstream's request belongs to:
-// fixed, for a process of its own (isolation = "session"), else by
-// attribution. It also returns the context to relay the request with: while
-// the session has a call in flight on b, one that carries that call's
-// incoming request (so that over streamable HTTP the request goes out on the
-// call's response stream, which the client is reading, and not on the
-// standalone GET stream, which it may not have opened) and that is cancelled
-// with ctx, the upstream's request; done releases it.
+// sessionFor picks the downstream session an upstream's request goes to: the
+// one client of b's process (fixed, or the stdio client). It also returns the
+// context to relay the request with: one that carries the incoming request of
+// that session's call in flight on b (so that over streamable HTTP the
+// request goes out on the call's response stream, which the client is
+// reading, and not on the standalone GET stream, which it may not have
+// opened) and that is cancelled with ctx, the upstream's request; done
+// releases it. A sampling or elicitation request while the session has no
+// call in flight on b is refused unless b's config allows it.
 func (s *Server) sessionFor(ctx context.Context, b *backend, fixed *mcp.ServerSession, method string) (*mcp.ServerSession, context.Context, func(), error) {
-	ss, err := s.attribute(b, fixed, method)
-	if err != nil {
-		return nil, nil, nil, err
+	ss := fixed
+	if ss == nil {
+		var err error
+		if ss, err = s.soleSession(b, method); err != nil {
+			return nil, nil, nil, err
+		}
 	}
-	rctx, done := relayContext(ctx, b.callOf(ss))
+	call := b.callOf(ss)
+	if call == nil && !b.cfg.AllowUnsolicited.allows(method) {
+		kind := relayMethods[method]
+		return nil, nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf(
+			"%s from %q refused: it came outside any call of the client, and unsolicited requests are not relayed; to allow them set allow_unsolicited = [%q] for this server in the proxy config",
+			method, b.name, kind)}
+	}
+	rctx, done := relayContext(ctx, call)
 	return ss, rctx, done, nil
 }
 
-// attribute picks the session for sessionFor.
-func (s *Server) attribute(b *backend, fixed *mcp.ServerSession, method string) (*mcp.ServerSession, error) {
-	if fixed != nil {
-		return fixed, nil
+// allows reports whether method may be relayed outside any call.
+func (u Unsolicited) allows(method string) bool {
+	switch method {
+	case "sampling/createMessage":
+		return u.Sampling
+	case "elicitation/create":
+		return u.Elicitation
 	}
+	return true
+}
+
+// soleSession returns the one initialized downstream session (stdio mode).
+func (s *Server) soleSession(b *backend, method string) (*mcp.ServerSession, error) {
 	var all []*mcp.ServerSession
 	for ss := range s.server.Sessions() {
 		if ss.InitializeParams() != nil {
@@ -204,13 +296,9 @@ func (s *Server) attribute(b *backend, fixed *mcp.ServerSession, method string) 
 	case 1:
 		return all[0], nil
 	}
-	busy := b.busySessions()
-	if len(busy) == 1 {
-		return busy[0], nil
-	}
 	return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf(
-		"%s from %q cannot be attributed to one client: %d clients are connected and %d have calls in flight on this server; set isolation = \"session\" for it in the proxy config",
-		method, b.name, len(all), len(busy))}
+		"%s from %q cannot be attributed to one client: %d clients are connected; set isolation = \"session\" for it in the proxy config",
+		method, b.name, len(all))}
 }
 
 // relayContext returns a context with the values of call (the downstream
@@ -226,15 +314,24 @@ func relayContext(upstream, call context.Context) (context.Context, func()) {
 	return ctx, func() { stop(); cancel() }
 }
 
-// rootsChanged tells every running upstream that the client's roots changed;
-// they ask again with roots/list, which is relayed to the client.
-func (s *Server) rootsChanged(ctx context.Context, _ *mcp.RootsListChangedRequest) {
+// rootsChanged tells the upstream processes that were offered the roots of
+// the session whose roots changed (see relayOptions); they ask again with
+// roots/list, which is relayed to that session.
+func (s *Server) rootsChanged(ctx context.Context, req *mcp.RootsListChangedRequest) {
+	ss := req.Session
 	for _, b := range s.gen.Load().backends {
-		st, up, _ := b.snapshot()
-		if st != stateUp || up == nil {
+		if !b.cfg.PerSession {
 			continue
 		}
-		up.NotifyRootsChanged()
+		if s.opts.WaitForClient { // stdio: the shared process is the client's own
+			if st, up, _ := b.snapshot(); st == stateUp && up != nil {
+				up.NotifyRootsChanged()
+			}
+			continue
+		}
+		if up := b.sessionProc(ss); up != nil {
+			up.NotifyRootsChanged()
+		}
 	}
 }
 

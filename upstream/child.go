@@ -62,7 +62,9 @@ type child struct {
 	stderr tail
 
 	progress func(*mcp.ProgressNotificationParams) // Options.Progress; nil: the SDK handles progress
-	reaper   *Reaper                               // Options.Reaper; may be nil
+	// Options.Log; nil: the SDK handles log messages.
+	logMsg func(*mcp.LoggingMessageParams) //lint:ignore SA1019 logging is part of the protocol versions the proxy serves
+	reaper *Reaper                         // Options.Reaper; may be nil
 
 	procMu sync.Mutex
 	reaped bool // guarded by procMu; once true, the pid must not be signalled
@@ -142,6 +144,7 @@ func (u *Upstream) startChild(ctx context.Context, opts Options) error {
 		stderrR:     pipes[2][0],
 		pending:     make(map[uint64]func(reply)),
 		progress:    opts.Progress,
+		logMsg:      opts.Log,
 		stopReq:     make(chan struct{}),
 		stdinClosed: make(chan struct{}),
 		exited:      make(chan struct{}),
@@ -428,7 +431,24 @@ func (c *child) readStdout(pw *io.PipeWriter) {
 var (
 	rawIDMarker    = []byte(`"mf.`)
 	progressMarker = []byte(`"notifications/progress"`)
+	logMarker      = []byte(`"notifications/message"`)
 )
+
+// relayLog hands a log message to Options.Log on the reader goroutine, in
+// wire order with the responses to raw calls (see relayProgress). It reports
+// false if msg is not a log message.
+func (c *child) relayLog(msg []byte) bool {
+	var n struct {
+		Method string                    `json:"method"`
+		ID     json.RawMessage           `json:"id"`
+		Params *mcp.LoggingMessageParams `json:"params"` //lint:ignore SA1019 logging is part of the protocol versions the proxy serves
+	}
+	if err := json.Unmarshal(msg, &n); err != nil || n.Method != "notifications/message" || n.ID != nil || n.Params == nil {
+		return false
+	}
+	c.logMsg(n.Params)
+	return true
+}
 
 // relayProgress hands a progress notification to Options.Progress on the
 // reader goroutine, so that it is delivered before the response that follows
@@ -463,6 +483,9 @@ func (c *child) route(line []byte, sdk *io.PipeWriter) *io.PipeWriter {
 		return sdk
 	}
 	if c.progress != nil && bytes.Contains(msg, progressMarker) && c.relayProgress(msg) {
+		return sdk
+	}
+	if c.logMsg != nil && bytes.Contains(msg, logMarker) && c.relayLog(msg) {
 		return sdk
 	}
 	if sdk == nil {

@@ -80,6 +80,12 @@ type Options struct {
 	// preceded). If nil, ClientOptions.ProgressNotificationHandler gets them.
 	Progress func(*mcp.ProgressNotificationParams)
 
+	// Log, if set, receives the server's log messages (notifications/message)
+	// for a child process, in wire order with the responses of raw calls, so
+	// that a message sent during a call is seen while the call is in flight.
+	// If nil, ClientOptions.LoggingMessageHandler gets them.
+	Log func(*mcp.LoggingMessageParams) //lint:ignore SA1019 logging is part of the protocol versions the proxy serves
+
 	// Reaper, if set, is told the child's process group so that the group
 	// dies with the proxy even when the proxy is killed with SIGKILL. If nil,
 	// only the direct child dies with it (Pdeathsig).

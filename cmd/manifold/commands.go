@@ -200,6 +200,10 @@ func proxyOptions(cfg *config.Config, log *slog.Logger) proxy.Options {
 			Lazy:        s.Lazy,
 			PerSession:  s.PerSession,
 			IdleTimeout: s.IdleTimeout,
+			AllowUnsolicited: proxy.Unsolicited{
+				Sampling:    s.AllowUnsolicitedSampling,
+				Elicitation: s.AllowUnsolicitedElicitation,
+			},
 		})
 	}
 	opts.Servers = append(opts.Servers, pluginServers(cfg, log)...)

@@ -159,6 +159,11 @@ type Server struct {
 	// PerSession gives each HTTP client session its own process
 	// (isolation = "session").
 	PerSession bool
+	// AllowUnsolicitedSampling and AllowUnsolicitedElicitation let the server
+	// send sampling/createMessage and elicitation/create outside any call of
+	// its client (allow_unsolicited = ["sampling", "elicitation"]).
+	AllowUnsolicitedSampling    bool
+	AllowUnsolicitedElicitation bool
 	// Lazy starts the server on its first call (start = "lazy").
 	Lazy bool
 	// IdleTimeout stops the server after that long without a call; 0: never.

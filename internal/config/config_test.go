@@ -136,6 +136,22 @@ args = ["-y", "@modelcontextprotocol/server-filesystem", "."]
 			},
 		},
 		{
+			name: "allow_unsolicited",
+			doc: `[servers.a]
+command = "/usr/bin/a"
+allow_unsolicited = ["sampling", "elicitation"]
+[servers.b]
+command = "/usr/bin/b"
+allow_unsolicited = ["elicitation"]
+`,
+			want: func(c *Config) {
+				a, b := stdio("a", "/usr/bin/a"), stdio("b", "/usr/bin/b")
+				a.AllowUnsolicitedSampling, a.AllowUnsolicitedElicitation = true, true
+				b.AllowUnsolicitedElicitation = true
+				c.Servers = []Server{a, b}
+			},
+		},
+		{
 			name: "per-server settings override the globals",
 			doc: `[servers.files]
 command = "/usr/bin/fs"
@@ -317,6 +333,12 @@ func TestParseErrors(t *testing.T) {
 			name: "duplicate table",
 			doc:  "[servers.x]\ncommand = \"a\"\n[servers.x]\n",
 			want: `proxy.toml:3:2: invalid TOML: Key 'servers.x' has already been defined.`,
+		},
+
+		{
+			name: "allow_unsolicited names a request kind",
+			doc:  "[servers.a]\ncommand = \"/usr/bin/a\"\nallow_unsolicited = [\"sampling\", \"roots\"]\n",
+			want: `proxy.toml:3:1: servers.a.allow_unsolicited: element 2: "roots" is not a request kind; write "sampling" or "elicitation" (roots/list is always allowed)`,
 		},
 
 		// Unknown keys.

@@ -306,6 +306,18 @@ func (d *decoder) server(t *table, name string, cfg *Config) (entry, bool) {
 			t.errorf("isolation", `%q is not an isolation mode; write "shared" (one process for all clients, the default) or "session" (a process per HTTP client session)`, iso)
 		}
 	}
+	if kinds, ok := t.strs("allow_unsolicited"); ok {
+		for i, k := range kinds {
+			switch k {
+			case "sampling":
+				s.AllowUnsolicitedSampling = true
+			case "elicitation":
+				s.AllowUnsolicitedElicitation = true
+			default:
+				t.errorf("allow_unsolicited", `element %d: %q is not a request kind; write "sampling" or "elicitation" (roots/list is always allowed)`, i+1, k)
+			}
+		}
+	}
 	unknown := t.finish()
 	if disabled {
 		return entry{}, false

@@ -3,10 +3,15 @@
 package e2e
 
 import (
+	"context"
+	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -40,7 +45,7 @@ func connectHTTPNoStandalone(t *testing.T, hp *httpProxy, client *mcp.Client) *m
 // standalone stream makes the race certain.
 func TestRelayOnTheCallsStream(t *testing.T) {
 	t.Parallel()
-	cfg := fixture("alpha", []string{"-tools", "echo", "-extra", "sample,elicit,roots"})
+	cfg := fixture("alpha", []string{"-tools", "echo", "-extra", "sample,elicit,roots"}, `isolation = "session"`)
 	hp := startHTTP(t, writeConfig(t, cfg))
 	ctx := testCtx(t)
 	rec := newRecorder("A")
@@ -62,6 +67,269 @@ func TestRelayOnTheCallsStream(t *testing.T) {
 				if got := text(res); res.IsError || !strings.Contains(got, tc.want) {
 					t.Fatalf("call %d: %s = %q (isError %v), want it to contain %q", i, tc.tool, got, res.IsError, tc.want)
 				}
+			}
+		})
+	}
+}
+
+// callText calls a tool and returns the text of its result, or of the
+// protocol error it got.
+func callText(ctx context.Context, cs *mcp.ClientSession, name string, args any) string {
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		return err.Error()
+	}
+	return text(res)
+}
+
+// quietBound is how long a session is watched for a message it must never
+// get, after the message went elsewhere (or nowhere). Not an assertion on
+// speed: a message that arrives later still fails the checks at the end.
+const quietBound = 1500 * time.Millisecond
+
+// logData returns the data of every log message rec got.
+func logData(rec *recorder) []string {
+	var out []string
+	rec.snapshot(func() {
+		for _, l := range rec.logs {
+			out = append(out, fmt.Sprint(l.Data))
+		}
+	})
+	return out
+}
+
+// progressMessages returns the message of every progress notification rec
+// got.
+func progressMessages(rec *recorder) []string {
+	var out []string
+	rec.snapshot(func() {
+		for _, p := range rec.progress {
+			out = append(out, p.Message)
+		}
+	})
+	return out
+}
+
+// TestSessionsNeverSeeEachOther: two HTTP sessions share misbehaving servers
+// (isolation = "shared", the default); whatever the servers send, each
+// session's stream carries only what belongs to it.
+func TestSessionsNeverSeeEachOther(t *testing.T) {
+	t.Parallel()
+	cfg := fixture("alpha", []string{"-tools", "echo", "-extra", "progress,log,later,sample,elicit,roots"}) +
+		fixture("beta", []string{"-tools", "echo", "-extra", "inject"}) +
+		fixture("gamma", []string{"-tools", "echo", "-extra", "sample"}, `isolation = "session"`)
+	hp := startHTTP(t, writeConfig(t, cfg))
+	ctx := testCtx(t)
+	recA, recB := newRecorder("A"), newRecorder("B")
+	a := connectHTTPClient(t, hp, recA.client(&mcp.Root{URI: "file:///tmp/e2e-root-a", Name: "a"}), protocolVersion)
+	b := connectHTTPClient(t, hp, recB.client(&mcp.Root{URI: "file:///tmp/e2e-root-b", Name: "b"}), protocolVersion)
+	waitTool(ctx, t, a, "alpha__later")
+	waitTool(ctx, t, a, "beta__inject")
+	waitTool(ctx, t, a, "gamma__sample")
+	for _, cs := range []*mcp.ClientSession{a, b} {
+		if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {
+			t.Fatalf("logging/setLevel: %v", err)
+		}
+	}
+
+	t.Run("progress with another call's token is dropped", func(t *testing.T) {
+		// A's call reports its upstream token in its progress messages; B
+		// has another server send progress with it while A's call runs.
+		done := make(chan *mcp.CallToolResult, 1)
+		go func() {
+			res, err := a.CallTool(ctx, &mcp.CallToolParams{
+				Name:      "alpha__progress",
+				Arguments: map[string]any{"steps": 4, "tag": "A", "delay_ms": 300, "echo_token": true},
+				Meta:      mcp.Meta{"progressToken": "token-of-A"},
+			})
+			if err != nil {
+				t.Errorf("session A: alpha__progress: %v", err)
+			}
+			done <- res
+		}()
+		var upstreamToken string
+		recA.await(ctx, t, "session A: its first progress notification", func() bool {
+			for _, p := range recA.progress {
+				if m := upstreamTokenRE.FindStringSubmatch(p.Message); m != nil {
+					upstreamToken = m[1]
+					return true
+				}
+			}
+			return false
+		})
+		res := call(ctx, t, b, "beta__inject", map[string]any{"token": upstreamToken, "message": "injected by beta"})
+		if res.IsError {
+			t.Fatalf("beta__inject: %q", text(res))
+		}
+		<-done
+		want := []string{
+			"A 1 token " + upstreamToken, "A 2 token " + upstreamToken,
+			"A 3 token " + upstreamToken, "A 4 token " + upstreamToken,
+		}
+		recA.waitFor(ctx, awaitBound, func() bool { return len(recA.progress) >= 4 })
+		if diff := cmp.Diff(want, progressMessages(recA)); diff != "" {
+			t.Errorf("session A: progress notifications (-want +got):\n%s", diff)
+		}
+		if got := progressMessages(recB); len(got) != 0 {
+			t.Errorf("session B got progress %q, want none", got)
+		}
+	})
+
+	t.Run("log messages reach only the session whose call they came in", func(t *testing.T) {
+		res := call(ctx, t, a, "alpha__log", map[string]any{"level": "info", "data": "during A's call"})
+		if res.IsError {
+			t.Fatalf("alpha__log: %q", text(res))
+		}
+		recA.await(ctx, t, "session A: the log message of its call", func() bool {
+			return slices.ContainsFunc(recA.logs, func(l mcp.LoggingMessageParams) bool { return l.Data == "during A's call" })
+		})
+		// Outside any call, with two sessions connected, a log message
+		// belongs to neither.
+		if res := call(ctx, t, a, "alpha__later", map[string]any{"action": "log", "delay_ms": 50, "data": "outside any call"}); res.IsError {
+			t.Fatalf("alpha__later: %q", text(res))
+		}
+		leaked := func(rec *recorder, data string) func() bool {
+			return func() bool {
+				return slices.ContainsFunc(rec.logs, func(l mcp.LoggingMessageParams) bool { return l.Data == data })
+			}
+		}
+		recB.waitFor(ctx, quietBound, leaked(recB, "during A's call"))
+		recB.waitFor(ctx, quietBound, leaked(recB, "outside any call"))
+		if got := logData(recB); slices.Contains(got, "during A's call") || slices.Contains(got, "outside any call") {
+			t.Errorf("session B got log messages %q, want none of A's call and none from outside any call", got)
+		}
+		if got := logData(recA); slices.Contains(got, "outside any call") {
+			t.Errorf("session A got log messages %q, want none from outside any call", got)
+		}
+	})
+
+	t.Run("a request after A's call is not shown to B", func(t *testing.T) {
+		// A's call returns at once; its server asks for sampling while only
+		// B has a call in flight on it.
+		if res := call(ctx, t, a, "alpha__later", map[string]any{"action": "sample", "delay_ms": 200, "data": "A's prompt"}); res.IsError {
+			t.Fatalf("alpha__later: %q", text(res))
+		}
+		res := call(ctx, t, b, "alpha__progress", map[string]any{"steps": 10, "tag": "B", "delay_ms": 100})
+		if res.IsError {
+			t.Fatalf("session B: alpha__progress: %q", text(res))
+		}
+		for name, rec := range map[string]*recorder{"A": recA, "B": recB} {
+			var n int
+			rec.snapshot(func() { n = len(rec.samples) })
+			if n != 0 {
+				t.Errorf("session %s was asked %d sampling request(s), want none", name, n)
+			}
+		}
+	})
+
+	t.Run("a shared server's requests are refused, naming the capability", func(t *testing.T) {
+		for _, tc := range []struct{ tool, want string }{
+			{"alpha__sample", "the proxy did not offer the sampling capability"},
+			{"alpha__roots", "the proxy did not offer the roots capability"},
+		} {
+			got := callText(ctx, a, tc.tool, map[string]any{"prompt": "p"})
+			if !strings.Contains(got, tc.want) || !strings.Contains(got, `isolation = "session"`) {
+				t.Errorf("%s = %q, want it to say %q and how to get it (isolation = \"session\")", tc.tool, got, tc.want)
+			}
+		}
+		var n int
+		recA.snapshot(func() { n = len(recA.samples) })
+		if n != 0 {
+			t.Errorf("session A answered %d sampling request(s), want none", n)
+		}
+	})
+
+	t.Run("a session's own process gets only what that session declared", func(t *testing.T) {
+		bare := connectHTTPClient(t, hp, mcp.NewClient(&mcp.Implementation{Name: "bare", Version: "0"}, nil), protocolVersion)
+		got := text(call(ctx, t, bare, "gamma__sample", map[string]any{"prompt": "p"}))
+		if want := "the client did not declare the sampling capability"; !strings.Contains(got, want) {
+			t.Errorf("gamma__sample from a client without sampling = %q, want it to say %q", got, want)
+		}
+		res := call(ctx, t, a, "gamma__sample", map[string]any{"prompt": "p"})
+		if got, want := text(res), "gamma: sampled model=e2e-model text="+sampleAnswer("A"); got != want {
+			t.Errorf("gamma__sample from A = %q, want %q", got, want)
+		}
+	})
+}
+
+// TestSharedServerCapabilitiesOverHTTP: a shared server-everything over HTTP
+// is offered no client capabilities, so it lists the same tools as over stdio
+// to a client that declares none, and none that its clients cannot use.
+func TestSharedServerCapabilitiesOverHTTP(t *testing.T) {
+	t.Parallel()
+	cfg := writeConfig(t, everythingServer(t))
+	ctx := testCtx(t)
+	names := func(cs *mcp.ClientSession) []string {
+		waitTool(ctx, t, cs, "everything__echo")
+		var out []string
+		for tool, err := range cs.Tools(ctx, nil) {
+			if err != nil {
+				t.Fatalf("tools/list: %v", err)
+			}
+			out = append(out, tool.Name)
+		}
+		slices.Sort(out)
+		return out
+	}
+	hp := startHTTP(t, cfg)
+	overHTTP := names(connectHTTPClient(t, hp, newRecorder("http").client(), protocolVersion))
+	sp := startStdioClient(t, cfg, mcp.NewClient(&mcp.Implementation{Name: "bare", Version: "0"}, nil), protocolVersion)
+	overStdio := names(sp.cs)
+	if diff := cmp.Diff(overStdio, overHTTP); diff != "" {
+		t.Errorf("tools over HTTP (a shared server) vs over stdio (a client that declares nothing) (-stdio +http):\n%s", diff)
+	}
+	if slices.Contains(overHTTP, "everything__trigger-sampling-request") {
+		t.Errorf("over HTTP a shared server-everything lists trigger-sampling-request, which no HTTP client can use")
+	}
+}
+
+// TestUnsolicitedRequests: over stdio a server may not ask the client for
+// sampling or elicitation outside any call, unless its config allows it.
+func TestUnsolicitedRequests(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, extra, want string
+		asked             int
+	}{
+		{name: "refused by default", want: `sampling/createMessage from "alpha" refused: it came outside any call of the client, and unsolicited requests are not relayed; to allow them set allow_unsolicited = ["sampling"]`},
+		{name: "allowed by allow_unsolicited", extra: `allow_unsolicited = ["sampling"]`, want: "later sample: answered by model e2e-model", asked: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			rec := newRecorder("e2e")
+			cfg := fixture("alpha", []string{"-tools", "echo", "-extra", "later,roots"}, tc.extra)
+			sp := startStdioClient(t, writeConfig(t, cfg), rec.client(&mcp.Root{URI: "file:///tmp/e2e-root", Name: "r"}), protocolVersion)
+			ctx := testCtx(t)
+			waitTool(ctx, t, sp.cs, "alpha__later")
+			if err := sp.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {
+				t.Fatalf("logging/setLevel: %v", err)
+			}
+			if res := call(ctx, t, sp.cs, "alpha__later", map[string]any{"action": "sample", "delay_ms": 100, "data": "unprompted"}); res.IsError {
+				t.Fatalf("alpha__later: %q", text(res))
+			}
+			var outcome string
+			rec.await(ctx, t, "the server's report of its request", func() bool {
+				for _, l := range rec.logs {
+					if d := fmt.Sprint(l.Data); strings.HasPrefix(d, "later sample:") {
+						outcome = d
+						return true
+					}
+				}
+				return false
+			})
+			if !strings.Contains(outcome, tc.want) {
+				t.Errorf("outcome = %q, want it to contain %q", outcome, tc.want)
+			}
+			var n int
+			rec.snapshot(func() { n = len(rec.samples) })
+			if n != tc.asked {
+				t.Errorf("the client was asked %d sampling request(s), want %d", n, tc.asked)
+			}
+			// Roots of a shared server: the folders of its config, never the
+			// client's, over stdio as over HTTP.
+			got := callText(ctx, sp.cs, "alpha__roots", nil)
+			if want := `roots are relayed only to a server with isolation = "session"`; !strings.Contains(got, want) {
+				t.Errorf("alpha__roots = %q, want it to say %q", got, want)
 			}
 		})
 	}

@@ -318,7 +318,9 @@ func TestRoots(t *testing.T) {
 	t.Parallel()
 	rec := newRecorder("e2e")
 	client := rec.client(&mcp.Root{URI: "file:///tmp/e2e-root-one", Name: "one"})
-	cfg := everythingServer(t) + fixture("alpha", []string{"-tools", "echo", "-extra", "roots"})
+	// Roots are relayed only to servers whose process serves one client.
+	cfg := everythingServer(t) + "isolation = \"session\"\n" +
+		fixture("alpha", []string{"-tools", "echo", "-extra", "roots"}, `isolation = "session"`)
 	sp := startStdioClient(t, writeConfig(t, cfg), client, protocolVersion)
 	ctx := testCtx(t)
 	const name = "everything__get-roots-list"

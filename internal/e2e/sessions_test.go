@@ -23,7 +23,10 @@ var upstreamTokenRE = regexp.MustCompile(`token (.+)$`)
 
 func TestTwoHTTPSessionsShareAnUpstream(t *testing.T) {
 	t.Parallel()
-	cfg := fixture("alpha", []string{"-tools", "echo", "-extra", "progress,sample,elicit,touch"})
+	// Sampling and elicitation reach a client only from a process of its own
+	// (isolation = "session"): a shared one is not offered them over HTTP.
+	cfg := fixture("alpha", []string{"-tools", "echo", "-extra", "progress,sample,elicit,touch"}) +
+		fixture("beta", []string{"-tools", "echo", "-extra", "sample,elicit"}, `isolation = "session"`)
 	hp := startHTTP(t, writeConfig(t, cfg))
 	ctx := testCtx(t)
 	recs := map[string]*recorder{"A": newRecorder("A"), "B": newRecorder("B")}
@@ -112,9 +115,9 @@ func TestTwoHTTPSessionsShareAnUpstream(t *testing.T) {
 
 	t.Run("sampling goes to the session that called", func(t *testing.T) {
 		for i, name := range names {
-			res := call(ctx, t, sessions[name], "alpha__sample", map[string]any{"prompt": "from " + name})
-			if got, want := text(res), "alpha: sampled model=e2e-model text="+sampleAnswer(name); got != want || res.IsError {
-				t.Errorf("session %s: alpha__sample = %q (isError %v), want %q", name, got, res.IsError, want)
+			res := call(ctx, t, sessions[name], "beta__sample", map[string]any{"prompt": "from " + name})
+			if got, want := text(res), "beta: sampled model=e2e-model text="+sampleAnswer(name); got != want || res.IsError {
+				t.Errorf("session %s: beta__sample = %q (isError %v), want %q", name, got, res.IsError, want)
 			}
 			// After A's call A has answered once and B never; after B's,
 			// each once.
@@ -133,9 +136,9 @@ func TestTwoHTTPSessionsShareAnUpstream(t *testing.T) {
 	})
 
 	t.Run("elicitation goes to the session that called", func(t *testing.T) {
-		res := call(ctx, t, sessions["A"], "alpha__elicit", map[string]any{"message": "for A"})
+		res := call(ctx, t, sessions["A"], "beta__elicit", map[string]any{"message": "for A"})
 		if got := text(res); res.IsError || !strings.Contains(got, `"answer":"from A"`) {
-			t.Errorf("session A: alpha__elicit = %q (isError %v), want A's answer", got, res.IsError)
+			t.Errorf("session A: beta__elicit = %q (isError %v), want A's answer", got, res.IsError)
 		}
 		var gotA []string
 		var nB int
@@ -145,7 +148,7 @@ func TestTwoHTTPSessionsShareAnUpstream(t *testing.T) {
 			}
 		})
 		recs["B"].snapshot(func() { nB = len(recs["B"].elicits) })
-		if diff := cmp.Diff([]string{"[alpha] for A"}, gotA); diff != "" {
+		if diff := cmp.Diff([]string{"[beta] for A"}, gotA); diff != "" {
 			t.Errorf("session A: elicitation messages (-want +got):\n%s", diff)
 		}
 		if nB != 0 {
