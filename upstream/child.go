@@ -165,7 +165,7 @@ func (u *Upstream) startChild(ctx context.Context, opts Options) error {
 		Writer:        stdinWriter{c},
 		MaxLineLength: c.max + 64, // readStdout enforces the limit
 	}
-	cs, err := u.newClient(opts).Connect(startCtx, transport, sessionOptions())
+	cs, err := u.newClient(opts).Connect(startCtx, repairTransport{transport, u}, sessionOptions())
 	if err == nil {
 		u.session = cs
 		return nil

@@ -22,7 +22,7 @@ func (u *Upstream) dialLocal(ctx context.Context, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("upstream %q: %w", u.name, err)
 	}
-	cs, err := u.newClient(opts).Connect(ctx, t, sessionOptions())
+	cs, err := u.newClient(opts).Connect(ctx, repairTransport{t, u}, sessionOptions())
 	if err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("upstream %q: did not complete initialize within %v: %w", u.name, opts.StartupTimeout, err)

@@ -39,6 +39,9 @@ func (u *Upstream) dial(ctx context.Context, opts Options) error {
 		header.Set(k, v)
 	}
 	bt := newBoundTransport(base, header)
+	if opts.Transport != "sse" {
+		bt.repair = func(method string, resp *http.Response) { u.repairBody(method, resp, opts.MaxMessageBytes) }
+	}
 	hc := &http.Client{Transport: bt}
 
 	var t mcp.Transport
@@ -46,7 +49,9 @@ func (u *Upstream) dial(ctx context.Context, opts Options) error {
 	case "", "streamable":
 		t = &mcp.StreamableClientTransport{Endpoint: opts.URL, HTTPClient: hc, MaxEventSize: opts.MaxMessageBytes}
 	case "sse":
-		t = &mcp.SSEClientTransport{Endpoint: opts.URL, HTTPClient: hc, MaxEventSize: opts.MaxMessageBytes}
+		// Responses arrive on the event stream, not on the POST: repaired
+		// per connection (its conn has no client-connection hooks to lose).
+		t = repairTransport{&mcp.SSEClientTransport{Endpoint: opts.URL, HTTPClient: hc, MaxEventSize: opts.MaxMessageBytes}, u}
 	default:
 		cancel(nil)
 		return fmt.Errorf("upstream %q: unknown transport %q; use \"streamable\" or \"sse\"", u.name, opts.Transport)
@@ -142,6 +147,9 @@ func (r *remote) stop() {
 type boundTransport struct {
 	base   http.RoundTripper
 	header http.Header
+	// repair, if set, repairs the response to a posted list request
+	// (listrepair.go). Set before the first request.
+	repair func(method string, resp *http.Response)
 
 	mu        sync.Mutex
 	gen       context.Context    // guarded by mu
@@ -183,12 +191,19 @@ func (t *boundTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	for k, v := range t.header {
 		r.Header[k] = v
 	}
+	method := ""
+	if t.repair != nil && req.ContentLength < 1<<20 {
+		method = listMethodOf(req)
+	}
 	resp, err := t.base.RoundTrip(r)
 	if err != nil {
 		release()
 		return nil, err
 	}
 	resp.Body = &releaseBody{ReadCloser: resp.Body, release: release}
+	if method != "" && resp.StatusCode == http.StatusOK {
+		t.repair(method, resp)
+	}
 	return resp, nil
 }
 

@@ -242,3 +242,46 @@ func TestAttackPolicyFileDeleted(t *testing.T) {
 		return listTools(ctx, t, sp.cs)["alpha__echo"] != nil
 	})
 }
+
+// TestAttackMalformedListItems runs a server that puts one malformed item at
+// the head of each of its lists (a tool with "annotations":"x", a prompt
+// with "arguments":"x", a resource with "size":"x", a template with
+// "annotations":"x"): only those items are left out, each logged with the
+// server's name and the item's, and the rest of its catalog is served.
+func TestAttackMalformedListItems(t *testing.T) {
+	t.Parallel()
+	sp := startStdio(t, writeConfig(t, fixture("alpha", []string{"-tools", "echo,whoami", "-bad-items"})))
+	ctx := testCtx(t)
+	if diff := cmp.Diff([]string{"alpha__echo", "alpha__whoami"}, toolNames(listTools(ctx, t, sp.cs))); diff != "" {
+		t.Errorf("tools (-want +got):\n%s", diff)
+	}
+	if got := text(call(ctx, t, sp.cs, "alpha__echo", map[string]any{"message": "hi"})); got != "alpha: hi" {
+		t.Errorf("alpha__echo = %q, want %q", got, "alpha: hi")
+	}
+	if diff := cmp.Diff([]string{"alpha__greet"}, listPromptNames(ctx, t, sp.cs)); diff != "" {
+		t.Errorf("prompts (-want +got):\n%s", diff)
+	}
+	var uris []string
+	for r, err := range sp.cs.Resources(ctx, nil) {
+		if err != nil {
+			t.Fatalf("resources/list: %v", err)
+		}
+		uris = append(uris, r.URI)
+	}
+	if len(uris) != 2 || slices.ContainsFunc(uris, func(u string) bool { return strings.Contains(u, "bad") }) {
+		t.Errorf("resources = %q; want the fixture's two, without the malformed one", uris)
+	}
+	var tmpls []string
+	for r, err := range sp.cs.ResourceTemplates(ctx, nil) {
+		if err != nil {
+			t.Fatalf("resources/templates/list: %v", err)
+		}
+		tmpls = append(tmpls, r.URITemplate)
+	}
+	if len(tmpls) != 1 || strings.Contains(tmpls[0], "bad") {
+		t.Errorf("templates = %q; want the fixture's one, without the malformed one", tmpls)
+	}
+	for _, item := range []string{"tools/list item=bad_tool", "prompts/list item=bad_prompt", "resources/list item=fixture://bad/item", "resources/templates/list item=fixture://bad/{x}"} {
+		awaitStderr(t, sp.proc, 1, "upstream=alpha", "malformed", "list="+item)
+	}
+}

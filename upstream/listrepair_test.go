@@ -1,0 +1,194 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+	"testing/iotest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func TestRepairList(t *testing.T) {
+	tests := []struct {
+		name, method, result string
+		want                 string // "" = unchanged
+		wantDropped          []string
+	}{
+		{name: "all good", method: "tools/list", result: `{"tools":[{"name":"a","inputSchema":{"type":"object"}}]}`},
+		{name: "not a list method", method: "tools/call", result: `{"tools":[{"name":"a","annotations":"x"}]}`},
+		{name: "no array", method: "tools/list", result: `{"tools":"x"}`},
+		{
+			name: "bad annotations and a null", method: "tools/list",
+			result:      `{"tools":[{"name":"bad","annotations":"x"},null,{"name":"a","inputSchema":{"type":"object"}}],"nextCursor":"c"}`,
+			want:        `{"nextCursor":"c","tools":[{"name":"a","inputSchema":{"type":"object"}}]}`,
+			wantDropped: []string{"tools/list bad", "tools/list "},
+		},
+		{
+			name: "prompt", method: "prompts/list", result: `{"prompts":[{"name":"p","arguments":"x"},{"name":"q"}]}`,
+			want: `{"prompts":[{"name":"q"}]}`, wantDropped: []string{"prompts/list p"},
+		},
+		{
+			name: "resource named by its URI", method: "resources/list", result: `{"resources":[{"uri":"x://bad","name":"n","size":"x"}]}`,
+			want: `{"resources":[]}`, wantDropped: []string{"resources/list x://bad"},
+		},
+		{
+			name: "template", method: "resources/templates/list", result: `{"resourceTemplates":[7,{"uriTemplate":"x://{a}","name":"t"}]}`,
+			want: `{"resourceTemplates":[{"uriTemplate":"x://{a}","name":"t"}]}`, wantDropped: []string{"resources/templates/list "},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var dropped []string
+			got := repairList(tt.method, json.RawMessage(tt.result), func(method, item string, err error) {
+				if err == nil {
+					t.Errorf("drop %s %q without an error", method, item)
+				}
+				dropped = append(dropped, method+" "+item)
+			})
+			want := tt.want
+			if want == "" {
+				want = tt.result
+			}
+			if string(got) != want {
+				t.Errorf("repairList = %s, want %s", got, want)
+			}
+			if diff := cmp.Diff(tt.wantDropped, dropped); diff != "" {
+				t.Errorf("dropped (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// badToolWriter inserts a tool with malformed annotations at the head of
+// every tools/list result the server writes.
+type badToolWriter struct{ http.ResponseWriter }
+
+func (w badToolWriter) WriteHeader(code int) {
+	w.Header().Del("Content-Length")
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w badToolWriter) Write(b []byte) (int, error) {
+	out := bytes.Replace(b, []byte(`"tools":[`), []byte(`"tools":[{"name":"bad","inputSchema":{"type":"object"},"annotations":"x"},`), 1)
+	if _, err := w.ResponseWriter.Write(out); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
+func (w badToolWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// TestMalformedListItemsRemote lists the tools of remote servers that put a
+// tool with "annotations":"x" first, answering in JSON, in an SSE stream and
+// over the SSE transport, and of an in-memory server: only that tool is
+// left out, and it is logged.
+func TestMalformedListItemsRemote(t *testing.T) {
+	for _, tc := range []struct{ name, transport string }{
+		{"streamable json", ""}, {"streamable sse", ""}, {"sse", "sse"}, {"in-memory", "memory"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := newFixtureServer()
+			var logs logBuffer
+			opts := Options{Name: "remote", Transport: tc.transport, StopGrace: 200 * time.Millisecond, Logger: slog.New(slog.NewJSONHandler(&logs, nil))}
+			switch tc.transport {
+			case "memory":
+				opts.Transport = ""
+				opts.Dial = func(ctx context.Context) (mcp.Transport, error) {
+					ct, st := mcp.NewInMemoryTransports()
+					if _, err := srv.Connect(ctx, badToolTransport{st}, nil); err != nil {
+						return nil, err
+					}
+					return ct, nil
+				}
+			default:
+				var handler http.Handler
+				if tc.transport == "sse" {
+					handler = mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+				} else {
+					handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
+						&mcp.StreamableHTTPOptions{JSONResponse: tc.name == "streamable json"})
+				}
+				ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					handler.ServeHTTP(badToolWriter{w}, r)
+				}))
+				t.Cleanup(ts.Close)
+				opts.URL = ts.URL
+			}
+			u := start(t, opts)
+			var names []string
+			for tool, err := range u.Session().Tools(callCtx(t), nil) {
+				if err != nil {
+					t.Fatalf("tools/list: %v", err)
+				}
+				names = append(names, tool.Name)
+			}
+			if len(names) == 0 || slices.Contains(names, "bad") || !slices.Contains(names, "echo") {
+				t.Errorf("tools = %q; want the server's tools without the malformed one", names)
+			}
+			recs := logs.records(t, "a listed item is malformed; it is left out and the rest of the list is served. Tell the server's maintainers")
+			if len(recs) == 0 || recs[0]["item"] != "bad" || recs[0]["upstream"] != "remote" || recs[0]["list"] != "tools/list" {
+				t.Errorf("log records of the malformed tool = %v; want one with upstream remote, list tools/list, item bad", recs)
+			}
+		})
+	}
+}
+
+// badToolTransport is a server-side transport whose connection inserts a
+// malformed tool into every tools/list result it writes.
+type badToolTransport struct{ mcp.Transport }
+
+func (t badToolTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return badToolConn{c}, nil
+}
+
+type badToolConn struct{ mcp.Connection }
+
+func (c badToolConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if r, ok := msg.(*jsonrpc.Response); ok && bytes.Contains(r.Result, []byte(`"tools":[`)) {
+		r.Result = bytes.Replace(r.Result, []byte(`"tools":[`), []byte(`"tools":[{"name":"bad","inputSchema":{"type":"object"},"annotations":"x"},`), 1)
+	}
+	return c.Connection.Write(ctx, msg)
+}
+
+
+// TestSSERepair repairs the data line of a list response in an SSE stream
+// and passes every other line through byte for byte, a line over the limit
+// included.
+func TestSSERepair(t *testing.T) {
+	u := &Upstream{log: slog.New(slog.DiscardHandler)}
+	bad := `{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"bad","annotations":"x"},{"name":"a","inputSchema":{"type":"object"}}]}}`
+	long := "data: " + strings.Repeat("y", 300) + "\n"
+	in := "event: message\nid: 1\ndata: " + bad + "\n\n: comment\r\n" + long + "data: " + bad
+	resp := &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: io.NopCloser(strings.NewReader(in))}
+	u.repairBody("tools/list", resp, 200)
+	got, err := io.ReadAll(iotest.OneByteReader(resp.Body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixed := `{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"a","inputSchema":{"type":"object"}}]}}`
+	// The last line has no newline: it is not a complete event line, so it is
+	// passed through.
+	want := "event: message\nid: 1\ndata: " + fixed + "\n\n: comment\r\n" + long + "data: " + bad
+	if diff := cmp.Diff(want, string(got)); diff != "" {
+		t.Errorf("repaired stream (-want +got):\n%s", diff)
+	}
+}
