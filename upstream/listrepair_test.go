@@ -5,9 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -168,7 +168,6 @@ func (c badToolConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	}
 	return c.Connection.Write(ctx, msg)
 }
-
 
 // TestSSERepair repairs the data line of a list response in an SSE stream
 // and passes every other line through byte for byte, a line over the limit
