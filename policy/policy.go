@@ -227,6 +227,11 @@ func (r *Rules) server(name string) *ServerRules {
 // requests (a hidden item is refused, a tool exactly as an unknown one).
 // The steps, the first that hides giving the decision:
 //
+// A resource is decided on the canonical forms ([CanonicalURI]) of its
+// original and exposed URIs, and a URI that has none is hidden; the globs
+// are expected in canonical form too ([CanonicalURIGlob]), as the config
+// loader writes them.
+//
 //  1. the server's deny list, then its allow list, on the original name or
 //     URI (tools.*, prompts.*, resources.*; templates use resources.*); deny
 //     wins;
@@ -254,6 +259,17 @@ func (r *Rules) Decide(it Item) Decision {
 	}
 	if it.Exposed == "" {
 		it.Exposed = it.Original
+	}
+	if it.Kind == Resource {
+		// Decided on the canonical form only, whatever the caller passed,
+		// so that no spelling of a URI escapes a rule written for it.
+		var err error
+		if it.Original, err = CanonicalURI(it.Original); err == nil {
+			it.Exposed, err = CanonicalURI(it.Exposed)
+		}
+		if err != nil {
+			return Decision{Rule: "canonical URI", Reason: err.Error()}
+		}
 	}
 	var list List
 	section := ""

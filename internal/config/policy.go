@@ -215,8 +215,9 @@ func (d *decoder) serverPolicy(t *table, name string, disabled bool) {
 		if !ok {
 			continue
 		}
-		sec.list.Allow = d.patterns(st, "allow", !disabled)
-		sec.list.Deny = d.patterns(st, "deny", !disabled)
+		uri := sec.key == "resources"
+		sec.list.Allow = d.patterns(st, "allow", !disabled, uri)
+		sec.list.Deny = d.patterns(st, "deny", !disabled, uri)
 		st.finish()
 	}
 	if ro, ok := t.boolean("read_only"); ok && ro {
@@ -247,7 +248,8 @@ func (d *decoder) serverPolicy(t *table, name string, disabled bool) {
 }
 
 // patterns decodes the glob list at key of t, checking the globs if check.
-func (d *decoder) patterns(t *table, key string, check bool) []policy.Pattern {
+// URI globs (uri) are compiled to their canonical form (see uriGlob).
+func (d *decoder) patterns(t *table, key string, check, uri bool) []policy.Pattern {
 	globs, ok := t.strs(key)
 	if !ok || len(globs) == 0 {
 		return nil
@@ -257,6 +259,12 @@ func (d *decoder) patterns(t *table, key string, check bool) []policy.Pattern {
 	for _, g := range globs {
 		if check && !d.checkGlob(t, key, g) {
 			continue
+		}
+		if uri {
+			var ok bool
+			if g, ok = d.uriGlob(t, key, g); !ok && check {
+				continue
+			}
 		}
 		out = append(out, policy.Pattern{Glob: g, Source: src})
 	}
@@ -274,6 +282,19 @@ func (d *decoder) checkGlob(t *table, key, g string) bool {
 		return false
 	}
 	return true
+}
+
+// uriGlob compiles a valid resource URI glob at key of t to the form that
+// matches canonical URIs (policy.CanonicalURIGlob), since resources are
+// decided on their canonical URIs, and reports a glob that could never
+// match one.
+func (d *decoder) uriGlob(t *table, key, g string) (string, bool) {
+	cg, err := policy.CanonicalURIGlob(g)
+	if err != nil {
+		t.errorf(key, "%v; resources are decided on canonical URIs (see the README's Policy section): fix or remove the glob", err)
+		return g, false
+	}
+	return cg, true
 }
 
 // overrides decodes [servers.NAME.overrides.TOOL] tables, checking that no
@@ -475,7 +496,9 @@ func (d *decoder) rule(t *table, name string) policy.Rule {
 		}
 	case t.has("uri"):
 		if uriOK && noVariable(t, "uri", uri) && d.checkGlob(t, "uri", uri) {
-			r.Match, r.URI = uri, true
+			if cg, ok := d.uriGlob(t, "uri", uri); ok {
+				r.Match, r.URI = cg, true
+			}
 		}
 	case !unknown:
 		t.errorHere(`neither match nor uri is set; set match = "GLOB" for tool and prompt names, or uri = "GLOB" for resource URIs`)

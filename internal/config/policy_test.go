@@ -602,3 +602,50 @@ func FuzzParsePolicyFile(f *testing.F) {
 		}
 	})
 }
+
+// TestResourceGlobsCanonical: resource globs in proxy.toml and uri rules in
+// policy files are compiled to canonical form at load, and a glob that
+// could never match a canonical URI is an error naming it.
+func TestResourceGlobsCanonical(t *testing.T) {
+	doc := `[servers.fs]
+command = "x"
+resources.deny = ["FILE://localhost/srv/./x/../%73ecret/*", "file:/srv//y/"]
+resources.allow = ["Demo://Host/*"]
+`
+	cfg, err := ParseEnv("proxy.toml", []byte(doc), env(nil))
+	if err != nil {
+		t.Fatalf("ParseEnv: %v", err)
+	}
+	want := policy.List{
+		Allow: []policy.Pattern{{Glob: "demo://host/*", Source: "proxy.toml:4"}},
+		Deny:  []policy.Pattern{{Glob: "file:///srv/secret/*", Source: "proxy.toml:3"}, {Glob: "file:///srv/y", Source: "proxy.toml:3"}},
+	}
+	if diff := cmp.Diff(want, cfg.Policy.Servers["fs"].Resources); diff != "" {
+		t.Errorf("resources (-want +got):\n%s", diff)
+	}
+	rules, err := ParsePolicyFile("p.toml", []byte("[rules.ev]\nuri = \"EV+demo://resource/./dynamic/text/%31\"\ndeny = true\n"))
+	if err != nil {
+		t.Fatalf("ParsePolicyFile: %v", err)
+	}
+	if got, want := rules[0].Match, "ev+demo://resource/dynamic/text/1"; got != want {
+		t.Errorf("uri rule compiled to %q, want %q", got, want)
+	}
+
+	for _, tt := range []struct{ name, doc, want string }{
+		{"encoded slash in proxy.toml", "[servers.fs]\ncommand = \"x\"\nresources.deny = [\"file:///srv/secret%2f*\"]\n",
+			`proxy.toml:3:11: servers.fs.resources.deny: resource URI cannot be canonicalised: glob "file:///srv/secret%2f*" can never match a canonical URI`},
+		{"remote file host in proxy.toml", "[servers.fs]\ncommand = \"x\"\nresources.allow = [\"file://example.com/*\"]\n",
+			`servers.fs.resources.allow: resource URI cannot be canonicalised: glob "file://example.com/*" can never match a canonical URI: it is a file URI with the host "example.com"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseEnv("proxy.toml", []byte(tt.doc), env(nil))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("ParseEnv error %v, want it to contain %q", err, tt.want)
+			}
+		})
+	}
+	_, err = ParsePolicyFile("p.toml", []byte("[rules.nul]\nuri = \"file:///srv/%00*\"\ndeny = true\n"))
+	if want := `p.toml:2:1: rules.nul.uri: resource URI cannot be canonicalised: glob "file:///srv/%00*" can never match a canonical URI`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("ParsePolicyFile error %v, want it to contain %q", err, want)
+	}
+}
