@@ -146,7 +146,7 @@ func TestCanonicalURIGlobNeverMatches(t *testing.T) {
 // resources list or a policy file rule on the exposed URI.
 func TestDecideCanonicalURI(t *testing.T) {
 	rules := &Rules{
-		Servers: map[string]*ServerRules{"fs": {Resources: List{Deny: []Pattern{{Glob: "file:///srv/secret/*"}}}}},
+		Servers:   map[string]*ServerRules{"fs": {Resources: List{Deny: []Pattern{{Glob: "file:///srv/secret/*"}}}}},
 		FileRules: []Rule{{Name: "ev", URI: true, Deny: true, Match: "ev+demo://resource/dynamic/text/1"}},
 	}
 	variants := []struct{ server, exposed string }{
