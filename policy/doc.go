@@ -22,6 +22,10 @@
 //     and set limits: call_timeout, max_result_bytes, rate. They can hide
 //     more than proxy.toml does, never less.
 //
+// Resources are decided on their canonical URIs ([CanonicalURI]), and the
+// resource globs are meant to be canonical too ([CanonicalURIGlob]), so that
+// no spelling of a URI an upstream reads as the same resource escapes a rule.
+//
 // Every setting carries its source (file:line), and a [Decision] names the
 // rule that made it, so `manifold explain` can cite it ([Decision.String]).
 // Globs are described at [Match]. [RedactArgs] prepares tool arguments for

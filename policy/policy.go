@@ -401,3 +401,21 @@ func (r *Rules) readOnly(sr *ServerRules, it Item) (bool, string) {
 		return false, "the upstream's readOnlyHint is false"
 	}
 }
+
+// GuardsResources reports whether any rule can hide a resource of server:
+// its resources.allow or resources.deny, or a policy file's uri rule. When
+// it is false, every resource of server is visible.
+func (r *Rules) GuardsResources(server string) bool {
+	if r == nil {
+		return false
+	}
+	if sr := r.server(server); sr != nil && len(sr.Resources.Allow)+len(sr.Resources.Deny) > 0 {
+		return true
+	}
+	for i := range r.FileRules {
+		if fr := &r.FileRules[i]; fr.URI && (fr.Allow || fr.Deny) {
+			return true
+		}
+	}
+	return false
+}

@@ -181,7 +181,7 @@ func (s *Server) startCall(ctx context.Context, ss *mcp.ServerSession, name stri
 			return
 		}
 		if naming.MayContainURIs(raw) {
-			raw = c.rewriteResultURIs(b.name, raw)
+			raw = c.filterResultResources(b.name, raw)
 		}
 		if ss != nil {
 			raw = adaptCallResult(raw, sessionVersion(ss))
@@ -196,21 +196,29 @@ func (s *Server) startCall(ctx context.Context, ss *mcp.ServerSession, name stri
 
 var markIsError = []byte(`"isError":true`)
 
-// rewriteResultURIs rewrites the resource URIs in a raw result (resource links
-// and embedded resources) outward for server.
-func (c *catalog) rewriteResultURIs(server string, raw json.RawMessage) json.RawMessage {
-	if !c.uris.Rewrites(server) { // unprefixed: URIs are kept
+// filterResultResources rewrites the resource URIs in a raw result (resource
+// links and embedded resources) outward for server, and withholds those
+// whose read the policy would refuse (see catalog.upstreamResource). The
+// lean path and the SDK path both come through here.
+func (c *catalog) filterResultResources(server string, raw json.RawMessage) json.RawMessage {
+	if !c.filtersResources(server) { // unprefixed and unguarded: URIs are kept
 		return raw
 	}
 	var v any
 	if err := json.Unmarshal(raw, &v); err != nil {
+		if c.rules.GuardsResources(server) {
+			return toolError("the result of server %q could not be decoded to apply the resource policy, so it was withheld: %v", server, err)
+		}
 		return raw
 	}
-	if !naming.RewriteContentURIs(v, func(u string) string { return c.uris.Outward(server, u) }) {
+	if !naming.FilterContentResources(v, func(u string) (string, bool) { return c.upstreamResource(server, u) }) {
 		return raw
 	}
 	out, err := json.Marshal(v)
 	if err != nil {
+		if c.rules.GuardsResources(server) {
+			return toolError("the result of server %q could not be encoded after applying the resource policy, so it was withheld: %v", server, err)
+		}
 		return raw
 	}
 	return out

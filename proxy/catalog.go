@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/manifold-mcp/manifold/policy"
@@ -63,6 +65,49 @@ func (c *catalog) visiblePrompt(name string) (naming.Entry, bool) {
 // of server (original is the server's own URI).
 func (c *catalog) resourceAllowed(server, original, outward string) policy.Decision {
 	return c.rules.Decide(policy.Item{Kind: policy.Resource, Server: server, Original: original, Exposed: outward})
+}
+
+// resolveResource canonicalises a resource URI from a client
+// (policy.CanonicalURI) and finds its owner: the one form that routing,
+// policy, subscriptions and explain use, and that the upstream receives
+// (original), so that what was decided is what is read. A URI without a
+// canonical form is a protocol error that says why; ok is false when no
+// server owns the URI.
+func (c *catalog) resolveResource(uri string) (server, original, outward string, ok bool, err error) {
+	outward, err = policy.CanonicalURI(uri)
+	if err != nil {
+		return "", "", "", false, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+			Message: err.Error() + "; send the resource's URI as resources/list or a template gives it"}
+	}
+	server, original, ok = c.resourceOwner(outward)
+	return server, original, outward, ok, nil
+}
+
+// upstreamResource applies the resource policy and the URI rewrite to a
+// URI that server put in content (a resource link, an embedded resource, a
+// read result's entry): it returns the URI for clients, canonical where it
+// can be, and false when a read of it would be refused, so the content must
+// be withheld (naming.FilterContentResources). Without rules that can hide
+// the server's resources only the rewrite applies.
+func (c *catalog) upstreamResource(server, uri string) (string, bool) {
+	canon, err := policy.CanonicalURI(uri)
+	if !c.rules.GuardsResources(server) {
+		if err != nil {
+			return c.uris.Outward(server, uri), true
+		}
+		return c.uris.Outward(server, canon), true
+	}
+	if err != nil {
+		return "", false // fail closed: no rule can be said to allow it
+	}
+	out := c.uris.Outward(server, canon)
+	return out, c.resourceAllowed(server, canon, out).Visible
+}
+
+// filtersResources reports whether content from server needs
+// upstreamResource: its URIs are rewritten, or a rule can hide them.
+func (c *catalog) filtersResources(server string) bool {
+	return c.uris.Rewrites(server) || c.rules.GuardsResources(server)
 }
 
 func newCatalog(g *generation) *catalog {
@@ -135,9 +180,15 @@ func (s *Server) Explain(name string) (string, error) {
 			return fmt.Sprintf("%s %s (server %q, original %q): %s", e.Kind, e.Exposed, e.Server, e.Original, e.Verdict), nil
 		}
 	}
-	if server, original, ok := c.resourceOwner(name); ok {
-		d := c.resourceAllowed(server, original, name)
-		return fmt.Sprintf("resource %s (server %q, original %q): %s", name, server, original, d.String()), nil
+	if strings.Contains(name, ":") {
+		server, original, uri, ok, err := c.resolveResource(name)
+		if err != nil {
+			return "", fmt.Errorf("%q: %w", name, err)
+		}
+		if ok {
+			d := c.resourceAllowed(server, original, uri)
+			return fmt.Sprintf("resource %s (server %q, original %q): %s", uri, server, original, d.String()), nil
+		}
 	}
 	return "", fmt.Errorf("%q is not a tool or prompt that any server listed, nor a resource URI of a server; run `manifold tools` to see the names", name)
 }
@@ -242,8 +293,13 @@ func (s *Server) rebuild() {
 			c.promptDefs[exposed] = &def
 		}
 		for _, r := range l.resources {
-			out := c.uris.Outward(b.name, r.URI)
-			if !rules.Decide(policy.Item{Kind: policy.Resource, Server: b.name, Original: r.URI, Exposed: out}).Visible {
+			canon, err := policy.CanonicalURI(r.URI)
+			if err != nil {
+				s.log.Warn("resource left out: its URI has no canonical form, so it could be neither decided nor read", "server", b.name, "err", err)
+				continue
+			}
+			out := c.uris.Outward(b.name, canon)
+			if !rules.Decide(policy.Item{Kind: policy.Resource, Server: b.name, Original: canon, Exposed: out}).Visible {
 				continue
 			}
 			if owner, dup := c.resOwner[out]; dup {
@@ -391,9 +447,10 @@ func toMap(v any) (map[string]any, error) {
 	return m, err
 }
 
-// resourceOwner finds the server that owns an outward resource URI: by the
-// URI's prefix, else by the listed resources and templates of the unprefixed
-// servers.
+// resourceOwner finds the server that owns a canonical outward resource URI
+// (see resolveResource): by the URI's prefix, else by the listed resources
+// and templates of the unprefixed servers. The original it returns is
+// canonical too.
 func (c *catalog) resourceOwner(uri string) (server, original string, ok bool) {
 	if server, original, ok := c.uris.Inward(uri); ok {
 		return server, original, true
@@ -409,16 +466,20 @@ func (c *catalog) resourceOwner(uri string) (server, original string, ok bool) {
 	return "", "", false
 }
 
-// templateMatches reports whether uri could have been produced by the RFC 6570
-// template: its literal text before the first expression must be a prefix of
-// uri. Good enough to pick an owner among unprefixed servers.
+// templateMatches reports whether the canonical uri could have been produced
+// by the RFC 6570 template: the canonical form of its literal text before
+// the first expression must be a prefix of uri. Good enough to pick an owner
+// among unprefixed servers.
 func templateMatches(tmpl, uri string) bool {
 	lit := tmpl
-	for i := 0; i < len(tmpl); i++ {
-		if tmpl[i] == '{' {
-			lit = tmpl[:i]
-			break
-		}
+	if i := strings.IndexByte(tmpl, '{'); i >= 0 {
+		lit = tmpl[:i]
 	}
-	return len(lit) > 0 && len(uri) >= len(lit) && uri[:len(lit)] == lit
+	if canon, err := policy.CanonicalURI(lit); err == nil {
+		if strings.HasSuffix(lit, "/") && !strings.HasSuffix(canon, "/") {
+			canon += "/" // canonical paths lose a trailing "/"; the expression follows it
+		}
+		lit = canon
+	}
+	return len(lit) > 0 && strings.HasPrefix(uri, lit)
 }

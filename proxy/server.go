@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/manifold-mcp/manifold/policy"
+	"github.com/manifold-mcp/manifold/proxy/naming"
 	"log/slog"
 	"sync"
 
@@ -115,12 +116,16 @@ func (s *Server) readResource(ctx context.Context, ss *mcp.ServerSession, p *mcp
 	}
 	s.waitReady(ctx)
 	c := s.catalog.Load()
-	server, original, ok := c.resourceOwner(p.URI)
+	server, original, uri, ok, err := c.resolveResource(p.URI)
+	if err != nil {
+		rec.Outcome = "refused: no canonical URI"
+		return nil, err
+	}
 	if !ok {
 		return nil, mcp.ResourceNotFoundError(p.URI)
 	}
-	d := c.resourceAllowed(server, original, p.URI)
-	rec.Server, rec.Original = server, original
+	d := c.resourceAllowed(server, original, uri)
+	rec.Exposed, rec.Server, rec.Original = uri, server, original
 	if rec.Decision, rec.Rule = decisionWords(d); !d.Visible {
 		rec.Outcome = "denied"
 		return nil, mcp.ResourceNotFoundError(p.URI) // a denied resource does not exist for the caller
@@ -143,11 +148,25 @@ func (s *Server) readResource(ctx context.Context, ss *mcp.ServerSession, p *mcp
 	if err != nil {
 		return nil, rpcError(server, err)
 	}
+	// An entry may name another resource (a folder read listing its
+	// files): each is decided like a read of its own URI.
+	kept := res.Contents[:0]
 	for _, rc := range res.Contents {
-		if rc != nil {
-			rc.URI = c.uris.Outward(server, rc.URI)
+		if rc == nil {
+			continue
 		}
+		out, ok := c.upstreamResource(server, rc.URI)
+		if !ok {
+			continue
+		}
+		rc.URI = out
+		kept = append(kept, rc)
 	}
+	if len(kept) == 0 && len(res.Contents) > 0 {
+		rec.Outcome = "denied"
+		return nil, mcp.ResourceNotFoundError(p.URI)
+	}
+	res.Contents = kept
 	return res, nil
 }
 
@@ -217,24 +236,39 @@ func (s *Server) handleGetPrompt(ctx context.Context, req *mcp.GetPromptRequest)
 	if err != nil {
 		return nil, rpcError(e.Server, err)
 	}
-	for _, m := range res.Messages {
-		if m != nil {
-			rewriteContent(m.Content, func(u string) string { return c.uris.Outward(e.Server, u) })
+	if c.filtersResources(e.Server) {
+		for _, m := range res.Messages {
+			if m != nil {
+				m.Content = filterContent(m.Content, func(u string) (string, bool) { return c.upstreamResource(e.Server, u) })
+			}
 		}
 	}
 	return res, nil
 }
 
-// rewriteContent rewrites the URI of a resource link or embedded resource.
-func rewriteContent(ct mcp.Content, f func(string) string) {
+// filterContent rewrites the URI of a resource link or embedded resource,
+// or replaces the block by a note when filter says it must be withheld
+// (naming.FilterContentResources is the same for raw results).
+func filterContent(ct mcp.Content, filter func(string) (string, bool)) mcp.Content {
+	var uri *string
 	switch ct := ct.(type) {
 	case *mcp.ResourceLink:
-		ct.URI = f(ct.URI)
+		uri = &ct.URI
 	case *mcp.EmbeddedResource:
-		if ct.Resource != nil {
-			ct.Resource.URI = f(ct.Resource.URI)
+		if ct.Resource == nil {
+			uri = new(string)
+		} else {
+			uri = &ct.Resource.URI
 		}
+	default:
+		return ct
 	}
+	out, keep := filter(*uri)
+	if !keep {
+		return &mcp.TextContent{Text: naming.WithheldNote}
+	}
+	*uri = out
+	return ct
 }
 
 // handleComplete routes completion/complete by its ref: a prompt by exposed
@@ -301,10 +335,12 @@ type subscriptions struct {
 
 func (s *Server) handleSubscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
 	c := s.catalog.Load()
-	uri := req.Params.URI
-	server, original, ok := c.resourceOwner(uri)
+	server, original, uri, ok, err := c.resolveResource(req.Params.URI)
+	if err != nil {
+		return err
+	}
 	if !ok || !c.resourceAllowed(server, original, uri).Visible {
-		return mcp.ResourceNotFoundError(uri)
+		return mcp.ResourceNotFoundError(req.Params.URI)
 	}
 	cs, b, err := s.upFor(ctx, server)
 	if err != nil {
@@ -346,9 +382,12 @@ func (s *Server) handleSubscribe(ctx context.Context, req *mcp.SubscribeRequest)
 }
 
 func (s *Server) handleUnsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) error {
-	uri := req.Params.URI
-	if _, _, ok := s.catalog.Load().resourceOwner(uri); !ok {
-		return mcp.ResourceNotFoundError(uri)
+	_, _, uri, ok, err := s.catalog.Load().resolveResource(req.Params.URI)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return mcp.ResourceNotFoundError(req.Params.URI)
 	}
 	s.subs.mu.Lock()
 	subs := s.subs.by[uri]
@@ -431,5 +470,8 @@ func (s *Server) resubscribe(ctx context.Context, b *backend, cs *mcp.ClientSess
 // sessions that subscribed, with the URI rewritten outward.
 func (s *Server) resourceUpdated(ctx context.Context, b *backend, uri string) {
 	c := s.catalog.Load()
+	if canon, err := policy.CanonicalURI(uri); err == nil {
+		uri = canon // as the subscription was recorded
+	}
 	_ = s.server.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: c.uris.Outward(b.name, uri)})
 }

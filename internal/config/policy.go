@@ -19,7 +19,7 @@ package config
 //	tools.allow = ["read_*", "list_*"]        # globs on the server's original names
 //	tools.deny = ["*delete*"]
 //	prompts.deny = ["debug*"]
-//	resources.deny = ["file:///secret/*"]     # globs on the server's original URIs
+//	resources.deny = ["file:///secret/*"]     # globs on the server's original URIs, canonical (policy.CanonicalURIGlob)
 //
 //	[servers.files.overrides.read_file]       # the server's original tool name
 //	name = "read"                             # the exposed name, as is: no prefix added
@@ -35,7 +35,7 @@ package config
 //	reason = "writes need review"
 //
 //	[rules.secrets]
-//	uri = "files+file:///secret/*"            # glob on exposed resource URIs
+//	uri = "files+file:///secret/*"            # glob on exposed resource URIs, canonical like resources.*
 //	deny = true
 //
 //	[rules.search]

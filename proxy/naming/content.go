@@ -19,14 +19,28 @@ import "bytes"
 // blocks or messages. Anything else, notably "structuredContent" and
 // "_meta", is left alone. Only string URIs are passed to rewrite.
 func RewriteContentURIs(v any, rewrite func(string) string) bool {
+	return FilterContentResources(v, func(uri string) (string, bool) { return rewrite(uri), true })
+}
+
+// WithheldNote is the text of the block that [FilterContentResources] puts
+// in place of a resource it withholds.
+const WithheldNote = "[manifold: a resource in this content was withheld by the proxy's resource policy; it cannot be read through this proxy]"
+
+// FilterContentResources is [RewriteContentURIs] with a decision: filter
+// returns the new URI of each resource link, embedded resource and read
+// result entry, and whether it may be kept at all. A block that may not is
+// replaced, in place, by a text block saying so ([WithheldNote]); a
+// "contents" entry (of a resources/read result) is removed. Nothing of a
+// withheld resource remains, neither its URI nor its text or blob.
+func FilterContentResources(v any, filter func(uri string) (string, bool)) bool {
 	switch v := v.(type) {
 	case map[string]any:
-		return rewriteObject(v, rewrite)
+		return filterObject(v, filter)
 	case []any:
 		changed := false
 		for _, e := range v {
 			if m, ok := e.(map[string]any); ok {
-				changed = rewriteObject(m, rewrite) || changed
+				changed = filterObject(m, filter) || changed
 			}
 		}
 		return changed
@@ -34,38 +48,53 @@ func RewriteContentURIs(v any, rewrite func(string) string) bool {
 	return false
 }
 
-func rewriteObject(m map[string]any, rewrite func(string) string) bool {
-	changed := rewriteBlock(m, rewrite)
+func filterObject(m map[string]any, filter func(string) (string, bool)) bool {
+	changed := filterBlock(m, filter)
 	if c, ok := m["content"]; ok {
-		changed = rewriteContent(c, rewrite) || changed
+		changed = filterContent(c, filter) || changed
 	}
 	if cs, ok := m["contents"].([]any); ok {
+		kept := cs[:0:0]
 		for _, c := range cs {
 			if c, ok := c.(map[string]any); ok {
-				changed = rewriteField(c, "uri", rewrite) || changed
+				if u, isStr := c["uri"].(string); isStr {
+					nu, keep := filter(u)
+					if !keep {
+						changed = true
+						continue
+					}
+					if nu != u {
+						c["uri"] = nu
+						changed = true
+					}
+				}
 			}
+			kept = append(kept, c)
+		}
+		if len(kept) != len(cs) {
+			m["contents"] = kept
 		}
 	}
 	if ms, ok := m["messages"].([]any); ok {
 		for _, msg := range ms {
 			if msg, ok := msg.(map[string]any); ok {
-				changed = rewriteContent(msg["content"], rewrite) || changed
+				changed = filterContent(msg["content"], filter) || changed
 			}
 		}
 	}
 	return changed
 }
 
-// rewriteContent rewrites a "content" value: one block or an array of them.
-func rewriteContent(c any, rewrite func(string) string) bool {
+// filterContent filters a "content" value: one block or an array of them.
+func filterContent(c any, filter func(string) (string, bool)) bool {
 	switch c := c.(type) {
 	case map[string]any:
-		return rewriteBlock(c, rewrite)
+		return filterBlock(c, filter)
 	case []any:
 		changed := false
 		for _, b := range c {
 			if b, ok := b.(map[string]any); ok {
-				changed = rewriteBlock(b, rewrite) || changed
+				changed = filterBlock(b, filter) || changed
 			}
 		}
 		return changed
@@ -73,28 +102,28 @@ func rewriteContent(c any, rewrite func(string) string) bool {
 	return false
 }
 
-func rewriteBlock(b map[string]any, rewrite func(string) string) bool {
+func filterBlock(b map[string]any, filter func(string) (string, bool)) bool {
+	var holder map[string]any // the map holding the URI
 	switch b["type"] {
 	case "resource_link":
-		return rewriteField(b, "uri", rewrite)
+		holder = b
 	case "resource":
-		if r, ok := b["resource"].(map[string]any); ok {
-			return rewriteField(r, "uri", rewrite)
-		}
+		holder, _ = b["resource"].(map[string]any)
 	}
-	return false
-}
-
-func rewriteField(m map[string]any, key string, rewrite func(string) string) bool {
-	old, ok := m[key].(string)
-	if !ok {
+	if holder == nil {
 		return false
 	}
-	s := rewrite(old)
-	if s == old {
+	old, ok := holder["uri"].(string)
+	uri, keep := filter(old) // a missing or non-string URI is filtered as ""
+	if !keep {
+		clear(b)
+		b["type"], b["text"] = "text", WithheldNote
+		return true
+	}
+	if !ok || uri == old {
 		return false
 	}
-	m[key] = s
+	holder["uri"] = uri
 	return true
 }
 

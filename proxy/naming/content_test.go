@@ -231,3 +231,40 @@ func BenchmarkMayContainURIs(b *testing.B) {
 		MayContainURIs(raw)
 	}
 }
+
+func TestFilterContentResources(t *testing.T) {
+	in := `{
+		"content": [
+			{"type": "text", "text": "keep"},
+			{"type": "resource_link", "uri": "file:///secret/a.txt", "name": "a.txt"},
+			{"type": "resource", "resource": {"uri": "file:///secret/b.txt", "text": "SECRET"}},
+			{"type": "resource", "resource": {"text": "NO URI"}},
+			{"type": "resource", "resource": {"uri": "file:///public/c.txt", "text": "public"}}
+		],
+		"contents": [{"uri": "file:///secret/d.txt", "text": "SECRET"}, {"uri": "file:///public/e.txt", "text": "e"}],
+		"messages": [{"role": "user", "content": {"type": "resource", "resource": {"uri": "file:///secret/f.txt", "blob": "U0VDUkVU"}}}]
+	}`
+	note := map[string]any{"type": "text", "text": WithheldNote}
+	want := map[string]any{
+		"content": []any{
+			map[string]any{"type": "text", "text": "keep"},
+			note, note, note,
+			map[string]any{"type": "resource", "resource": map[string]any{"uri": "p+file:///public/c.txt", "text": "public"}},
+		},
+		"contents": []any{map[string]any{"uri": "p+file:///public/e.txt", "text": "e"}},
+		"messages": []any{map[string]any{"role": "user", "content": note}},
+	}
+	v := decode(t, in)
+	changed := FilterContentResources(v, func(uri string) (string, bool) {
+		if uri == "" || strings.HasPrefix(uri, "file:///secret/") {
+			return "", false
+		}
+		return "p+" + uri, true
+	})
+	if !changed {
+		t.Errorf("FilterContentResources() = false, want true")
+	}
+	if diff := cmp.Diff(want, v); diff != "" {
+		t.Errorf("filtered (-want +got):\n%s", diff)
+	}
+}
