@@ -342,6 +342,9 @@ func (s *Server) handleSubscribe(ctx context.Context, req *mcp.SubscribeRequest)
 	if !ok || !c.resourceAllowed(server, original, uri).Visible {
 		return mcp.ResourceNotFoundError(req.Params.URI)
 	}
+	// The SDK records the subscription under the URI in the request once
+	// this returns; resources/updated is sent with the canonical one.
+	req.Params.URI = uri
 	cs, b, err := s.upFor(ctx, server)
 	if err != nil {
 		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
@@ -389,6 +392,7 @@ func (s *Server) handleUnsubscribe(ctx context.Context, req *mcp.UnsubscribeRequ
 	if !ok {
 		return mcp.ResourceNotFoundError(req.Params.URI)
 	}
+	req.Params.URI = uri // as handleSubscribe recorded it
 	s.subs.mu.Lock()
 	subs := s.subs.by[uri]
 	delete(subs, req.Session)

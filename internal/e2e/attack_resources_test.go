@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -273,5 +274,37 @@ func TestAttackEverythingResources(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSubscribeSpellingGetsUpdates: a subscription made with another
+// spelling of a URI is recorded under the canonical URI, so the client gets
+// resources/updated (with the canonical URI) when the upstream reports it.
+func TestSubscribeSpellingGetsUpdates(t *testing.T) {
+	t.Parallel()
+	updated := make(chan string, 16)
+	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "0"}, &mcp.ClientOptions{
+		ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+			select {
+			case updated <- req.Params.URI:
+			default:
+			}
+		},
+	})
+	hp := startHTTP(t, writeConfig(t, fixture("alpha", []string{"-extra", "touch"})))
+	cs := connectHTTPClient(t, hp, client, protocolVersion)
+	ctx := testCtx(t)
+	waitTool(ctx, t, cs, "alpha__touch")
+	if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "ALPHA+Fixture://Alpha/./x/../readme.txt"}); err != nil {
+		t.Fatalf("subscribe: %v", err)
+	}
+	_ = call(ctx, t, cs, "alpha__touch", nil)
+	select {
+	case got := <-updated:
+		if want := "alpha+fixture://alpha/readme.txt"; got != want {
+			t.Errorf("resources/updated for %q, want %q", got, want)
+		}
+	case <-time.After(awaitBound):
+		t.Fatalf("no resources/updated within %s", awaitBound)
 	}
 }
