@@ -1,7 +1,7 @@
 package proxy
 
 import (
-	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,9 +14,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/sync/semaphore"
 )
 
 // HTTPOptions configures the streamable HTTP endpoint.
@@ -42,6 +44,11 @@ type HTTPOptions struct {
 	// streams and long calls are not cut. If zero, 10s and 30s.
 	HeaderTimeout time.Duration
 	BodyTimeout   time.Duration
+	// MaxBufferedBytes bounds the request bodies being received or waiting
+	// for the SDK to read them, all requests together (a body of unknown
+	// length counts as MaxRequestBytes); a request that finds no room within
+	// BodyTimeout is refused with 503. If zero, 16 × MaxRequestBytes.
+	MaxBufferedBytes int64
 }
 
 // Config keys of the limits, named in errors so that the operator knows what
@@ -68,6 +75,10 @@ func (o *HTTPOptions) setDefaults() {
 	if o.BodyTimeout == 0 {
 		o.BodyTimeout = 30 * time.Second
 	}
+	if o.MaxBufferedBytes == 0 {
+		o.MaxBufferedBytes = 16 * o.MaxRequestBytes
+	}
+	o.MaxBufferedBytes = max(o.MaxBufferedBytes, o.MaxRequestBytes)
 }
 
 // HTTPServer returns an http.Server for [Server.HTTPHandler]: it bounds the
@@ -106,6 +117,7 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 		opts:     opts,
 		sdk:      sdk,
 		sessions: &httpSessions{s: s, max: opts.MaxSessions, idle: opts.SessionTimeout},
+		buffered: semaphore.NewWeighted(opts.MaxBufferedBytes),
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", m)
@@ -140,6 +152,7 @@ type mcpEndpoint struct {
 	opts     HTTPOptions
 	sdk      *mcp.StreamableHTTPHandler
 	sessions *httpSessions
+	buffered *semaphore.Weighted // bytes of request bodies held, at most opts.MaxBufferedBytes
 }
 
 func (m *mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -162,8 +175,12 @@ func (m *mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer m.sessions.leave(e, stream)
-	if r.Method == http.MethodPost && !m.readBody(w, r) {
-		return
+	if r.Method == http.MethodPost {
+		release, ok := m.readBody(w, r)
+		if !ok {
+			return
+		}
+		defer release()
 	}
 	if r.Method == http.MethodDelete {
 		// The client ends its session: its calls in flight are cancelled
@@ -180,9 +197,11 @@ func (m *mcpEndpoint) serveNew(w http.ResponseWriter, r *http.Request) {
 		m.sdk.ServeHTTP(w, r)
 		return
 	}
-	if !m.readBody(w, r) {
+	release, ok := m.readBody(w, r)
+	if !ok {
 		return
 	}
+	defer release()
 	if !m.sessions.reserve() {
 		w.Header().Set("Retry-After", "30")
 		writeHTTPError(w, http.StatusServiceUnavailable, codeServerError,
@@ -203,37 +222,84 @@ func (m *mcpEndpoint) serveNew(w http.ResponseWriter, r *http.Request) {
 
 // readBody reads r's body within the size and time limits and puts it back
 // for the SDK, or answers the error and returns false. The read deadline
-// covers the body only: it is lifted before the response starts.
-func (m *mcpEndpoint) readBody(w http.ResponseWriter, r *http.Request) bool {
+// covers the body only: it is lifted before the response starts. The body's
+// bytes count against MaxBufferedBytes until the SDK has read them or
+// release is called, whichever comes first.
+func (m *mcpEndpoint) readBody(w http.ResponseWriter, r *http.Request) (release func(), ok bool) {
 	limit := m.opts.MaxRequestBytes
-	tooLarge := func() bool {
+	tooLarge := func() (func(), bool) {
 		writeHTTPError(w, http.StatusRequestEntityTooLarge, codeInvalidRequest,
 			fmt.Sprintf("manifold: request body exceeds %s (%d bytes); send a smaller request or raise %s in the proxy config", keyMaxBody, limit, keyMaxBody),
 			map[string]any{"limit": limit, "key": keyMaxBody})
-		return false
+		return nil, false
 	}
 	if r.ContentLength > limit {
 		return tooLarge()
 	}
+	weight := limit
+	if r.ContentLength >= 0 {
+		weight = max(r.ContentLength, 1)
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), m.opts.BodyTimeout)
+	err := m.buffered.Acquire(ctx, weight)
+	cancel()
+	if err != nil {
+		w.Header().Set("Retry-After", "1")
+		writeHTTPError(w, http.StatusServiceUnavailable, codeServerError,
+			fmt.Sprintf("manifold: too many request bodies arriving at once (at most %d bytes are held, %s each); retry shortly", m.opts.MaxBufferedBytes, keyMaxBody),
+			map[string]any{"limit": m.opts.MaxBufferedBytes})
+		return nil, false
+	}
+	var once sync.Once
+	release = func() { once.Do(func() { m.buffered.Release(weight) }) }
+
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(m.opts.BodyTimeout)) // unsupported only by test recorders
 	data, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	_ = rc.SetReadDeadline(time.Time{})
 	switch {
 	case errors.Is(err, os.ErrDeadlineExceeded):
+		release()
 		writeHTTPError(w, http.StatusRequestTimeout, codeInvalidRequest,
 			fmt.Sprintf("manifold: request body not received within %s (%s); send the body at once or raise %s in the proxy config", keyBodyTimeout, m.opts.BodyTimeout, keyBodyTimeout),
 			map[string]any{"limit": m.opts.BodyTimeout.String(), "key": keyBodyTimeout})
-		return false
+		return nil, false
 	case err != nil:
+		release()
 		writeHTTPError(w, http.StatusBadRequest, codeInvalidRequest, "manifold: reading the request body: "+err.Error(), nil)
-		return false
+		return nil, false
 	case int64(len(data)) > limit:
+		release()
 		return tooLarge()
 	}
-	r.Body = io.NopCloser(bytes.NewReader(data))
+	r.Body = &heldBody{data: data, release: release}
 	r.ContentLength = int64(len(data))
-	return true
+	return release, true
+}
+
+// heldBody is a request body already read, handed to the SDK: it drops its
+// bytes and releases their budget once the SDK has read them to the end.
+type heldBody struct {
+	data    []byte
+	off     int
+	release func()
+}
+
+func (b *heldBody) Read(p []byte) (int, error) {
+	if b.off >= len(b.data) {
+		b.data = nil
+		b.release()
+		return 0, io.EOF
+	}
+	n := copy(p, b.data[b.off:])
+	b.off += n
+	return n, nil
+}
+
+func (b *heldBody) Close() error {
+	b.data = nil
+	b.release()
+	return nil
 }
 
 // newSessionWriter registers the session that the SDK creates for a request

@@ -1,11 +1,16 @@
 package proxy
 
 import (
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
+
+	"golang.org/x/sync/semaphore"
 )
 
 func TestHostAllowed(t *testing.T) {
@@ -112,4 +117,54 @@ func TestPeerOfLoopback(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestBufferedBodies: request bodies held at once are bounded all together;
+// a request that finds no room within the body timeout gets 503, and a body
+// stops counting once the SDK has read it.
+func TestBufferedBodies(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		opts := HTTPOptions{MaxRequestBytes: 4096, MaxBufferedBytes: 8192, BodyTimeout: time.Second}
+		opts.setDefaults()
+		m := &mcpEndpoint{opts: opts, buffered: semaphore.NewWeighted(opts.MaxBufferedBytes)}
+		post := func(body io.Reader) (*httptest.ResponseRecorder, *http.Request, func(), bool) {
+			r := httptest.NewRequest(http.MethodPost, "/mcp", body)
+			w := httptest.NewRecorder()
+			release, ok := m.readBody(w, r)
+			return w, r, release, ok
+		}
+		body := strings.Repeat("x", 4096)
+
+		// Two bodies of the limit fill the budget; the SDK has not read them.
+		_, _, release1, ok1 := post(strings.NewReader(body))
+		_, r2, _, ok2 := post(strings.NewReader(body))
+		if !ok1 || !ok2 {
+			t.Fatalf("bodies within the budget refused: %v, %v", ok1, ok2)
+		}
+		w, _, _, ok := post(strings.NewReader("{}"))
+		if ok || w.Code != http.StatusServiceUnavailable || !strings.Contains(w.Body.String(), "too many request bodies") {
+			t.Fatalf("a body beyond the budget: ok %v, status %d, body %s; want 503", ok, w.Code, w.Body)
+		}
+
+		// The SDK reading one to the end frees its room; so does release.
+		if got, err := io.ReadAll(r2.Body); err != nil || string(got) != body {
+			t.Fatalf("held body read back %d bytes, %v", len(got), err)
+		}
+		release1()
+		if !m.buffered.TryAcquire(opts.MaxBufferedBytes) {
+			t.Fatal("budget not given back after the bodies were read and released")
+		}
+		m.buffered.Release(opts.MaxBufferedBytes)
+
+		// Refused bodies give their room back too.
+		for range 3 {
+			w, _, _, ok := post(io.MultiReader(strings.NewReader(body + "x")))
+			if ok || w.Code != http.StatusRequestEntityTooLarge {
+				t.Fatalf("oversized chunked body: ok %v, status %d", ok, w.Code)
+			}
+		}
+		if !m.buffered.TryAcquire(opts.MaxBufferedBytes) {
+			t.Fatal("budget not given back after 413s")
+		}
+	})
 }
