@@ -90,8 +90,17 @@ type Options struct {
 	Servers []ServerConfig
 	// CallTimeout bounds one call to an upstream. If zero, 60s.
 	CallTimeout time.Duration
-	// FirstListTimeout bounds how long list requests wait for the initial start
-	// of the upstreams. If zero, 10s.
+	// FirstListWait bounds how long a list request (tools, prompts,
+	// resources, templates) waits for upstreams still in their initial start.
+	// After it the list holds the servers that are up, and each session that
+	// listed gets list_changed as the others arrive: clients that give a
+	// server about a second (Codex, Claude Code -p) must not see an empty
+	// catalog because one server is slow. If zero, 300ms.
+	FirstListWait time.Duration
+	// FirstListTimeout bounds how long a request for a name that is not (yet)
+	// in the catalog (a tool call, prompt get, resource read, completion)
+	// waits for upstreams still in their initial start: the name may belong
+	// to one of them. If zero, 10s.
 	FirstListTimeout time.Duration
 	// MaxMessageBytes bounds one inbound frame from the downstream client. If
 	// zero, 64 MiB.
@@ -138,6 +147,7 @@ type Server struct {
 	reg     registered              // what is registered with the SDK server; guarded by catMu
 
 	subs         subscriptions
+	listed       listedKinds
 	progress     progressRoutes
 	elicit       elicitations
 	logLevel     atomic.Pointer[string]
@@ -165,6 +175,9 @@ type Server struct {
 func New(opts Options) (*Server, error) {
 	if opts.CallTimeout == 0 {
 		opts.CallTimeout = 60 * time.Second
+	}
+	if opts.FirstListWait == 0 {
+		opts.FirstListWait = 300 * time.Millisecond
 	}
 	if opts.FirstListTimeout == 0 {
 		opts.FirstListTimeout = 10 * time.Second
@@ -248,12 +261,17 @@ func (s *Server) Ready() <-chan struct{} { return s.ready }
 
 // waitReady waits, bounded by FirstListTimeout, for the initial start.
 func (s *Server) waitReady(ctx context.Context) {
+	s.waitReadyFor(ctx, s.opts.FirstListTimeout)
+}
+
+// waitReadyFor waits, bounded by d, for the initial start.
+func (s *Server) waitReadyFor(ctx context.Context, d time.Duration) {
 	select {
 	case <-s.ready:
 		return
 	default:
 	}
-	t := time.NewTimer(s.opts.FirstListTimeout)
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-s.ready:

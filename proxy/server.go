@@ -32,11 +32,14 @@ func (s *Server) newMCPServer() *mcp.Server {
 		UnsubscribeHandler:        s.handleUnsubscribe,
 	})
 	srv.AddReceivingMiddleware(s.routingMiddleware)
+	srv.AddSendingMiddleware(s.listChangedMiddleware)
 	return srv
 }
 
-// routingMiddleware makes list requests wait (bounded) for the initial start of
-// the upstreams, since some clients list only once, and routes resources/read
+// routingMiddleware makes list requests wait (briefly, FirstListWait) for the
+// initial start of the upstreams and records that the session listed, makes
+// requests by name wait (FirstListTimeout) for a name that may be about to
+// appear, and routes resources/read
 // by URI so that URIs which no list announced (resource links in tool results)
 // reach their server.
 func (s *Server) routingMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
@@ -49,14 +52,16 @@ func (s *Server) routingMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 			// is still starting; the SDK only knows registered names.
 			s.waitReady(ctx)
 		case "tools/list":
-			s.waitReady(ctx)
+			s.listing(ctx, req, catTools)
 			res, err := next(ctx, method, req)
 			if lr, ok := res.(*mcp.ListToolsResult); ok && err == nil {
 				return adaptToolList(lr, sessionVersion(req.GetSession())), nil
 			}
 			return res, err
-		case "prompts/list", "resources/list", "resources/templates/list":
-			s.waitReady(ctx)
+		case "prompts/list":
+			s.listing(ctx, req, catPrompts)
+		case "resources/list", "resources/templates/list":
+			s.listing(ctx, req, catResources)
 		case "resources/read":
 			if r, ok := req.(*mcp.ReadResourceRequest); ok {
 				return s.readResource(ctx, r.Session, r.Params)

@@ -157,6 +157,7 @@ func proxyOptions(cfg *config.Config, log *slog.Logger) proxy.Options {
 		CacheDir:         cacheDir(),
 		Policy:           cfg.Policy,
 		CallTimeout:      cfg.CallTimeout,
+		FirstListWait:    cfg.FirstListWait,
 		FirstListTimeout: cfg.FirstListTimeout,
 		MaxMessageBytes:  cfg.MaxMessageBytes,
 		Logger:           log,

@@ -29,6 +29,7 @@ const (
 	DefaultStartupTimeout   = 30 * time.Second
 	DefaultCallTimeout      = 60 * time.Second
 	DefaultFirstListTimeout = 10 * time.Second
+	DefaultFirstListWait    = 300 * time.Millisecond
 	DefaultMaxMessageBytes  = 64 << 20
 	DefaultLogLevel         = "info"
 	DefaultListen           = "127.0.0.1:7777"
@@ -64,10 +65,13 @@ type Config struct {
 	Dir  string
 
 	// StartupTimeout and CallTimeout are the global defaults, already applied
-	// to every [Server]. FirstListTimeout bounds how long the first tools/list
-	// waits for upstreams to start.
+	// to every [Server]. FirstListWait bounds how long a list waits for
+	// upstreams still starting (then it holds those that are up);
+	// FirstListTimeout bounds how long a call, prompt get or read of a name
+	// not yet known waits for them.
 	StartupTimeout   time.Duration
 	CallTimeout      time.Duration
+	FirstListWait    time.Duration
 	FirstListTimeout time.Duration
 
 	// MaxMessageBytes is the global limit on one JSON-RPC message, already

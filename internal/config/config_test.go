@@ -43,6 +43,7 @@ func defaults() *Config {
 		Dir:              "/etc/manifold",
 		StartupTimeout:   30 * time.Second,
 		CallTimeout:      60 * time.Second,
+		FirstListWait:    300 * time.Millisecond,
 		FirstListTimeout: 10 * time.Second,
 		MaxMessageBytes:  64 << 20,
 		LogLevel:         "info",
@@ -89,6 +90,7 @@ func TestParse(t *testing.T) {
 startup_timeout = "5s"
 call_timeout = "2m"
 first_list_timeout = "750ms"
+first_list_wait = "1s"
 max_message_bytes = 1048576
 log_level = "debug"
 
@@ -106,6 +108,7 @@ session_idle_timeout = "90s"
 				c.StartupTimeout = 5 * time.Second
 				c.CallTimeout = 2 * time.Minute
 				c.FirstListTimeout = 750 * time.Millisecond
+				c.FirstListWait = time.Second
 				c.MaxMessageBytes = 1 << 20
 				c.LogLevel = "debug"
 				c.HTTP = HTTP{

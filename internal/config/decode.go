@@ -115,6 +115,7 @@ func (d *decoder) global(root *table, cfg *Config) {
 	}
 	cfg.StartupTimeout = root.duration("startup_timeout", DefaultStartupTimeout)
 	cfg.CallTimeout = root.duration("call_timeout", DefaultCallTimeout)
+	cfg.FirstListWait = root.duration("first_list_wait", DefaultFirstListWait)
 	cfg.FirstListTimeout = root.duration("first_list_timeout", DefaultFirstListTimeout)
 	cfg.MaxMessageBytes = root.size("max_message_bytes", DefaultMaxMessageBytes)
 	cfg.LogLevel = DefaultLogLevel

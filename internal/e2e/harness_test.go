@@ -27,6 +27,7 @@ const (
 	exitBound   = 30 * time.Second // manifold's exit after stdin closes or SIGTERM
 	goneBound   = 15 * time.Second // its processes' disappearance after it exits
 	readyBound  = 30 * time.Second // the HTTP listener coming up
+	listWaitAll = "30s"            // first_list_wait of the tests' configs (writeConfig)
 )
 
 // protocolVersion is the version the test clients pin (ARCHITECTURE §3).
@@ -141,14 +142,41 @@ func (b *syncBuffer) String() string {
 // --- configs --------------------------------------------------------------
 
 // writeConfig writes body as proxy.toml into a fresh temporary folder and
-// returns its path.
+// returns its path. Unless body sets first_list_wait, it sets it to
+// listWaitAll (see withListWait).
 func writeConfig(t *testing.T, body string) string {
 	t.Helper()
+	body = withListWait(body)
 	path := filepath.Join(t.TempDir(), "proxy.toml")
 	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// withListWait sets first_list_wait = listWaitAll in body, unless body sets
+// it, so that a test's first list holds every server that starts however
+// loaded the machine is; only the tests of the first list itself
+// (firstlist_test.go) depend on its short default. The key goes on the first
+// blank line before the first table (fixture tables start with one), so
+// that the line numbers of the body stay as written; a body without such a
+// line is left as it is.
+func withListWait(body string) string {
+	if strings.Contains(body, "first_list_wait") {
+		return body
+	}
+	off := 0
+	for line := range strings.Lines(body) {
+		trimmed := strings.TrimSpace(line)
+		if strings.HasPrefix(trimmed, "[") {
+			return body
+		}
+		if trimmed == "" {
+			return body[:off] + "first_list_wait = " + tomlStr(listWaitAll) + body[off:]
+		}
+		off += len(line)
+	}
+	return body
 }
 
 // tomlStr quotes s as a TOML basic string.

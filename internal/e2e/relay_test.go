@@ -500,6 +500,12 @@ func TestListChanged(t *testing.T) {
 		const name = "everything__gzip-file-as-resource"
 		waitTool(ctx, t, sp.cs, name)
 		const uri = "everything+demo://resource/session/e2e.txt.gz"
+		// A session is told of changes only in lists it has listed.
+		for _, err := range sp.cs.Resources(ctx, nil) {
+			if err != nil {
+				t.Fatalf("resources/list: %v", err)
+			}
+		}
 		var before int
 		rec.snapshot(func() { before = rec.resourcesChanged })
 		res := call(ctx, t, sp.cs, name, map[string]any{

@@ -1,0 +1,143 @@
+package proxy
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// This file decides which downstream list_changed notifications are sent.
+// The SDK sends one to every session shortly after any registration change;
+// clients re-register their whole catalog on each (Gemini CLI warns about
+// every name it already had, and renames what it thinks collides). So a
+// session gets a notification of a kind (tools, prompts, resources) only
+// once it has listed that kind, and the notifications of a burst of changes
+// (servers joining one after the other, an upstream re-listing) are
+// coalesced: one per kind per session per listChangedWindow.
+
+// listChangedWindow is how long a session's notification of one kind waits
+// for further changes of that kind before it is sent.
+const listChangedWindow = 200 * time.Millisecond
+
+// catalogKind is one catalog a client lists and is notified about.
+type catalogKind int
+
+const (
+	catTools catalogKind = iota
+	catPrompts
+	catResources // resources and resource templates share one notification
+	numCatalogKinds
+)
+
+// listChangedKinds maps the downstream notifications to their kind.
+var listChangedKinds = map[string]catalogKind{
+	"notifications/tools/list_changed":     catTools,
+	"notifications/prompts/list_changed":   catPrompts,
+	"notifications/resources/list_changed": catResources,
+}
+
+// listedKinds records, per session and kind, whether the session has listed
+// the kind and whether a notification of it is pending.
+type listedKinds struct {
+	mu sync.Mutex
+	by map[*mcp.ServerSession]*listState // guarded by mu
+}
+
+type listState struct {
+	listed  [numCatalogKinds]bool
+	pending [numCatalogKinds]bool
+}
+
+// listed records that ss lists kind k now; it reports whether ss is new here.
+func (l *listedKinds) listed(ss *mcp.ServerSession, k catalogKind) (first bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.by == nil {
+		l.by = make(map[*mcp.ServerSession]*listState)
+	}
+	st := l.by[ss]
+	if st == nil {
+		st = new(listState)
+		l.by[ss] = st
+		first = true
+	}
+	st.listed[k] = true
+	return first
+}
+
+// offer is given a list_changed of kind k for ss. If ss has not listed k it
+// is dropped; if one is already pending for ss and k it is merged into it;
+// else send runs after window (on a timer's goroutine).
+func (l *listedKinds) offer(ss *mcp.ServerSession, k catalogKind, window time.Duration, send func()) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	st := l.by[ss]
+	if st == nil || !st.listed[k] || st.pending[k] {
+		return
+	}
+	st.pending[k] = true
+	time.AfterFunc(window, func() {
+		l.mu.Lock()
+		st.pending[k] = false
+		l.mu.Unlock()
+		send()
+	})
+}
+
+// forget drops an ended session.
+func (l *listedKinds) forget(ss *mcp.ServerSession) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.by, ss)
+}
+
+// listing handles a downstream list request of kind k: it records that the
+// session listed (before the list is computed, so a change made while it is
+// computed is still notified) and waits, bounded by FirstListWait, for the
+// upstreams' initial start.
+func (s *Server) listing(ctx context.Context, req mcp.Request, k catalogKind) {
+	if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil {
+		if s.listed.listed(ss, k) {
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				done := make(chan struct{})
+				go func() { _ = ss.Wait(); close(done) }()
+				select {
+				case <-done:
+					s.listed.forget(ss)
+				case <-s.closed:
+				}
+			}()
+		}
+	}
+	s.waitReadyFor(ctx, s.opts.FirstListWait)
+}
+
+// listChangedMiddleware holds back the list_changed notifications that a
+// session must not get yet, and coalesces the rest (see the top of this file).
+func (s *Server) listChangedMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		k, ok := listChangedKinds[method]
+		if !ok {
+			return next(ctx, method, req)
+		}
+		ss, ok := req.GetSession().(*mcp.ServerSession)
+		if !ok || ss == nil {
+			return next(ctx, method, req)
+		}
+		s.listed.offer(ss, k, listChangedWindow, func() {
+			if s.isClosed() {
+				return
+			}
+			ctx, cancel := context.WithTimeout(s.life, 10*time.Second)
+			defer cancel()
+			if _, err := next(ctx, method, req); err != nil {
+				s.log.Debug("sending list_changed", "method", method, "err", err)
+			}
+		})
+		return nil, nil
+	}
+}

@@ -1,0 +1,96 @@
+package proxy
+
+import (
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestListedKindsOffer: a session is notified of a kind only once it listed
+// it, and a burst of notifications within the window is sent once.
+func TestListedKindsOffer(t *testing.T) {
+	const window = 200 * time.Millisecond
+	type offer struct {
+		at   time.Duration // since the start
+		sess int
+		kind catalogKind
+	}
+	tests := []struct {
+		name   string
+		listed map[int][]catalogKind // session -> kinds it listed before the offers
+		offers []offer
+		want   map[int]int // session -> notifications sent
+	}{
+		{
+			name:   "nothing listed: nothing sent",
+			offers: []offer{{0, 1, catTools}, {0, 1, catPrompts}, {0, 1, catResources}},
+			want:   map[int]int{},
+		},
+		{
+			name:   "other kind listed: nothing sent",
+			listed: map[int][]catalogKind{1: {catTools}},
+			offers: []offer{{0, 1, catPrompts}, {0, 1, catResources}},
+			want:   map[int]int{},
+		},
+		{
+			name:   "a burst of six is one",
+			listed: map[int][]catalogKind{1: {catTools}},
+			offers: []offer{{0, 1, catTools}, {10 * time.Millisecond, 1, catTools}, {50 * time.Millisecond, 1, catTools},
+				{100 * time.Millisecond, 1, catTools}, {150 * time.Millisecond, 1, catTools}, {199 * time.Millisecond, 1, catTools}},
+			want: map[int]int{1: 1},
+		},
+		{
+			name:   "two bursts are two",
+			listed: map[int][]catalogKind{1: {catTools}},
+			offers: []offer{{0, 1, catTools}, {100 * time.Millisecond, 1, catTools}, {time.Second, 1, catTools}},
+			want:   map[int]int{1: 2},
+		},
+		{
+			name:   "kinds are coalesced separately",
+			listed: map[int][]catalogKind{1: {catTools, catPrompts, catResources}},
+			offers: []offer{{0, 1, catTools}, {0, 1, catPrompts}, {0, 1, catResources}, {0, 1, catTools}},
+			want:   map[int]int{1: 3},
+		},
+		{
+			name:   "sessions are separate",
+			listed: map[int][]catalogKind{1: {catTools}, 2: {catTools}},
+			offers: []offer{{0, 1, catTools}, {0, 2, catTools}, {0, 3, catTools}, {0, 1, catTools}},
+			want:   map[int]int{1: 1, 2: 1},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var l listedKinds
+				sessions := map[int]*mcp.ServerSession{1: {}, 2: {}, 3: {}}
+				for s, kinds := range tt.listed {
+					for _, k := range kinds {
+						l.listed(sessions[s], k)
+					}
+				}
+				var mu sync.Mutex
+				got := map[int]int{}
+				start := time.Now()
+				for _, o := range tt.offers {
+					time.Sleep(o.at - time.Since(start))
+					l.offer(sessions[o.sess], o.kind, window, func() {
+						mu.Lock()
+						got[o.sess]++
+						mu.Unlock()
+					})
+				}
+				time.Sleep(10 * window)
+				synctest.Wait()
+				mu.Lock()
+				defer mu.Unlock()
+				if diff := cmp.Diff(tt.want, got); diff != "" {
+					t.Errorf("notifications sent per session (-want +got):\n%s", diff)
+				}
+			})
+		})
+	}
+}
