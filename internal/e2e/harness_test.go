@@ -159,24 +159,26 @@ func writeConfig(t *testing.T, body string) string {
 // loaded the machine is; only the tests of the first list itself
 // (firstlist_test.go) depend on its short default. The key goes on the first
 // blank line before the first table (fixture tables start with one), so
-// that the line numbers of the body stay as written; a body without such a
-// line is left as it is.
+// that the line numbers of the body stay as written; only in a body without
+// such a line is it a line of its own at the top, so that the body's lines
+// move down by one (read line numbers from the written file then).
 func withListWait(body string) string {
 	if strings.Contains(body, "first_list_wait") {
 		return body
 	}
+	key := "first_list_wait = " + tomlStr(listWaitAll)
 	off := 0
 	for line := range strings.Lines(body) {
 		trimmed := strings.TrimSpace(line)
 		if strings.HasPrefix(trimmed, "[") {
-			return body
+			break
 		}
 		if trimmed == "" {
-			return body[:off] + "first_list_wait = " + tomlStr(listWaitAll) + body[off:]
+			return body[:off] + key + body[off:]
 		}
 		off += len(line)
 	}
-	return body
+	return key + "\n" + body
 }
 
 // tomlStr quotes s as a TOML basic string.

@@ -599,7 +599,7 @@ func TestPolicyAudit(t *testing.T) {
 				audit += "arguments = true\n"
 			}
 			cfg := policyConfig(t, audit+fixture("alpha", nil, `tools.deny = ["crash"]`)+fixture("beta", []string{"-tools", "echo"}), nil)
-			denyLine := lineOf(t, audit+fixture("alpha", nil, `tools.deny = ["crash"]`), "tools.deny")
+			denyLine := lineOf(t, mustRead(t, cfg), "tools.deny")
 			sp := startStdio(t, cfg)
 			ctx := testCtx(t)
 			const secret, message = "sk-e2e-SECRET-value", "hello-audit"
