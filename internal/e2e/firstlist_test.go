@@ -15,9 +15,9 @@ import (
 // does not wait for a slow server (clients give a server about a second), and
 // a session is told of changes only in what it has listed, once per burst.
 
-// quietBound is how long a test waits to see that a notification does NOT
+// noNotifyBound is how long a test waits to see that a notification does NOT
 // come. Where one would come, it comes within milliseconds of the change.
-const quietBound = time.Second
+const noNotifyBound = time.Second
 
 // changes counts the list_changed notifications one client receives.
 type changes struct {
@@ -160,7 +160,7 @@ func TestListChangedOnlyAfterList(t *testing.T) {
 	if got := text(call(ctx, t, sp.cs, "beta__echo", map[string]any{"message": "up"})); got != "beta: up" {
 		t.Fatalf("beta__echo = %q, want %q", got, "beta: up")
 	}
-	ch.waitCount("tools", 1, quietBound)
+	ch.waitCount("tools", 1, noNotifyBound)
 	if got := ch.counts(); len(got) != 0 {
 		t.Fatalf("list_changed before the client listed anything: %v", got)
 	}
@@ -180,7 +180,7 @@ func TestListChangedOnlyAfterList(t *testing.T) {
 		}
 		return ""
 	})
-	ch.waitCount("tools", 1000, quietBound) // let the burst's notification go
+	ch.waitCount("tools", 1000, noNotifyBound) // let the burst's notification go
 	before := ch.counts()["tools"]
 	if got := text(call(ctx, t, sp.cs, "alpha__toggle", nil)); got != "alpha: toggled removed" {
 		t.Fatalf("fourth toggle = %q", got)
@@ -209,7 +209,7 @@ func TestListChangedPerSession(t *testing.T) {
 	if !lister.waitCount("tools", 1, awaitBound) {
 		t.Fatalf("the session that listed got no notifications/tools/list_changed within %s", awaitBound)
 	}
-	silent.waitCount("tools", 1, quietBound)
+	silent.waitCount("tools", 1, noNotifyBound)
 	if got := silent.counts(); len(got) != 0 {
 		t.Errorf("the session that never listed was notified: %v", got)
 	}
