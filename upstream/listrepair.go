@@ -46,8 +46,43 @@ func decodeItem(method string, item json.RawMessage) error {
 	return json.Unmarshal(item, v)
 }
 
-// errNullItem is the reason a null item is left out.
-var errNullItem = jsonError("the item is null, not an object")
+// Reasons for leaving out an item that encoding/json decodes but the SDK
+// would not.
+var (
+	errNullItem = jsonError("the item is null, not an object")
+	errTooDeep  = jsonError("the item nests too deep")
+)
+
+// maxItemDepth is the deepest nesting of an item that the SDK's decoder
+// accepts (1000 levels for the whole message) with room for the envelope.
+const maxItemDepth = 990
+
+// nesting returns the deepest nesting of objects and arrays in b.
+func nesting(b []byte) int {
+	depth, deepest := 0, 0
+	inString, escaped := false, false
+	for _, c := range b {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			depth++
+			deepest = max(deepest, depth)
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return deepest
+}
 
 type jsonError string
 
@@ -75,8 +110,12 @@ func repairList(method string, result json.RawMessage, drop func(method, item st
 	kept := make([]json.RawMessage, 0, len(items))
 	for _, it := range items {
 		err := decodeItem(method, it)
-		if err == nil && bytes.Equal(bytes.TrimSpace(it), []byte("null")) {
+		switch {
+		case err != nil:
+		case bytes.Equal(bytes.TrimSpace(it), []byte("null")):
 			err = errNullItem
+		case nesting(it) > maxItemDepth:
+			err = errTooDeep
 		}
 		if err != nil {
 			drop(method, itemName(it), err)

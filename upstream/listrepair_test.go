@@ -43,6 +43,12 @@ func TestRepairList(t *testing.T) {
 			want: `{"resources":[]}`, wantDropped: []string{"resources/list x://bad"},
 		},
 		{
+			name: "too deep for the SDK", method: "tools/list",
+			result:      `{"tools":[{"name":"deep","inputSchema":` + strings.Repeat(`{"a":`, 995) + "1" + strings.Repeat("}", 995) + `},{"name":"a"}]}`,
+			want:        `{"tools":[{"name":"a"}]}`,
+			wantDropped: []string{"tools/list deep"},
+		},
+		{
 			name: "template", method: "resources/templates/list", result: `{"resourceTemplates":[7,{"uriTemplate":"x://{a}","name":"t"}]}`,
 			want: `{"resourceTemplates":[{"uriTemplate":"x://{a}","name":"t"}]}`, wantDropped: []string{"resources/templates/list "},
 		},
@@ -190,4 +196,39 @@ func TestSSERepair(t *testing.T) {
 	if diff := cmp.Diff(want, string(got)); diff != "" {
 		t.Errorf("repaired stream (-want +got):\n%s", diff)
 	}
+}
+
+// FuzzRepairList: whatever a server sends as a list result, a repaired
+// result whose list is an array decodes as the SDK's result type with no
+// nil item, and repairing it again changes nothing.
+func FuzzRepairList(f *testing.F) {
+	f.Add("tools/list", `{"tools":[{"name":"bad","annotations":"x"},null,{"name":"a"}]}`)
+	f.Add("prompts/list", `{"prompts":[{"name":"p","arguments":"x"},{"name":"q"}],"nextCursor":"c"}`)
+	f.Add("resources/list", `{"resources":[{"uri":"x://a","size":"x"},7]}`)
+	f.Add("resources/templates/list", `{"resourceTemplates":[[],{"uriTemplate":"x://{a}"}]}`)
+	f.Fuzz(func(t *testing.T, method, result string) {
+		if _, ok := listMembers[method]; !ok {
+			method = "tools/list"
+		}
+		out := repairList(method, json.RawMessage(result), func(string, string, error) {})
+		var members map[string]json.RawMessage
+		var items []json.RawMessage
+		if json.Unmarshal(out, &members) != nil || json.Unmarshal(members[listMembers[method]], &items) != nil {
+			return // not repairable: the SDK reports the whole result
+		}
+		if json.Unmarshal(out, &map[string]any{}) != nil {
+			return
+		}
+		for _, it := range items {
+			if err := decodeItem(method, it); err != nil || string(bytes.TrimSpace(it)) == "null" {
+				t.Fatalf("repaired %s result %s still holds item %s (%v)", method, out, it, err)
+			}
+		}
+		again := repairList(method, out, func(_, item string, err error) {
+			t.Errorf("second repair dropped %q: %v", item, err)
+		})
+		if !bytes.Equal(again, out) {
+			t.Errorf("second repair changed %s to %s", out, again)
+		}
+	})
 }
