@@ -22,8 +22,8 @@
 # Node 22+). Everything it starts listens on 127.0.0.1 only and is stopped by
 # pid on exit. The whole run is bounded by CONFORMANCE_TIMEOUT seconds (600).
 #
-# To chase a flaky scenario, run only some scenarios, many times through one
-# Manifold (the baseline runs once):
+# To chase a flaky scenario, run only some scenarios, many times, each round
+# through a fresh Manifold (the baseline runs once):
 #   CONFORMANCE_SCENARIOS=tools-call-sampling,tools-call-elicitation \
 #   CONFORMANCE_REPEAT=100 CONFORMANCE_TIMEOUT=3000 bash conformance/run.sh
 # CONFORMANCE_SCENARIOS is a comma-separated list of scenario names (the
@@ -179,28 +179,34 @@ prefix = ""
 required = true
 isolation = "session"
 EOF
-# The log exists before manifold starts: the poll below may run before the
-# child's redirection has created it.
-: >"${work}/manifold.log"
-"${work}/bin/manifold" serve --config "${work}/manifold.toml" --http 127.0.0.1:0 >/dev/null 2>"${work}/manifold.log" &
-pids+=("$!")
-manifold_pid="$!"
-url=""
-for ((i = 0; ; i++)); do
-	url="$(sed -n 's/^manifold: serving MCP on \(http:[^ ]*\)$/\1/p' "${work}/manifold.log" | head -n 1)"
-	[[ -n "${url}" ]] && break
-	if ((i >= 600)) || ! kill -0 "${manifold_pid}" 2>/dev/null; then
-		echo "conformance: manifold did not start serving; its log:" >&2
-		tail -n 40 "${work}/manifold.log" >&2
-		exit 1
-	fi
-	sleep 0.1
-done
-echo "conformance: through manifold at ${url}"
+# Each round gets a fresh manifold, as each CI run does (the suite's client
+# never ends its sessions, so one manifold would collect them all and reach
+# http.max_sessions). The log exists before manifold starts: the poll below
+# may run before the child's redirection has created it.
 for ((round = 1; round <= repeat; round++)); do
+	: >"${work}/manifold.log"
+	"${work}/bin/manifold" serve --config "${work}/manifold.toml" --http 127.0.0.1:0 >/dev/null 2>"${work}/manifold.log" &
+	pids+=("$!")
+	manifold_pid="$!"
+	url=""
+	for ((i = 0; ; i++)); do
+		url="$(sed -n 's/^manifold: serving MCP on \(http:[^ ]*\)$/\1/p' "${work}/manifold.log" | head -n 1)"
+		[[ -n "${url}" ]] && break
+		if ((i >= 600)) || ! kill -0 "${manifold_pid}" 2>/dev/null; then
+			echo "conformance: manifold did not start serving; its log:" >&2
+			tail -n 40 "${work}/manifold.log" >&2
+			exit 1
+		fi
+		sleep 0.1
+	done
+	if ((round == 1)); then
+		echo "conformance: through manifold at ${url}"
+	fi
 	run_suite "manifold-${round}" "${url}"
+	stop "${manifold_pid}"
+	# The log of a failed round is kept for the report below.
+	cp "${work}/manifold.log" "${work}/manifold-${round}.log"
 done
-stop "${manifold_pid}"
 
 # 3. Compare check by check, each round on its own.
 # compare ROUND: compare round ROUND with the baseline into
@@ -286,6 +292,7 @@ EOF
 }
 rc=0
 failed_rounds=0
+last_failed=""
 for ((round = 1; round <= repeat; round++)); do
 	rrc=0
 	compare "${round}" || rrc=$?
@@ -298,12 +305,13 @@ for ((round = 1; round <= repeat; round++)); do
 	if [[ "${rrc}" -ne 0 ]]; then
 		rc=1
 		failed_rounds=$((failed_rounds + 1))
+		last_failed="${round}"
 	fi
 done
 if [[ "${rc}" -ne 0 ]]; then
 	echo
-	echo "tail of manifold's log:"
-	tail -n 20 "${work}/manifold.log"
+	echo "tail of manifold's log (round ${last_failed}):"
+	tail -n 20 "${work}/manifold-${last_failed}.log"
 	echo
 	grep '^conformance: ' "${work}/compare-${repeat}.txt" | tail -n 1
 	echo "conformance: FAIL: a check that passes directly does not pass through manifold (see above)"

@@ -6,6 +6,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -98,6 +100,14 @@ func logData(rec *recorder) []string {
 	return out
 }
 
+// leaked returns a condition for recorder.waitFor: rec got a log message
+// with data.
+func leaked(rec *recorder, data string) func() bool {
+	return func() bool {
+		return slices.ContainsFunc(rec.logs, func(l mcp.LoggingMessageParams) bool { return l.Data == data })
+	}
+}
+
 // progressMessages returns the message of every progress notification rec
 // got.
 func progressMessages(rec *recorder) []string {
@@ -117,7 +127,7 @@ func TestSessionsNeverSeeEachOther(t *testing.T) {
 	t.Parallel()
 	cfg := fixture("alpha", []string{"-tools", "echo", "-extra", "progress,log,later,sample,elicit,roots"}) +
 		fixture("beta", []string{"-tools", "echo", "-extra", "inject"}) +
-		fixture("gamma", []string{"-tools", "echo", "-extra", "sample"}, `isolation = "session"`)
+		fixture("gamma", []string{"-tools", "echo", "-extra", "sample,log"}, `isolation = "session"`)
 	hp := startHTTP(t, writeConfig(t, cfg))
 	ctx := testCtx(t)
 	recA, recB := newRecorder("A"), newRecorder("B")
@@ -188,11 +198,6 @@ func TestSessionsNeverSeeEachOther(t *testing.T) {
 		if res := call(ctx, t, a, "alpha__later", map[string]any{"action": "log", "delay_ms": 50, "data": "outside any call"}); res.IsError {
 			t.Fatalf("alpha__later: %q", text(res))
 		}
-		leaked := func(rec *recorder, data string) func() bool {
-			return func() bool {
-				return slices.ContainsFunc(rec.logs, func(l mcp.LoggingMessageParams) bool { return l.Data == data })
-			}
-		}
 		recB.waitFor(ctx, quietBound, leaked(recB, "during A's call"))
 		recB.waitFor(ctx, quietBound, leaked(recB, "outside any call"))
 		if got := logData(recB); slices.Contains(got, "during A's call") || slices.Contains(got, "outside any call") {
@@ -248,6 +253,17 @@ func TestSessionsNeverSeeEachOther(t *testing.T) {
 		res := call(ctx, t, a, "gamma__sample", map[string]any{"prompt": "p"})
 		if got, want := text(res), "gamma: sampled model=e2e-model text="+sampleAnswer("A"); got != want {
 			t.Errorf("gamma__sample from A = %q, want %q", got, want)
+		}
+		// The process started after A set its log level, and has it.
+		if res := call(ctx, t, a, "gamma__log", map[string]any{"level": "info", "data": "from A's own gamma"}); res.IsError {
+			t.Fatalf("gamma__log: %q", text(res))
+		}
+		recA.await(ctx, t, "session A: the log message of its own process", func() bool {
+			return slices.ContainsFunc(recA.logs, func(l mcp.LoggingMessageParams) bool { return l.Data == "from A's own gamma" })
+		})
+		recB.waitFor(ctx, quietBound, leaked(recB, "from A's own gamma"))
+		if got := logData(recB); slices.Contains(got, "from A's own gamma") {
+			t.Errorf("session B got log messages %q, want none of A's own process", got)
 		}
 	})
 }
@@ -332,5 +348,51 @@ func TestUnsolicitedRequests(t *testing.T) {
 				t.Errorf("alpha__roots = %q, want it to say %q", got, want)
 			}
 		})
+	}
+}
+
+// TestRootsNeverWidenASharedServer: client A declares a root outside the
+// folder a shared server-filesystem was configured with, and says its roots
+// changed; neither A nor another client may then reach that folder through
+// the shared process.
+func TestRootsNeverWidenASharedServer(t *testing.T) {
+	t.Parallel()
+	bin := nodeBin(t, "mcp-server-filesystem")
+	dirs := map[string]string{}
+	for _, name := range []string{"allowed", "secret"} {
+		dir, err := filepath.EvalSymlinks(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name+".txt"), []byte(name+" content\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		dirs[name] = dir
+	}
+	cfg := fmt.Sprintf("\n[servers.fs]\ncommand = %s\nargs = %s\n", tomlStr(bin), tomlStrs([]string{dirs["allowed"]}))
+	hp := startHTTP(t, writeConfig(t, cfg))
+	ctx := testCtx(t)
+
+	client := newRecorder("A").client()
+	a := connectHTTPClient(t, hp, client, protocolVersion)
+	waitTool(ctx, t, a, "fs__list_allowed_directories")
+	client.AddRoots(&mcp.Root{URI: "file://" + dirs["secret"], Name: "secret"})
+	// server-filesystem would replace its folders with the roots, at once
+	// after roots/list_changed; watch for that, bounded.
+	deadline := time.Now().Add(2 * quietBound)
+	for time.Now().Before(deadline) && !strings.Contains(callText(ctx, a, "fs__list_allowed_directories", nil), dirs["secret"]) {
+		time.Sleep(pollEvery)
+	}
+
+	b := connectHTTPClient(t, hp, newRecorder("B").client(), protocolVersion)
+	for name, cs := range map[string]*mcp.ClientSession{"A": a, "B": b} {
+		got := callText(ctx, cs, "fs__list_allowed_directories", nil)
+		if !strings.Contains(got, dirs["allowed"]) || strings.Contains(got, dirs["secret"]) {
+			t.Errorf("session %s: fs__list_allowed_directories = %q, want %s (the config's folder) and not %s (A's root)", name, got, dirs["allowed"], dirs["secret"])
+		}
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fs__read_text_file", Arguments: map[string]any{"path": filepath.Join(dirs["secret"], "secret.txt")}})
+		if err == nil && !res.IsError {
+			t.Errorf("session %s read A's root through the shared server: %q", name, text(res))
+		}
 	}
 }
