@@ -28,8 +28,8 @@
 //
 // Every setting carries its source (file:line), and a [Decision] names the
 // rule that made it, so `manifold explain` can cite it ([Decision.String]).
-// Globs are described at [Match]. [RedactArgs] prepares tool arguments for
-// the audit log.
+// Globs are described at [Match]. (Redacting tool arguments for the audit
+// log is package internal/redact's job.)
 //
 // The package must stay pure: no I/O, no goroutines, no clocks, no SDK types,
 // nothing but the standard library (internal/archtest enforces the imports).

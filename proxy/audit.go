@@ -8,6 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/manifold-mcp/manifold/internal/redact"
 	"github.com/manifold-mcp/manifold/policy"
 )
 
@@ -53,7 +54,7 @@ func (a *auditor) record(ss *mcp.ServerSession, rec auditRecord, start time.Time
 	if a.args && len(args) > 0 {
 		var m map[string]any
 		if json.Unmarshal(args, &m) == nil {
-			rec.Arguments = policy.RedactArgs(m)
+			rec.Arguments = redact.Args(m)
 		}
 	}
 	line, err := json.Marshal(rec)

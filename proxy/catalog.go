@@ -172,8 +172,13 @@ func (s *Server) Catalog() []Entry {
 
 // Explain says what the policy decides for name: an exposed tool or prompt
 // name, or a resource URI as clients see it, and which rule (file:line) made
-// the decision.
+// the decision, with secrets hidden (Options.Redactor).
 func (s *Server) Explain(name string) (string, error) {
+	text, err := s.explain(name)
+	return s.opts.Redactor.String(text), s.opts.Redactor.Error(err)
+}
+
+func (s *Server) explain(name string) (string, error) {
 	c := s.catalog.Load()
 	for _, e := range s.Catalog() {
 		if e.Exposed == name {

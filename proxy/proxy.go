@@ -22,6 +22,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/manifold-mcp/manifold/internal/redact"
 	"github.com/manifold-mcp/manifold/policy"
 	"github.com/manifold-mcp/manifold/upstream"
 )
@@ -129,8 +130,13 @@ type Options struct {
 	// own process (PerSession) is offered what that session declared.
 	WaitForClient bool
 	// Logger receives the proxy's and the upstreams' logs. If nil, logs are
-	// discarded.
+	// discarded. Hiding secrets in it is the caller's job (Redactor.Writer
+	// under its handler).
 	Logger *slog.Logger
+	// Redactor hides secrets in what the proxy shows: Status, Explain, the
+	// /status and /readyz bodies and the audit lines. If nil, one that hides
+	// credential shapes only.
+	Redactor *redact.Redactor
 }
 
 // Server is the aggregating MCP server.
@@ -189,6 +195,9 @@ func New(opts Options) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	if opts.Redactor == nil {
+		opts.Redactor = redact.New()
+	}
 	s := &Server{
 		opts:     opts,
 		log:      log,
@@ -199,7 +208,7 @@ func New(opts Options) (*Server, error) {
 	s.life, s.cancel = context.WithCancel(context.Background())
 	s.rules.Store(opts.Policy)
 	if opts.Audit != nil {
-		s.audit = &auditor{w: opts.Audit, args: opts.AuditArguments}
+		s.audit = &auditor{w: opts.Redactor.Writer(opts.Audit), args: opts.AuditArguments}
 	}
 	g, err := s.newGeneration(opts.Servers, nil)
 	if err != nil {
@@ -283,6 +292,10 @@ func (s *Server) waitReadyFor(ctx context.Context, d time.Duration) {
 
 // Logger returns the proxy's logger.
 func (s *Server) Logger() *slog.Logger { return s.log }
+
+// Redactor returns the proxy's Options.Redactor, to render anything else the
+// proxy reports, and to learn the secrets of a reloaded config.
+func (s *Server) Redactor() *redact.Redactor { return s.opts.Redactor }
 
 // Close stops every upstream in parallel and waits for the proxy's goroutines.
 // It is idempotent.

@@ -21,7 +21,8 @@ type ServerStatus struct {
 	Health string
 }
 
-// Status reports every configured server, in config order.
+// Status reports every configured server, in config order, with secrets
+// hidden (Options.Redactor).
 func (s *Server) Status() []ServerStatus {
 	g := s.gen.Load()
 	out := make([]ServerStatus, 0, len(g.backends))
@@ -29,14 +30,14 @@ func (s *Server) Status() []ServerStatus {
 		b.mu.Lock()
 		st := ServerStatus{Name: b.name, State: b.state.String(), Tools: len(b.lists.tools)}
 		if b.err != nil {
-			st.Err = b.err.Error()
+			st.Err = s.opts.Redactor.String(b.err.Error())
 		}
 		st.Restarts = b.restarts
 		st.Required = b.cfg.Required
 		if !b.checked.IsZero() {
 			st.Health = "ok"
 			if b.healthErr != nil {
-				st.Health = b.healthErr.Error()
+				st.Health = s.opts.Redactor.String(b.healthErr.Error())
 			}
 		}
 		if b.up != nil && b.state == stateUp {

@@ -20,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/manifold-mcp/manifold/internal/config"
+	"github.com/manifold-mcp/manifold/internal/redact"
 	"github.com/manifold-mcp/manifold/proxy"
 	"github.com/manifold-mcp/manifold/upstream"
 )
@@ -224,11 +225,15 @@ func newProxy(c common, defaultLevel string, waitForClient bool, stderr io.Write
 	if level == "" {
 		level = cfg.LogLevel
 	}
-	log, err := newLogger(stderr, level)
+	// Every secret of the config is hidden in the log, in status reports and
+	// in the audit lines.
+	red := redact.New(cfg.Secrets...)
+	log, err := newLogger(red.Writer(stderr), level)
 	if err != nil {
 		return nil, nil, err
 	}
 	opts := proxyOptions(cfg, log)
+	opts.Redactor = red
 	opts.WaitForClient = waitForClient
 	if exe, err := os.Executable(); err == nil {
 		opts.Reaper = upstream.NewReaper(exe)
@@ -245,7 +250,7 @@ func newProxy(c common, defaultLevel string, waitForClient bool, stderr io.Write
 	}
 	p, err := proxy.New(opts)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", cfg.Path, err)
+		return nil, nil, red.Error(fmt.Errorf("%s: %w", cfg.Path, err))
 	}
 	return p, cfg, nil
 }
@@ -258,7 +263,7 @@ func startProxy(ctx context.Context, c common, defaultLevel string, stderr io.Wr
 	}
 	if err := p.Start(ctx); err != nil {
 		_ = p.Close()
-		return nil, nil, err
+		return nil, nil, p.Redactor().Error(err)
 	}
 	return p, cfg, nil
 }
@@ -327,13 +332,13 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	go func() { started <- p.Start(ctx) }()
 	select {
 	case err := <-served:
-		return err
+		return p.Redactor().Error(err)
 	case err := <-started:
 		if err != nil {
-			return err
+			return p.Redactor().Error(err)
 		}
 	}
-	return <-served
+	return p.Redactor().Error(<-served)
 }
 
 func serveHTTP(ctx context.Context, p *proxy.Server, cfg *config.Config, addr string, allowRemote bool, stderr io.Writer) error {
@@ -389,14 +394,16 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 		}
 		return exitError{code: 1, msg: fmt.Sprintf("%d problem(s):\n%v", n, err)}
 	}
+	red := redact.New(cfg.Secrets...)
 	if _, err := proxy.New(proxyOptions(cfg, nil)); err != nil {
-		return exitError{code: 1, msg: fmt.Sprintf("%s: %v", cfg.Path, err)}
+		return exitError{code: 1, msg: red.String(fmt.Sprintf("%s: %v", cfg.Path, err))}
 	}
+	stdout = red.Writer(stdout)
 	fmt.Fprintf(stdout, "%s: ok, %d server(s), %d plugin(s)\n", cfg.Path, len(cfg.Servers), len(cfg.Plugins))
 	for _, s := range cfg.Servers {
 		what := s.Command + " " + strings.Join(s.Args, " ")
 		if s.URL != "" {
-			what = s.URL + " (" + s.Transport + ")"
+			what = redact.URL(s.URL) + " (" + s.Transport + ")"
 		}
 		prefix := s.Prefix + "__"
 		if s.Prefix == "" {
@@ -429,6 +436,7 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer p.Close()
+	red := p.Redactor() // an upstream may echo a secret it was given in a description
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "EXPOSED\tKIND\tSERVER\tORIGINAL\tVERDICT\tDESCRIPTION")
 	for _, e := range p.Catalog() {
@@ -439,7 +447,7 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		case e.ReadOnly:
 			verdict = "exposed, read-only"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", e.Exposed, e.Kind, e.Server, e.Original, oneLine(verdict, 400), oneLine(e.Description, 60))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", e.Exposed, e.Kind, e.Server, e.Original, oneLine(verdict, 400), oneLine(red.String(e.Description), 60))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -64,6 +64,7 @@ func watchConfig(ctx context.Context, p *proxy.Server, cfg *config.Config, inter
 				"reason", why, "globs", emptied, "config", path)
 			continue
 		}
+		p.Redactor().Add(cfg.Secrets...) // before the new servers can log or fail
 		if err := p.Reload(proxyOptions(cfg, log).Servers); err != nil {
 			log.Error("reload failed; the previous config keeps serving", "reason", why, "err", err)
 			continue

@@ -102,6 +102,15 @@ type Config struct {
 	// Plugins are the enabled plugins in document order; plugins with
 	// disabled = true are left out.
 	Plugins []Plugin
+
+	// Secrets are the values that must never be shown, sorted: the value of
+	// every ${VAR} expansion (except file paths, such as ${HOME}), and the
+	// literal userinfo and query values of URLs, values of credential headers
+	// and env variables, and values of credential flags in args (see package
+	// internal/redact). Values shorter than redact.MinLen are left out. Show
+	// config values through a redact.Redactor that knows them; [Load]'s and
+	// [Parse]'s errors already hide them.
+	Secrets []string
 }
 
 // HTTP configures the streamable HTTP listener.

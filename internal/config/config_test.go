@@ -216,6 +216,7 @@ prefix = ""
 						StartupTimeout: 30 * time.Second, CallTimeout: 60 * time.Second, MaxMessageBytes: 64 << 20,
 					},
 				}
+				c.Secrets = []string{"Bearer t0k"} // the Authorization header; "t0k" alone is too short
 			},
 		},
 		{
@@ -235,6 +236,7 @@ prefix = "${PREFIX:-xx}"
 				s.Cwd = "/home/u/work"
 				s.Prefix = "xx"
 				c.Servers = []Server{s}
+				c.Secrets = []string{"secret"} // ${TOKEN}; ${HOME} is a path
 			},
 		},
 		{

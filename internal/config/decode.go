@@ -15,6 +15,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/manifold-mcp/manifold/internal/redact"
 	"github.com/manifold-mcp/manifold/policy"
 )
 
@@ -38,6 +39,9 @@ type decoder struct {
 	serverRules map[string]*policy.ServerRules // enabled servers' policy keys, by name (policy.go)
 	renames     map[string]string              // override names taken, to where (policy.go)
 	renameSites []renameSite                   // enabled servers' override names, checked against the prefixes (policy.go)
+
+	secrets  []string          // every secret found so far (Config.Secrets)
+	expanded map[string]string // value of a ${VAR} expansion → "${VAR}", for messages
 }
 
 func decode(file, abs string, data []byte, lookup func(string) (string, bool)) (*Config, error) {
@@ -65,15 +69,18 @@ func decode(file, abs string, data []byte, lookup func(string) (string, bool)) (
 	cfg.Plugins = d.plugins(root, cfg) // after the servers: it checks names and prefixes against theirs
 	d.policyKeys(root, cfg)
 	root.finish()
+	d.valueSecrets(cfg)
 
 	if len(d.probs) > 0 {
 		slices.SortStableFunc(d.probs, func(a, b *problem) int { return a.off - b.off })
+		d.redactProblems()
 		errs := make([]error, len(d.probs))
 		for i, p := range d.probs {
 			errs[i] = p
 		}
 		return nil, errors.Join(errs...)
 	}
+	cfg.Secrets = slices.Compact(slices.Sorted(slices.Values(d.secrets)))
 	return cfg, nil
 }
 
@@ -81,7 +88,7 @@ func decode(file, abs string, data []byte, lookup func(string) (string, bool)) (
 func (d *decoder) syntaxError(err error) error {
 	var pe toml.ParseError
 	if !errors.As(err, &pe) {
-		return &problem{file: d.file, off: -1, msg: "invalid TOML: " + err.Error()}
+		return &problem{file: d.file, off: -1, msg: "invalid TOML: " + redact.Shapes(err.Error())}
 	}
 	p := &problem{file: d.file, line: pe.Position.Line, off: pe.Position.Start, msg: "invalid TOML: " + pe.Message}
 	// The parser's column is off when the error is at the start of a line;
@@ -94,7 +101,7 @@ func (d *decoder) syntaxError(err error) error {
 			p.col = pe.Position.Col
 		}
 	}
-	p.msg = strings.ReplaceAll(p.msg, "\n", `\n`)
+	p.msg = redact.Shapes(strings.ReplaceAll(p.msg, "\n", `\n`))
 	return p
 }
 
@@ -488,7 +495,7 @@ func (d *decoder) report(key toml.Key, p *toml.Primitive, msg string) {
 // expandAt expands s, the value at key, reporting malformed ${...} and
 // unset variables.
 func (d *decoder) expandAt(key toml.Key, p toml.Primitive, s string) (string, bool) {
-	out, missing, err := expand(s, d.lookup)
+	out, missing, err := expand(s, d.recordingLookup)
 	if err != nil {
 		d.report(key, &p, err.Error())
 		return "", false

@@ -1,0 +1,342 @@
+// Package redact hides secrets in what manifold shows: command output, the
+// serve log, the audit log, status reports and error messages.
+//
+// A [Redactor] knows two kinds of secret. Known values are the config's own:
+// every value a ${VAR} expansion produced, URL userinfo and query values,
+// the values of credential headers and env variables, the value after a
+// credential flag in args (the config loader finds them; see [URLSecrets],
+// [PairSecrets], [ArgSecrets]). Each is hidden in every spelling it may take
+// in output: as is, percent-encoded, JSON- or Go-quoted. Shapes are what
+// looks like a credential wherever it comes from: URL userinfo and query
+// values, "Bearer …" and "Basic …", credential key=value pairs, and known
+// token formats (sk-…, ghp_…, github_pat_…, xox…-, glpat-…, AKIA…, JWTs).
+// Both are replaced by [Mask]. [Args] redacts tool arguments for the audit
+// log by key name and value shape.
+//
+// The package only rewrites text: it decides nothing, does no I/O of its own
+// and imports the standard library only, so that every other package may use
+// it (internal/archtest enforces this).
+package redact
+
+import (
+	"encoding/json"
+	"io"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Mask replaces every secret.
+const Mask = "[redacted]"
+
+// MinLen is the length under which a value is not recorded as a known
+// secret: shorter values are not credentials worth the name, and hiding them
+// would mask unrelated text ("true", a port number).
+const MinLen = 6
+
+// Redactor replaces known secrets and credential shapes with [Mask]. The
+// zero value and a nil *Redactor know no values and hide shapes only. It is
+// safe for concurrent use; [Redactor.Add] may be called while it is in use
+// (a reloaded config brings new secrets).
+type Redactor struct {
+	mu    sync.RWMutex
+	known map[string]bool   // guarded by mu: the secrets as given
+	repl  *strings.Replacer // guarded by mu: every form of every known secret → Mask; nil when none
+}
+
+// New returns a Redactor that knows secrets (see [Redactor.Add]).
+func New(secrets ...string) *Redactor {
+	r := &Redactor{}
+	r.Add(secrets...)
+	return r
+}
+
+// Add records secrets as known. Values shorter than [MinLen] are ignored.
+func (r *Redactor) Add(secrets ...string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	changed := false
+	for _, s := range secrets {
+		if len(s) < MinLen || r.known[s] {
+			continue
+		}
+		if r.known == nil {
+			r.known = make(map[string]bool)
+		}
+		r.known[s] = true
+		changed = true
+	}
+	if !changed {
+		return
+	}
+	forms := make(map[string]bool)
+	for s := range r.known {
+		for _, f := range Forms(s) {
+			forms[f] = true
+		}
+	}
+	// strings.Replacer tries its old strings in argument order at each
+	// position: longest first, so that a secret containing another is hidden
+	// whole.
+	list := slices.SortedFunc(func(yield func(string) bool) {
+		for f := range forms {
+			if !yield(f) {
+				return
+			}
+		}
+	}, func(a, b string) int {
+		if len(a) != len(b) {
+			return len(b) - len(a)
+		}
+		return strings.Compare(a, b)
+	})
+	pairs := make([]string, 0, 2*len(list))
+	for _, f := range list {
+		pairs = append(pairs, f, Mask)
+	}
+	r.repl = strings.NewReplacer(pairs...)
+}
+
+// String returns s with every known secret and every credential shape
+// replaced by [Mask].
+func (r *Redactor) String(s string) string {
+	if r != nil {
+		r.mu.RLock()
+		repl := r.repl
+		r.mu.RUnlock()
+		if repl != nil {
+			s = repl.Replace(s)
+		}
+	}
+	return Shapes(s)
+}
+
+// Error returns err with its message redacted, or nil when err is nil. The
+// result unwraps to err, so errors.Is and errors.As see through it.
+func (r *Redactor) Error(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	if red := r.String(msg); red != msg {
+		return &redactedError{msg: red, err: err}
+	}
+	return err
+}
+
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
+
+// Writer returns a writer that redacts each Write's bytes on their own and
+// passes them to w. A secret split across two writes is not seen: write
+// whole lines (log/slog handlers and fmt.Fprint* calls do).
+func (r *Redactor) Writer(w io.Writer) io.Writer {
+	return &writer{r: r, w: w}
+}
+
+type writer struct {
+	r *Redactor
+	w io.Writer
+}
+
+func (w *writer) Write(p []byte) (int, error) {
+	s := string(p)
+	red := w.r.String(s)
+	if red == s {
+		return w.w.Write(p)
+	}
+	if _, err := io.WriteString(w.w, red); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// Forms returns the spellings of secret that output may contain: as is,
+// percent-encoded (query, path and userinfo escaping), and each of those
+// JSON-escaped (with and without HTML escaping), Go-quoted (%q, slog's text
+// handler), and quoted twice (a quoted error inside a JSON string).
+func Forms(secret string) []string {
+	bases := []string{secret, url.QueryEscape(secret), url.PathEscape(secret), url.User(secret).String(),
+		strings.TrimPrefix(url.UserPassword("", secret).String(), ":"),
+		(&url.URL{Path: secret}).EscapedPath(), (&url.URL{Fragment: secret}).EscapedFragment()}
+	var out []string
+	add := func(s string) {
+		if s != "" && !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	for _, b := range bases {
+		for _, q := range []string{b, jsonEscape(b, true), jsonEscape(b, false), goQuote(b)} {
+			add(q)
+			add(jsonEscape(q, true))
+			add(jsonEscape(q, false))
+			add(goQuote(q))
+		}
+	}
+	return out
+}
+
+// jsonEscape returns s as inside a JSON string.
+func jsonEscape(s string, html bool) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(html)
+	_ = enc.Encode(s)
+	out := strings.TrimSuffix(b.String(), "\n")
+	return out[1 : len(out)-1]
+}
+
+// goQuote returns s as inside a Go-quoted string.
+func goQuote(s string) string {
+	q := strconv.Quote(s)
+	return q[1 : len(q)-1]
+}
+
+// Shapes returns s with every credential shape replaced by [Mask]: URL
+// userinfo and query values, the credential after "Bearer" or "Basic",
+// values of credential keys in key=value, "key: value" and JSON pairs, and
+// known token formats.
+func Shapes(s string) string {
+	s = urlRE.ReplaceAllStringFunc(s, redactURLText)
+	s = schemeRE.ReplaceAllString(s, "${1}"+Mask)
+	s = tokenRE.ReplaceAllString(s, Mask)
+	return pairRE.ReplaceAllStringFunc(s, redactPair)
+}
+
+var (
+	// urlRE matches a URL in text; it stops at quotes, backslashes (an
+	// escaped quote) and white space.
+	urlRE = regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.-]*://[^\s"'<>\\` + "`" + `]+`)
+	// userinfoRE is the userinfo of a matched URL.
+	userinfoRE = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*://)[^/?#@]+@`)
+	// queryValueRE is one query value of a matched URL's query.
+	queryValueRE = regexp.MustCompile(`([?&;][^=&#;]*=)[^&#;]+`)
+	// schemeRE is an HTTP credential after its auth scheme.
+	schemeRE = regexp.MustCompile(`(?i)\b((?:bearer|basic)\s+)[A-Za-z0-9._~+/=-]{6,}`)
+	// tokenRE is a token of a well-known format.
+	tokenRE = regexp.MustCompile(`\b(?:` + strings.Join([]string{
+		`sk-[A-Za-z0-9_-]{16,}`,                    // OpenAI, Anthropic
+		`(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}`, // GitHub
+		`github_pat_[A-Za-z0-9_]{20,}`,
+		`xox[abposre]-[A-Za-z0-9-]{10,}`,                          // Slack
+		`glpat-[A-Za-z0-9_-]{20,}`,                                // GitLab
+		`AKIA[0-9A-Z]{16}`,                                        // AWS access key id
+		`AIza[0-9A-Za-z_-]{35}`,                                   // Google API key
+		`npm_[A-Za-z0-9]{36}`,                                     // npm
+		`eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*`, // JWT
+	}, "|") + `)`)
+	// pairRE is key=value, key: value or "key":"value" (also with escaped
+	// quotes); redactPair decides whether the key is a credential's. A value
+	// does not start with '-' (${VAR:-default} is not a pair).
+	pairRE = regexp.MustCompile(`([A-Za-z][A-Za-z0-9_.-]*)(=|:[ \t]*|\\?"[ \t]*:[ \t]*\\?")([^\s"'&,;\\-][^\s"'&,;\\]*)`)
+)
+
+func redactURLText(u string) string {
+	u = userinfoRE.ReplaceAllString(u, "${1}"+Mask+"@")
+	if i := strings.IndexByte(u, '?'); i >= 0 {
+		u = u[:i] + queryValueRE.ReplaceAllString(u[i:], "${1}"+Mask)
+	}
+	return u
+}
+
+func redactPair(m string) string {
+	sub := pairRE.FindStringSubmatch(m)
+	key, sep, value := sub[1], sub[2], sub[3]
+	if !textKey(key) || value == Mask || strings.EqualFold(value, "bearer") || strings.EqualFold(value, "basic") {
+		return m
+	}
+	return key + sep + Mask
+}
+
+// textKey is [SecretKey] for keys seen in free text, where "session"
+// names the proxy's own client sessions, shown in its logs, not a secret of
+// the config.
+func textKey(k string) bool {
+	if !SecretKey(k) {
+		return false
+	}
+	for _, t := range keyTokens(k) {
+		if !strings.Contains(t, "session") && secretToken(t) {
+			return true
+		}
+	}
+	return false
+}
+
+// URL returns raw with its userinfo and every query value replaced by
+// [Mask], as the URL of a remote server is shown.
+func URL(raw string) string {
+	return redactURLText(raw)
+}
+
+// URLSecrets returns the parts of the URL raw that are secrets: its
+// userinfo's user and password and its query values, decoded. It returns
+// nil for text that does not parse as a URL.
+func URLSecrets(raw string) []string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	if u.User != nil {
+		out = append(out, u.User.Username())
+		if p, ok := u.User.Password(); ok {
+			out = append(out, p)
+		}
+	}
+	for _, vs := range u.Query() {
+		out = append(out, vs...)
+	}
+	return out
+}
+
+// PairSecrets returns the secrets of a header or env variable named key
+// with value: the whole value (and the credential after an auth scheme)
+// when key names a credential ([SecretKey]), and the [URLSecrets] of a value
+// that is a URL.
+func PairSecrets(key, value string) []string {
+	var out []string
+	if SecretKey(key) {
+		out = append(out, value)
+		if _, cred, ok := strings.Cut(strings.TrimSpace(value), " "); ok {
+			out = append(out, strings.TrimSpace(cred))
+		}
+	}
+	if strings.Contains(value, "://") {
+		out = append(out, URLSecrets(value)...)
+	}
+	return out
+}
+
+// ArgSecrets returns the secrets in a command line: the value of a
+// credential flag ("--token X", "--api-key=X", "-password X"), and the
+// [URLSecrets] of arguments that are URLs.
+func ArgSecrets(args []string) []string {
+	var out []string
+	for i, a := range args {
+		if strings.Contains(a, "://") {
+			out = append(out, URLSecrets(a)...)
+		}
+		if !strings.HasPrefix(a, "-") {
+			continue
+		}
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !SecretKey(name) {
+			continue
+		}
+		if hasValue {
+			out = append(out, value)
+		} else if i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
+			out = append(out, args[i+1])
+		}
+	}
+	return out
+}
