@@ -75,7 +75,7 @@ type Audit struct {
 	// absent or "-").
 	File string
 	// Arguments logs the calls' argument values, passed through
-	// policy.RedactArgs. If false, argument values are not logged.
+	// redact.Args. If false, argument values are not logged.
 	Arguments bool
 }
 

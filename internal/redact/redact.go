@@ -160,29 +160,37 @@ func (w *writer) Write(p []byte) (int, error) {
 }
 
 // Forms returns the spellings of secret that output may contain: as is,
-// percent-encoded (query, path and userinfo escaping), and each of those
-// JSON-escaped (with and without HTML escaping), Go-quoted (%q, slog's text
-// handler), and quoted twice (a quoted error inside a JSON string).
+// percent-encoded (query, path, fragment and userinfo escaping), and each of
+// those JSON-escaped (with and without HTML escaping) or Go-quoted (%q,
+// slog's text handler), up to [quoteDepth] times over (a quoted stderr line
+// inside a quoted error inside a log line).
 func Forms(secret string) []string {
 	bases := []string{secret, url.QueryEscape(secret), url.PathEscape(secret), url.User(secret).String(),
 		strings.TrimPrefix(url.UserPassword("", secret).String(), ":"),
 		(&url.URL{Path: secret}).EscapedPath(), (&url.URL{Fragment: secret}).EscapedFragment()}
 	var out []string
-	add := func(s string) {
-		if s != "" && !slices.Contains(out, s) {
-			out = append(out, s)
+	seen := make(map[string]bool)
+	level := bases
+	for range quoteDepth + 1 {
+		var next []string
+		for _, f := range level {
+			if f == "" || seen[f] {
+				continue
+			}
+			seen[f] = true
+			out = append(out, f)
+			next = append(next, jsonEscape(f, true), jsonEscape(f, false), goQuote(f))
 		}
-	}
-	for _, b := range bases {
-		for _, q := range []string{b, jsonEscape(b, true), jsonEscape(b, false), goQuote(b)} {
-			add(q)
-			add(jsonEscape(q, true))
-			add(jsonEscape(q, false))
-			add(goQuote(q))
-		}
+		level = next
 	}
 	return out
 }
+
+// quoteDepth is how many times a secret may be quoted in output: an
+// upstream's stderr line quotes its args (1), the start error quotes the
+// line (2), the log's text handler quotes the error (3), and a JSON report
+// of the log line quotes it again (4).
+const quoteDepth = 4
 
 // jsonEscape returns s as inside a JSON string.
 func jsonEscape(s string, html bool) string {
