@@ -519,7 +519,7 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	_ = cs.Close()
 	<-serveDone
 	if err != nil {
-		return fmt.Errorf("call %q: %w", name, err)
+		return p.Redactor().Error(fmt.Errorf("call %q: %w", name, err))
 	}
 	if *asJSON {
 		b, err := json.MarshalIndent(res, "", "  ")

@@ -32,6 +32,7 @@ var attackSecrets = map[string]string{
 const (
 	literalBearer = "lS3cr3t-literal-bearer"
 	timeoutSecret = "tS3cr3t-timeout-token"
+	reloadSecret  = "rS3cr3t-of-a-reloaded-config"
 )
 
 // spellings returns s as output may show it: as is, percent-encoded,
@@ -59,10 +60,16 @@ func spellings(s string) []string {
 // assertNoSecret fails when out shows any secret in any spelling.
 func assertNoSecret(t *testing.T, where, out string) {
 	t.Helper()
-	secrets := []string{literalBearer, timeoutSecret}
+	secrets := []string{literalBearer, timeoutSecret, reloadSecret}
 	for _, v := range attackSecrets {
 		secrets = append(secrets, v)
 	}
+	assertNoneOf(t, where, out, secrets)
+}
+
+// assertNoneOf fails when out shows one of secrets in any spelling.
+func assertNoneOf(t *testing.T, where, out string, secrets []string) {
+	t.Helper()
 	for _, s := range secrets {
 		for _, sp := range spellings(s) {
 			if i := strings.Index(out, sp); i >= 0 {
@@ -202,6 +209,33 @@ transport = "Bearer `+literalBearer+`"
 			}
 		}
 		assertNoSecret(t, "serve (stdio) stderr", log)
+	})
+
+	t.Run("serve reload", func(t *testing.T) {
+		// The secrets of a reloaded config are hidden too, in the log of a
+		// new server and in a rejected config's problems.
+		t.Setenv("E2E_RELOAD_KEY", reloadSecret)
+		path := writeConfig(t, fixture("local", nil))
+		sp := startStdio(t, path)
+		listTools(testCtx(t), t, sp.cs)
+		// The new server prints its args, the secret in no credential's place.
+		next := fixture("local", nil) + fixture("later", []string{"-leak", "-instructions", "${E2E_RELOAD_KEY}"})
+		if err := os.WriteFile(path, []byte(next), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 20*time.Second, "the new server's args in the log", func() bool {
+			return strings.Contains(sp.stderr.String(), `fixture later: args`)
+		})
+		if err := os.WriteFile(path, []byte(next+"call_timeout = \"${E2E_RELOAD_KEY}\"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 20*time.Second, "the rejected config in the log", func() bool {
+			return strings.Contains(sp.stderr.String(), "the new config is invalid")
+		})
+		sp.stop()
+		// Only the reloaded config's secret: the new server prints the whole
+		// environment, whose variables that no config names are not known.
+		assertNoneOf(t, "serve stderr across reloads", sp.stderr.String(), []string{reloadSecret})
 	})
 
 	t.Run("serve http", func(t *testing.T) {
