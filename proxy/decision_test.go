@@ -144,3 +144,36 @@ func TestNoPathWithoutDecision(t *testing.T) {
 		t.Errorf("upstream never received tools/call with no policy: %v", rec.seen())
 	}
 }
+
+// TestExplainResourceSpellings: explain decides a resource URI on its
+// canonical form, so every spelling of a denied URI is explained as hidden
+// under the canonical URI, and a URI without one is an error saying why.
+func TestExplainResourceSpellings(t *testing.T) {
+	rec := &recordingServer{}
+	s, err := New(Options{
+		Servers: []ServerConfig{{Upstream: upstream.Options{Name: "rec", Dial: rec.dial(t)}, Prefix: "rec"}},
+		Policy: &policy.Rules{Servers: map[string]*policy.ServerRules{
+			"rec": {Resources: policy.List{Deny: []policy.Pattern{{Glob: "rec://secret/a", Source: "test:1"}}}},
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	<-s.Ready()
+	for _, uri := range []string{"rec+rec://secret/a", "REC+Rec://SECRET/./a", "rec+rec://secret/x/../%61", "rec+rec://secret//a/"} {
+		got, err := s.Explain(uri)
+		if want := `resource rec+rec://secret/a (server "rec", original "rec://secret/a"): hidden: servers.rec.resources.deny "rec://secret/a" (test:1)`; err != nil || got != want {
+			t.Errorf("Explain(%q) = %q, %v; want %q", uri, got, err, want)
+		}
+	}
+	if got, err := s.Explain("rec+rec://secret/b"); err != nil || !strings.Contains(got, ": exposed") {
+		t.Errorf("Explain(b) = %q, %v; want exposed", got, err)
+	}
+	if _, err := s.Explain("rec+rec://secret/a\x00"); err == nil || !strings.Contains(err.Error(), "cannot be canonicalised") {
+		t.Errorf("Explain(NUL) error %v, want one saying it cannot be canonicalised", err)
+	}
+}

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -306,5 +307,41 @@ func TestSubscribeSpellingGetsUpdates(t *testing.T) {
 		}
 	case <-time.After(awaitBound):
 		t.Fatalf("no resources/updated within %s", awaitBound)
+	}
+}
+
+// TestAttackFilesystemEmbedded runs server-filesystem on a scratch folder
+// with its secret/ folder denied as resources: read_media_file returns a
+// file as an embedded resource (in content and again in structuredContent),
+// which is withheld for the secret file and delivered for the public one.
+func TestAttackFilesystemEmbedded(t *testing.T) {
+	t.Parallel()
+	bin := nodeBin(t, "mcp-server-filesystem")
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			t.Parallel()
+			dir, secrets := secretFolder(t)
+			secret := filepath.Join(dir, "secret", "s.txt")
+			cfg := fmt.Sprintf("[servers.files]\ncommand = %s\nargs = [%s]\nresources.deny = [%s]\n",
+				tomlStr(bin), tomlStr(dir), tomlStr("FILE://localhost"+dir+"/./secret/*"))
+			s := startSession(t, cfg, tr.http)
+			ctx := testCtx(t)
+			b64 := base64.StdEncoding.EncodeToString([]byte(secrets[secret]))
+
+			res := call(ctx, t, s.cs, "files__read_media_file", map[string]any{"path": filepath.Join(dir, "public.txt")})
+			if want := base64.StdEncoding.EncodeToString([]byte("public content")); !strings.Contains(jsonOf(res), want) {
+				t.Fatalf("read_media_file(public.txt) = %s, want its content embedded", jsonOf(res))
+			}
+			for _, p := range []string{secret, dir + "/./secret/s.txt", dir + "/secret/../secret/s.txt", dir + "//secret/s.txt"} {
+				res, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: "files__read_media_file", Arguments: map[string]any{"path": p}})
+				if err != nil {
+					t.Fatalf("read_media_file(%s): %v", p, err)
+				}
+				leaks(t, "read_media_file "+p, res, b64, secrets[secret])
+				if !strings.Contains(text(res), withheldNote) {
+					t.Errorf("read_media_file(%s) = %s, want a note that the resource was withheld", p, jsonOf(res))
+				}
+			}
+		})
 	}
 }

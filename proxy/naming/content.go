@@ -30,8 +30,10 @@ const WithheldNote = "[manifold: a resource in this content was withheld by the 
 // returns the new URI of each resource link, embedded resource and read
 // result entry, and whether it may be kept at all. A block that may not is
 // replaced, in place, by a text block saying so ([WithheldNote]); a
-// "contents" entry (of a resources/read result) is removed. Nothing of a
-// withheld resource remains, neither its URI nor its text or blob.
+// "contents" entry (of a resources/read result) is removed. Such blocks are
+// also withheld anywhere inside "structuredContent" (whose URIs are not
+// rewritten). Nothing of a withheld resource remains, neither its URI nor
+// its text or blob.
 func FilterContentResources(v any, filter func(uri string) (string, bool)) bool {
 	switch v := v.(type) {
 	case map[string]any:
@@ -80,6 +82,42 @@ func filterObject(m map[string]any, filter func(string) (string, bool)) bool {
 			if msg, ok := msg.(map[string]any); ok {
 				changed = filterContent(msg["content"], filter) || changed
 			}
+		}
+	}
+	if sc, ok := m["structuredContent"]; ok {
+		changed = withholdDeep(sc, filter) || changed
+	}
+	return changed
+}
+
+// withholdDeep withholds, anywhere in v (a tool result's structuredContent,
+// which servers often make a copy of the content), every resource link and
+// embedded resource that filter refuses. The URIs of the others are left as
+// they are: structured content is the tool's own data.
+func withholdDeep(v any, filter func(string) (string, bool)) bool {
+	changed := false
+	switch v := v.(type) {
+	case map[string]any:
+		if t := v["type"]; t == "resource" || t == "resource_link" {
+			holder := v
+			if t == "resource" {
+				holder, _ = v["resource"].(map[string]any)
+			}
+			if holder != nil {
+				uri, _ := holder["uri"].(string)
+				if _, keep := filter(uri); !keep {
+					clear(v)
+					v["type"], v["text"] = "text", WithheldNote
+					return true
+				}
+			}
+		}
+		for _, e := range v {
+			changed = withholdDeep(e, filter) || changed
+		}
+	case []any:
+		for _, e := range v {
+			changed = withholdDeep(e, filter) || changed
 		}
 	}
 	return changed

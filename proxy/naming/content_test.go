@@ -242,7 +242,9 @@ func TestFilterContentResources(t *testing.T) {
 			{"type": "resource", "resource": {"uri": "file:///public/c.txt", "text": "public"}}
 		],
 		"contents": [{"uri": "file:///secret/d.txt", "text": "SECRET"}, {"uri": "file:///public/e.txt", "text": "e"}],
-		"messages": [{"role": "user", "content": {"type": "resource", "resource": {"uri": "file:///secret/f.txt", "blob": "U0VDUkVU"}}}]
+		"messages": [{"role": "user", "content": {"type": "resource", "resource": {"uri": "file:///secret/f.txt", "blob": "U0VDUkVU"}}}],
+		"structuredContent": {"content": [{"type": "resource", "resource": {"uri": "file:///secret/g.txt", "blob": "U0VDUkVU"}},
+			{"type": "resource_link", "uri": "file:///public/h.txt"}], "n": 1}
 	}`
 	note := map[string]any{"type": "text", "text": WithheldNote}
 	want := map[string]any{
@@ -253,6 +255,7 @@ func TestFilterContentResources(t *testing.T) {
 		},
 		"contents": []any{map[string]any{"uri": "p+file:///public/e.txt", "text": "e"}},
 		"messages": []any{map[string]any{"role": "user", "content": note}},
+		"structuredContent": map[string]any{"content": []any{note, map[string]any{"type": "resource_link", "uri": "file:///public/h.txt"}}, "n": 1.0},
 	}
 	v := decode(t, in)
 	changed := FilterContentResources(v, func(uri string) (string, bool) {
