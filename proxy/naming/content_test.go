@@ -253,8 +253,8 @@ func TestFilterContentResources(t *testing.T) {
 			note, note, note,
 			map[string]any{"type": "resource", "resource": map[string]any{"uri": "p+file:///public/c.txt", "text": "public"}},
 		},
-		"contents": []any{map[string]any{"uri": "p+file:///public/e.txt", "text": "e"}},
-		"messages": []any{map[string]any{"role": "user", "content": note}},
+		"contents":          []any{map[string]any{"uri": "p+file:///public/e.txt", "text": "e"}},
+		"messages":          []any{map[string]any{"role": "user", "content": note}},
 		"structuredContent": map[string]any{"content": []any{note, map[string]any{"type": "resource_link", "uri": "file:///public/h.txt"}}, "n": 1.0},
 	}
 	v := decode(t, in)
