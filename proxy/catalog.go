@@ -246,9 +246,9 @@ func (s *Server) rebuild() {
 		promptGroups = append(promptGroups, pg)
 	}
 	var collisions []naming.Collision
-	c.tools, collisions = naming.Build(toolGroups)
+	c.tools, collisions = naming.BuildLimit(toolGroups, s.opts.MaxNameLength)
 	s.logCollisions("tool", collisions)
-	c.prompts, collisions = naming.Build(promptGroups)
+	c.prompts, collisions = naming.BuildLimit(promptGroups, s.opts.MaxNameLength)
 	s.logCollisions("prompt", collisions)
 
 	for _, b := range g.backends {
@@ -261,7 +261,7 @@ func (s *Server) rebuild() {
 			ann := rules.Annotations(b.name, t.Name, toPolicyAnnotations(t.Annotations))
 			it := policy.Item{Kind: policy.Tool, Server: b.name, Original: t.Name, Exposed: exposed, Annotations: ann}
 			if o, ok := rules.Override(b.name, t.Name); ok && o.Name != "" {
-				it.Qualified = naming.Expose(b.cfg.Prefix, t.Name) // rules on the server's names still apply
+				it.Qualified = naming.ExposeLimit(b.cfg.Prefix, t.Name, s.opts.MaxNameLength) // rules on the server's names still apply
 			}
 			d := rules.Decide(it)
 			c.decisions["tool\x00"+exposed] = d

@@ -27,6 +27,11 @@ import (
 	"github.com/manifold-mcp/manifold/upstream"
 )
 
+// DefaultMaxNameLength is the default budget of an exposed name: with the
+// entry name "manifold", Claude Code's "mcp__manifold__<name>" is then at
+// most 64 characters, and Gemini CLI's "mcp_manifold_<name>" at most 62.
+const DefaultMaxNameLength = 64 - len("mcp__manifold__")
+
 // Version is the proxy's version, reported in serverInfo.
 var Version = "0.1.0-dev"
 
@@ -103,6 +108,11 @@ type Options struct {
 	// waits for upstreams still in their initial start: the name may belong
 	// to one of them. If zero, 10s.
 	FirstListTimeout time.Duration
+	// MaxNameLength is the longest exposed tool or prompt name; longer ones
+	// are shortened deterministically (see package naming). Claude Code sends
+	// names to the model as "mcp__<entry>__<name>" and the model API takes 64
+	// characters. If zero, 49: 64 - len("mcp__manifold__").
+	MaxNameLength int
 	// MaxMessageBytes bounds one inbound frame from the downstream client. If
 	// zero, 64 MiB.
 	MaxMessageBytes int
@@ -187,6 +197,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.FirstListTimeout == 0 {
 		opts.FirstListTimeout = 10 * time.Second
+	}
+	if opts.MaxNameLength == 0 {
+		opts.MaxNameLength = DefaultMaxNameLength
 	}
 	if opts.MaxMessageBytes == 0 {
 		opts.MaxMessageBytes = 64 << 20

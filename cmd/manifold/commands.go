@@ -159,6 +159,7 @@ func proxyOptions(cfg *config.Config, log *slog.Logger) proxy.Options {
 		Policy:           cfg.Policy,
 		CallTimeout:      cfg.CallTimeout,
 		FirstListWait:    cfg.FirstListWait,
+		MaxNameLength:    cfg.MaxNameLength,
 		FirstListTimeout: cfg.FirstListTimeout,
 		MaxMessageBytes:  cfg.MaxMessageBytes,
 		Logger:           log,

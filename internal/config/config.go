@@ -30,9 +30,15 @@ const (
 	DefaultCallTimeout      = 60 * time.Second
 	DefaultFirstListTimeout = 10 * time.Second
 	DefaultFirstListWait    = 300 * time.Millisecond
-	DefaultMaxMessageBytes  = 64 << 20
-	DefaultLogLevel         = "info"
-	DefaultListen           = "127.0.0.1:7777"
+	// DefaultMaxNameLength is 64 - len("mcp__manifold__"): Claude Code's
+	// name for a tool of the entry "manifold" then fits the model API's 64.
+	DefaultMaxNameLength = 49
+	// MinMaxNameLength and MaxMaxNameLength bound max_name_length.
+	MinMaxNameLength       = 16
+	MaxMaxNameLength       = 64
+	DefaultMaxMessageBytes = 64 << 20
+	DefaultLogLevel        = "info"
+	DefaultListen          = "127.0.0.1:7777"
 
 	// Defaults of the [http] limits.
 	DefaultHTTPMaxBodyBytes       = 4 << 20
@@ -77,6 +83,10 @@ type Config struct {
 	// MaxMessageBytes is the global limit on one JSON-RPC message, already
 	// applied to every [Server].
 	MaxMessageBytes int
+
+	// MaxNameLength is the longest exposed tool or prompt name
+	// (max_name_length).
+	MaxNameLength int
 
 	// LogLevel is "debug", "info", "warn" or "error".
 	LogLevel string

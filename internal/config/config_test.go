@@ -44,6 +44,7 @@ func defaults() *Config {
 		StartupTimeout:   30 * time.Second,
 		CallTimeout:      60 * time.Second,
 		FirstListWait:    300 * time.Millisecond,
+		MaxNameLength:    49,
 		FirstListTimeout: 10 * time.Second,
 		MaxMessageBytes:  64 << 20,
 		LogLevel:         "info",
@@ -91,6 +92,7 @@ startup_timeout = "5s"
 call_timeout = "2m"
 first_list_timeout = "750ms"
 first_list_wait = "1s"
+max_name_length = 60
 max_message_bytes = 1048576
 log_level = "debug"
 
@@ -109,6 +111,7 @@ session_idle_timeout = "90s"
 				c.CallTimeout = 2 * time.Minute
 				c.FirstListTimeout = 750 * time.Millisecond
 				c.FirstListWait = time.Second
+				c.MaxNameLength = 60
 				c.MaxMessageBytes = 1 << 20
 				c.LogLevel = "debug"
 				c.HTTP = HTTP{
@@ -455,6 +458,11 @@ func TestParseErrors(t *testing.T) {
 			name: "zero duration in a server",
 			doc:  "[servers.a]\ncommand = \"a\"\ncall_timeout = \"0s\"\n",
 			want: `proxy.toml:3:1: servers.a.call_timeout: "0s" is not greater than zero; write a positive duration like "30s"`,
+		},
+		{
+			name: "max_name_length too small",
+			doc:  "max_name_length = 8\n",
+			want: `proxy.toml:1:1: max_name_length: 8 is out of range; use 16 to 64: 64 - len("mcp__<entry>__") for Claude Code, which is 49 for the entry "manifold"`,
 		},
 		{
 			name: "negative first_list_timeout",

@@ -125,6 +125,14 @@ func (d *decoder) global(root *table, cfg *Config) {
 	cfg.FirstListWait = root.duration("first_list_wait", DefaultFirstListWait)
 	cfg.FirstListTimeout = root.duration("first_list_timeout", DefaultFirstListTimeout)
 	cfg.MaxMessageBytes = root.size("max_message_bytes", DefaultMaxMessageBytes)
+	cfg.MaxNameLength = DefaultMaxNameLength
+	if n, ok := root.integer("max_name_length"); ok {
+		if n < MinMaxNameLength || n > MaxMaxNameLength {
+			root.errorf("max_name_length", `%d is out of range; use %d to %d: 64 - len("mcp__<entry>__") for Claude Code, which is 49 for the entry "manifold"`, n, MinMaxNameLength, MaxMaxNameLength)
+		} else {
+			cfg.MaxNameLength = int(n)
+		}
+	}
 	cfg.LogLevel = DefaultLogLevel
 	if s, ok := root.str("log_level"); ok {
 		switch s {

@@ -3,7 +3,9 @@
 // and the reversible, stateless rewriting of resource URIs.
 //
 // Exposed names are "<prefix>__<name>" (or the name alone for an empty
-// prefix), restricted to [A-Za-z0-9_-] and at most 64 characters. The mapping
+// prefix), restricted to [A-Za-z0-9_-] and at most a length limit: 64 (the
+// clients' hard limit) for [Build] and [Expose], the caller's budget for
+// [BuildLimit] and [ExposeLimit]. The mapping
 // is kept in a [Table] in both directions; it is never recovered by splitting
 // strings, since original names may themselves contain "__".
 //
@@ -23,6 +25,21 @@ import (
 // MaxNameLen is the longest exposed name, the limit that clients enforce
 // (^[a-zA-Z0-9_-]{1,64}$).
 const MaxNameLen = 64
+
+// MinNameLen is the smallest length limit: room for a head, "-" and a hash.
+const MinNameLen = 16
+
+// limit clamps a length limit to [MinNameLen, MaxNameLen]; zero means
+// MaxNameLen.
+func limit(max int) int {
+	switch {
+	case max <= 0 || max > MaxNameLen:
+		return MaxNameLen
+	case max < MinNameLen:
+		return MinNameLen
+	}
+	return max
+}
 
 // Separator joins a prefix and an original name.
 const Separator = "__"
@@ -85,26 +102,34 @@ type origin struct{ server, original string }
 //     a readable head, "-" and the first 8 hex digits of
 //     sha256(prefix + "\x00" + name), so it is stable across restarts.
 func Expose(prefix, name string) string {
-	exposed, _ := expose(prefix, name, 0)
+	return ExposeLimit(prefix, name, MaxNameLen)
+}
+
+// ExposeLimit is [Expose] with names of at most max characters (clamped to
+// MinNameLen..MaxNameLen; 0 means MaxNameLen). The hash does not depend on
+// max, only the head's length does.
+func ExposeLimit(prefix, name string, max int) string {
+	exposed, _ := expose(prefix, name, 0, limit(max))
 	return exposed
 }
 
 // expose returns the candidate exposed name at the given clash level, and
-// whether it is the full name verbatim (level 0 and no change needed).
-func expose(prefix, name string, level int) (string, bool) {
+// whether it is the full name verbatim (level 0 and no change needed). max
+// is already clamped.
+func expose(prefix, name string, level, max int) (string, bool) {
 	full := name
 	if prefix != "" {
 		full = prefix + Separator + name
 	}
 	s := sanitize(full)
-	if level == 0 && s != "" && len(s) <= MaxNameLen {
+	if level == 0 && s != "" && len(s) <= max {
 		return s, s == full
 	}
 	digits := 8
 	if level > 0 {
 		digits = 8 << (level - 1)
 	}
-	return hashed(s, prefix, name, digits), false
+	return hashed(s, prefix, name, min(digits, max-2), max), false
 }
 
 // sanitize replaces every rune outside [A-Za-z0-9_-] with "_". It returns s
@@ -132,12 +157,12 @@ func validRune(r rune) bool {
 }
 
 // hashed returns head + "-" + the first digits hex digits of the name's hash,
-// with head the sanitized name cut to fit in MaxNameLen ("_" if empty).
-func hashed(sanitized, prefix, name string, digits int) string {
+// with head the sanitized name cut to fit in max ("_" if empty).
+func hashed(sanitized, prefix, name string, digits, max int) string {
 	sum := sha256.Sum256([]byte(prefix + "\x00" + name))
 	h := hex.EncodeToString(sum[:])[:digits]
 	head := sanitized
-	if n := MaxNameLen - 1 - digits; len(head) > n {
+	if n := max - 1 - digits; len(head) > n {
 		head = head[:n] // sanitized is ASCII: byte cut is safe
 	}
 	if head == "" {
@@ -171,6 +196,15 @@ func hashed(sanitized, prefix, name string, digits int) string {
 // Server keys should be unique; if one appears in two groups,
 // [Table.Exposed] answers with its first group's entry.
 func Build(groups []Group) (*Table, []Collision) {
+	return BuildLimit(groups, MaxNameLen)
+}
+
+// BuildLimit is [Build] with exposed names of at most max characters
+// (clamped to MinNameLen..MaxNameLen; 0 means MaxNameLen), for clients that
+// put the names in a longer one: Claude Code sends "mcp__<entry>__<name>" to
+// a model API that takes 64 characters. Operator renames are used as given.
+func BuildLimit(groups []Group, max int) (*Table, []Collision) {
+	max = limit(max)
 	n := 0
 	for _, g := range groups {
 		n += len(g.Names)
@@ -182,7 +216,7 @@ func Build(groups []Group) (*Table, []Collision) {
 	}
 	var collisions []Collision
 	for _, g := range groups {
-		entries, dropped := resolve(g)
+		entries, dropped := resolve(g, max)
 		for _, e := range entries {
 			if owner := namespaceOwner(groups, e.Exposed); owner != nil && owner.Prefix != g.Prefix {
 				dropped = append(dropped, Collision{Exposed: e.Exposed, Dropped: e, Owner: owner.Server})
@@ -237,7 +271,7 @@ type candidate struct {
 // It returns the entries sorted by exposed name, and the collisions unsorted.
 // The result depends only on the set of names: each round looks at the whole
 // set.
-func resolve(g Group) ([]Entry, []Collision) {
+func resolve(g Group, max int) ([]Entry, []Collision) {
 	names := slices.Clone(g.Names)
 	slices.Sort(names)
 	names = slices.Compact(names)
@@ -248,7 +282,7 @@ func resolve(g Group) ([]Entry, []Collision) {
 			cands[i] = candidate{original: name, exposed: r, unchanged: true, fixed: true}
 			continue
 		}
-		exposed, unchanged := expose(g.Prefix, name, 0)
+		exposed, unchanged := expose(g.Prefix, name, 0, max)
 		cands[i] = candidate{original: name, exposed: exposed, unchanged: unchanged}
 	}
 
@@ -299,7 +333,7 @@ func resolve(g Group) ([]Entry, []Collision) {
 					stuck = append(stuck, i)
 				case c.level < maxLevel:
 					c.level++
-					c.exposed, c.unchanged = expose(g.Prefix, c.original, c.level)
+					c.exposed, c.unchanged = expose(g.Prefix, c.original, c.level, max)
 				default:
 					stuck = append(stuck, i)
 				}

@@ -1,6 +1,8 @@
 package naming
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -67,7 +69,7 @@ func checkName(t *testing.T, name string) {
 // level returns the hashed form of a name at a clash level, for building
 // expectations and crafting clashes.
 func level(prefix, name string, l int) string {
-	s, _ := expose(prefix, name, l)
+	s, _ := expose(prefix, name, l, MaxNameLen)
 	return s
 }
 
@@ -474,7 +476,7 @@ func FuzzBuild(f *testing.F) {
 				if e, _ := table.Lookup(exposed); e != (Entry{Exposed: exposed, Server: g.Server, Original: n}) {
 					t.Errorf("Lookup(Exposed(%q, %q)) = %v", g.Server, n, e)
 				}
-				if v, unchanged := expose(g.Prefix, n, 0); unchanged && exposed != v {
+				if v, unchanged := expose(g.Prefix, n, 0, MaxNameLen); unchanged && exposed != v {
 					t.Errorf("(%q, %q): valid full name %q exposed as %q", g.Server, n, v, exposed)
 				}
 			}
@@ -517,5 +519,83 @@ func BenchmarkBuild(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		Build(groups)
+	}
+}
+
+func TestExposeLimit(t *testing.T) {
+	long := "this_is_a_very_long_tool_name_that_the_proxy_must_shorten_before_exposing_it_080"
+	hash := func(prefix, name string, digits int) string {
+		sum := sha256.Sum256([]byte(prefix + "\x00" + name))
+		return hex.EncodeToString(sum[:])[:digits]
+	}
+	tests := []struct {
+		name         string
+		prefix, orig string
+		max          int
+		want         string
+	}{
+		{name: "fits 49", prefix: "alpha", orig: strings.Repeat("a", 42), max: 49, want: "alpha__" + strings.Repeat("a", 42)},
+		{name: "one over 49", prefix: "alpha", orig: strings.Repeat("a", 43), max: 49,
+			want: "alpha__" + strings.Repeat("a", 33) + "-" + hash("alpha", strings.Repeat("a", 43), 8)},
+		{name: "long name, budget 49", prefix: "alpha", orig: long, max: 49,
+			want: ("alpha__" + long)[:40] + "-" + hash("alpha", long, 8)},
+		{name: "zero is 64", prefix: "alpha", orig: long, max: 0,
+			want: ("alpha__" + long)[:55] + "-" + hash("alpha", long, 8)},
+		{name: "over 64 is 64", prefix: "alpha", orig: long, max: 100,
+			want: ("alpha__" + long)[:55] + "-" + hash("alpha", long, 8)},
+		{name: "below the minimum is the minimum", prefix: "alpha", orig: long, max: 5,
+			want: ("alpha__" + long)[:MinNameLen-9] + "-" + hash("alpha", long, 8)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := ExposeLimit(tt.prefix, tt.orig, tt.max)
+			if got != tt.want {
+				t.Errorf("ExposeLimit(%q, %q, %d) = %q, want %q", tt.prefix, tt.orig, tt.max, got, tt.want)
+			}
+			checkName(t, got)
+		})
+	}
+}
+
+// TestBuildLimit: under a small budget, names that share a long head and
+// even their hashed forms stay distinct, within the budget, and map both
+// ways; the result does not depend on the order of the names.
+func TestBuildLimit(t *testing.T) {
+	for _, max := range []int{MinNameLen, 30, 49} {
+		t.Run(fmt.Sprint(max), func(t *testing.T) {
+			var names []string
+			for i := range 200 {
+				names = append(names, strings.Repeat("n", 70)+fmt.Sprint(i))
+			}
+			names = append(names, "short", "x.y")
+			table, collisions := BuildLimit([]Group{{Server: "s", Prefix: "srv", Names: names}}, max)
+			if len(collisions) != 0 {
+				t.Fatalf("collisions: %v", collisions)
+			}
+			seen := map[string]bool{}
+			for _, n := range names {
+				exposed, ok := table.Exposed("s", n)
+				if !ok {
+					t.Fatalf("%q not in the table", n)
+				}
+				if len(exposed) > max {
+					t.Errorf("%q exposed as %q: %d characters, over %d", n, exposed, len(exposed), max)
+				}
+				checkName(t, exposed)
+				if seen[exposed] {
+					t.Errorf("%q exposed twice", exposed)
+				}
+				seen[exposed] = true
+				if e, ok := table.Lookup(exposed); !ok || e.Original != n || e.Server != "s" {
+					t.Errorf("Lookup(%q) = %+v, %v; want original %q", exposed, e, ok, n)
+				}
+			}
+			rev := slices.Clone(names)
+			slices.Reverse(rev)
+			again, _ := BuildLimit([]Group{{Server: "s", Prefix: "srv", Names: rev}}, max)
+			if diff := cmp.Diff(table.Entries(), again.Entries()); diff != "" {
+				t.Errorf("order of names changed the table (-first +second):\n%s", diff)
+			}
+		})
 	}
 }
