@@ -29,6 +29,11 @@ type catalog struct {
 
 	resources map[string]*mcp.Resource // outward URI -> exposed definition
 	resOwner  map[string]string        // outward URI -> server
+	// listedAs maps an outward URI to the URI its server listed, where that
+	// differs from the canonical form the policy decided on (case, a
+	// trailing "/", "localhost"...): a read of a listed resource reaches its
+	// server spelled as the server itself spelled it.
+	listedAs map[string]string
 
 	templates map[string]*mcp.ResourceTemplate // outward template -> exposed definition
 	tmplOwner map[string]string                // outward template -> server
@@ -80,6 +85,9 @@ func (c *catalog) resolveResource(uri string) (server, original, outward string,
 			Message: err.Error() + "; send the resource's URI as resources/list or a template gives it"}
 	}
 	server, original, ok = c.resourceOwner(outward)
+	if raw, listed := c.listedAs[outward]; listed && ok {
+		original = raw
+	}
 	return server, original, outward, ok, nil
 }
 
@@ -120,6 +128,7 @@ func newCatalog(g *generation) *catalog {
 		promptDefs: map[string]*mcp.Prompt{},
 		resources:  map[string]*mcp.Resource{},
 		resOwner:   map[string]string{},
+		listedAs:   map[string]string{},
 		templates:  map[string]*mcp.ResourceTemplate{},
 		tmplOwner:  map[string]string{},
 		decisions:  map[string]policy.Decision{},
@@ -315,6 +324,9 @@ func (s *Server) rebuild() {
 			def.URI = out
 			c.resources[out] = &def
 			c.resOwner[out] = b.name
+			if r.URI != canon {
+				c.listedAs[out] = r.URI
+			}
 		}
 		for _, t := range l.templates {
 			out := c.uris.OutwardTemplate(b.name, t.URITemplate)

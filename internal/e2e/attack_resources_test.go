@@ -345,3 +345,43 @@ func TestAttackFilesystemEmbedded(t *testing.T) {
 		})
 	}
 }
+
+// TestListedSpellingReachesItsServer: the policy decides on the canonical
+// URI, but a resource its server listed under another spelling (upper-case
+// scheme or host, a trailing "/", an empty segment) is read from that server
+// under the spelling it listed, since servers find listed resources by exact
+// string. Before, such a resource was listed and then "not found".
+func TestListedSpellingReachesItsServer(t *testing.T) {
+	t.Parallel()
+	body := fixture("alpha", []string{"-odd-uris"}) + fixture("plain", []string{"-odd-uris"}, `prefix = ""`)
+	sp := startStdio(t, writeConfig(t, body))
+	ctx := testCtx(t)
+	listed := map[string]bool{}
+	for r, err := range sp.cs.Resources(ctx, nil) {
+		if err != nil {
+			t.Fatalf("resources/list: %v", err)
+		}
+		listed[r.URI] = true
+	}
+	for _, tt := range []struct{ uri, raw string }{
+		{"alpha+fixture://alpha/Dir", "Fixture://ALPHA/Dir/"},
+		{"alpha+fixture://alpha/a/b", "fixture://alpha/a//b"},
+		{"fixture://plain/Dir", "Fixture://PLAIN/Dir/"},
+		{"fixture://plain/a/b", "fixture://plain/a//b"},
+	} {
+		if !listed[tt.uri] {
+			t.Errorf("resources/list lacks %s (listed: %v)", tt.uri, listed)
+			continue
+		}
+		for _, ask := range []string{tt.uri, strings.ToUpper(tt.uri[:1]) + tt.uri[1:], tt.uri + "/"} {
+			rr, err := sp.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: ask})
+			if err != nil {
+				t.Errorf("read %s: %v", ask, err)
+				continue
+			}
+			if len(rr.Contents) != 1 || rr.Contents[0].Text != "odd "+tt.raw {
+				t.Errorf("read %s = %+v, want the text %q", ask, rr.Contents, "odd "+tt.raw)
+			}
+		}
+	}
+}
