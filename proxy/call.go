@@ -7,6 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -18,9 +22,56 @@ import (
 )
 
 // unknownTool is the protocol error for a tool that does not exist for the
-// caller: unknown and hidden tools get the same answer.
-func unknownTool(name string) *jsonrpc.Error {
-	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", name)}
+// caller: unknown and hidden tools get the same answer. It suggests visible
+// tools that name could have meant (an original name without its server's
+// prefix, another case, "-" for "_"), never a hidden one, and says how the
+// names are formed.
+func (c *catalog) unknownTool(name string) *jsonrpc.Error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "unknown tool %q", name)
+	visible := slices.Sorted(maps.Keys(c.toolDefs))
+	var near []string
+	for _, exposed := range visible {
+		e, _ := c.tools.Lookup(exposed)
+		if e.Original == name || looseName(exposed) == looseName(name) || looseName(e.Original) == looseName(name) {
+			near = append(near, strconv.Quote(exposed))
+		}
+	}
+	if len(near) > 0 {
+		fmt.Fprintf(&b, "; did you mean %s?", strings.Join(near[:min(len(near), 5)], " or "))
+	}
+	b.WriteString(". Tools are named <server>__<tool>")
+	if len(visible) > 0 {
+		fmt.Fprintf(&b, " (for example %q)", visible[0])
+	}
+	b.WriteString("; tools/list shows them")
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: b.String()}
+}
+
+// looseName folds case and "-" into "_", as clients do (Codex rewrites "-").
+func looseName(s string) string {
+	return strings.ReplaceAll(strings.ToLower(s), "-", "_")
+}
+
+// downServer returns the server whose namespace holds name (by prefix: an
+// error message's guess, never a route) when that server is not up and has
+// no listing, so that a call of one of its tools says why instead of
+// "unknown tool".
+func (c *catalog) downServer(name string) *backend {
+	var best *backend
+	for _, b := range c.gen.backends {
+		p := b.cfg.Prefix
+		if p == "" || !strings.HasPrefix(name, p+naming.Separator) || best != nil && len(best.cfg.Prefix) >= len(p) {
+			continue
+		}
+		b.mu.Lock()
+		down := b.state != stateUp && len(b.lists.tools) == 0
+		b.mu.Unlock()
+		if down {
+			best = b
+		}
+	}
+	return best
 }
 
 // toolError builds an isError result whose text tells the model what happened
@@ -79,20 +130,24 @@ func (s *Server) startCall(ctx context.Context, ss *mcp.ServerSession, name stri
 		}
 		finish(raw, err)
 	}
-	hidden := func(c *catalog) {
+	notFound := func(c *catalog) {
 		if he, found := c.tools.Lookup(name); found { // hidden: audited with its rule
 			rec.Server, rec.Original = he.Server, he.Original
 			rec.Outcome = "hidden"
 			_, rec.Rule = decisionWords(c.decisions["tool\x00"+name])
+		} else if b := c.downServer(name); b != nil {
+			rec.Server, rec.Outcome = b.name, "unavailable"
+			done(toolError("%s", b.unavailable()), nil)
+			return
 		}
+		done(nil, c.unknownTool(name))
 	}
 	c := s.catalog.Load()
 	e, d, ok := c.visibleTool(name)
 	if !ok {
 		select {
 		case <-s.ready:
-			hidden(c)
-			done(nil, unknownTool(name))
+			notFound(c)
 			return
 		default:
 		}
@@ -100,8 +155,7 @@ func (s *Server) startCall(ctx context.Context, ss *mcp.ServerSession, name stri
 		s.waitReady(ctx)
 		c = s.catalog.Load()
 		if e, d, ok = c.visibleTool(name); !ok {
-			hidden(c)
-			done(nil, unknownTool(name))
+			notFound(c)
 			return
 		}
 	}
@@ -250,6 +304,9 @@ func (s *Server) handleCallTool(ctx context.Context, req *mcp.CallToolRequest) (
 	var res mcp.CallToolResult
 	if err := json.Unmarshal(raw, &res); err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("upstream result for %q could not be decoded: %v", req.Params.Name, err)}
+	}
+	if res.Content == nil {
+		res.Content = []mcp.Content{} // "content" is required
 	}
 	return &res, nil
 }

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -108,4 +109,36 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestCapResultSmallMax: a max_result_bytes far below the long note still
+// shows as much of the text as fits, and the whole result fits in max.
+func TestCapResultSmallMax(t *testing.T) {
+	long := strings.Repeat("abcdefghij", 500)
+	raw := json.RawMessage(`{"content":[{"type":"text","text":"` + long + `"}]}`)
+	for _, max := range []int{200, 300, 511, 800, 1500} {
+		t.Run(fmt.Sprint(max), func(t *testing.T) {
+			d := policy.Decision{Visible: true, Limits: policy.Limits{MaxResultBytes: max, MaxResultBytesSource: "policy/limits.toml:3"}}
+			out, cut := capResult(raw, max, d)
+			if !cut {
+				t.Fatal("not cut")
+			}
+			if len(out) > max {
+				t.Errorf("cut result has %d bytes, over max %d: %s", len(out), max, out)
+			}
+			var res struct {
+				Content []struct{ Text string } `json:"content"`
+			}
+			if err := json.Unmarshal(out, &res); err != nil || len(res.Content) != 2 {
+				t.Fatalf("cut result %s: %v, want a text block and the note", out, err)
+			}
+			shown := res.Content[0].Text
+			if len(shown) < max/10 || !strings.HasPrefix(long, shown) {
+				t.Errorf("%d bytes of the text shown under max %d, want its start and at least %d bytes: %q", len(shown), max, max/10, shown)
+			}
+			if note := res.Content[1].Text; !strings.Contains(note, fmt.Sprintf("max_result_bytes = %d", max)) || !strings.Contains(note, "policy/limits.toml:3") {
+				t.Errorf("note %q does not name the limit and its source", note)
+			}
+		})
+	}
 }

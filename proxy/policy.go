@@ -87,6 +87,10 @@ func (l *limiters) take(name string, rate policy.Rate, now time.Time) time.Durat
 	return time.Duration((1 - b.tokens) * perToken)
 }
 
+// shortNoteBelow is the max_result_bytes under which the note that says a
+// result was cut is the short one, so that most of max is left to the result.
+const shortNoteBelow = 1024
+
 // capResult cuts a raw tools/call result whose size exceeds max, so that the
 // whole result fits in max bytes, every member counted: text blocks are
 // shortened, blocks that do not fit are left out, and so are
@@ -117,9 +121,14 @@ func capResult(raw json.RawMessage, max int, d policy.Decision) (json.RawMessage
 	}
 	build := func(budget int) json.RawMessage {
 		kept, shown := keepBlocks(content, budget)
-		note, _ := json.Marshal(map[string]string{"type": "text", "text": fmt.Sprintf(
+		text := fmt.Sprintf(
 			"[manifold: this result was cut: %d of %d bytes are shown, %d were cut, because of max_result_bytes = %d (%s).%s To get the rest, ask for a smaller part (a range, a page, a narrower query).]",
-			shown, len(raw), len(raw)-shown, max, d.Limits.MaxResultBytesSource, leftOut)})
+			shown, len(raw), len(raw)-shown, max, d.Limits.MaxResultBytesSource, leftOut)
+		if max < shortNoteBelow { // the long note would leave little room for the result
+			text = fmt.Sprintf("[manifold: cut to %d of %d bytes by max_result_bytes = %d (%s); ask for a smaller part]",
+				shown, len(raw), max, d.Limits.MaxResultBytesSource)
+		}
+		note, _ := json.Marshal(map[string]string{"type": "text", "text": text})
 		out := map[string]json.RawMessage{}
 		if string(res["isError"]) == "true" { // only a real boolean is kept
 			out["isError"] = res["isError"]
@@ -129,7 +138,7 @@ func capResult(raw json.RawMessage, max int, d policy.Decision) (json.RawMessage
 		b, _ := json.Marshal(out)
 		return b
 	}
-	budget := max - 512 // a first guess of the room the note and the JSON around the blocks take
+	budget := max // shrunk by what the result is over max, until it fits
 	for range 10 {
 		out := build(budget)
 		if len(out) <= max || budget <= 0 {

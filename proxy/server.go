@@ -47,7 +47,15 @@ func (s *Server) routingMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		switch method {
 		case "initialize":
 			return s.initialize(ctx, next, method, req)
-		case "tools/call", "prompts/get":
+		case "tools/call":
+			// Every call is routed by the catalog, audited and answered
+			// here, as on the stdio lean path: the SDK would answer a name
+			// it has not registered (unknown, hidden, or of a server still
+			// starting) itself, unaudited.
+			if r, ok := req.(*mcp.CallToolRequest); ok && r.Params != nil {
+				return s.handleCallTool(ctx, r)
+			}
+		case "prompts/get":
 			// A name the client learned earlier may belong to a server that
 			// is still starting; the SDK only knows registered names.
 			s.waitReady(ctx)

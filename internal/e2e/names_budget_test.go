@@ -3,7 +3,13 @@ package e2e
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
+	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Exposed names fit the client's budget (issue 10, item 6): Claude Code sends
@@ -57,6 +63,61 @@ func TestNameBudget(t *testing.T) {
 					}
 				}
 				sp.stop()
+			}
+		})
+	}
+}
+
+// TestUnknownToolErrors, over stdio and HTTP: a call of an unknown tool
+// says which visible tool was probably meant and how names are formed, but
+// never suggests a hidden one; a tool of a server that failed to start gets
+// that server's error; and every such call is audited.
+func TestUnknownToolErrors(t *testing.T) {
+	t.Parallel()
+	for _, tr := range []struct {
+		name string
+		http bool
+	}{{"stdio", false}, {"http", true}} {
+		t.Run(tr.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := writeConfig(t, "[audit]\nfile = \"audit.jsonl\"\n"+
+				fixture("alpha", []string{"-tools", "echo,pid"}, `tools.deny = ["pid"]`)+
+				fixture("broken", []string{"-mode", "exit"}))
+			var cs *mcp.ClientSession
+			if tr.http {
+				cs = connectHTTP(t, startHTTP(t, cfg))
+			} else {
+				cs = startStdio(t, cfg).cs
+			}
+			ctx := testCtx(t)
+
+			msg := callRPCError(ctx, t, cs, "echo", map[string]any{"message": "x"}).Message
+			for _, want := range []string{`did you mean "alpha__echo"?`, "<server>__<tool>"} {
+				if !strings.Contains(msg, want) {
+					t.Errorf("error for %q = %q, want it to contain %q", "echo", msg, want)
+				}
+			}
+			if msg := callRPCError(ctx, t, cs, "pid", nil).Message; strings.Contains(msg, "alpha__pid") {
+				t.Errorf("error for %q suggests the hidden alpha__pid: %q", "pid", msg)
+			}
+			checkLikeUnknown(ctx, t, cs, "alpha__pid", "alpha__nosuch")
+
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "broken__echo", Arguments: map[string]any{}})
+			if err != nil {
+				t.Fatalf("call of a tool of the server that failed to start: %v, want an isError result naming the server", err)
+			}
+			if got := text(res); !res.IsError || !strings.Contains(got, `upstream "broken"`) || strings.Contains(got, "unknown tool") {
+				t.Errorf("broken__echo = %q (isError %v), want an isError result with broken's error", got, res.IsError)
+			}
+
+			file := filepath.Join(filepath.Dir(cfg), "audit.jsonl")
+			var outcomes []string
+			for _, l := range readAudit(t, file) {
+				outcomes = append(outcomes, fmt.Sprintf("%v %v", l["exposed"], l["outcome"]))
+			}
+			want := []string{"echo unknown tool", "pid unknown tool", "alpha__nosuch unknown tool", "alpha__pid hidden", "broken__echo unavailable"}
+			if diff := cmp.Diff(want, outcomes); diff != "" {
+				t.Errorf("audited calls (-want +got):\n%s", diff)
 			}
 		})
 	}
