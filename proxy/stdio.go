@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -23,34 +25,43 @@ import (
 // result bytes come back with only the id swapped, so the SDK's typed layer
 // never decodes them. Everything else (initialize, lists, notifications, rare
 // requests) goes to the SDK session.
+//
+// Every line is checked first (checkFrame): a line that is not one JSON-RPC
+// message is answered with a parse error (-32700) or an invalid request
+// (-32600) and serving goes on; the SDK, which would end the session on it,
+// never sees it. Request ids the SDK would not echo byte for byte are swapped
+// for ids of the proxy's own on the way in and back on the way out. When r
+// ends, the requests already read are answered before ServeStdio returns.
 func (s *Server) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	out := &frameWriter{w: w}
 	pr, pw := io.Pipe()
-	t := &mcp.IOTransport{Reader: pr, Writer: nopWriteCloser{out}, MaxLineLength: s.opts.MaxMessageBytes}
+	ids := &sdkIDs{pending: make(map[string]int), mapped: make(map[string]json.RawMessage)}
+	t := &mcp.IOTransport{Reader: pr, Writer: nopWriteCloser{&sdkWriter{out: out, ids: ids}}, MaxLineLength: s.opts.MaxMessageBytes}
 	ss, err := s.server.Connect(ctx, t, nil)
 	if err != nil {
 		return fmt.Errorf("serve stdio: %w", err)
 	}
-	ln := &lean{s: s, ss: ss, out: out, inflight: make(map[string]context.CancelFunc)}
+	ln := &lean{s: s, ss: ss, out: out, ids: ids, inflight: make(map[string]context.CancelFunc)}
 	readDone := make(chan error, 1)
-	go func() {
-		err := ln.readLoop(ctx, r, pw)
-		pw.CloseWithError(io.EOF)
-		readDone <- err
-	}()
+	go func() { readDone <- ln.readLoop(ctx, r, pw) }()
 	waitDone := make(chan error, 1)
 	go func() { waitDone <- ss.Wait() }()
 
 	var readErr error
 	select {
 	case readErr = <-readDone:
-		// The client closed its side; let the SDK session drain and end.
+		// The client closed its side: answer what it asked for, then let
+		// the SDK session end.
+		ln.drain(ctx, waitDone)
+		pw.CloseWithError(io.EOF)
 		<-waitDone
 	case <-waitDone:
+		pw.CloseWithError(io.EOF)
 	case <-ctx.Done():
 		_ = ss.Close()
+		pw.CloseWithError(io.EOF)
 		<-waitDone
 	}
 	cancel()
@@ -59,6 +70,30 @@ func (s *Server) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) error
 		return readErr
 	}
 	return nil
+}
+
+// drain waits, bounded by the call timeout, until every request read before
+// the end of input has been answered, on the lean path and by the SDK.
+func (l *lean) drain(ctx context.Context, sdkDone <-chan error) {
+	timer := time.NewTimer(l.s.opts.CallTimeout + time.Second)
+	defer timer.Stop()
+	calls := make(chan struct{})
+	go func() { l.calls.Wait(); close(calls) }()
+	select {
+	case <-calls:
+	case <-timer.C:
+		return
+	case <-ctx.Done():
+		return
+	}
+	if idle := l.ids.idle(); idle != nil {
+		select {
+		case <-idle:
+		case <-sdkDone:
+		case <-timer.C:
+		case <-ctx.Done():
+		}
+	}
 }
 
 // frameWriter serialises whole frames onto the downstream stream.
@@ -73,11 +108,120 @@ func (f *frameWriter) Write(p []byte) (int, error) {
 	return f.w.Write(p)
 }
 
+// mappedIDPrefix starts the ids the proxy gives the SDK in place of ids it
+// would not echo exactly. A client id that starts with it is mapped too, so
+// that the two can never meet.
+const mappedIDPrefix = `"~mf.`
+
+// sdkIDs keeps the ids of the requests handed to the SDK that are not yet
+// answered, and the client's own spelling of the ids it swapped.
+type sdkIDs struct {
+	mu      sync.Mutex
+	next    uint64
+	pending map[string]int             // id as the SDK sees it -> requests in flight; guarded by mu
+	mapped  map[string]json.RawMessage // proxy id -> client id; guarded by mu
+	empty   chan struct{}              // closed when pending empties; guarded by mu
+}
+
+// needsMapping reports whether the SDK would answer id (a valid JSON string or
+// number) with different bytes: numbers that are not plain int64 integers
+// (1.5, 1e2, 30 digits, -0), strings with escapes or with U+2028 or U+2029
+// (which Go writes escaped), and strings in the proxy's own id space.
+func needsMapping(id []byte) bool {
+	if id[0] != '"' {
+		return !exactInt64(id)
+	}
+	return bytes.IndexByte(id, '\\') >= 0 || bytes.Contains(id, []byte("\u2028")) ||
+		bytes.Contains(id, []byte("\u2029")) || bytes.HasPrefix(id, []byte(mappedIDPrefix))
+}
+
+// add records a request for the SDK and returns the id to give it.
+func (m *sdkIDs) add(id []byte) []byte {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if needsMapping(id) {
+		m.next++
+		own := strconv.AppendUint([]byte(mappedIDPrefix), m.next, 10)
+		own = append(own, '"')
+		m.mapped[string(own)] = bytes.Clone(id)
+		id = own
+	}
+	m.pending[string(id)]++
+	return id
+}
+
+// answered records the SDK's answer to id and returns the id to send the
+// client.
+func (m *sdkIDs) answered(id []byte) []byte {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	key := string(id)
+	if n := m.pending[key]; n > 1 {
+		m.pending[key] = n - 1
+	} else if n == 1 {
+		delete(m.pending, key)
+	}
+	if len(m.pending) == 0 && m.empty != nil {
+		close(m.empty)
+		m.empty = nil
+	}
+	if orig, ok := m.mapped[key]; ok {
+		delete(m.mapped, key)
+		return orig
+	}
+	return id
+}
+
+// idle returns a channel closed once no SDK request is pending, or nil if
+// none is.
+func (m *sdkIDs) idle() <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.pending) == 0 {
+		return nil
+	}
+	if m.empty == nil {
+		m.empty = make(chan struct{})
+	}
+	return m.empty
+}
+
+// sdkWriter is the SDK's side of the downstream stream: it puts the client's
+// ids back into the SDK's responses.
+type sdkWriter struct {
+	out *frameWriter
+	ids *sdkIDs
+}
+
+var sdkFramePrefix = []byte(`{"jsonrpc":"2.0","id":`)
+
+func (w *sdkWriter) Write(p []byte) (int, error) {
+	// The SDK writes the members in a fixed order: jsonrpc, id, then method
+	// (a request of its own) or result/error (a response).
+	if bytes.HasPrefix(p, sdkFramePrefix) {
+		at := len(sdkFramePrefix)
+		end := skipValue(p, at)
+		if !bytes.HasPrefix(p[end:], []byte(`,"method"`)) {
+			id := w.ids.answered(p[at:end])
+			if !bytes.Equal(id, p[at:end]) {
+				q := make([]byte, 0, len(p)+len(id))
+				q = append(append(append(q, p[:at]...), id...), p[end:]...)
+				if _, err := w.out.Write(q); err != nil {
+					return 0, err
+				}
+				return len(p), nil
+			}
+		}
+	}
+	return w.out.Write(p)
+}
+
 // lean is the stdio hot path for tools/call.
 type lean struct {
 	s   *Server
 	ss  *mcp.ServerSession
 	out *frameWriter
+	ids *sdkIDs
 
 	calls    sync.WaitGroup
 	mu       sync.Mutex
@@ -85,33 +229,39 @@ type lean struct {
 }
 
 // readLoop reads frames from r. tools/call requests are served on the lean path;
-// everything else is handed to the SDK through sdk.
+// everything else is handed to the SDK through sdk. A line longer than the
+// limit is discarded (its bytes are not kept) and answered with an error.
 func (l *lean) readLoop(ctx context.Context, r io.Reader, sdk io.Writer) error {
 	br := bufio.NewReaderSize(r, 256<<10)
-	max := l.s.opts.MaxMessageBytes
+	limit := l.s.opts.MaxMessageBytes
 	var long []byte
+	over := 0 // bytes of the oversized line being discarded
 	for {
 		chunk, err := br.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
-			if len(long)+len(chunk) > max {
-				return fmt.Errorf("downstream frame larger than %d bytes (max_message_bytes)", max)
+			switch {
+			case over > 0:
+				over += len(chunk)
+			case len(long)+len(chunk) > limit+2: // "\r\n" may follow
+				over = len(long) + len(chunk)
+				long = nil
+			default:
+				long = append(long, chunk...)
 			}
-			long = append(long, chunk...)
 			continue
 		}
 		line := chunk
-		if long != nil {
+		switch {
+		case over > 0:
+			l.writeError(nullID, tooLarge(over+len(chunk), limit))
+			line, over = nil, 0
+		case long != nil:
 			line = append(long, chunk...)
 			long = nil
 		}
 		if len(line) > 0 {
-			if !l.divert(ctx, line) {
-				if line[len(line)-1] != '\n' {
-					line = append(line, '\n')
-				}
-				if _, werr := sdk.Write(line); werr != nil {
-					return werr
-				}
+			if werr := l.handle(ctx, line, sdk, limit); werr != nil {
+				return werr
 			}
 		}
 		if err != nil {
@@ -120,54 +270,96 @@ func (l *lean) readLoop(ctx context.Context, r io.Reader, sdk io.Writer) error {
 	}
 }
 
-var (
-	markToolsCall = []byte(`"tools/call"`)
-	markCancelled = []byte(`"notifications/cancelled"`)
-)
-
-// rawRequest is the part of a frame the lean path reads.
-type rawRequest struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Params json.RawMessage `json:"params"`
+func tooLarge(n, limit int) *jsonrpc.Error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf(
+		"invalid request: a message of %d bytes exceeds max_message_bytes (%d); it was discarded. Send smaller messages or raise max_message_bytes", n, limit)}
 }
 
-// divert serves a tools/call frame on the lean path and reports whether it did.
-// A downstream cancellation of a lean call cancels it (and is also passed on to
-// the SDK, which ignores ids it does not know).
-func (l *lean) divert(ctx context.Context, line []byte) bool {
-	trimmed := bytes.TrimLeft(line, " \t\r")
-	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return false // batches and junk: the SDK answers them
+// handle checks one line and serves it: on the lean path, through the SDK,
+// or with an error answer. It returns an error only when the SDK is gone.
+func (l *lean) handle(ctx context.Context, line []byte, sdk io.Writer, limit int) error {
+	if msg := bytes.TrimSpace(line); len(msg) == 0 {
+		return nil // blank line
+	} else if len(msg) >= limit { // the SDK counts the newline too
+		l.writeError(nullID, tooLarge(len(msg), limit))
+		return nil
 	}
-	isCall := bytes.Contains(line, markToolsCall)
-	if !isCall && !bytes.Contains(line, markCancelled) {
+	f := checkFrame(line)
+	switch f.kind {
+	case frameBad:
+		if f.bad == nil {
+			l.s.log.Warn("dropped a downstream message", "why", f.why, "line", truncate(f.msg, 200))
+		} else {
+			l.writeError(f.badID, f.bad)
+		}
+		return nil
+	case frameRequest, frameNotification:
+		if l.divert(ctx, f) {
+			return nil
+		}
+	}
+	msg := f.msg
+	var id []byte
+	if f.kind == frameRequest {
+		id = l.ids.add(f.id)
+		if !bytes.Equal(id, f.id) {
+			msg = make([]byte, 0, len(f.msg)+len(id))
+			msg = append(append(append(msg, f.msg[:f.idAt]...), id...), f.msg[f.idAt+len(f.id):]...)
+		}
+	}
+	// The SDK ends the session on any message it cannot decode: ask its
+	// own decoder first (checkResponse already did for responses).
+	if f.kind != frameResponse {
+		if _, err := jsonrpc.DecodeMessage(msg); err != nil {
+			badID := nullID
+			if id != nil {
+				l.ids.answered(id)
+				badID = f.id
+			}
+			l.writeError(badID, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "invalid request: " + err.Error()})
+			return nil
+		}
+	}
+	buf := make([]byte, 0, len(msg)+1)
+	_, err := sdk.Write(append(append(buf, msg...), '\n'))
+	return err
+}
+
+func truncate(b []byte, n int) string {
+	if len(b) <= n {
+		return string(b)
+	}
+	return string(b[:n]) + "…"
+}
+
+// divert serves a tools/call request on the lean path and reports whether it
+// did. A downstream cancellation of a lean call cancels it (and is also passed
+// on to the SDK, which ignores ids it does not know).
+func (l *lean) divert(ctx context.Context, f frame) bool {
+	if f.method != "tools/call" && f.method != "notifications/cancelled" {
 		return false
 	}
 	if l.ss.InitializeParams() == nil {
 		return false // before initialize the SDK answers
 	}
-	var req rawRequest
-	if err := json.Unmarshal(line, &req); err != nil {
-		return false
-	}
 	switch {
-	case req.Method == "tools/call" && len(req.ID) > 0 && string(req.ID) != "null":
+	case f.kind == frameRequest && f.method == "tools/call":
+		id := json.RawMessage(bytes.Clone(f.id))
 		fields := make(map[string]json.RawMessage, 3)
-		if len(req.Params) > 0 && string(req.Params) != "null" {
-			if err := json.Unmarshal(req.Params, &fields); err != nil {
-				l.writeError(req.ID, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid tools/call params: %v", err)})
+		if len(f.params) > 0 && string(f.params) != "null" {
+			if err := json.Unmarshal(f.params, &fields); err != nil {
+				l.writeError(id, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid tools/call params: %v", err)})
 				return true
 			}
 		}
 		var name string
 		if err := json.Unmarshal(fields["name"], &name); err != nil || name == "" {
-			l.writeError(req.ID, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call needs a tool name in params.name"})
+			l.writeError(id, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call needs a tool name in params.name"})
 			return true
 		}
 		delete(fields, "name")
 		cctx, cancel := context.WithCancel(ctx)
-		key := string(req.ID)
+		key := string(id)
 		l.mu.Lock()
 		l.inflight[key] = cancel
 		l.mu.Unlock()
@@ -191,19 +383,16 @@ func (l *lean) divert(ctx context.Context, line []byte) bool {
 				if !errors.As(err, &rpcErr) {
 					rpcErr = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 				}
-				l.writeError(req.ID, rpcErr)
+				l.writeError(id, rpcErr)
 				return
 			}
-			l.writeResult(req.ID, raw)
+			l.writeResult(id, raw)
 		})
 		return true
-	case req.Method == "notifications/cancelled":
-		var p struct {
-			RequestID json.RawMessage `json:"requestId"`
-		}
-		if json.Unmarshal(req.Params, &p) == nil && len(p.RequestID) > 0 {
+	case f.kind == frameNotification && f.method == "notifications/cancelled":
+		if rid := member(f.params, "requestId"); rid != nil {
 			l.mu.Lock()
-			cancel := l.inflight[string(p.RequestID)]
+			cancel := l.inflight[string(rid)]
 			l.mu.Unlock()
 			if cancel != nil {
 				cancel()
@@ -212,6 +401,30 @@ func (l *lean) divert(ctx context.Context, line []byte) bool {
 		}
 	}
 	return false
+}
+
+// member returns the raw value of the member key of obj, a valid JSON object
+// (or nil), matched exactly as the SDK matches it: case-sensitively, the last
+// one when repeated.
+func member(obj []byte, key string) []byte {
+	if len(obj) == 0 || obj[0] != '{' {
+		return nil
+	}
+	var val []byte
+	for i := skipSpace(obj, 1); i < len(obj) && obj[i] == '"'; {
+		end := skipString(obj, i)
+		k := obj[i+1 : end-1]
+		i = skipSpace(obj, skipSpace(obj, end)+1)
+		vend := skipValue(obj, i)
+		if string(k) == key {
+			val = obj[i:vend]
+		}
+		i = skipSpace(obj, vend)
+		if i < len(obj) && obj[i] == ',' {
+			i = skipSpace(obj, i+1)
+		}
+	}
+	return val
 }
 
 func (l *lean) writeResult(id, result json.RawMessage) {
