@@ -29,7 +29,7 @@ func (r *recordingServer) seen() []string {
 	return slices.Clone(r.methods)
 }
 
-func (r *recordingServer) dial(t *testing.T) func(ctx context.Context) (mcp.Transport, error) {
+func (r *recordingServer) dial(t testing.TB) func(ctx context.Context) (mcp.Transport, error) {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "rec", Version: "0"}, &mcp.ServerOptions{
 		CompletionHandler: func(context.Context, *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
 			return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{"x"}}}, nil

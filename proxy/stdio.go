@@ -150,6 +150,13 @@ func (m *sdkIDs) add(id []byte) []byte {
 	return id
 }
 
+// has reports whether a request with id (as the client wrote it) is pending.
+func (m *sdkIDs) has(id []byte) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.pending[string(id)] > 0
+}
+
 // answered records the SDK's answer to id and returns the id to send the
 // client.
 func (m *sdkIDs) answered(id []byte) []byte {
@@ -293,7 +300,14 @@ func (l *lean) handle(ctx context.Context, line []byte, sdk io.Writer, limit int
 			l.writeError(f.badID, f.bad)
 		}
 		return nil
-	case frameRequest, frameNotification:
+	case frameRequest:
+		if l.inUse(f.id) {
+			l.writeError(f.id, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
+				Message: "invalid request: id " + string(f.id) + " is already used by a request in flight; use a new id for every request"})
+			return nil
+		}
+		fallthrough
+	case frameNotification:
 		if l.divert(ctx, f) {
 			return nil
 		}
@@ -401,6 +415,16 @@ func (l *lean) divert(ctx context.Context, f frame) bool {
 		}
 	}
 	return false
+}
+
+// inUse reports whether a request with id is in flight on either path. The
+// SDK does not answer a request whose id is in use, so it must not see one.
+// (Swapped ids are unique; a client id swapped twice is answered twice.)
+func (l *lean) inUse(id []byte) bool {
+	l.mu.Lock()
+	_, lean := l.inflight[string(id)]
+	l.mu.Unlock()
+	return lean || l.ids.has(id)
 }
 
 // member returns the raw value of the member key of obj, a valid JSON object

@@ -24,7 +24,7 @@ const (
 
 // newStdioServer starts a proxy in front of one in-memory upstream with the
 // tool rec__secret_tool.
-func newStdioServer(t *testing.T, opts Options) *Server {
+func newStdioServer(t testing.TB, opts Options) *Server {
 	t.Helper()
 	rec := &recordingServer{}
 	opts.Servers = []ServerConfig{{Upstream: upstream.Options{Name: "rec", Dial: rec.dial(t)}, Prefix: "rec"}}
@@ -351,4 +351,55 @@ func (w *syncBuffer) waitFor(s string, d time.Duration) bool {
 		}
 	}
 	return false
+}
+
+// FuzzStdioLine: whatever one line holds, the proxy answers it at most once,
+// writes only UTF-8 JSON-RPC lines, keeps serving (the request after it is
+// answered) and returns cleanly at the end of input.
+func FuzzStdioLine(f *testing.F) {
+	for _, tc := range stdioAttackCases {
+		f.Add([]byte(tc.line))
+	}
+	f.Add([]byte(`{"jsonrpc":"2.0","id":"ping-fz","method":"ping"}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"ping-fz"}}`))
+	s := newStdioServer(f, Options{})
+	f.Fuzz(func(t *testing.T, line []byte) {
+		if bytes.IndexByte(line, '\n') >= 0 {
+			return // one line at a time
+		}
+		in := []byte(strings.ReplaceAll(initLine, `"id":0`, `"id":"init-fz"`) + "\n" + initializedLine + "\n")
+		in = append(append(in, line...), "\n"+`{"jsonrpc":"2.0","id":"ping-fz","method":"ping"}`+"\n"...)
+		out := &syncBuffer{b: new(bytes.Buffer)}
+		served := make(chan error, 1)
+		go func() { served <- s.ServeStdio(t.Context(), bytes.NewReader(in), out) }()
+		select {
+		case err := <-served:
+			if err != nil {
+				t.Fatalf("ServeStdio: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("ServeStdio did not return after the end of input %q", line)
+		}
+		answers := map[string]int{}
+		total := 0
+		for _, l := range bytes.SplitAfter(out.bytes(), []byte("\n")) {
+			if len(l) == 0 {
+				continue
+			}
+			var m struct {
+				ID     json.RawMessage `json:"id"`
+				Method *string         `json:"method"`
+			}
+			if !utf8.Valid(l) || !json.Valid(l) || l[len(l)-1] != '\n' || json.Unmarshal(l, &m) != nil {
+				t.Fatalf("output line is not one UTF-8 JSON-RPC line: %q (input %q)", l, line)
+			}
+			if m.Method == nil {
+				answers[string(m.ID)]++
+				total++
+			}
+		}
+		if answers[`"init-fz"`] == 0 || answers[`"ping-fz"`] == 0 || total > 3 {
+			t.Fatalf("input %q: answers by id %v; want initialize and ping answered, and at most one answer to the line", line, answers)
+		}
+	})
 }
