@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -53,6 +54,9 @@ type child struct {
 	stderrR     *os.File
 
 	wmu sync.Mutex // serialises frames written to stdin
+
+	smu  sync.Mutex
+	sent map[string]struct{} // guarded by smu; ids of the SDK's requests not yet answered
 
 	nextID  atomic.Uint64
 	pmu     sync.Mutex
@@ -391,7 +395,10 @@ func (c *child) write(frame []byte) (int, error) {
 // frames from interleaving.
 type stdinWriter struct{ c *child }
 
-func (w stdinWriter) Write(p []byte) (int, error) { return w.c.write(p) }
+func (w stdinWriter) Write(p []byte) (int, error) {
+	w.c.noteSent(p)
+	return w.c.write(p)
+}
 
 func (w stdinWriter) Close() error {
 	w.c.closeStdin()
@@ -428,76 +435,138 @@ func (c *child) readStdout(pw *io.PipeWriter) {
 	pw.Close()
 }
 
-var (
-	rawIDMarker    = []byte(`"mf.`)
-	progressMarker = []byte(`"notifications/progress"`)
-	logMarker      = []byte(`"notifications/message"`)
-)
+var rawIDMarker = []byte(`"mf.`)
 
 // relayLog hands a log message to Options.Log on the reader goroutine, in
 // wire order with the responses to raw calls (see relayProgress). It reports
-// false if msg is not a log message.
-func (c *child) relayLog(msg []byte) bool {
-	var n struct {
-		Method string                    `json:"method"`
-		ID     json.RawMessage           `json:"id"`
-		Params *mcp.LoggingMessageParams `json:"params"` //lint:ignore SA1019 logging is part of the protocol versions the proxy serves
-	}
-	if err := json.Unmarshal(msg, &n); err != nil || n.Method != "notifications/message" || n.ID != nil || n.Params == nil {
+// false if req is not a log message.
+func (c *child) relayLog(req *jsonrpc.Request) bool {
+	if req.Method != "notifications/message" || req.ID.IsValid() || len(req.Params) == 0 || string(req.Params) == "null" {
 		return false
 	}
-	c.logMsg(n.Params)
+	p := new(mcp.LoggingMessageParams) //lint:ignore SA1019 logging is part of the protocol versions the proxy serves
+	if err := json.Unmarshal(req.Params, p); err != nil {
+		return false
+	}
+	c.logMsg(p)
 	return true
 }
 
 // relayProgress hands a progress notification to Options.Progress on the
 // reader goroutine, so that it is delivered before the response that follows
 // it on the wire (the SDK's notification queue would race the raw path). It
-// reports false if msg is not a progress notification.
-func (c *child) relayProgress(msg []byte) bool {
-	var n struct {
-		Method string                          `json:"method"`
-		ID     json.RawMessage                 `json:"id"`
-		Params *mcp.ProgressNotificationParams `json:"params"`
-	}
-	if err := json.Unmarshal(msg, &n); err != nil || n.Method != "notifications/progress" || n.ID != nil || n.Params == nil {
+// reports false if req is not a progress notification.
+func (c *child) relayProgress(req *jsonrpc.Request) bool {
+	if req.Method != "notifications/progress" || req.ID.IsValid() || len(req.Params) == 0 || string(req.Params) == "null" {
 		return false
 	}
-	c.progress(n.Params)
+	p := new(mcp.ProgressNotificationParams)
+	if err := json.Unmarshal(req.Params, p); err != nil {
+		return false
+	}
+	c.progress(p)
 	return true
 }
 
 // route delivers one stdout line: to a waiting raw call, to the SDK, or to
-// the log as noise. It returns the SDK pipe, or nil once the SDK is gone.
+// the log. Only a message the SDK decodes (with its own decoder) and will
+// not choke on reaches it, since one bad message ends its session for good.
+// It returns the SDK pipe, or nil once the SDK is gone.
 func (c *child) route(line []byte, sdk *io.PipeWriter) *io.PipeWriter {
 	msg := bytes.TrimSpace(line)
-	if len(msg) == 0 || (msg[0] != '{' && msg[0] != '[') {
+	drop := func(why string) *io.PipeWriter {
+		c.log.Warn("dropped stdout line that is not JSON-RPC", "why", why, "line", truncate(msg, noiseLogBytes))
+		return sdk
+	}
+	switch {
+	case len(msg) == 0 || (msg[0] != '{' && msg[0] != '['):
 		c.log.Warn("dropped non-JSON stdout line", "line", truncate(msg, noiseLogBytes))
 		return sdk
-	}
-	if msg[0] == '{' && bytes.Contains(msg, rawIDMarker) && c.divert(msg) {
+	case !utf8.Valid(msg):
+		if id, ok := findRawID(msg); ok {
+			c.deliver(id, reply{err: fmt.Errorf("upstream %q: tools/call response is not valid UTF-8", c.name)})
+		}
+		return drop("not valid UTF-8")
+	case msg[0] == '[':
+		return drop("a JSON-RPC batch, which protocol 2025-06-18 and later do not have")
+	case bytes.Contains(msg, rawIDMarker) && c.divert(msg):
 		return sdk
 	}
-	if !isJSONRPC(msg) {
-		c.log.Warn("dropped stdout line that is not JSON-RPC", "line", truncate(msg, noiseLogBytes))
-		return sdk
+	m, err := jsonrpc.DecodeMessage(msg)
+	if err != nil {
+		return drop("not a JSON-RPC message (" + err.Error() + ")")
 	}
-	if c.progress != nil && bytes.Contains(msg, progressMarker) && c.relayProgress(msg) {
-		return sdk
+	switch m := m.(type) {
+	case *jsonrpc.Response:
+		if !c.sentBySDK(msg) {
+			return drop("a response to an id never sent")
+		}
+	case *jsonrpc.Request:
+		if m.ID.IsValid() && !exactID(msg) {
+			return drop("a request whose id cannot be echoed exactly")
+		}
+		if c.progress != nil && c.relayProgress(m) {
+			return sdk
+		}
+		if c.logMsg != nil && c.relayLog(m) {
+			return sdk
+		}
 	}
-	if c.logMsg != nil && bytes.Contains(msg, logMarker) && c.relayLog(msg) {
-		return sdk
-	}
+
 	if sdk == nil {
 		return nil
 	}
-	if line[len(line)-1] != '\n' { // the last line before EOF
-		line = append(line[:len(line):len(line)], '\n')
-	}
-	if _, err := sdk.Write(line); err != nil {
+	buf := make([]byte, 0, len(msg)+1)
+	if _, err := sdk.Write(append(append(buf, msg...), '\n')); err != nil {
 		return nil // the SDK closed its end; keep draining for the raw path
 	}
 	return sdk
+}
+
+// exactID reports whether the top-level id of msg (valid JSON) is one the
+// SDK echoes byte for byte: an int64 integer or a string without escapes.
+func exactID(msg []byte) bool {
+	m, _ := splitObject(msg)
+	return canonicalID(m.id)
+}
+
+func canonicalID(id []byte) bool {
+	if len(id) == 0 {
+		return false
+	}
+	if id[0] == '"' {
+		return bytes.IndexByte(id, '\\') < 0
+	}
+	if string(id) == "-0" {
+		return false
+	}
+	_, err := strconv.ParseInt(string(id), 10, 64)
+	return err == nil
+}
+
+// noteSent records the id of a request the SDK writes to the server.
+func (c *child) noteSent(frame []byte) {
+	m, ok := splitObject(frame)
+	if !ok || m.method == nil || m.id == nil {
+		return
+	}
+	c.smu.Lock()
+	if c.sent == nil {
+		c.sent = make(map[string]struct{})
+	}
+	c.sent[string(m.id)] = struct{}{}
+	c.smu.Unlock()
+}
+
+// sentBySDK reports whether msg, a response, answers a request the SDK sent
+// and that has not been answered yet; it forgets the request.
+func (c *child) sentBySDK(msg []byte) bool {
+	m, _ := splitObject(msg)
+	c.smu.Lock()
+	defer c.smu.Unlock()
+	_, ok := c.sent[string(m.id)]
+	delete(c.sent, string(m.id))
+	return ok
 }
 
 // divert hands a response to a raw call to its caller. It reports false if
@@ -530,7 +599,11 @@ func (c *child) divert(msg []byte) bool {
 		rep.err = fmt.Errorf("upstream %q: tools/call response has neither result nor error", c.name)
 	}
 	if !c.deliver(id, rep) {
-		c.log.Debug("dropped response to a call that is no longer waiting", "id", string(m.id))
+		if id > c.nextID.Load() {
+			c.log.Warn("dropped stdout line that is not JSON-RPC", "why", "a response to an id never sent", "id", string(m.id))
+		} else {
+			c.log.Debug("dropped response to a call that is no longer waiting", "id", string(m.id))
+		}
 	}
 	return true
 }
@@ -905,53 +978,6 @@ func findRawID(b []byte) (uint64, bool) {
 			}
 		}
 	}
-}
-
-// isJSONRPC reports whether msg (an object or a batch) is something the SDK
-// can read without giving up on the connection.
-func isJSONRPC(msg []byte) bool {
-	if msg[0] == '[' {
-		var batch []rpcProbe
-		if json.Unmarshal(msg, &batch) != nil || len(batch) == 0 {
-			return false
-		}
-		for i := range batch {
-			if !batch[i].ok() {
-				return false
-			}
-		}
-		return true
-	}
-	var p rpcProbe
-	return json.Unmarshal(msg, &p) == nil && p.ok()
-}
-
-// rpcProbe holds what jsonrpc.DecodeMessage insists on.
-type rpcProbe struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Method  json.RawMessage `json:"method"`
-}
-
-func (p *rpcProbe) ok() bool {
-	if p.JSONRPC != "2.0" {
-		return false
-	}
-	validID := func(allowNull bool) bool {
-		switch {
-		case len(p.ID) == 0:
-			return allowNull
-		case string(p.ID) == "null":
-			return allowNull
-		default:
-			b := p.ID[0]
-			return b == '"' || b == '-' || (b >= '0' && b <= '9')
-		}
-	}
-	if len(p.Method) > 0 { // request or notification
-		return p.Method[0] == '"' && validID(true)
-	}
-	return validID(false) // response
 }
 
 // truncate returns b as a string of at most n bytes.
