@@ -157,6 +157,19 @@ func (m *sdkIDs) has(id []byte) bool {
 	return m.pending[string(id)] > 0
 }
 
+// own returns the proxy's id for the pending request the client calls id,
+// or nil.
+func (m *sdkIDs) own(id []byte) []byte {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for own, orig := range m.mapped {
+		if bytes.Equal(orig, id) {
+			return []byte(own)
+		}
+	}
+	return nil
+}
+
 // answered records the SDK's answer to id and returns the id to send the
 // client.
 func (m *sdkIDs) answered(id []byte) []byte {
@@ -313,6 +326,11 @@ func (l *lean) handle(ctx context.Context, line []byte, sdk io.Writer, limit int
 		}
 	}
 	msg := f.msg
+	if f.kind == frameNotification && f.method == "notifications/cancelled" {
+		if msg = l.mapCancel(f); msg == nil {
+			return nil
+		}
+	}
 	var id []byte
 	if f.kind == frameRequest {
 		id = l.ids.add(f.id)
@@ -415,6 +433,24 @@ func (l *lean) divert(ctx context.Context, f frame) bool {
 		}
 	}
 	return false
+}
+
+// mapCancel returns the cancellation f as the SDK must see it: a requestId
+// the SDK would read as another id (1.5 as 1) is replaced by the proxy's id
+// for that request. It returns nil to drop f when no such request is in
+// flight.
+func (l *lean) mapCancel(f frame) []byte {
+	rid := member(f.params, "requestId")
+	if len(rid) == 0 || !needsMapping(rid) {
+		return f.msg
+	}
+	own := l.ids.own(rid)
+	if own == nil {
+		return nil
+	}
+	at := cap(f.msg) - cap(rid) // rid is a slice of f.msg
+	msg := make([]byte, 0, len(f.msg)+len(own))
+	return append(append(append(msg, f.msg[:at]...), own...), f.msg[at+len(rid):]...)
 }
 
 // inUse reports whether a request with id is in flight on either path. The

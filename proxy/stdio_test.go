@@ -3,6 +3,7 @@ package proxy
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/manifold-mcp/manifold/upstream"
 )
@@ -402,4 +404,64 @@ func FuzzStdioLine(f *testing.F) {
 			t.Fatalf("input %q: answers by id %v; want initialize and ping answered, and at most one answer to the line", line, answers)
 		}
 	})
+}
+
+// TestStdioCancelMappedID: a cancellation names a request by the id the
+// client gave it, also when the proxy swapped that id for the SDK: cancelling
+// 1.5 cancels the request 1.5, not the request 1 (which the SDK would read
+// 1.5 as).
+func TestStdioCancelMappedID(t *testing.T) {
+	started := make(chan string, 4)
+	cancelled := make(chan string, 4)
+	srv := mcp.NewServer(&mcp.Implementation{Name: "slow", Version: "0"}, nil)
+	srv.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "slow://{x}", Name: "slow"},
+		func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			started <- req.Params.URI
+			<-ctx.Done()
+			cancelled <- req.Params.URI
+			return nil, ctx.Err()
+		})
+	dial := func(context.Context) (mcp.Transport, error) {
+		ct, st := mcp.NewInMemoryTransports()
+		ss, err := srv.Connect(context.Background(), st, nil)
+		if err != nil {
+			return nil, err
+		}
+		t.Cleanup(func() { _ = ss.Close() })
+		return ct, nil
+	}
+	s, err := New(Options{Servers: []ServerConfig{{Upstream: upstream.Options{Name: "slow", Dial: dial}, Prefix: "slow"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := s.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	<-s.Ready()
+	rs := openRaw(t, s)
+	rs.send(`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"slow+slow://one"}}`)
+	rs.send(`{"jsonrpc":"2.0","id":1.5,"method":"resources/read","params":{"uri":"slow+slow://onefive"}}`)
+	for range 2 {
+		select {
+		case <-started:
+		case <-time.After(20 * time.Second):
+			t.Fatal("the reads did not reach the upstream")
+		}
+	}
+	rs.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1.5}}`)
+	select {
+	case uri := <-cancelled:
+		if uri != "slow://onefive" {
+			t.Errorf("cancelling request 1.5 cancelled the read of %s, want slow://onefive", uri)
+		}
+	case <-time.After(20 * time.Second):
+		t.Error("cancelling request 1.5 cancelled nothing")
+	}
+	rs.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`)
+	select {
+	case <-cancelled:
+	case <-time.After(20 * time.Second):
+		t.Error("cancelling request 1 cancelled nothing")
+	}
 }
