@@ -72,10 +72,15 @@ func (s *Server) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) error
 	return nil
 }
 
-// drain waits, bounded by the call timeout, until every request read before
-// the end of input has been answered, on the lean path and by the SDK.
+// drainTimeout bounds how long requests read before the end of input may
+// take to be answered; after it they are cancelled, as for a client that went
+// away mid-call.
+const drainTimeout = 5 * time.Second
+
+// drain waits, at most drainTimeout, until every request read before the end
+// of input has been answered, on the lean path and by the SDK.
 func (l *lean) drain(ctx context.Context, sdkDone <-chan error) {
-	timer := time.NewTimer(l.s.opts.CallTimeout + time.Second)
+	timer := time.NewTimer(min(drainTimeout, l.s.opts.CallTimeout))
 	defer timer.Stop()
 	calls := make(chan struct{})
 	go func() { l.calls.Wait(); close(calls) }()
