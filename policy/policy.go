@@ -71,6 +71,13 @@ type Item struct {
 	// rename never escapes a rule written for the server's names. If empty,
 	// only Exposed is matched.
 	Qualified string
+	// Full, for a tool or prompt, is its full name before any shortening to
+	// the name budget: the prefix, "__" and the original name, with the
+	// characters outside [A-Za-z0-9_-] replaced by "_". The policy files'
+	// rules match it as well as Exposed and Qualified, so that a name cut
+	// to fit (a head and a hash) never escapes a rule written for the whole
+	// name or for its prefix's namespace. If empty, it is not matched.
+	Full string
 	// Annotations are the tool's annotations as the upstream listed them, or
 	// as [Rules.Annotations] returned them (applying overrides twice changes
 	// nothing). Only tools have them.
@@ -240,7 +247,8 @@ func (r *Rules) server(name string) *ServerRules {
 //     unannotated tool is not read-only;
 //  3. the policy files' rules on the exposed name (Rule.URI false) or URI
 //     (Rule.URI true); a renamed tool's rules match its exposed name or its
-//     qualified name (Item.Qualified), either one being enough. Of the
+//     qualified name (Item.Qualified), and a tool's or prompt's its full
+//     unshortened name too (Item.Full), any one being enough. Of the
 //     matching rules that allow or deny, the most
 //     specific decides, specificity being the number of literal characters
 //     of the glob ("files__write_log" beats "files__write_*", which beats
@@ -327,7 +335,7 @@ func (r *Rules) Decide(it Item) Decision {
 	best := -1
 	for i := range r.FileRules {
 		fr := &r.FileRules[i]
-		if fr.URI != uri || !Match(fr.Match, it.Exposed) && (it.Qualified == "" || !Match(fr.Match, it.Qualified)) {
+		if fr.URI != uri || !it.matches(fr.Match) {
 			continue
 		}
 		d.Limits.add(fr)
@@ -346,6 +354,20 @@ func (r *Rules) Decide(it Item) Decision {
 	}
 	d.Visible = true
 	return d
+}
+
+// matches reports whether a policy file rule's glob matches any name of it:
+// Exposed, Qualified or Full.
+func (it *Item) matches(glob string) bool {
+	if Match(glob, it.Exposed) {
+		return true
+	}
+	for _, name := range []string{it.Qualified, it.Full} {
+		if name != "" && Match(glob, name) {
+			return true
+		}
+	}
+	return false
 }
 
 // specificity counts the literal characters of a valid glob.

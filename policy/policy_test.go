@@ -312,6 +312,31 @@ func TestDecide(t *testing.T) {
 				MaxResultBytes: 200000, MaxResultBytesSource: "policy/base.toml:14", Rate: Rate{N: 30, Per: time.Minute}, RateSource: "policy/base.toml:14"}},
 		},
 		{
+			name:  "file rule denies a shortened tool by its full name",
+			rules: files,
+			item:  Item{Kind: Tool, Server: "files", Original: "write_file", Exposed: "files__wri-0123abcd", Full: "files__write_file"},
+			want:  Decision{Rule: `rule "no_writes"`, Source: "policy/base.toml:7", Reason: "writes need review"},
+		},
+		{
+			name:  "file rule on a prefix's namespace denies a tool whose prefix was cut",
+			rules: &Rules{FileRules: []Rule{{Name: "no_long", Match: "a_rather_long_prefix_name__*", Deny: true, Source: "policy/b.toml:1"}}},
+			item:  Item{Kind: Tool, Server: "long", Original: "echo", Exposed: "a_rather_lo-0123abcd", Full: "a_rather_long_prefix_name__echo"},
+			want:  Decision{Rule: `rule "no_long"`, Source: "policy/b.toml:1"},
+		},
+		{
+			name:  "file rule denies a shortened prompt by its full name",
+			rules: &Rules{FileRules: []Rule{{Name: "no_080", Match: "*_080", Deny: true, Source: "policy/b.toml:1"}}},
+			item:  Item{Kind: Prompt, Server: "fx", Original: "a_long_prompt_080", Exposed: "fx__a_lo-0123abcd", Full: "fx__a_long_prompt_080"},
+			want:  Decision{Rule: `rule "no_080"`, Source: "policy/b.toml:1"},
+		},
+		{
+			name:  "limits follow a shortened tool's full name",
+			rules: files,
+			item:  Item{Kind: Tool, Server: "web", Original: "search", Exposed: "web__s-0123abcd", Full: "web__search"},
+			want: Decision{Visible: true, Limits: Limits{CallTimeout: 5 * time.Second, CallTimeoutSource: "policy/web.toml:2",
+				MaxResultBytes: 200000, MaxResultBytesSource: "policy/base.toml:14", Rate: Rate{N: 30, Per: time.Minute}, RateSource: "policy/base.toml:14"}},
+		},
+		{
 			name:  "a more specific allow wins over a deny",
 			rules: files,
 			item:  tool("files", "write_log", "files__write_log", nil),

@@ -268,7 +268,8 @@ func (s *Server) rebuild() {
 				continue
 			}
 			ann := rules.Annotations(b.name, t.Name, toPolicyAnnotations(t.Annotations))
-			it := policy.Item{Kind: policy.Tool, Server: b.name, Original: t.Name, Exposed: exposed, Annotations: ann}
+			it := policy.Item{Kind: policy.Tool, Server: b.name, Original: t.Name, Exposed: exposed, Annotations: ann,
+				Full: naming.Full(b.cfg.Prefix, t.Name)} // rules on the whole name still apply to a shortened one
 			if o, ok := rules.Override(b.name, t.Name); ok && o.Name != "" {
 				it.Qualified = naming.ExposeLimit(b.cfg.Prefix, t.Name, s.opts.MaxNameLength) // rules on the server's names still apply
 			}
@@ -297,7 +298,8 @@ func (s *Server) rebuild() {
 			if !ok {
 				continue
 			}
-			d := rules.Decide(policy.Item{Kind: policy.Prompt, Server: b.name, Original: p.Name, Exposed: exposed})
+			d := rules.Decide(policy.Item{Kind: policy.Prompt, Server: b.name, Original: p.Name, Exposed: exposed,
+				Full: naming.Full(b.cfg.Prefix, p.Name)})
 			c.decisions["prompt\x00"+exposed] = d
 			if !d.Visible {
 				continue

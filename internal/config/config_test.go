@@ -595,6 +595,16 @@ func TestParseErrors(t *testing.T) {
 			want: `proxy.toml:3:1: servers.a.prefix: prefix "a.b" is not valid; use at most 32 letters, digits, '_' or '-', or "" to expose names unchanged`,
 		},
 		{
+			name: "prefix too long for max_name_length",
+			doc:  "max_name_length = 20\n[servers.a]\ncommand = \"a\"\nprefix = \"a_rather_long_prefix_name\"\n",
+			want: `proxy.toml:4:1: servers.a.prefix: prefix "a_rather_long_prefix_name" (25 characters) does not fit in max_name_length = 20 with "__" and room for a shortened name (10 characters): its names would lose the prefix and leave its namespace; use a prefix of at most 8 characters, or max_name_length = 37 or more`,
+		},
+		{
+			name: "server name too long as a prefix for max_name_length",
+			doc:  "max_name_length = 16\n[servers.abcde]\ncommand = \"a\"\n",
+			want: `proxy.toml:2:10: servers.abcde: prefix "abcde" (5 characters) does not fit in max_name_length = 16 with "__" and room for a shortened name (10 characters): its names would lose the prefix and leave its namespace; use a prefix of at most 4 characters, or max_name_length = 17 or more`,
+		},
+		{
 			name: "duplicate prefix",
 			doc:  "[servers.a]\ncommand = \"a\"\nprefix = \"fs\"\n[servers.b]\ncommand = \"b\"\nprefix = \"fs\"\n",
 			want: `proxy.toml:6:1: servers.b.prefix: servers "a" and "b" both use prefix "fs"; give one of them another prefix`,

@@ -254,6 +254,7 @@ func (d *decoder) servers(root *table, cfg *Config) []Server {
 
 	out := make([]Server, 0, len(list))
 	for i, s := range list {
+		prefixFits(s.Prefix, cfg.MaxNameLength, s.prefixAt)
 		// Report a collision once, with the first server it collides with.
 		for _, prev := range list[:i] {
 			if s.Prefix == "" || prev.Prefix == "" {
@@ -277,6 +278,23 @@ func (d *decoder) servers(root *table, cfg *Config) []Server {
 		out = append(out, s.Server)
 	}
 	return out
+}
+
+// MinNameRoom is the room that max_name_length must leave after a prefix
+// and "__": one character of the name, "-" and the 8 hex digits of the hash
+// of a shortened name. With less, a shortened name would lose its
+// "<prefix>__" and fall out of the server's namespace, which only that
+// server may fill.
+const MinNameRoom = 1 + 1 + 8
+
+// prefixFits reports a prefix that max_name_length would cut from a
+// shortened name.
+func prefixFits(prefix string, max int, at func(format string, args ...any)) {
+	if prefix == "" || len(prefix)+len("__")+MinNameRoom <= max {
+		return
+	}
+	at("prefix %q (%d characters) does not fit in max_name_length = %d with \"__\" and room for a shortened name (%d characters): its names would lose the prefix and leave its namespace; use a prefix of at most %d characters, or max_name_length = %d or more",
+		prefix, len(prefix), max, MinNameRoom, max-len("__")-MinNameRoom, len(prefix)+len("__")+MinNameRoom)
 }
 
 // server decodes one [servers.NAME] table. A disabled server is checked for

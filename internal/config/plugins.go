@@ -71,6 +71,7 @@ func (d *decoder) plugins(root *table, cfg *Config) []Plugin {
 
 	out := make([]Plugin, 0, len(list))
 	for i, p := range list {
+		prefixFits(p.Prefix, cfg.MaxNameLength, p.prefixAt)
 		d.pluginCollision(p, cfg.Servers, list[:i])
 		out = append(out, p.Plugin)
 	}

@@ -122,3 +122,63 @@ func TestUnknownToolErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestNameBudgetPolicy: a policy file rule written for a tool's whole name
+// (its prefix, "__" and original name) still decides when the tool is
+// exposed under a shortened name: the denied tool is not listed, a call of
+// its shortened name is refused as for an unknown tool, and explain cites
+// the rule. Before the fix the rules saw only the shortened name.
+func TestNameBudgetPolicy(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name, global, prefix, match string
+	}{
+		{name: "full name", prefix: "fx", match: "fx__" + fixtureLongTool},
+		{name: "suffix glob", prefix: "fx", match: "*_080"},
+		// The prefix is kept (max_name_length leaves room for it), but the
+		// rule names the whole name, which the exposed one cuts.
+		{name: "long prefix", global: "max_name_length = 37\n", prefix: "a_rather_long_prefix_name", match: "a_rather_long_prefix_name__*_080"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			rules := "[rules.no_long]\nmatch = " + tomlStr(tt.match) + "\ndeny = true\nreason = \"too long to review\"\n"
+			body := tt.global + `policy_files = ["policy/*.toml"]` + "\n" +
+				fixture("fx", []string{"-tools", "echo," + fixtureLongTool}, "prefix = "+tomlStr(tt.prefix))
+			cfg := policyConfig(t, body, map[string]string{"policy/base.toml": rules})
+			budget := 49
+			if tt.global != "" {
+				budget = 37
+			}
+			short := shortened(tt.prefix, fixtureLongTool, budget)
+
+			sp := startStdio(t, cfg)
+			ctx := testCtx(t)
+			if diff := cmp.Diff([]string{tt.prefix + "__echo"}, toolNames(listTools(ctx, t, sp.cs))); diff != "" {
+				t.Errorf("tools under the deny rule (-want +got):\n%s", diff)
+			}
+			checkLikeUnknown(ctx, t, sp.cs, short, tt.prefix+"__nosuch")
+			sp.stop()
+
+			want := `hidden: rule "no_long" (policy/base.toml:1): too long to review`
+			if out := runIn(t, filepath.Dir(cfg), "explain", "--config", cfg, short); !strings.Contains(out, want) {
+				t.Errorf("manifold explain %s = %q, want it to say %q", short, out, want)
+			}
+		})
+	}
+}
+
+// TestNameBudgetPrefixRefused: a max_name_length that leaves no room for a
+// server's prefix, "__" and a shortened name is refused by check (and so at
+// start), since the shortened names would lose the prefix: a deny on
+// "prefix__*" would hide nothing, and the names would leave the server's
+// namespace, which namespace checks rely on.
+func TestNameBudgetPrefixRefused(t *testing.T) {
+	t.Parallel()
+	cfg := writeConfig(t, "max_name_length = 20\n"+
+		fixture("fx", []string{"-tools", "echo," + fixtureLongTool}, `prefix = "a_rather_long_prefix_name"`))
+	stdout, stderr, code := runCLI(t, "check", "--config", cfg)
+	const want = `servers.fx.prefix: prefix "a_rather_long_prefix_name" (25 characters) does not fit in max_name_length = 20`
+	if code == 0 || !strings.Contains(stderr, want) {
+		t.Errorf("manifold check: exit %d, stdout %q, stderr %q; want a failure saying %q", code, stdout, stderr, want)
+	}
+}

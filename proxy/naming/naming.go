@@ -113,6 +113,18 @@ func ExposeLimit(prefix, name string, max int) string {
 	return exposed
 }
 
+// Full returns the full name of one name before any shortening: prefix,
+// "__" and name (name alone if prefix is ""), with every character outside
+// [A-Za-z0-9_-] replaced by "_". It is what [Expose] returns when the result
+// fits, and may be longer than any limit; policy rules written for the whole
+// name match it.
+func Full(prefix, name string) string {
+	if prefix == "" {
+		return sanitize(name)
+	}
+	return sanitize(prefix + Separator + name)
+}
+
 // expose returns the candidate exposed name at the given clash level, and
 // whether it is the full name verbatim (level 0 and no change needed). max
 // is already clamped.

@@ -557,6 +557,24 @@ func TestExposeLimit(t *testing.T) {
 	}
 }
 
+// TestFull: the full name is the unshortened, sanitized exposed name, what
+// ExposeLimit returns when it fits, whatever its length.
+func TestFull(t *testing.T) {
+	long := "this_is_a_very_long_tool_name_that_the_proxy_must_shorten_before_exposing_it_080"
+	for _, tt := range []struct{ prefix, name, want string }{
+		{prefix: "fx", name: long, want: "fx__" + long},
+		{prefix: "fx", name: "dotted.name", want: "fx__dotted_name"},
+		{prefix: "", name: "a b", want: "a_b"},
+	} {
+		if got := Full(tt.prefix, tt.name); got != tt.want {
+			t.Errorf("Full(%q, %q) = %q, want %q", tt.prefix, tt.name, got, tt.want)
+		}
+		if len(tt.want) <= MaxNameLen && Expose(tt.prefix, tt.name) != tt.want {
+			t.Errorf("Expose(%q, %q) = %q, want the full name %q", tt.prefix, tt.name, Expose(tt.prefix, tt.name), tt.want)
+		}
+	}
+}
+
 // TestBuildLimit: under a small budget, names that share a long head and
 // even their hashed forms stay distinct, within the budget, and map both
 // ways; the result does not depend on the order of the names.
