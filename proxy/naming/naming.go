@@ -171,6 +171,12 @@ func validRune(r rune) bool {
 // hashed returns head + "-" + the first digits hex digits of the name's hash,
 // with head the sanitized name cut to fit in max ("_" if empty).
 func hashed(sanitized, prefix, name string, digits, max int) string {
+	// Keep "<prefix>__" and one character in the head when fewer digits
+	// (never under 8) make room: a head cut into the prefix would take the
+	// name out of its server's namespace.
+	if keep := len(prefix) + len(Separator) + 1; prefix != "" && max-1-digits < keep && max-1-keep >= 8 {
+		digits = min(digits, max-1-keep)
+	}
 	sum := sha256.Sum256([]byte(prefix + "\x00" + name))
 	h := hex.EncodeToString(sum[:])[:digits]
 	head := sanitized
@@ -191,8 +197,9 @@ func hashed(sanitized, prefix, name string, digits, max int) string {
 // names of a server would share one exposed name, a name that needed no
 // change (its full name was already valid) keeps it; every other member of
 // the clash takes the hashed form (head + "-" + 8 hex digits), and if that
-// too clashes, 16 then 32 digits. So a valid name is never renamed because
-// of another name of its server.
+// too clashes, 16 then 32 digits, fewer (at least 8) when more would cut the
+// head into "<prefix>__". So a valid name is never renamed because of
+// another name of its server, and a shortened name stays in its namespace.
 //
 // A server's namespace is every name that starts with its prefix and "__".
 // An exposed name in the namespace of another server (the one with the

@@ -557,6 +557,29 @@ func TestExposeLimit(t *testing.T) {
 	}
 }
 
+// TestBuildLimitKeepsPrefix: two long names of a 32-character prefix whose
+// 8-digit hashes collide (found by search) take longer hashes, and under the
+// budget of 49 the head still keeps "<prefix>__", so the names stay in the
+// server's namespace.
+func TestBuildLimitKeepsPrefix(t *testing.T) {
+	prefix := strings.Repeat("p", 30) + "_q"
+	names := []string{strings.Repeat("x", 20) + "_44378", strings.Repeat("x", 20) + "_194416"}
+	tab, collisions := BuildLimit([]Group{{Server: "s", Prefix: prefix, Names: names}}, 49)
+	if len(collisions) != 0 {
+		t.Fatalf("collisions: %v", collisions)
+	}
+	entries := tab.Entries()
+	if len(entries) != 2 || entries[0].Exposed == entries[1].Exposed {
+		t.Fatalf("entries = %v, want two distinct names", entries)
+	}
+	for _, e := range entries {
+		checkName(t, e.Exposed)
+		if len(e.Exposed) > 49 || !strings.HasPrefix(e.Exposed, prefix+Separator) {
+			t.Errorf("%q: exposed as %q, want at most 49 characters starting with %q", e.Original, e.Exposed, prefix+Separator)
+		}
+	}
+}
+
 // TestFull: the full name is the unshortened, sanitized exposed name, what
 // ExposeLimit returns when it fits, whatever its length.
 func TestFull(t *testing.T) {
