@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime/debug"
 	"sort"
@@ -387,20 +388,16 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	if err := configArg("check", &c, pos); err != nil {
 		return err
 	}
-	cfg, err := loadConfig(c)
+	cfg, err := config.Check(configPath(c.config), exec.LookPath)
 	if err != nil {
-		n := 1
-		if j, ok := err.(interface{ Unwrap() []error }); ok {
-			n = len(j.Unwrap())
-		}
-		return exitError{code: 1, msg: fmt.Sprintf("%d problem(s):\n%v", n, err)}
+		return exitError{code: 1, msg: problems(err)}
 	}
 	red := redact.New(cfg.Secrets...)
 	if _, err := proxy.New(proxyOptions(cfg, nil)); err != nil {
-		return exitError{code: 1, msg: red.String(fmt.Sprintf("%s: %v", cfg.Path, err))}
+		return exitError{code: 1, msg: red.String(problems(fmt.Errorf("%s: %w", cfg.Path, err)))}
 	}
 	stdout = red.Writer(stdout)
-	fmt.Fprintf(stdout, "%s: ok, %d server(s), %d plugin(s)\n", cfg.Path, len(cfg.Servers), len(cfg.Plugins))
+	fmt.Fprintf(stdout, "%s: ok, %s, %s\n", cfg.Path, count(len(cfg.Servers), "server"), count(len(cfg.Plugins), "plugin"))
 	for _, s := range cfg.Servers {
 		what := s.Command + " " + strings.Join(s.Args, " ")
 		if s.URL != "" {
@@ -420,6 +417,36 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "  %-16s prefix %-14s plugin %s\n", pl.Name, prefix, strings.TrimSpace(pl.Command+" "+strings.Join(pl.Args, " ")))
 	}
 	return nil
+}
+
+// problems says how many problems err holds (each error joined into it,
+// however deep, is one, and is one line of its message) and lists them.
+func problems(err error) string {
+	return count(countErrors(err), "problem") + ":\n" + err.Error()
+}
+
+func countErrors(err error) int {
+	switch e := err.(type) {
+	case interface{ Unwrap() []error }:
+		n := 0
+		for _, e := range e.Unwrap() {
+			n += countErrors(e)
+		}
+		return n
+	case interface{ Unwrap() error }:
+		if inner := e.Unwrap(); inner != nil {
+			return countErrors(inner)
+		}
+	}
+	return 1
+}
+
+// count writes n and the noun, plural unless n is 1.
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -200,7 +200,18 @@ type Server struct {
 // Load reads and parses the file at path; see [Parse]. It then reads the
 // policy files that the file lists ([LoadPolicyFiles]) into Config.Policy.
 // When the file does not exist the error wraps [ErrNoConfig].
-func Load(path string) (*Config, error) {
+func Load(path string) (*Config, error) { return load(path, nil) }
+
+// Check is [Load] that also reports, among the other problems, every server
+// or plugin command that cannot be run: a bare name that lookPath (such as
+// exec.LookPath) does not find, or a path that is not an executable file.
+// Load leaves that to the start of each server, so that one missing program
+// does not keep the others from serving; `manifold check` wants to know.
+func Check(path string, lookPath func(string) (string, error)) (*Config, error) {
+	return load(path, lookPath)
+}
+
+func load(path string, lookPath func(string) (string, error)) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%s: not found; create it or pass the path of an existing file: %w", path, ErrNoConfig)
@@ -212,7 +223,11 @@ func Load(path string) (*Config, error) {
 		}
 		return nil, fmt.Errorf("%s: cannot read config: %w", path, err)
 	}
-	cfg, err := Parse(path, data)
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: resolve path: %w", path, err)
+	}
+	cfg, err := decode(path, abs, data, os.LookupEnv, lookPath)
 	if err != nil {
 		return nil, err
 	}
@@ -242,7 +257,7 @@ func ParseEnv(path string, data []byte, lookup func(string) (string, bool)) (*Co
 	if err != nil {
 		return nil, fmt.Errorf("%s: resolve path: %w", path, err)
 	}
-	return decode(path, abs, data, lookup)
+	return decode(path, abs, data, lookup, nil)
 }
 
 // URIPrefix returns the resource URI prefix that goes with the tool prefix p:

@@ -3,9 +3,11 @@ package config
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"net"
 	"net/url"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -34,7 +36,9 @@ type decoder struct {
 	lines  []int                       // byte offset of the start of each line
 	md     toml.MetaData               // the parse, to decode primitives
 	lookup func(string) (string, bool) // environment
-	probs  []*problem                  // in the order found
+	// lookPath finds a command's executable; nil: commands are not checked.
+	lookPath func(string) (string, error)
+	probs    []*problem // in the order found
 
 	serverRules map[string]*policy.ServerRules // enabled servers' policy keys, by name (policy.go)
 	renames     map[string]string              // override names taken, to where (policy.go)
@@ -44,10 +48,12 @@ type decoder struct {
 	expanded map[string]string // value of a ${VAR} expansion → "${VAR}", for messages
 }
 
-func decode(file, abs string, data []byte, lookup func(string) (string, bool)) (*Config, error) {
+// decode parses data, the file at abs shown as file. lookPath, if not nil,
+// checks that every command can be run ([Check]).
+func decode(file, abs string, data []byte, lookup func(string) (string, bool), lookPath func(string) (string, error)) (*Config, error) {
 	// The parser drops a UTF-8 byte order mark and counts offsets after it.
 	src := strings.TrimPrefix(string(data), "\uFEFF")
-	d := &decoder{file: file, src: src, lookup: lookup, lines: []int{0}}
+	d := &decoder{file: file, src: src, lookup: lookup, lookPath: lookPath, lines: []int{0}}
 	for i := 0; i < len(src); i++ {
 		if src[i] == '\n' {
 			d.lines = append(d.lines, i+1)
@@ -68,6 +74,7 @@ func decode(file, abs string, data []byte, lookup func(string) (string, bool)) (
 	cfg.Servers = d.servers(root, cfg)
 	cfg.Plugins = d.plugins(root, cfg) // after the servers: it checks names and prefixes against theirs
 	d.policyKeys(root, cfg)
+	root.hint = foreignTopKey
 	root.finish()
 	d.valueSecrets(cfg)
 
@@ -352,6 +359,7 @@ func (d *decoder) server(t *table, name string, cfg *Config) (entry, bool) {
 			}
 		}
 	}
+	t.hint = foreignServerKey
 	unknown := t.finish()
 	if disabled {
 		return entry{}, false
@@ -379,6 +387,9 @@ func (d *decoder) server(t *table, name string, cfg *Config) (entry, bool) {
 			t.errorf("command", `command is empty; set it to a program name like "npx" or a path like "./bin/server"`)
 		case strings.ContainsRune(s.Command, '/') || strings.ContainsRune(s.Command, filepath.Separator):
 			s.Command = resolve(cfg.Dir, s.Command)
+		}
+		if cmdOK && s.Command != "" {
+			t.checkCommand("command", s.Command)
 		}
 		s.Cwd = cfg.Dir
 		if cwdOK {
@@ -429,6 +440,27 @@ func (t *table) prefix(name, value string, ok bool) (string, func(format string,
 		return value, at
 	}
 	return "", at
+}
+
+// checkCommand reports the command at key name when it cannot be run: a
+// bare name not in PATH, or a path that is not an executable file. It does
+// nothing unless the decoder checks commands.
+func (t *table) checkCommand(name, command string) {
+	if t.d.lookPath == nil {
+		return
+	}
+	_, err := t.d.lookPath(command)
+	switch {
+	case err == nil:
+	case !strings.ContainsRune(command, '/') && !strings.ContainsRune(command, filepath.Separator):
+		t.errorf(name, "%q is not found in PATH (looked up as the shell does; a client may start manifold with a shorter PATH than yours); install it, or write its full path, like command = \"/usr/local/bin/%s\"", command, command)
+	case errors.Is(err, fs.ErrNotExist):
+		t.errorf(name, "%s does not exist; fix the path (a relative one is relative to this file's folder) or build the program", command)
+	case errors.Is(err, fs.ErrPermission), errors.Is(err, exec.ErrNotFound):
+		t.errorf(name, "%s is not an executable file; make it one (chmod +x %s) or fix the path", command, command)
+	default:
+		t.errorf(name, "%s cannot be run: %v", command, err)
+	}
 }
 
 // resolve makes a relative path absolute against dir.
@@ -542,6 +574,9 @@ type table struct {
 	fields map[string]toml.Primitive // its keys, exactly as written
 	valid  []string                  // keys asked for so far
 	expand bool                      // whether string values expand ${VAR}
+	// hint, if set, says what to write instead of an unknown key that
+	// belongs to another client's format, given its value ("" if none).
+	hint func(name string, v any) string
 }
 
 // path returns the key path of the field name.
@@ -784,6 +819,13 @@ func (t *table) finish() bool {
 		}
 		found = true
 		msg := unknownKeyMsg(name, t.valid)
+		if t.hint != nil {
+			var v any
+			_ = t.d.md.PrimitiveDecode(t.fields[name], &v)
+			if h := t.hint(name, v); h != "" {
+				msg = "unknown key; " + h
+			}
+		}
 		if len(t.key) == 0 {
 			var v any
 			if t.d.md.PrimitiveDecode(t.fields[name], &v) == nil {

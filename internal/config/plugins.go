@@ -153,6 +153,7 @@ func (d *decoder) plugin(t *table, name string, cfg *Config) (pluginEntry, bool)
 			t.errorf("path", `path is empty; set it to the plugin's executable, like "bin/%s"`, name)
 		} else {
 			p.Command = resolve(cfg.Dir, path)
+			t.checkCommand("path", p.Command)
 		}
 	case hasCmd && cmdOK:
 		switch {
@@ -162,6 +163,9 @@ func (d *decoder) plugin(t *table, name string, cfg *Config) (pluginEntry, bool)
 			p.Command = resolve(cfg.Dir, command)
 		default:
 			p.Command = command
+		}
+		if p.Command != "" {
+			t.checkCommand("command", p.Command)
 		}
 	}
 

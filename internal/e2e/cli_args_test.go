@@ -165,3 +165,51 @@ func TestCLIArgsHelpDefaults(t *testing.T) {
 		})
 	}
 }
+
+// check counts what it lists: problems of a policy file are counted one by
+// one (they used to count as one), in the singular for one, and a command
+// that is not in PATH is one.
+func TestCLIArgsCheckCounts(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	files := map[string]string{
+		"one.toml":    fixture("alpha", nil, `prefx = "a"`),
+		"policy.toml": "policy_files = [\"rules.toml\"]\n" + fixture("alpha", nil),
+		"rules.toml":  "[[rul]]\ntool = \"*\"\n[[rules]]\ntool = \"*\"\nefect = \"deny\"\n",
+		"path.toml":   "[servers.gone]\ncommand = \"manifold-no-such-server\"\n",
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		file  string
+		want  string // the count line
+		lines int    // problem lines listed after it
+		also  string // in stderr
+	}{
+		{file: "one.toml", want: "manifold: 1 problem:\n", lines: 1},
+		{file: "policy.toml", want: "manifold: 2 problems:\n", lines: 2},
+		{file: "path.toml", want: "manifold: 1 problem:\n", lines: 1, also: `servers.gone.command: "manifold-no-such-server" is not found in PATH`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			t.Parallel()
+			_, stderr, code := runCLIIn(t, dir, "check", tt.file)
+			if code != 1 {
+				t.Errorf("check %s exited %d, want 1\n%s", tt.file, code, stderr)
+			}
+			i := strings.Index(stderr, tt.want)
+			if i < 0 {
+				t.Fatalf("check %s does not say %q:\n%s", tt.file, tt.want, stderr)
+			}
+			if got := strings.Count(strings.TrimSpace(stderr[i+len(tt.want):]), "\n") + 1; got != tt.lines {
+				t.Errorf("check %s lists %d problem lines after %q, want %d:\n%s", tt.file, got, tt.want, tt.lines, stderr)
+			}
+			if !strings.Contains(stderr, tt.also) {
+				t.Errorf("check %s does not say %q:\n%s", tt.file, tt.also, stderr)
+			}
+		})
+	}
+}

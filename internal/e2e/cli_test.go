@@ -75,7 +75,7 @@ func TestCLICheck(t *testing.T) {
 		if code != 1 {
 			t.Errorf("check exited %d, want 1", code)
 		}
-		if !strings.Contains(stderr, "manifold: 5 problem(s)") {
+		if !strings.Contains(stderr, "manifold: 5 problems:") {
 			t.Errorf("check does not say there are 5 problems:\n%s", stderr)
 		}
 		for _, line := range []int{1, 2, 6, 9, 13} {
@@ -94,7 +94,7 @@ func TestCLICheck(t *testing.T) {
 		if code != 0 {
 			t.Errorf("check exited %d, want 0\nstderr:\n%s", code, stderr)
 		}
-		for _, want := range []string{"ok, 2 server(s)", "alpha", "beta"} {
+		for _, want := range []string{"ok, 2 servers", "alpha", "beta"} {
 			if !strings.Contains(stdout, want) {
 				t.Errorf("check stdout lacks %q:\n%s", want, stdout)
 			}
