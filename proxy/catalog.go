@@ -38,6 +38,10 @@ type catalog struct {
 	templates map[string]*mcp.ResourceTemplate // outward template -> exposed definition
 	tmplOwner map[string]string                // outward template -> server
 
+	// listed are the resources and templates as the servers listed them,
+	// hidden ones too, each with its decision: for Catalog.
+	listed []Entry
+
 	rules     *policy.Rules
 	decisions map[string]policy.Decision // exposed tool or prompt name -> its decision (hidden ones too)
 	toolAnn   map[string]*policy.Annotations
@@ -144,7 +148,7 @@ func mustTable(groups []naming.Group) *naming.Table {
 // Entry is one catalog item, for `manifold tools`, `manifold explain` and
 // tests. Hidden items are included, with Visible false.
 type Entry struct {
-	Kind        string // "tool" or "prompt"
+	Kind        string // "tool", "prompt", "resource" or "template"
 	Exposed     string
 	Server      string
 	Original    string
@@ -154,8 +158,9 @@ type Entry struct {
 	Verdict     string // the policy's decision in words, with the rule and file:line
 }
 
-// Catalog returns every tool and prompt the servers listed, sorted by kind and
-// exposed name, each with the policy's verdict.
+// Catalog returns every tool, prompt, resource and resource template the
+// servers listed, in that order, by exposed name (or URI) within a kind, each
+// with the policy's verdict.
 func (s *Server) Catalog() []Entry {
 	c := s.catalog.Load()
 	var out []Entry
@@ -176,7 +181,14 @@ func (s *Server) Catalog() []Entry {
 		}
 		out = append(out, en)
 	}
-	return out
+	listed := slices.Clone(c.listed)
+	slices.SortStableFunc(listed, func(a, b Entry) int {
+		if a.Kind != b.Kind {
+			return strings.Compare(a.Kind, b.Kind) // "resource" before "template"
+		}
+		return strings.Compare(a.Exposed, b.Exposed)
+	})
+	return append(out, listed...)
 }
 
 // Explain says what the policy decides for name: an exposed tool or prompt
@@ -315,13 +327,16 @@ func (s *Server) rebuild() {
 				continue
 			}
 			out := c.uris.Outward(b.name, canon)
-			if !rules.Decide(policy.Item{Kind: policy.Resource, Server: b.name, Original: canon, Exposed: out}).Visible {
+			d := rules.Decide(policy.Item{Kind: policy.Resource, Server: b.name, Original: canon, Exposed: out})
+			if !d.Visible {
+				c.listed = append(c.listed, Entry{Kind: "resource", Exposed: out, Server: b.name, Original: r.URI, Description: r.Description, Verdict: d.String()})
 				continue
 			}
 			if owner, dup := c.resOwner[out]; dup {
 				s.log.Warn("resource URI listed by two servers; the first keeps it", "uri", out, "kept_server", owner, "dropped_server", b.name)
 				continue
 			}
+			c.listed = append(c.listed, Entry{Kind: "resource", Exposed: out, Server: b.name, Original: r.URI, Description: r.Description, Visible: true, Verdict: d.String()})
 			def := *r
 			def.URI = out
 			c.resources[out] = &def
@@ -332,13 +347,16 @@ func (s *Server) rebuild() {
 		}
 		for _, t := range l.templates {
 			out := c.uris.OutwardTemplate(b.name, t.URITemplate)
-			if !rules.Decide(policy.Item{Kind: policy.Template, Server: b.name, Original: t.URITemplate, Exposed: out}).Visible {
+			d := rules.Decide(policy.Item{Kind: policy.Template, Server: b.name, Original: t.URITemplate, Exposed: out})
+			if !d.Visible {
+				c.listed = append(c.listed, Entry{Kind: "template", Exposed: out, Server: b.name, Original: t.URITemplate, Description: t.Description, Verdict: d.String()})
 				continue
 			}
 			if owner, dup := c.tmplOwner[out]; dup {
 				s.log.Warn("resource template listed by two servers; the first keeps it", "template", out, "kept_server", owner, "dropped_server", b.name)
 				continue
 			}
+			c.listed = append(c.listed, Entry{Kind: "template", Exposed: out, Server: b.name, Original: t.URITemplate, Description: t.Description, Visible: true, Verdict: d.String()})
 			def := *t
 			def.URITemplate = out
 			c.templates[out] = &def

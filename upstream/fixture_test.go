@@ -61,6 +61,9 @@ func runFixture(mode string) {
 		writeEvent(strconv.Itoa(os.Getpid()))
 		serve(ctx, &mcp.StdioTransport{})
 		time.Sleep(time.Hour) // and ignore stdin EOF too
+	case "ignore-eof":
+		serve(ctx, &mcp.StdioTransport{})
+		time.Sleep(time.Hour) // after stdin ends; SIGTERM's default action ends it
 	case "spawn-child":
 		self, err := os.Executable()
 		if err != nil {

@@ -15,7 +15,6 @@ import (
 	"runtime/debug"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -37,6 +36,10 @@ func version() string {
 type common struct {
 	config   string
 	logLevel string
+
+	// Not flags: set by the command.
+	oneShot bool   // the answer is printed, then the servers stop (quickly: oneShotStdinGrace)
+	only    string // the name or URI a command is about: start only the servers that can own it
 }
 
 // Log levels a command uses when neither --log-level nor (for serve) the
@@ -237,6 +240,14 @@ func newProxy(c common, defaultLevel string, waitForClient bool, stderr io.Write
 	opts := proxyOptions(cfg, log)
 	opts.Redactor = red
 	opts.WaitForClient = waitForClient
+	if c.only != "" {
+		opts.Servers = serversFor(c.only, opts.Servers)
+	}
+	if c.oneShot {
+		for i := range opts.Servers {
+			opts.Servers[i].Upstream.StdinGrace = oneShotStdinGrace
+		}
+	}
 	if exe, err := os.Executable(); err == nil {
 		opts.Reaper = upstream.NewReaper(exe)
 	}
@@ -277,13 +288,11 @@ func startReady(ctx context.Context, c common, stderr io.Writer) (*proxy.Server,
 	if err != nil {
 		return nil, err
 	}
-	select {
-	case <-p.Ready():
-		return p, nil
-	case <-ctx.Done():
+	if err := awaitReady(ctx, p, stderr); err != nil {
 		_ = p.Close()
-		return nil, ctx.Err()
+		return nil, err
 	}
+	return p, nil
 }
 
 func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -449,45 +458,6 @@ func count(n int, noun string) string {
 	return fmt.Sprintf("%d %ss", n, noun)
 }
 
-func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var c common
-	fs := newFlags("tools", "tools [--config FILE | FILE]", levelOneShot, stderr, &c)
-	pos, ok, err := parse(fs, args)
-	if !ok {
-		return err
-	}
-	if err := configArg("tools", &c, pos); err != nil {
-		return err
-	}
-	p, err := startReady(ctx, c, stderr)
-	if err != nil {
-		return err
-	}
-	defer p.Close()
-	red := p.Redactor() // an upstream may echo a secret it was given in a description
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "EXPOSED\tKIND\tSERVER\tORIGINAL\tVERDICT\tDESCRIPTION")
-	for _, e := range p.Catalog() {
-		verdict := "exposed"
-		switch {
-		case !e.Visible:
-			verdict = "hidden: " + strings.TrimPrefix(e.Verdict, "hidden: ")
-		case e.ReadOnly:
-			verdict = "exposed, read-only"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", e.Exposed, e.Kind, e.Server, e.Original, oneLine(verdict, 400), oneLine(red.String(e.Description), 60))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	for _, st := range p.Status() {
-		if st.State != "up" {
-			fmt.Fprintf(stdout, "\nserver %q is %s: %s\n", st.Name, st.State, st.Err)
-		}
-	}
-	return nil
-}
-
 func oneLine(s string, max int) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if r := []rune(s); len(r) > max {
@@ -519,7 +489,8 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return usageError("call: arguments must be a JSON object, e.g. '{\"path\":\"README.md\"}': %v", err)
 		}
 	}
-	p, _, err := startProxy(ctx, c, levelOneShot, stderr)
+	c.oneShot, c.only = true, name
+	p, err := startReady(ctx, c, stderr)
 	if err != nil {
 		return err
 	}
@@ -544,19 +515,21 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		params.Arguments = arguments
 	}
 	res, err := cs.CallTool(ctx, params)
+	if err == nil { // printed at once, before anything stops
+		if *asJSON {
+			b, merr := json.MarshalIndent(res, "", "  ")
+			if merr != nil {
+				return merr
+			}
+			fmt.Fprintln(stdout, string(b))
+		} else {
+			printResult(stdout, res)
+		}
+	}
 	_ = cs.Close()
 	<-serveDone
 	if err != nil {
 		return p.Redactor().Error(fmt.Errorf("call %q: %w", name, err))
-	}
-	if *asJSON {
-		b, err := json.MarshalIndent(res, "", "  ")
-		if err != nil {
-			return err
-		}
-		fmt.Fprintln(stdout, string(b))
-	} else {
-		printResult(stdout, res)
 	}
 	if res.IsError {
 		return exitError{code: 1, msg: fmt.Sprintf("tool %q returned an error", name)}
@@ -608,6 +581,7 @@ func cmdExplain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if len(pos) != 1 {
 		return argError("explain", "%d arguments %q; want one exposed tool or prompt name, or one resource URI", len(pos), pos)
 	}
+	c.oneShot, c.only = true, pos[0]
 	p, err := startReady(ctx, c, stderr)
 	if err != nil {
 		return err

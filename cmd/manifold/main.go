@@ -92,7 +92,7 @@ const usage = `manifold: one MCP server in front of many.
 Usage:
   manifold serve [--config FILE] [--http ADDR]          serve MCP on stdio (default) or streamable HTTP
   manifold check [--config FILE | FILE]                 validate the config without starting anything
-  manifold tools [--config FILE | FILE]                 start the servers and print the merged catalog
+  manifold tools [--config FILE | FILE] [--json]        start the servers and print the merged catalog
   manifold call  [--config FILE] [--json] NAME [JSON]   call one tool through the full proxy path
   manifold status [--config FILE | FILE | --url URL]    each server's state, pid, uptime, restarts, health
   manifold explain [--config FILE] NAME|URI             the policy's decision for a tool, prompt or URI, and why

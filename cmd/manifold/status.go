@@ -68,6 +68,7 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if !*fresh {
 			fmt.Fprintf(stderr, "manifold: no running `manifold serve` for this config; starting its servers to check them\n")
 		}
+		c.oneShot = true
 		p, err := startReady(ctx, c, stderr)
 		if err != nil {
 			return err

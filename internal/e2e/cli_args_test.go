@@ -213,3 +213,81 @@ func TestCLIArgsCheckCounts(t *testing.T) {
 		})
 	}
 }
+
+// tools --json has the whole catalog, resources and templates included, and
+// the table fits 100 columns.
+func TestCLIArgsToolsJSONAndWidth(t *testing.T) {
+	t.Parallel()
+	cfg := writeConfig(t, twoFixtures())
+	stdout, stderr, code := runCLI(t, "tools", "--json", "--config", cfg)
+	if code != 0 {
+		t.Fatalf("tools --json exited %d\nstderr:\n%s", code, stderr)
+	}
+	var got struct {
+		Catalog []struct {
+			Kind, Exposed, Server, Original, Verdict string
+			Visible                                  bool
+		}
+		Servers []struct{ Name, State string }
+	}
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatalf("tools --json: %v\n%s", err, stdout)
+	}
+	kinds := map[string]int{}
+	for _, e := range got.Catalog {
+		kinds[e.Kind]++
+	}
+	for _, k := range []string{"tool", "prompt", "resource", "template"} {
+		if kinds[k] == 0 {
+			t.Errorf("tools --json lists no %s:\n%s", k, stdout)
+		}
+	}
+	if len(got.Servers) != 2 || got.Servers[0].State != "up" {
+		t.Errorf("tools --json servers = %+v, want alpha and beta up", got.Servers)
+	}
+
+	stdout, stderr, code = runCLI(t, "tools", "--config", cfg)
+	if code != 0 {
+		t.Fatalf("tools exited %d\nstderr:\n%s", code, stderr)
+	}
+	for line := range strings.Lines(stdout) {
+		line = strings.TrimSuffix(line, "\n")
+		if n := len([]rune(line)); n > 100 && strings.Contains(line, " ") {
+			t.Errorf("tools prints a line of %d columns, want at most 100: %q", n, line)
+		}
+	}
+	for _, want := range []string{"resource", "template", "alpha+fixture://alpha/readme.txt"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("tools does not list %q:\n%s", want, stdout)
+		}
+	}
+}
+
+// A one-shot call starts only the server it needs.
+func TestCLIArgsCallStartsOnlyItsServer(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		tool        string
+		betaStarted bool
+	}{
+		{tool: "alpha__echo", betaStarted: false},
+		{tool: "beta__echo", betaStarted: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.tool, func(t *testing.T) {
+			t.Parallel()
+			marker := filepath.Join(t.TempDir(), "beta-ran") // beta writes it when it stops
+			cfg := writeConfig(t, fixture("alpha", nil)+fixture("beta", []string{"-marker", marker}))
+			stdout, stderr, code := runCLI(t, "call", tt.tool, `{"message":"hi"}`, "--config", cfg)
+			if code != 0 {
+				t.Fatalf("call exited %d\nstderr:\n%s", code, stderr)
+			}
+			if !strings.Contains(stdout, ": hi") {
+				t.Errorf("call printed %q", stdout)
+			}
+			if got := markerWritten(t, marker); got != tt.betaStarted {
+				t.Errorf("call %s: server beta started = %v, want %v", tt.tool, got, tt.betaStarted)
+			}
+		})
+	}
+}

@@ -108,19 +108,23 @@ func TestCLITools(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("tools exited %d\nstderr:\n%s", code, stderr)
 	}
-	// Rows are EXPOSED KIND SERVER ORIGINAL DESCRIPTION.
+	// Rows are EXPOSED KIND SERVER VERDICT DESCRIPTION, the description led
+	// by the original name when the exposed one does not end in it.
 	rows := make(map[string][]string)
 	for line := range strings.Lines(stdout) {
 		if f := strings.Fields(line); len(f) >= 4 {
-			rows[f[0]] = f[1:4]
+			rows[f[0]] = f[1:3]
+			if len(f) > 4 && strings.HasPrefix(f[4], "(") {
+				rows[f[0]] = append(rows[f[0]], f[4])
+			}
 		}
 	}
 	for _, want := range [][]string{
-		{"alpha__echo", "tool", "alpha", "echo"},
-		{"beta__echo", "tool", "beta", "echo"},
-		{"alpha__dotted_name", "tool", "alpha", "dotted.name"},
-		{"alpha__greet", "prompt", "alpha", "greet"},
-		{"beta__greet", "prompt", "beta", "greet"},
+		{"alpha__echo", "tool", "alpha"},
+		{"beta__echo", "tool", "beta"},
+		{"alpha__dotted_name", "tool", "alpha", "(dotted.name)"},
+		{"alpha__greet", "prompt", "alpha"},
+		{"beta__greet", "prompt", "beta"},
 	} {
 		if diff := cmp.Diff(want[1:], rows[want[0]]); diff != "" {
 			t.Errorf("tools row %s (-want +got):\n%s\nstdout:\n%s", want[0], diff, stdout)

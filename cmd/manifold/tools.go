@@ -1,0 +1,275 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/manifold-mcp/manifold/internal/config"
+	"github.com/manifold-mcp/manifold/proxy"
+)
+
+// toolsWidth is the width `manifold tools` fits its table in.
+const toolsWidth = 100
+
+func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var c common
+	fs := newFlags("tools", "tools [--config FILE | FILE] [--json]", levelOneShot, stderr, &c)
+	asJSON := fs.Bool("json", false, "print the catalog and the servers' states as JSON, with every verdict in full")
+	pos, ok, err := parse(fs, args)
+	if !ok {
+		return err
+	}
+	if err := configArg("tools", &c, pos); err != nil {
+		return err
+	}
+	c.oneShot = true
+	p, err := startReady(ctx, c, stderr)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	entries, red := p.Catalog(), p.Redactor()
+	for i := range entries { // an upstream may echo a secret it was given in a description
+		entries[i].Description = red.String(entries[i].Description)
+	}
+	if *asJSON {
+		return printCatalogJSON(stdout, entries, p.Status())
+	}
+	printCatalog(stdout, entries, p.Status(), toolsWidth)
+	return nil
+}
+
+// catalogJSON is the output of `manifold tools --json`.
+type catalogJSON struct {
+	Catalog []entryJSON  `json:"catalog"`
+	Servers []serverJSON `json:"servers"`
+}
+
+type entryJSON struct {
+	Kind        string `json:"kind"` // tool, prompt, resource or template
+	Exposed     string `json:"exposed"`
+	Server      string `json:"server"`
+	Original    string `json:"original"`
+	Visible     bool   `json:"visible"`
+	ReadOnly    bool   `json:"read_only,omitempty"`
+	Verdict     string `json:"verdict"`
+	Description string `json:"description,omitempty"`
+}
+
+type serverJSON struct {
+	Name  string `json:"name"`
+	State string `json:"state"`
+	Error string `json:"error,omitempty"`
+}
+
+func printCatalogJSON(w io.Writer, entries []proxy.Entry, sts []proxy.ServerStatus) error {
+	out := catalogJSON{Catalog: []entryJSON{}, Servers: []serverJSON{}}
+	for _, e := range entries {
+		out.Catalog = append(out.Catalog, entryJSON{Kind: e.Kind, Exposed: e.Exposed, Server: e.Server, Original: e.Original,
+			Visible: e.Visible, ReadOnly: e.ReadOnly, Verdict: e.Verdict, Description: e.Description})
+	}
+	for _, st := range sts {
+		out.Servers = append(out.Servers, serverJSON{Name: st.Name, State: st.State, Error: st.Err})
+	}
+	b, err := json.MarshalIndent(out, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(w, string(b))
+	return err
+}
+
+// printCatalog prints the catalog as a table that fits width columns
+// (EXPOSED KIND SERVER VERDICT DESCRIPTION): an exposed name is never cut (it
+// is what one types), so a long one takes a line of its own; the other
+// columns are cut with "…" where they must be, and the description takes
+// the room left, led by the server's own name where the exposed name does
+// not end in it (sanitized, shortened or renamed). --json has it all in
+// full. Below come the counts, and the servers that are not up, with why.
+func printCatalog(w io.Writer, entries []proxy.Entry, sts []proxy.ServerStatus, width int) {
+	type row struct{ exposed, kind, server, verdict, desc string }
+	rows := []row{{"EXPOSED", "KIND", "SERVER", "VERDICT", "DESCRIPTION"}}
+	counts := map[string]int{}
+	hidden := 0
+	for _, e := range entries {
+		verdict := "exposed"
+		switch {
+		case !e.Visible:
+			verdict = "hidden"
+			hidden++
+		case e.ReadOnly:
+			verdict = "read-only"
+		}
+		counts[e.Kind]++
+		desc := oneLine(e.Description, 400)
+		if e.Exposed != e.Original && !strings.HasSuffix(e.Exposed, "__"+e.Original) && !strings.HasSuffix(e.Exposed, "+"+e.Original) {
+			desc = strings.TrimSpace("(" + e.Original + ") " + desc)
+		}
+		rows = append(rows, row{e.Exposed, e.Kind, e.Server, verdict, desc})
+	}
+	const gap = 2
+	widest := func(cap int, f func(row) string) int {
+		n := 0
+		for _, r := range rows {
+			n = max(n, utf8.RuneCountInString(f(r)))
+		}
+		return min(n, cap)
+	}
+	wExp := widest(36, func(r row) string { return r.exposed })
+	wKind := widest(8, func(r row) string { return r.kind })
+	wServer := widest(14, func(r row) string { return r.server })
+	wVerdict := widest(9, func(r row) string { return r.verdict })
+	wDesc := width - (wExp + wKind + wServer + wVerdict + 4*gap)
+	for _, r := range rows {
+		var b strings.Builder
+		if utf8.RuneCountInString(r.exposed) > wExp {
+			fmt.Fprintln(w, r.exposed)
+			b.WriteString(strings.Repeat(" ", wExp))
+		} else {
+			b.WriteString(pad(r.exposed, wExp))
+		}
+		for _, col := range []struct {
+			s string
+			w int
+		}{{r.kind, wKind}, {r.server, wServer}, {r.verdict, wVerdict}} {
+			b.WriteString(strings.Repeat(" ", gap))
+			b.WriteString(pad(cut(col.s, col.w), col.w))
+		}
+		if wDesc >= 8 && r.desc != "" {
+			b.WriteString(strings.Repeat(" ", gap))
+			b.WriteString(cut(r.desc, wDesc))
+		}
+		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+	}
+	var parts []string
+	for _, k := range []string{"tool", "prompt", "resource", "template"} {
+		parts = append(parts, count(counts[k], k))
+	}
+	fmt.Fprintf(w, "\n%s", strings.Join(parts, ", "))
+	if hidden > 0 {
+		fmt.Fprintf(w, "; %d hidden by policy (manifold explain NAME says why)", hidden)
+	}
+	fmt.Fprintln(w)
+	for _, st := range sts {
+		if st.State != "up" {
+			fmt.Fprintf(w, "\nserver %q is %s: %s\n", st.Name, st.State, st.Err)
+		}
+	}
+}
+
+// pad fills s with spaces to w runes.
+func pad(s string, w int) string {
+	if n := utf8.RuneCountInString(s); n < w {
+		return s + strings.Repeat(" ", w-n)
+	}
+	return s
+}
+
+// cut shortens s to w runes, ending in "…" when it had to.
+func cut(s string, w int) string {
+	r := []rune(s)
+	if len(r) <= w {
+		return s
+	}
+	if w <= 1 {
+		return string(r[:w])
+	}
+	return string(r[:w-1]) + "…"
+}
+
+// serversFor keeps, of the servers, those that can own name, the tool,
+// prompt or resource URI a one-shot command is about: the ones whose prefix
+// it starts with (PREFIX__ for a name, the URI prefix and "+" for a URI), and
+// the unprefixed ones. When no server's prefix matches, all are kept, so
+// that an unknown name is reported against the whole catalog.
+func serversFor(name string, servers []proxy.ServerConfig) []proxy.ServerConfig {
+	var keep []proxy.ServerConfig
+	matched := false
+	for _, s := range servers {
+		switch {
+		case s.Prefix == "":
+			keep = append(keep, s)
+		case strings.HasPrefix(name, s.Prefix+"__") || strings.HasPrefix(name, config.URIPrefix(s.Prefix)+"+"):
+			keep = append(keep, s)
+			matched = true
+		}
+	}
+	if !matched {
+		return servers
+	}
+	return keep
+}
+
+// oneShotStdinGrace is how long a one-shot command, whose answer is
+// printed, gives a server to exit after its stdin closes before SIGTERM
+// (then the usual grace before SIGKILL). Servers that exit when their input
+// ends do so within it; those that ignore it (server-everything) made every
+// one-shot command wait the full grace.
+const oneShotStdinGrace = 300 * time.Millisecond
+
+// awaitReady waits for every server's first start attempt. While it waits on
+// a terminal it shows, on stderr only and on one line that it clears, which
+// servers are still starting, once a start takes more than a second.
+func awaitReady(ctx context.Context, p *proxy.Server, stderr io.Writer) error {
+	var tick <-chan time.Time
+	if isTerminal(stderr) {
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		tick = t.C
+	}
+	start := time.Now()
+	shown := false
+	for {
+		select {
+		case <-p.Ready():
+			if shown {
+				fmt.Fprint(stderr, "\r\033[K")
+			}
+			return nil
+		case <-ctx.Done():
+			if shown {
+				fmt.Fprint(stderr, "\r\033[K")
+			}
+			return ctx.Err()
+		case <-tick:
+			waited := time.Since(start)
+			if waited < time.Second {
+				continue
+			}
+			if line := pendingLine(p.Status(), waited); line != "" {
+				fmt.Fprint(stderr, "\r\033[K"+line)
+				shown = true
+			}
+		}
+	}
+}
+
+// pendingLine says which servers are still starting, in at most 99 columns.
+func pendingLine(sts []proxy.ServerStatus, waited time.Duration) string {
+	var names []string
+	for _, st := range sts {
+		if st.State == "starting" {
+			names = append(names, st.Name)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return cut(fmt.Sprintf("manifold: waiting for %s to start (%ds)", strings.Join(names, ", "), int(waited.Seconds())), toolsWidth-1)
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/manifold-mcp/manifold/proxy"
+)
+
+func TestPrintCatalogFits(t *testing.T) {
+	long := "files__" + strings.Repeat("a_very_long_tool_name_", 2) + "x"
+	entries := []proxy.Entry{
+		{Kind: "tool", Exposed: "files__read", Server: "files", Original: "read", Visible: true, ReadOnly: true, Description: strings.Repeat("Reads a file. ", 20)},
+		{Kind: "tool", Exposed: long, Server: "files", Original: "a.very.long", Visible: true, Description: "Long."},
+		{Kind: "tool", Exposed: "files__write", Server: "files", Original: "write", Verdict: "hidden: denied by servers.files.tools.deny \"write\" (proxy.toml:4)"},
+		{Kind: "prompt", Exposed: "files__greet", Server: "files", Original: "greet", Visible: true},
+		{Kind: "resource", Exposed: "files+file:///" + strings.Repeat("deep/", 20) + "x.txt", Server: "files", Original: "file:///" + strings.Repeat("deep/", 20) + "x.txt", Visible: true},
+		{Kind: "template", Exposed: "files+file:///{path}", Server: "files", Original: "file:///{path}", Visible: true, Description: "Any file."},
+	}
+	sts := []proxy.ServerStatus{{Name: "files", State: "up"}, {Name: "gh", State: "failed", Err: "upstream \"gh\": exited with status 1"}}
+	var b bytes.Buffer
+	printCatalog(&b, entries, sts, 100)
+	out := b.String()
+	for line := range strings.Lines(out) {
+		line = strings.TrimSuffix(line, "\n")
+		if strings.HasPrefix(line, "files+file:///deep/") && !strings.Contains(line, " ") {
+			continue // a URI longer than the width, alone on its line: never cut
+		}
+		if n := utf8.RuneCountInString(line); n > 100 {
+			t.Errorf("line of %d columns, want at most 100: %q", n, line)
+		}
+	}
+	for _, want := range []string{
+		long + "\n",          // never cut: on a line of its own
+		"(a.very.long) Long", // the original where the exposed name does not end in it
+		"files__write", "hidden",
+		"files+file:///{path}", "template",
+		"resource",
+		"3 tools, 1 prompt, 1 resource, 1 template; 1 hidden by policy",
+		`server "gh" is failed: upstream "gh": exited with status 1`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the table lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestServersFor(t *testing.T) {
+	servers := []proxy.ServerConfig{{Prefix: "files"}, {Prefix: "memory"}, {Prefix: ""}, {Prefix: "my_fs"}}
+	tests := []struct {
+		name string
+		want []string // prefixes kept
+	}{
+		{name: "files__read", want: []string{"files", ""}},
+		{name: "memory__create_entities", want: []string{"memory", ""}},
+		{name: "my_fs__list", want: []string{"", "my_fs"}},
+		{name: "my-fs+file:///x", want: []string{"", "my_fs"}},
+		{name: "files+file:///README.md", want: []string{"files", ""}},
+		{name: "unknown__tool", want: []string{"files", "memory", "", "my_fs"}},
+		{name: "echo", want: []string{"files", "memory", "", "my_fs"}},
+	}
+	for _, tt := range tests {
+		var got []string
+		for _, s := range serversFor(tt.name, servers) {
+			got = append(got, s.Prefix)
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("serversFor(%q) prefixes (-want +got):\n%s", tt.name, diff)
+		}
+	}
+}
+
+func TestPendingLine(t *testing.T) {
+	sts := []proxy.ServerStatus{{Name: "files", State: "up"}, {Name: "everything", State: "starting"}, {Name: "memory", State: "starting"}}
+	if got, want := pendingLine(sts, 3500*time.Millisecond), "manifold: waiting for everything, memory to start (3s)"; got != want {
+		t.Errorf("pendingLine = %q, want %q", got, want)
+	}
+	if got := pendingLine(sts[:1], time.Second); got != "" {
+		t.Errorf("pendingLine with nothing starting = %q, want \"\"", got)
+	}
+	var many []proxy.ServerStatus
+	for i := range 40 {
+		many = append(many, proxy.ServerStatus{Name: fmt.Sprintf("server%d", i), State: "starting"})
+	}
+	if n := utf8.RuneCountInString(pendingLine(many, time.Second)); n > 99 {
+		t.Errorf("pendingLine is %d columns, want at most 99", n)
+	}
+	if isTerminal(&bytes.Buffer{}) {
+		t.Errorf("a buffer is taken for a terminal")
+	}
+}
+
+func TestProblems(t *testing.T) {
+	one := errors.New("a.toml:1:1: x: bad")
+	tests := []struct {
+		err  error
+		want string
+	}{
+		{err: one, want: "1 problem:\na.toml:1:1: x: bad"},
+		{err: errors.Join(one, errors.Join(errors.New("p.toml:1:1: a"), errors.New("p.toml:2:1: b"))), want: "3 problems:\na.toml:1:1: x: bad\np.toml:1:1: a\np.toml:2:1: b"},
+		{err: fmt.Errorf("a.toml: %w", errors.Join(errors.New("one"), errors.New("two"))), want: "2 problems:\na.toml: one\ntwo"},
+	}
+	for _, tt := range tests {
+		if got := problems(tt.err); got != tt.want {
+			t.Errorf("problems(%q) = %q, want %q", tt.err, got, tt.want)
+		}
+	}
+}
