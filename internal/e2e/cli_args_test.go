@@ -3,9 +3,11 @@ package e2e
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // cliFolder is a folder whose ./proxy.toml (alpha and beta) is good, and
@@ -291,3 +293,40 @@ func TestCLIArgsCallStartsOnlyItsServer(t *testing.T) {
 		})
 	}
 }
+
+// While a server takes long to start, a terminal shows which one on stderr;
+// stdout carries only the answer. (script(1) gives manifold a terminal.)
+func TestCLIArgsPendingOnTerminal(t *testing.T) {
+	t.Parallel()
+	scriptBin, err := exec.LookPath("script")
+	if err != nil {
+		t.Skip("script(1) is not installed: no terminal to run manifold on")
+	}
+	dir := t.TempDir()
+	cfg := writeConfig(t, fixture("quick", nil)+fixture("slow", []string{"-mode", "slowstart", "-delay", "3s"}))
+	out, typescript := filepath.Join(dir, "stdout"), filepath.Join(dir, "typescript")
+	ctx := testCtx(t)
+	cmd := exec.CommandContext(ctx, scriptBin, "-qfec", shQuote(manifoldBin)+" tools --config "+shQuote(cfg)+" > "+shQuote(out), typescript)
+	cmd.Env = append(os.Environ(), "MANIFOLD_CONFIG=")
+	cmd.WaitDelay = 5 * time.Second
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("script manifold tools: %v\n%s", err, b)
+	}
+	term, err := os.ReadFile(typescript)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(term), "manifold: waiting for slow to start") {
+		t.Errorf("the terminal did not show the pending server:\n%q", term)
+	}
+	stdout, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(stdout), "waiting") || !strings.Contains(string(stdout), "slow__echo") {
+		t.Errorf("stdout is not the catalog alone:\n%s", stdout)
+	}
+}
+
+// shQuote quotes s for sh.
+func shQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
