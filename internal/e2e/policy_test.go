@@ -733,21 +733,24 @@ func TestPolicyCLIExplain(t *testing.T) {
 				"alpha__whoami": "exposed, read-only",
 				"alpha__big":    "exposed",
 			}
-			out := runIn(t, dir, "tools", "--config", tt.config)
+			// The table cuts long verdicts to fit 100 columns; --json
+			// has every verdict in full.
+			out := runIn(t, dir, "tools", "--json", "--config", tt.config)
+			var listing struct {
+				Catalog []struct {
+					Kind, Exposed, Verdict string
+					ReadOnly               bool `json:"read_only"`
+				} `json:"catalog"`
+			}
+			if err := json.Unmarshal([]byte(out), &listing); err != nil {
+				t.Fatalf("manifold tools --json: %v\n%s", err, out)
+			}
 			got := map[string]string{}
-			for _, l := range strings.Split(out, "\n") {
-				f := strings.Fields(l)
-				if len(f) == 0 || want[f[0]] == "" {
-					continue
-				}
-				// The verdict is the column after the original name.
-				if _, rest, ok := strings.Cut(l, " "+strings.TrimPrefix(f[0], "alpha__")+" "); ok {
-					rest = strings.TrimSpace(rest)
-					v := want[f[0]]
-					if strings.HasPrefix(rest, v) && !(v == "exposed" && strings.HasPrefix(rest, "exposed,")) {
-						got[f[0]] = v
-					} else {
-						got[f[0]] = rest
+			for _, e := range listing.Catalog {
+				if e.Kind == "tool" {
+					got[e.Exposed] = e.Verdict
+					if e.ReadOnly {
+						got[e.Exposed] += ", read-only"
 					}
 				}
 			}
