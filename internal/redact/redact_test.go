@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -289,14 +290,34 @@ func TestArgsDoesNotModifyItsInput(t *testing.T) {
 	}
 }
 
-// leaks reports whether out holds secret in any spelling of [Forms].
+// leaks reports whether out holds secret in any spelling of spellings.
 func leaks(out, secret string) bool {
-	for _, f := range Forms(secret) {
+	for _, f := range spellings(secret) {
 		if strings.Contains(out, f) {
 			return true
 		}
 	}
 	return false
+}
+
+// spellings is what a test looks for, independent of [Forms]: secret as is,
+// percent-encoded (query, path, userinfo) and JSON-escaped or Go-quoted up to
+// four times over.
+func spellings(secret string) []string {
+	level := []string{secret, url.QueryEscape(secret), url.PathEscape(secret),
+		url.UserPassword("u", secret).String()[len("u:"):]}
+	var out []string
+	for range 5 {
+		var next []string
+		for _, s := range level {
+			out = append(out, s)
+			j, _ := json.Marshal(s)
+			q := strconv.Quote(s)
+			next = append(next, string(j[1:len(j)-1]), q[1:len(q)-1])
+		}
+		level = next
+	}
+	return out
 }
 
 func mustJSON(t testing.TB, v any) string {
