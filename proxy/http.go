@@ -163,6 +163,9 @@ func (m *mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	stream := r.Method == http.MethodGet
 	e, res := m.sessions.enter(id, peerOf(r), stream)
+	if res != entered && r.ContentLength != 0 {
+		m.boundUnread(w) // refused unread: the body must not hold the answer
+	}
 	switch res {
 	case unknownSession:
 		writeHTTPError(w, http.StatusNotFound, codeInvalidRequest, "manifold: session not found (it ended, expired after "+m.opts.SessionTimeout.String()+" idle, or never existed); start a new session with initialize", nil)
@@ -222,12 +225,15 @@ func (m *mcpEndpoint) serveNew(w http.ResponseWriter, r *http.Request) {
 
 // readBody reads r's body within the size and time limits and puts it back
 // for the SDK, or answers the error and returns false. The read deadline
-// covers the body only: it is lifted before the response starts. The body's
-// bytes count against MaxBufferedBytes until the SDK has read them or
-// release is called, whichever comes first.
+// covers the body only: once the body is read it is lifted before the
+// response starts; an error answer leaves the rest of the body to net/http
+// under a deadline (see boundUnread). The body's bytes count against
+// MaxBufferedBytes until the SDK has read them or release is called,
+// whichever comes first.
 func (m *mcpEndpoint) readBody(w http.ResponseWriter, r *http.Request) (release func(), ok bool) {
 	limit := m.opts.MaxRequestBytes
 	tooLarge := func() (func(), bool) {
+		m.boundUnread(w)
 		writeHTTPError(w, http.StatusRequestEntityTooLarge, codeInvalidRequest,
 			fmt.Sprintf("manifold: request body exceeds %s (%d bytes); send a smaller request or raise %s in the proxy config", keyMaxBody, limit, keyMaxBody),
 			map[string]any{"limit": limit, "key": keyMaxBody})
@@ -244,6 +250,7 @@ func (m *mcpEndpoint) readBody(w http.ResponseWriter, r *http.Request) (release 
 	err := m.buffered.Acquire(ctx, weight)
 	cancel()
 	if err != nil {
+		m.boundUnread(w)
 		w.Header().Set("Retry-After", "1")
 		writeHTTPError(w, http.StatusServiceUnavailable, codeServerError,
 			fmt.Sprintf("manifold: too many request bodies arriving at once (at most %d bytes are held, %s each); retry shortly", m.opts.MaxBufferedBytes, keyMaxBody),
@@ -256,9 +263,10 @@ func (m *mcpEndpoint) readBody(w http.ResponseWriter, r *http.Request) (release 
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(m.opts.BodyTimeout)) // unsupported only by test recorders
 	data, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
-	_ = rc.SetReadDeadline(time.Time{})
 	switch {
 	case errors.Is(err, os.ErrDeadlineExceeded):
+		// The read deadline stays passed: net/http cannot wait for the
+		// rest of the body before answering.
 		release()
 		writeHTTPError(w, http.StatusRequestTimeout, codeInvalidRequest,
 			fmt.Sprintf("manifold: request body not received within %s (%s); send the body at once or raise %s in the proxy config", keyBodyTimeout, m.opts.BodyTimeout, keyBodyTimeout),
@@ -266,15 +274,29 @@ func (m *mcpEndpoint) readBody(w http.ResponseWriter, r *http.Request) (release 
 		return nil, false
 	case err != nil:
 		release()
+		m.boundUnread(w)
 		writeHTTPError(w, http.StatusBadRequest, codeInvalidRequest, "manifold: reading the request body: "+err.Error(), nil)
 		return nil, false
 	case int64(len(data)) > limit:
 		release()
 		return tooLarge()
 	}
+	_ = rc.SetReadDeadline(time.Time{})
 	r.Body = &heldBody{data: data, release: release}
 	r.ContentLength = int64(len(data))
 	return release, true
+}
+
+// boundUnread bounds what is left of reading the body of a request refused
+// before its body was read to the end, so that the answer cannot wait on the
+// client forever: net/http reads the rest of a body under 256 KiB before it
+// writes the answer (and again after the handler), and without a deadline a
+// client that declares a small Content-Length and never sends it would hold
+// the connection and its goroutine for good. With the deadline, a client that
+// sends its body gets the answer once it is sent; a slower one gets it after
+// BodyTimeout, and the connection is closed after it.
+func (m *mcpEndpoint) boundUnread(w http.ResponseWriter) {
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(m.opts.BodyTimeout)) // unsupported only by test recorders
 }
 
 // heldBody is a request body already read, handed to the SDK: it drops its

@@ -185,7 +185,7 @@ func TestHTTPAttackHostOriginOnEveryEndpoint(t *testing.T) {
 func TestHTTPAttackBodyLimit(t *testing.T) {
 	t.Parallel()
 	const limit = 64 << 10
-	cfg := fmt.Sprintf("[http]\nmax_body_bytes = %d\n", limit) + fixture("alpha", []string{"-tools", "echo"})
+	cfg := fmt.Sprintf("[http]\nmax_body_bytes = %d\nbody_timeout = \"2s\"\n", limit) + fixture("alpha", []string{"-tools", "echo"})
 	hp := startHTTP(t, writeConfig(t, cfg))
 	ctx := testCtx(t)
 	c := rawClient("")
@@ -238,6 +238,13 @@ func TestHTTPAttackBodyLimit(t *testing.T) {
 		resp.Body.Close()
 		wantRPCError(t, "413", rawResponse{status: resp.StatusCode, header: resp.Header, body: string(b)}, http.StatusRequestEntityTooLarge, wantLimit...)
 	})
+	t.Run("an oversized Content-Length under 256 KiB, sent slowly, is refused unread", func(t *testing.T) {
+		// 100000 bytes declared, one sent: net/http reads the rest of a body
+		// this small before answering; the answer must come within
+		// body_timeout, not wait for the rest.
+		resp := rawPost(t, hp, "", 100000, "{")
+		wantRPCError(t, "413", resp, http.StatusRequestEntityTooLarge, wantLimit...)
+	})
 	t.Run("concurrent oversized bodies, then the proxy still serves", func(t *testing.T) {
 		var wg sync.WaitGroup
 		for range 6 {
@@ -269,7 +276,7 @@ func TestHTTPAttackSlowBody(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer conn.Close()
-		_ = conn.SetDeadline(time.Now().Add(testTimeout))
+		_ = conn.SetDeadline(time.Now().Add(unfinishedWait))
 		fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n", hp.addr, len(rawInitialize))
 		stop := make(chan struct{})
 		var wg sync.WaitGroup
@@ -298,6 +305,57 @@ func TestHTTPAttackSlowBody(t *testing.T) {
 		resp.Body.Close()
 		wantRPCError(t, "408", rawResponse{status: resp.StatusCode, header: resp.Header, body: string(b)}, http.StatusRequestTimeout, "http.body_timeout")
 	})
+	t.Run("a body never completed is cut with 408", func(t *testing.T) {
+		// Content-Length 200, one byte sent, then silence.
+		resp := rawPost(t, hp, "", 200, "{")
+		wantRPCError(t, "408", resp, http.StatusRequestTimeout, "http.body_timeout")
+	})
+	t.Run("a body never completed in a session is cut with 408", func(t *testing.T) {
+		sid := rawSession(ctx, t, rawClient(""), hp)
+		resp := rawPost(t, hp, sid, 200, "{")
+		wantRPCError(t, "408", resp, http.StatusRequestTimeout, "http.body_timeout")
+	})
+	t.Run("a body never completed to an unknown session gets 404", func(t *testing.T) {
+		resp := rawPost(t, hp, "no-such-session", 200, "{")
+		wantRPCError(t, "404", resp, http.StatusNotFound, "session not found")
+	})
+	t.Run("many bodies never completed are all cut, then the proxy still serves", func(t *testing.T) {
+		const conns = 20
+		var wg sync.WaitGroup
+		for range conns {
+			wg.Go(func() {
+				resp := rawPost(t, hp, "", 200, "{")
+				if resp.status != http.StatusRequestTimeout {
+					t.Errorf("status %d, want 408", resp.status)
+				}
+			})
+		}
+		wg.Wait()
+		cs := connectHTTP(t, hp)
+		if got := text(call(ctx, t, cs, "alpha__echo", map[string]any{"message": "still here"})); got != "alpha: still here" {
+			t.Errorf("a new client's call = %q", got)
+		}
+	})
+	t.Run("many connections with unfinished headers are all closed", func(t *testing.T) {
+		const conns = 20
+		var wg sync.WaitGroup
+		for range conns {
+			wg.Go(func() {
+				conn, err := net.Dial("tcp", hp.addr)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				defer conn.Close()
+				_ = conn.SetDeadline(time.Now().Add(testTimeout))
+				fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: %s\r\n", hp.addr)
+				if _, err := io.Copy(io.Discard, conn); err != nil {
+					t.Errorf("the proxy kept the connection of unfinished headers open: %v", err)
+				}
+			})
+		}
+		wg.Wait()
+	})
 	t.Run("headers trickling in are cut", func(t *testing.T) {
 		conn, err := net.Dial("tcp", hp.addr)
 		if err != nil {
@@ -320,6 +378,42 @@ func TestHTTPAttackSlowBody(t *testing.T) {
 			t.Errorf("the session after a long call: alpha__echo = %q", got)
 		}
 	})
+}
+
+// unfinishedWait bounds the wait for the answer to a body that is never
+// completed (or would take longer than this to complete): far beyond the body
+// timeouts the tests set, far below the time a trickling body takes.
+const unfinishedWait = 30 * time.Second
+
+// rawPost sends a POST to /mcp declaring a body of contentLength bytes,
+// sends only sent of it and then nothing more, and returns the answer. sid,
+// when not empty, is sent as Mcp-Session-Id. The connection stays open (the
+// body is never completed) until the answer has been read or unfinishedWait.
+func rawPost(t *testing.T, hp *httpProxy, sid string, contentLength int, sent string) rawResponse {
+	t.Helper()
+	conn, err := net.Dial("tcp", hp.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(unfinishedWait))
+	head := fmt.Sprintf("POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: %d\r\n", hp.addr, contentLength)
+	if sid != "" {
+		head += "Mcp-Session-Id: " + sid + "\r\nMcp-Protocol-Version: " + protocolVersion + "\r\n"
+	}
+	if _, err := io.WriteString(conn, head+"\r\n"+sent); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer to a body of %d bytes of which %d were sent: %v", contentLength, len(sent), err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if err != nil {
+		t.Fatalf("reading the answer to an unfinished body: %v", err)
+	}
+	return rawResponse{status: resp.StatusCode, header: resp.Header, body: string(b)}
 }
 
 func TestHTTPAttackSessionFlood(t *testing.T) {
