@@ -10,12 +10,14 @@ import (
 var secretSubstrings = []string{
 	"token", "secret", "passw", "passphrase", "passcode", "authoriz", "authent", "cookie",
 	"credential", "apikey", "signature", "private", "session", "bearer", "jwt", "csrf", "xsrf",
+	"hmac", "verifier", "keyfile", "privkey", "nonce",
 }
 
 // secretWords mark a key as a credential's when one of its words, lowercased,
 // is one of them: they are too short to match inside other words ("auth" is
 // in "author", "otp" in "footprint", "sig" in "signal").
-var secretWords = []string{"auth", "oauth", "pwd", "pw", "pass", "pin", "otp", "totp", "hotp", "mfa", "2fa", "sig", "sid", "pat", "key"}
+var secretWords = []string{"auth", "oauth", "pwd", "pw", "pass", "pin", "otp", "totp", "hotp", "mfa", "2fa", "sig", "sid", "pat", "key",
+	"refresh", "salt", "priv", "pkce", "mac"}
 
 // SecretKey reports whether k, the name of an argument, header, env variable
 // or flag, names a credential. k is split into words at every character that
@@ -23,8 +25,9 @@ var secretWords = []string{"auth", "oauth", "pwd", "pw", "pass", "pin", "otp", "
 // is x, auth, token; "apiKey" is api, key); k names a credential when a word
 // contains token, secret, passw(ord), passphrase, passcode, authoriz(ation),
 // authent(ication), cookie, credential, apikey, signature, private, session,
-// bearer, jwt, csrf or xsrf; or is auth, oauth, pwd, pw, pass, pin, otp, totp,
-// hotp, mfa, 2fa, sig, sid, pat or key; or ends in "key" ("accesskey"). Case
+// bearer, jwt, csrf, xsrf, hmac, verifier, keyfile, privkey or nonce; or is
+// auth, oauth, pwd, pw, pass, pin, otp, totp, hotp, mfa, 2fa, sig, sid, pat,
+// key, refresh, salt, priv, pkce or mac; or ends in "key" ("accesskey"). Case
 // does not matter. "author", "keywords", "signal" and "passenger" are not
 // credentials.
 func SecretKey(k string) bool {

@@ -216,6 +216,7 @@ func Shapes(s string) string {
 	s = urlRE.ReplaceAllStringFunc(s, redactURLText)
 	s = schemeRE.ReplaceAllString(s, "${1}"+Mask)
 	s = tokenRE.ReplaceAllString(s, Mask)
+	s = pemRE.ReplaceAllString(s, "${1}"+Mask+"${2}")
 	return pairRE.ReplaceAllStringFunc(s, redactPair)
 }
 
@@ -229,6 +230,9 @@ var (
 	queryValueRE = regexp.MustCompile(`([?&;][^=&#;]*=)[^&#;]+`)
 	// schemeRE is an HTTP credential after its auth scheme.
 	schemeRE = regexp.MustCompile(`(?i)\b((?:bearer|basic)\s+)[A-Za-z0-9._~+/=-]{6,}`)
+	// pemRE is the body of a PEM private key block ("-----BEGIN RSA PRIVATE
+	// KEY-----"…), complete or cut short (then up to the end of s).
+	pemRE = regexp.MustCompile(`(-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----)(?s:.*?)(-----END [A-Z0-9 ]*PRIVATE KEY-----|$)`)
 	// tokenRE is a token of a well-known format.
 	tokenRE = regexp.MustCompile(`\b(?:` + strings.Join([]string{
 		`sk-[A-Za-z0-9_-]{16,}`,                    // OpenAI, Anthropic

@@ -25,10 +25,13 @@ func TestSecretKey(t *testing.T) {
 		"session", "sessionId", "session_token", "cookie", "Set-Cookie",
 		"otp", "otpCode", "totp", "jwt", "jwtToken", "id_jwt", "sig", "reqSig", "signature", "x-hub-signature",
 		"private", "private_key", "privateKey", "credential", "aws_credentials", "bearer", "csrf_token", "pin", "mfa_code",
+		// residue of a red-team pass over the audit log
+		"refresh", "hmac", "hmacKey", "keyfile", "code_verifier", "verifier", "nonce", "salt", "priv", "pkce", "mac",
 	}
 	plain := []string{
 		"author", "authorName", "keywords", "keyboard", "signal", "design", "passenger", "compass", "path", "name",
 		"footprint", "topic", "url", "count", "pinned", "", "---", "description", "sigh",
+		"macro", "machine", "salty_snack", "code", "refreshed",
 	}
 	for _, k := range secret {
 		if !SecretKey(k) {
@@ -54,6 +57,9 @@ func TestShapes(t *testing.T) {
 		{"bearer", `Authorization: Bearer abcdef123456`, `Authorization: Bearer [redacted]`},
 		{"basic", `basic dXNlcjpwYXNzd29yZA==`, `basic [redacted]`},
 		{"bearer of news", `the bearer of news`, `the bearer of news`},
+		{"pem private key", "k=x\n-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\n-----END RSA PRIVATE KEY-----\ntail", "k=x\n-----BEGIN RSA PRIVATE KEY-----[redacted]-----END RSA PRIVATE KEY-----\ntail"},
+		{"pem private key cut short", `"-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkq`, `"-----BEGIN PRIVATE KEY-----[redacted]`},
+		{"pem public key", "-----BEGIN PUBLIC KEY-----\nMIIBIjAN\n-----END PUBLIC KEY-----", "-----BEGIN PUBLIC KEY-----\nMIIBIjAN\n-----END PUBLIC KEY-----"},
 		{"key=value", `--api-key=abc123 --verbose`, `--api-key=[redacted] --verbose`},
 		{"env pair", `GITHUB_TOKEN=ghx0123 PATH=/usr/bin`, `GITHUB_TOKEN=[redacted] PATH=/usr/bin`},
 		{"header pair", `X-Api-Key: 0123abcd`, `X-Api-Key: [redacted]`},
