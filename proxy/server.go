@@ -161,6 +161,12 @@ func (s *Server) readResource(ctx context.Context, ss *mcp.ServerSession, p *mcp
 	if err != nil {
 		return nil, rpcError(server, err)
 	}
+	if res.CacheScope == "" {
+		// An upstream that sent no cacheScope means the protocol's
+		// default; the field is required on the wire, so say it rather
+		// than send it empty (as the SDK does for the results it builds).
+		res.CacheScope = "public"
+	}
 	// An entry may name another resource (a folder read listing its
 	// files): each is decided like a read of its own URI.
 	kept := res.Contents[:0]

@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"encoding/json"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -169,4 +171,23 @@ func TestResourcesRoutedAndRewritten(t *testing.T) {
 			})
 		}
 	})
+}
+
+// TestReadCarriesACacheScope: a read result relayed from an upstream that set
+// no cacheScope (server-everything, whose SDK predates the field) says
+// "public" (the protocol's default, required on the wire), never the empty
+// string.
+func TestReadCarriesACacheScope(t *testing.T) {
+	t.Parallel()
+	bin := nodeBin(t, "mcp-server-everything")
+	r := startRaw(t, writeConfig(t, fmt.Sprintf("[servers.everything]\ncommand = %s\nargs = [\"stdio\"]\n", tomlStr(bin))))
+	rawInit(t, r)
+	r.send(t, `{"jsonrpc":"2.0","id":7,"method":"resources/read","params":{"uri":"everything+demo://resource/static/document/architecture.md"}}`)
+	m := r.await(t, "7")
+	var res struct {
+		CacheScope *string `json:"cacheScope"`
+	}
+	if err := json.Unmarshal(m.Result, &res); err != nil || res.CacheScope == nil || *res.CacheScope != "public" {
+		t.Errorf("resources/read result %s (error %s): want cacheScope \"public\"", m.Result, m.Error)
+	}
 }
