@@ -1,24 +1,53 @@
 package proxy
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // ServerStatus is what the proxy knows of one upstream, for `manifold tools`,
 // status reports and tests.
 type ServerStatus struct {
-	Name  string
-	State string // starting, up, failed, exited or stopped
-	PID   int    // 0 when not running or remote
-	Err   string // why it failed or exited
-	Tools int    // tools in its last listing
+	Name  string `json:"name"`
+	State string `json:"state"`         // starting, up, failed, exited or stopped
+	PID   int    `json:"pid,omitempty"` // 0 when not running, remote or a plugin
+	Err   string `json:"error,omitempty"`
+	Tools int    `json:"tools"` // tools in its last listing
 	// Restarts counts the times it exited and was restarted.
-	Restarts int
-	// Uptime is how long it has been up; zero when it is not.
-	Uptime time.Duration
+	Restarts int `json:"restarts"`
+	// Uptime is how long it has been up; zero when it is not. In JSON it is
+	// "uptime_seconds", a number of seconds.
+	Uptime time.Duration `json:"-"`
 	// Required is the server's required setting.
-	Required bool
+	Required bool `json:"required"`
 	// Health is "ok", the last health check's failure, or "" when no check
 	// has run (or none is configured).
-	Health string
+	Health string `json:"health,omitempty"`
+}
+
+// statusJSON is ServerStatus on the wire (GET /status, status --json, the
+// status file): snake_case names and the uptime in seconds.
+type statusJSON struct {
+	serverStatusFields
+	UptimeSeconds float64 `json:"uptime_seconds"`
+}
+
+type serverStatusFields ServerStatus
+
+// MarshalJSON writes st with its uptime in seconds.
+func (st ServerStatus) MarshalJSON() ([]byte, error) {
+	return json.Marshal(statusJSON{serverStatusFields(st), st.Uptime.Round(time.Millisecond).Seconds()})
+}
+
+// UnmarshalJSON reads what MarshalJSON wrote.
+func (st *ServerStatus) UnmarshalJSON(b []byte) error {
+	var v statusJSON
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*st = ServerStatus(v.serverStatusFields)
+	st.Uptime = time.Duration(v.UptimeSeconds * float64(time.Second))
+	return nil
 }
 
 // Status reports every configured server, in config order, with secrets
