@@ -216,7 +216,18 @@ func TestOutputIsLoggedWithThePluginName(t *testing.T) {
 	if got := text(call(t, cs, "noise", map[string]any{})); got != "made noise" {
 		t.Fatalf("noise = %q", got)
 	}
-	_ = cs.Close() // flushes the plugin's streams: Close waits for the process
+	// The plugin's stdout and stderr reach the host over go-plugin's gRPC
+	// stdio stream, asynchronously: wait (bounded) for both lines while the
+	// plugin runs, since what a plugin wrote just before it is stopped may
+	// be cut off with its stream.
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if s := logs.String(); strings.Contains(s, "noise on stdout") && strings.Contains(s, "noise on stderr") {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	_ = cs.Close()
 	out := logs.String()
 	for _, want := range []string{
 		`plugin=noisy`,
