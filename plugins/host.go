@@ -178,7 +178,7 @@ func (h *Host) Dial(ctx context.Context) (mcp.Transport, error) {
 	gone := make(chan struct{})
 	go h.watch(ss, client, r, gone)
 	h.log.Info("plugin started", "pid", r.PID(), "path", path, "tools", len(srv.tools))
-	return &transport{Transport: ct, gone: gone}, nil
+	return &transport{Transport: ct, gone: gone, pid: r.PID()}, nil
 }
 
 // watch owns the plugin process once it serves: it stops the plugin when the
@@ -374,7 +374,11 @@ func pluginVersion(err error) (int, bool) {
 type transport struct {
 	mcp.Transport
 	gone <-chan struct{}
+	pid  int
 }
+
+// PID is the plugin process's pid, which `manifold status` reports.
+func (t *transport) PID() int { return t.pid }
 
 func (t *transport) Connect(ctx context.Context) (mcp.Connection, error) {
 	c, err := t.Transport.Connect(ctx)

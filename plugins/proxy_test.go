@@ -132,6 +132,12 @@ func TestThroughProxy(t *testing.T) {
 		t.Errorf("test__reverse = %q", got)
 	}
 	pid := pidOf(t, cs, "test__pid")
+	// manifold status reports the plugin's real pid, as for any child.
+	for _, st := range p.Status() {
+		if st.Name == "test" && st.PID != pid {
+			t.Errorf("status of plugin test: pid %d, want %d (the process the plugin runs in)", st.PID, pid)
+		}
+	}
 
 	_ = cs.Close()
 	if err := p.Close(); err != nil {

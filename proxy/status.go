@@ -10,7 +10,7 @@ import (
 type ServerStatus struct {
 	Name  string `json:"name"`
 	State string `json:"state"`         // starting, up, failed, exited or stopped
-	PID   int    `json:"pid,omitempty"` // 0 when not running, remote or a plugin
+	PID   int    `json:"pid,omitempty"` // 0 when not running or remote
 	Err   string `json:"error,omitempty"`
 	Tools int    `json:"tools"` // tools in its last listing
 	// Restarts counts the times it exited and was restarted.

@@ -11,6 +11,7 @@ import (
 // runs the server; closing the session is all the stop there is.
 type local struct {
 	u       *Upstream
+	pid     int // the process behind the transport, if it says (a plugin does); else 0
 	closing atomic.Bool
 }
 
@@ -31,6 +32,9 @@ func (u *Upstream) dialLocal(ctx context.Context, opts Options) error {
 	}
 	u.session = cs
 	u.local = &local{u: u}
+	if p, ok := t.(interface{ PID() int }); ok {
+		u.local.pid = p.PID()
+	}
 	go u.local.watch()
 	return nil
 }

@@ -226,13 +226,17 @@ func (u *Upstream) InitializeResult() *mcp.InitializeResult {
 	return u.session.InitializeResult()
 }
 
-// PID returns the child's pid, which is also its process group id; 0 for a
-// remote server.
+// PID returns the child's pid, which is also its process group id; for a
+// server reached through Options.Dial, the pid its transport reports (a
+// plugin's); 0 for a remote server.
 func (u *Upstream) PID() int {
-	if u.child == nil {
-		return 0
+	switch {
+	case u.child != nil:
+		return u.child.pid
+	case u.local != nil:
+		return u.local.pid
 	}
-	return u.child.pid
+	return 0
 }
 
 // Done is closed when the connection has ended: the server crashed or exited,
