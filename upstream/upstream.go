@@ -30,6 +30,10 @@ var ErrClosed = errors.New("upstream connection closed")
 // protocolVersion pins every upstream connection (see go-sdk-notes §0.1).
 const protocolVersion = "2025-11-25"
 
+// ModernVersion is the protocol version of the stateless era (no
+// initialize; server/discover; _meta on every request).
+const ModernVersion = "2026-07-28"
+
 // Defaults for the zero values of Options.
 const (
 	defaultStartupTimeout  = 30 * time.Second
@@ -220,6 +224,23 @@ func (u *Upstream) Name() string { return u.name }
 
 // Session returns the SDK client session, for everything but the raw path.
 func (u *Upstream) Session() *mcp.ClientSession { return u.session }
+
+// ProtocolVersion returns the protocol version negotiated with the server:
+// ModernVersion for a server of the stateless era, else the initialize-era
+// version it accepted (such as "2025-11-25").
+func (u *Upstream) ProtocolVersion() string {
+	if ir := u.session.InitializeResult(); ir != nil {
+		return ir.ProtocolVersion
+	}
+	return ""
+}
+
+// Modern reports whether the server speaks the stateless era (2026-07-28 or
+// later): no initialize, server/discover, and _meta with the protocol version,
+// client info and capabilities on every request.
+func (u *Upstream) Modern() bool {
+	return u.ProtocolVersion() >= ModernVersion
+}
 
 // InitializeResult returns what the server said at initialize.
 func (u *Upstream) InitializeResult() *mcp.InitializeResult {

@@ -1083,3 +1083,15 @@ func TestCallToolRawAsync(t *testing.T) {
 		t.Fatalf("call after Close = %v; want ErrClosed", r.err)
 	}
 }
+
+// TestProtocolVersionLegacy: a server of the initialize era reports the
+// version it accepted and is not modern.
+func TestProtocolVersionLegacy(t *testing.T) {
+	u := start(t, fixtureOptions(t, "serve"))
+	if got, want := u.ProtocolVersion(), "2025-11-25"; got != want {
+		t.Errorf("ProtocolVersion() = %q, want %q", got, want)
+	}
+	if u.Modern() {
+		t.Error("Modern() = true for an initialize-era server")
+	}
+}
