@@ -40,6 +40,10 @@ func TestThroughProxy(t *testing.T) {
 			pluginServer("test", testPlugin, log),
 		},
 		Logger: log,
+		// The first list holds both plugins however loaded the machine is
+		// (with the 300ms default, a plugin that starts slowly is listed
+		// later, after list_changed).
+		FirstListWait: time.Minute,
 	})
 	if err != nil {
 		t.Fatal(err)
