@@ -53,6 +53,13 @@ type rawSession struct {
 
 func openRaw(t *testing.T, s *Server) *rawSession {
 	t.Helper()
+	return openRawVersion(t, s, "2025-11-25")
+}
+
+// openRawVersion is openRaw with an initialize at protocol version v; v ""
+// sends no initialize (a 2026-07-28 client).
+func openRawVersion(t *testing.T, s *Server, v string) *rawSession {
+	t.Helper()
 	cr, pw := io.Pipe()
 	pr, cw := io.Pipe()
 	rs := &rawSession{t: t, in: cw, lines: make(chan []byte, 64), served: make(chan error, 1)}
@@ -81,9 +88,11 @@ func openRaw(t *testing.T, s *Server) *rawSession {
 			t.Error("ServeStdio did not return after stdin closed")
 		}
 	})
-	rs.send(initLine)
-	rs.until(`0`, 0)
-	rs.send(initializedLine)
+	if v != "" {
+		rs.send(strings.Replace(initLine, "2025-11-25", v, 1))
+		rs.until(`0`, 0)
+		rs.send(initializedLine)
+	}
 	return rs
 }
 
