@@ -7,11 +7,13 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/manifold-mcp/manifold/policy"
+	"github.com/manifold-mcp/manifold/proxy/era"
 	"github.com/manifold-mcp/manifold/proxy/naming"
 )
 
@@ -45,6 +47,15 @@ type catalog struct {
 	rules     *policy.Rules
 	decisions map[string]policy.Decision // exposed tool or prompt name -> its decision (hidden ones too)
 	toolAnn   map[string]*policy.Annotations
+
+	// narrowed says, per kind, whether the policy hid an item of the list:
+	// a modern client's list is then cacheScope "private".
+	narrowed                             [numCatalogKinds]bool
+	narrowedResources, narrowedTemplates bool
+
+	// modernTools caches the tool definitions rewritten for modern clients
+	// (JSON Schema 2020-12), by the definition registered with the SDK.
+	modernTools sync.Map // *mcp.Tool -> *mcp.Tool
 }
 
 // toolDecision returns the decision of an exposed tool name that exists and
@@ -289,6 +300,7 @@ func (s *Server) rebuild() {
 			c.decisions["tool\x00"+exposed] = d
 			c.toolAnn[exposed] = ann
 			if !d.Visible {
+				c.narrowed[catTools] = true
 				continue
 			}
 			def := *t
@@ -314,6 +326,7 @@ func (s *Server) rebuild() {
 				Full: naming.Full(b.cfg.Prefix, p.Name)})
 			c.decisions["prompt\x00"+exposed] = d
 			if !d.Visible {
+				c.narrowed[catPrompts] = true
 				continue
 			}
 			def := *p
@@ -329,6 +342,7 @@ func (s *Server) rebuild() {
 			out := c.uris.Outward(b.name, canon)
 			d := rules.Decide(policy.Item{Kind: policy.Resource, Server: b.name, Original: canon, Exposed: out})
 			if !d.Visible {
+				c.narrowedResources = true
 				c.listed = append(c.listed, Entry{Kind: "resource", Exposed: out, Server: b.name, Original: r.URI, Description: r.Description, Verdict: d.String()})
 				continue
 			}
@@ -349,6 +363,7 @@ func (s *Server) rebuild() {
 			out := c.uris.OutwardTemplate(b.name, t.URITemplate)
 			d := rules.Decide(policy.Item{Kind: policy.Template, Server: b.name, Original: t.URITemplate, Exposed: out})
 			if !d.Visible {
+				c.narrowedTemplates = true
 				c.listed = append(c.listed, Entry{Kind: "template", Exposed: out, Server: b.name, Original: t.URITemplate, Description: t.Description, Verdict: d.String()})
 				continue
 			}
@@ -365,6 +380,60 @@ func (s *Server) rebuild() {
 	}
 	s.catalog.Store(c)
 	s.register(c)
+}
+
+// modernToolList is a tools/list answer for a modern client: the same tools,
+// with input and output schemas in JSON Schema 2020-12 (era.Schema). Each
+// definition is rewritten once per catalog; what cannot be translated is
+// logged then, once, and sent as the upstream wrote it.
+func (s *Server) modernToolList(res *mcp.ListToolsResult) *mcp.ListToolsResult {
+	c := s.catalog.Load()
+	out := *res
+	out.Tools = make([]*mcp.Tool, len(res.Tools))
+	for i, t := range res.Tools {
+		if m, ok := c.modernTools.Load(t); ok {
+			out.Tools[i] = m.(*mcp.Tool)
+			continue
+		}
+		m := *t
+		var problems []string
+		if t.InputSchema != nil {
+			var p []string
+			m.InputSchema, p = era.Schema(toAny(t.InputSchema))
+			problems = append(problems, p...)
+		}
+		if t.OutputSchema != nil {
+			var p []string
+			m.OutputSchema, p = era.Schema(toAny(t.OutputSchema))
+			for _, line := range p {
+				problems = append(problems, "outputSchema "+line)
+			}
+		}
+		if len(problems) > 0 {
+			s.log.Warn("tool schema not fully translated to JSON Schema 2020-12 for modern clients; the rest is sent as the server wrote it",
+				"tool", t.Name, "problems", problems)
+		}
+		actual, _ := c.modernTools.LoadOrStore(t, &m)
+		out.Tools[i] = actual.(*mcp.Tool)
+	}
+	return &out
+}
+
+// toAny returns a schema as decoded JSON (maps, slices, float64s), which
+// era.Schema reads; a schema of another Go type is round-tripped.
+func toAny(schema any) any {
+	if m, ok := schema.(map[string]any); ok {
+		return m
+	}
+	b, err := json.Marshal(schema)
+	if err != nil {
+		return schema
+	}
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return schema
+	}
+	return v
 }
 
 // logCollisions logs the names of kind ("tool" or "prompt") that

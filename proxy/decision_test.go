@@ -94,7 +94,9 @@ func TestNoPathWithoutDecision(t *testing.T) {
 	pr, cw := io.Pipe()
 	go func() { _ = s.ServeStdio(t.Context(), pr, pw); pw.Close() }()
 	client := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "0"}, nil)
-	cs, err := client.Connect(t.Context(), &mcp.IOTransport{Reader: cr, Writer: cw}, nil)
+	// A legacy client: a modern one's Subscribe opens subscriptions/listen
+	// without waiting for its answer, so a refusal would not show here.
+	cs, err := client.Connect(t.Context(), &mcp.IOTransport{Reader: cr, Writer: cw}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatal(err)
 	}

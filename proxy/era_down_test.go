@@ -3,7 +3,9 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -147,3 +149,222 @@ func TestLegacyBytesUnchanged(t *testing.T) {
 	}
 }
 
+// modernMeta is the _meta of a 2026-07-28 request from client "t".
+const modernMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}},"io.modelcontextprotocol/clientInfo":{"name":"t","version":"0"}}`
+
+func modernReq(id, method, params string) string {
+	if params == "" {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":%q,"params":{%s}}`, id, method, modernMeta)
+	}
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":%q,"params":{%s,%s}}`, id, method, params, modernMeta)
+}
+
+// result decodes the result of one answer line, failing on an error answer.
+func result(t *testing.T, line []byte) map[string]any {
+	t.Helper()
+	var m struct {
+		Result map[string]any `json:"result"`
+		Error  any            `json:"error"`
+	}
+	if err := json.Unmarshal(line, &m); err != nil || m.Result == nil {
+		t.Fatalf("want a result, got %s (%v)", line, err)
+	}
+	return m.Result
+}
+
+// TestStdioModern: a 2026-07-28 client over stdio, without initialize, gets
+// discover, strict lists (resultType, ttlMs, cacheScope private for the list
+// the policy narrowed, 2020-12 schemas) and strict call results, the same
+// bytes on the lean path as on the SDK path.
+func TestStdioModern(t *testing.T) {
+	s := newEraServer(t, Options{})
+	rs := openRawVersion(t, s, "")
+	serverInfo := map[string]any{"name": "manifold", "title": "Manifold", "version": Version}
+
+	// The first request sets the session up, on the SDK path.
+	rs.send(modernReq(`"sdk"`, "tools/call", `"name":"era__plain","arguments":{}`))
+	viaSDK := rs.rawLine()
+	rs.send(modernReq(`"sdk"`, "tools/call", `"name":"era__plain","arguments":{}`))
+	viaLean := rs.rawLine()
+	if string(viaSDK) != string(viaLean) {
+		t.Errorf("a modern call's answer differs between the SDK path and the lean path:\nSDK:  %s\nlean: %s", viaSDK, viaLean)
+	}
+	want := `{"jsonrpc":"2.0","id":"sdk","result":{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"manifold","title":"Manifold","version":"` + Version + `"}},"content":[{"type":"text","text":"plain"}],"resultType":"complete"}}` + "\n"
+	if string(viaLean) != want {
+		t.Errorf("modern call answer:\n got %s\nwant %s", viaLean, want)
+	}
+
+	rs.send(modernReq("1", "server/discover", ""))
+	d := result(t, rs.rawLine())
+	if diff := cmp.Diff(map[string]any{
+		"supportedVersions": []any{"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"},
+		"ttlMs":             60000.0, "cacheScope": "public", "resultType": "complete",
+		"_meta": map[string]any{"io.modelcontextprotocol/serverInfo": serverInfo},
+	}, map[string]any{"supportedVersions": d["supportedVersions"], "ttlMs": d["ttlMs"], "cacheScope": d["cacheScope"],
+		"resultType": d["resultType"], "_meta": d["_meta"]}); diff != "" {
+		t.Errorf("server/discover (-want +got):\n%s", diff)
+	}
+	if d["capabilities"] == nil {
+		t.Errorf("server/discover has no capabilities: %v", d)
+	}
+
+	rs.send(modernReq("2", "tools/list", ""))
+	tl := result(t, rs.rawLine())
+	if tl["cacheScope"] != "private" || tl["ttlMs"] != 60000.0 || tl["resultType"] != "complete" {
+		t.Errorf("tools/list narrowed by policy: cacheScope %v, ttlMs %v, resultType %v; want private, 60000, complete", tl["cacheScope"], tl["ttlMs"], tl["resultType"])
+	}
+	tools := tl["tools"].([]any)
+	if len(tools) != 2 {
+		t.Fatalf("tools/list: %d tools, want 2: %v", len(tools), tools)
+	}
+	draft := tools[0].(map[string]any)
+	wantIn := decodeJSON(t, `{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object",
+		"$defs":{"n":{"type":"integer","exclusiveMinimum":0}},
+		"properties":{"n":{"$ref":"#/$defs/n"},"pair":{"type":"array","prefixItems":[{"type":"string"},{"type":"number"}],"items":false}},
+		"dependentRequired":{"n":["pair"]}}`)
+	if diff := cmp.Diff(wantIn, draft["inputSchema"]); diff != "" {
+		t.Errorf("inputSchema for a modern client (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(decodeJSON(t, `{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{"ok":{"type":"boolean"}}}`), draft["outputSchema"]); diff != "" {
+		t.Errorf("outputSchema for a modern client (-want +got):\n%s", diff)
+	}
+
+	for i, m := range []string{"prompts/list", "resources/list", "resources/templates/list"} {
+		rs.send(modernReq(fmt.Sprint(10+i), m, ""))
+		r := result(t, rs.rawLine())
+		if r["cacheScope"] != "public" || r["ttlMs"] != 60000.0 || r["resultType"] != "complete" {
+			t.Errorf("%s: cacheScope %v, ttlMs %v, resultType %v; want public, 60000, complete", m, r["cacheScope"], r["ttlMs"], r["resultType"])
+		}
+	}
+	rs.send(modernReq("20", "resources/read", `"uri":"era+era://doc/a"`))
+	if r := result(t, rs.rawLine()); r["resultType"] != "complete" {
+		t.Errorf("resources/read: resultType %v, want complete", r["resultType"])
+	}
+}
+
+func decodeJSON(t *testing.T, s string) any {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func TestRequestEra(t *testing.T) {
+	big := strings.Repeat("x", 1<<20)
+	tests := []struct {
+		name, params string
+		want         int
+	}{
+		{"no params", ``, eraLegacy},
+		{"no _meta", `{"name":"a"}`, eraLegacy},
+		{"_meta a string", `{"_meta":"2026-07-28"}`, eraLegacy},
+		{"_meta without a version", `{"_meta":{"progressToken":1}}`, eraLegacy},
+		{"legacy version in _meta", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25"}}`, eraLegacy},
+		{"version a number", `{"_meta":{"io.modelcontextprotocol/protocolVersion":20260728}}`, eraLegacy},
+		{"modern", `{` + modernMeta + `}`, eraModern},
+		{"modern with a big client name", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"` + big + `","version":"0"}}}`, eraModern},
+		{"modern without client info", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}`, eraModern},
+		{"unsupported modern version", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01","io.modelcontextprotocol/clientCapabilities":{}}}`, eraSDK},
+		{"no capabilities", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`, eraSDK},
+		{"capabilities null", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":null}}`, eraSDK},
+		{"capabilities of the wrong shape", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":5}}}`, eraSDK},
+		{"client info a string", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":"t"}}`, eraSDK},
+		{"client info null", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":null}}`, eraSDK},
+		{"per-request log level", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/logLevel":"debug"}}`, eraSDK},
+		{"escaped key", `{"_meta":{"io.modelcontextprotocol\/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}`, eraSDK},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := requestEra([]byte(tc.params)); got != tc.want {
+				t.Errorf("requestEra(%.80s) = %d, want %d", tc.params, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestStdioModernRefusals: what 2026-07-28 removed or requires is refused
+// with the protocol's errors, a bad _meta never ends the session, and the
+// next good request is answered.
+func TestStdioModernRefusals(t *testing.T) {
+	s := newEraServer(t, Options{})
+	call := `"name":"era__plain","arguments":{}`
+	tests := []struct {
+		name, line string
+		code       float64
+		data       any
+	}{
+		{"unsupported version", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"era__plain","_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01","io.modelcontextprotocol/clientCapabilities":{}}}}`,
+			-32022, map[string]any{"supported": []any{"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}, "requested": "2099-01-01"}},
+		{"missing capabilities", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"era__plain","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`, -32602, nil},
+		{"capabilities of the wrong shape", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"era__plain","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":5}}}}`, -32602, nil},
+		{"bogus _meta before any request set the session up", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"era__plain","_meta":"x"}}`, 0, nil}, // the SDK's answer before initialize, as for any legacy frame
+		{"ping", modernReq("1", "ping", ""), -32601, nil},
+		{"logging/setLevel", modernReq("1", "logging/setLevel", `"level":"debug"`), -32601, nil},
+		{"resources/subscribe", modernReq("1", "resources/subscribe", `"uri":"era+era://doc/a"`), -32601, nil},
+		{"initialize with modern _meta", modernReq("1", "initialize", `"protocolVersion":"2026-07-28","capabilities":{},"clientInfo":{"name":"t","version":"0"}`), -32601, nil},
+		{"unknown resource", modernReq("1", "resources/read", `"uri":"nope://x"`), -32602, nil},
+		{"unknown tool", modernReq("1", "tools/call", `"name":"nope"`), -32602, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rs := openRawVersion(t, s, "")
+			rs.send(tc.line)
+			var got struct {
+				Error struct {
+					Code float64 `json:"code"`
+					Data any     `json:"data"`
+				} `json:"error"`
+			}
+			line := rs.rawLine()
+			if err := json.Unmarshal(line, &got); err != nil {
+				t.Fatal(err)
+			}
+			if got.Error.Code != tc.code {
+				t.Errorf("answer %s; want error code %v", line, tc.code)
+			}
+			if tc.data != nil {
+				if diff := cmp.Diff(tc.data, got.Error.Data); diff != "" {
+					t.Errorf("error data (-want +got):\n%s", diff)
+				}
+			}
+			rs.send(modernReq(`"after"`, "tools/call", call))
+			if r := result(t, rs.rawLine()); r["resultType"] != "complete" {
+				t.Errorf("the next call: resultType %v", r["resultType"])
+			}
+		})
+	}
+}
+
+// TestStdioModernLearnsClient: in stdio mode the upstreams wait for the
+// client; a modern client's first request (server/discover here) tells the
+// proxy its capabilities, as initialize does, and lets them start.
+func TestStdioModernLearnsClient(t *testing.T) {
+	s, err := New(Options{WaitForClient: true, Servers: []ServerConfig{{Upstream: upstream.Options{Name: "era", Dial: eraUpstream(t)}, Prefix: "era"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	started := make(chan error, 1)
+	go func() { started <- s.Start(t.Context()) }()
+	rs := openRawVersion(t, s, "")
+	rs.send(modernReq("1", "server/discover", ""))
+	result(t, rs.rawLine())
+	select {
+	case err := <-started:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the upstreams did not start after the modern client's server/discover")
+	}
+	if diff := cmp.Diff(&mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}}, s.relayCaps()); diff != "" {
+		t.Errorf("capabilities offered to upstreams (-want +got):\n%s", diff)
+	}
+	<-s.Ready()
+	rs.send(modernReq("2", "tools/list", ""))
+	if tools := result(t, rs.rawLine())["tools"].([]any); len(tools) != 3 {
+		t.Errorf("tools/list: %d tools, want 3", len(tools))
+	}
+}

@@ -151,9 +151,10 @@ type Options struct {
 
 // Server is the aggregating MCP server.
 type Server struct {
-	opts   Options
-	log    *slog.Logger
-	server *mcp.Server
+	opts       Options
+	log        *slog.Logger
+	server     *mcp.Server
+	serverInfo []byte // implementation() as JSON, for the lean path's modern results
 
 	gen      atomic.Pointer[generation] // the configured servers; replaced by Reload
 	reloadMu sync.Mutex                 // serialises Reload

@@ -2,30 +2,73 @@ package proxy
 
 import (
 	"cmp"
-	"encoding/json"
-	"time"
-
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/manifold-mcp/manifold/policy"
-	"github.com/manifold-mcp/manifold/proxy/naming"
 	"log/slog"
+	"maps"
 	"sync"
+	"time"
+
+	"github.com/manifold-mcp/manifold/policy"
+	"github.com/manifold-mcp/manifold/proxy/era"
+	"github.com/manifold-mcp/manifold/proxy/naming"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// downstreamVersions are the protocol versions served to clients
-// (ARCHITECTURE §3 "Protocol versions").
-var downstreamVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+// modernVersion is the first protocol version without initialize: a request
+// carries its version and client capabilities in _meta (2026-07-28).
+const modernVersion = "2026-07-28"
+
+// legacyVersions are the initialize-era versions served to clients, newest
+// first; downstreamVersions adds the modern one. The SDK picks the era per
+// request (ARCHITECTURE §3 "Protocol versions"): an initialize negotiates a
+// legacy version, a request whose _meta names 2026-07-28 is modern.
+var (
+	legacyVersions     = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+	downstreamVersions = append([]string{modernVersion}, legacyVersions...)
+)
+
+// modernSession reports whether ss speaks 2026-07-28: over stdio once
+// server/discover or the first modern request set it up, over HTTP every
+// stateless per-request session of a modern request.
+func modernSession(ss *mcp.ServerSession) bool {
+	if ss == nil {
+		return false
+	}
+	ip := ss.InitializeParams()
+	return ip != nil && ip.ProtocolVersion >= modernVersion
+}
+
+// clientCapsOf returns the capabilities the client of ss declared: in
+// initialize (legacy), or in the _meta of the request that set the session
+// up (modern; the SDK converts the wire shape). Nil if none are known.
+func clientCapsOf(ss *mcp.ServerSession) *mcp.ClientCapabilities {
+	if ss == nil {
+		return nil
+	}
+	if ip := ss.InitializeParams(); ip != nil {
+		return ip.Capabilities
+	}
+	return nil
+}
+
+// implementation is the proxy's identity downstream (initialize's
+// serverInfo, and _meta serverInfo of every modern result).
+func implementation() *mcp.Implementation {
+	return &mcp.Implementation{Name: "manifold", Title: "Manifold", Version: Version}
+}
 
 func (s *Server) newMCPServer() *mcp.Server {
-	srv := mcp.NewServer(&mcp.Implementation{Name: "manifold", Title: "Manifold", Version: Version}, &mcp.ServerOptions{
+	s.serverInfo, _ = json.Marshal(implementation()) // a struct of strings always encodes
+	srv := mcp.NewServer(implementation(), &mcp.ServerOptions{
 		Logger:                    slog.New(quietHandler{s.log.Handler(), slog.LevelWarn}).With("component", "mcp"),
 		Capabilities:              serverCapabilities(),
 		SupportedProtocolVersions: downstreamVersions,
+		SetCacheable:              s.setCacheable,
 		CompletionHandler:         s.handleComplete,
 		RootsListChangedHandler:   s.rootsChanged, //lint:ignore SA1019 roots are part of the protocol versions the proxy serves
 		SubscribeHandler:          s.handleSubscribe,
@@ -44,40 +87,163 @@ func (s *Server) newMCPServer() *mcp.Server {
 // reach their server.
 func (s *Server) routingMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		switch method {
-		case "initialize":
-			return s.initialize(ctx, next, method, req)
-		case "tools/call":
-			// Every call is routed by the catalog, audited and answered
-			// here, as on the stdio lean path: the SDK would answer a name
-			// it has not registered (unknown, hidden, or of a server still
-			// starting) itself, unaudited.
-			if r, ok := req.(*mcp.CallToolRequest); ok && r.Params != nil {
-				return s.handleCallTool(ctx, r)
-			}
-		case "prompts/get":
-			// A name the client learned earlier may belong to a server that
-			// is still starting; the SDK only knows registered names.
-			s.waitReady(ctx)
-		case "tools/list":
-			s.listing(ctx, req, catTools)
-			res, err := next(ctx, method, req)
-			if lr, ok := res.(*mcp.ListToolsResult); ok && err == nil {
-				return adaptToolList(lr, sessionVersion(req.GetSession())), nil
-			}
-			return res, err
-		case "prompts/list":
-			s.listing(ctx, req, catPrompts)
-		case "resources/list", "resources/templates/list":
-			s.listing(ctx, req, catResources)
-		case "resources/read":
-			if r, ok := req.(*mcp.ReadResourceRequest); ok {
-				return s.readResource(ctx, r.Session, r.Params)
-			}
-		case "logging/setLevel":
-			s.setUpstreamLogLevel(ctx, req)
+		ss, _ := req.GetSession().(*mcp.ServerSession)
+		if !modernSession(ss) {
+			return s.route(ctx, next, method, req)
 		}
-		return next(ctx, method, req)
+		// A modern client declares its capabilities on every request; over
+		// stdio the first one fixes what upstreams are offered, as
+		// initialize does for a legacy client.
+		s.learnClient(clientCapsOf(ss))
+		res, err := s.route(ctx, next, method, req)
+		if err != nil {
+			return res, err
+		}
+		return s.modernResult(ctx, method, req, res), nil
+	}
+}
+
+// route is routingMiddleware for one request of either era.
+func (s *Server) route(ctx context.Context, next mcp.MethodHandler, method string, req mcp.Request) (mcp.Result, error) {
+	switch method {
+	case "server/discover":
+		res, err := next(ctx, method, req)
+		if dr, ok := res.(*mcp.DiscoverResult); ok && err == nil {
+			// discover set the session up: learn the client now.
+			s.learnClient(clientCapsOf(req.GetSession().(*mcp.ServerSession)))
+			if text := s.instructions(ctx); text != "" {
+				out := *dr
+				out.Instructions = text
+				return &out, nil
+			}
+		}
+		return res, err
+	case "initialize":
+		return s.initialize(ctx, next, method, req)
+	case "tools/call":
+		// Every call is routed by the catalog, audited and answered
+		// here, as on the stdio lean path: the SDK would answer a name
+		// it has not registered (unknown, hidden, or of a server still
+		// starting) itself, unaudited.
+		if r, ok := req.(*mcp.CallToolRequest); ok && r.Params != nil {
+			if modernSession(r.Session) {
+				// The era's own _meta keys describe this request, not
+				// the upstream's; the upstream face writes its own.
+				p := *r.Params
+				p.Meta = era.StripMeta(p.Meta)
+				r = &mcp.CallToolRequest{Session: r.Session, Params: &p, Extra: r.Extra}
+			}
+			return s.handleCallTool(ctx, r)
+		}
+	case "prompts/get":
+		// A name the client learned earlier may belong to a server that
+		// is still starting; the SDK only knows registered names.
+		s.waitReady(ctx)
+	case "tools/list":
+		s.listing(ctx, req, catTools)
+		res, err := next(ctx, method, req)
+		lr, ok := res.(*mcp.ListToolsResult)
+		if !ok || err != nil {
+			return res, err
+		}
+		if v := sessionVersion(req.GetSession()); v < modernVersion {
+			return adaptToolList(lr, v), nil
+		}
+		return s.modernToolList(lr), nil
+		return res, err
+	case "prompts/list":
+		s.listing(ctx, req, catPrompts)
+	case "resources/list", "resources/templates/list":
+		s.listing(ctx, req, catResources)
+	case "resources/read":
+		if r, ok := req.(*mcp.ReadResourceRequest); ok {
+			return s.readResource(ctx, r.Session, r.Params)
+		}
+	case "logging/setLevel":
+		s.setUpstreamLogLevel(ctx, req)
+	}
+	return next(ctx, method, req)
+}
+
+// modernResult finishes a result for a modern request: the SDK adds
+// resultType and the server's identity (_meta serverInfo) but keeps one that
+// is already there, so an upstream's own identity is taken out first: the
+// client talks to Manifold.
+func (s *Server) modernResult(_ context.Context, _ string, _ mcp.Request, res mcp.Result) mcp.Result {
+	if res == nil {
+		return res
+	}
+	if m := res.GetMeta(); m != nil {
+		if _, ok := m[era.KeyServerInfo]; ok {
+			out := maps.Clone(m)
+			delete(out, era.KeyServerInfo)
+			res.SetMeta(out)
+		}
+	}
+	// The SDK sets resultType only on the results of its own tool and
+	// resource handlers; a call or read that the proxy answered is given it
+	// here, as the lean path does (modernCallResult): through the wire form,
+	// the only way to set it.
+	switch r := res.(type) {
+	case *mcp.CallToolResult:
+		if !r.NeedsInput() {
+			return completed(r, s.serverInfo)
+		}
+	case *mcp.ReadResourceResult:
+		if !r.NeedsInput() {
+			return completed(r, s.serverInfo)
+		}
+	}
+	return res
+}
+
+// completed returns r with resultType "complete" (and Manifold's
+// serverInfo), or r itself if it cannot be re-encoded.
+func completed[R any, P interface {
+	*R
+	mcp.Result
+}](r P, serverInfo []byte) mcp.Result {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return r
+	}
+	out := P(new(R))
+	if err := json.Unmarshal(modernCallResult(b, serverInfo), out); err != nil {
+		return r
+	}
+	return out
+}
+
+// setCacheable decides ttlMs and cacheScope for a modern request's list,
+// read and discover answers (ServerOptions.SetCacheable; it runs under the SDK
+// server's lock, so it reads only the catalog). Legacy clients get what the
+// SDK gives them today, untouched.
+func (s *Server) setCacheable(_ context.Context, req mcp.Request, c *mcp.Cacheable) {
+	ss, _ := req.GetSession().(*mcp.ServerSession)
+	if !modernSession(ss) {
+		return
+	}
+	ready := false
+	select {
+	case <-s.ready:
+		ready = true
+	default:
+	}
+	cat := s.catalog.Load()
+	switch req.(type) {
+	case *mcp.ListToolsRequest:
+		c.TTLMs, c.CacheScope = era.ListCache(cat.narrowed[catTools], ready)
+	case *mcp.ListPromptsRequest:
+		c.TTLMs, c.CacheScope = era.ListCache(cat.narrowed[catPrompts], ready)
+	case *mcp.ListResourcesRequest:
+		c.TTLMs, c.CacheScope = era.ListCache(cat.narrowedResources, ready)
+	case *mcp.ListResourceTemplatesRequest:
+		c.TTLMs, c.CacheScope = era.ListCache(cat.narrowedTemplates, ready)
+	case *mcp.ReadResourceRequest:
+		// The upstream's answer says how long its content keeps; an
+		// upstream of the legacy era says nothing (0: re-read).
+	default: // server/discover: versions and capabilities
+		c.TTLMs, c.CacheScope = era.ListCache(false, ready)
 	}
 }
 

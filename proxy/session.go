@@ -16,11 +16,8 @@ import (
 // capabilities offered to upstreams (Options.WaitForClient) and starts them; the
 // result carries the instructions of the servers that opted in.
 func (s *Server) initialize(ctx context.Context, next mcp.MethodHandler, method string, req mcp.Request) (mcp.Result, error) {
-	if p, ok := req.GetParams().(*mcp.InitializeParams); ok && p != nil && s.opts.WaitForClient {
-		s.clientOnce.Do(func() {
-			s.setClientCaps(p.Capabilities)
-			close(s.clientUp)
-		})
+	if p, ok := req.GetParams().(*mcp.InitializeParams); ok && p != nil {
+		s.learnClient(p.Capabilities)
 	}
 	res, err := next(ctx, method, req)
 	ir, ok := res.(*mcp.InitializeResult)
@@ -33,6 +30,19 @@ func (s *Server) initialize(ctx context.Context, next mcp.MethodHandler, method 
 		return &out, nil
 	}
 	return res, nil
+}
+
+// learnClient records, once, the capabilities of the first downstream client
+// (its initialize, or its first modern request) as those offered to upstreams,
+// and lets them start (Options.WaitForClient; a no-op without it).
+func (s *Server) learnClient(caps *mcp.ClientCapabilities) {
+	if !s.opts.WaitForClient {
+		return
+	}
+	s.clientOnce.Do(func() {
+		s.setClientCaps(caps)
+		close(s.clientUp)
+	})
 }
 
 // instructions merges the initialize instructions of the servers that opted
@@ -76,16 +86,16 @@ func (s *Server) instructions(ctx context.Context) string {
 func sessionVersion(sess mcp.Session) string {
 	ss, ok := sess.(*mcp.ServerSession)
 	if !ok || ss == nil {
-		return downstreamVersions[0]
+		return legacyVersions[0]
 	}
 	ip := ss.InitializeParams()
 	if ip == nil {
-		return downstreamVersions[0]
+		return legacyVersions[0]
 	}
 	if slices.Contains(downstreamVersions, ip.ProtocolVersion) {
 		return ip.ProtocolVersion
 	}
-	return downstreamVersions[0]
+	return legacyVersions[0]
 }
 
 // adaptToolList removes from tool definitions the fields the session's

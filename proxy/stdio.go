@@ -8,12 +8,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/manifold-mcp/manifold/proxy/era"
 )
 
 // ServeStdio serves one downstream client over newline-delimited JSON-RPC on r
@@ -376,11 +379,21 @@ func (l *lean) divert(ctx context.Context, f frame) bool {
 	if f.method != "tools/call" && f.method != "notifications/cancelled" {
 		return false
 	}
-	if l.ss.InitializeParams() == nil {
-		return false // before initialize the SDK answers
-	}
 	switch {
 	case f.kind == frameRequest && f.method == "tools/call":
+		modern := false
+		switch requestEra(f.params) {
+		case eraModern:
+			modern = true
+		case eraSDK:
+			return false
+		}
+		if l.ss.InitializeParams() == nil {
+			// Before initialize the SDK answers; a modern client's first
+			// request sets the session up there (and tells the proxy its
+			// capabilities), the lean path serves the next ones.
+			return false
+		}
 		id := json.RawMessage(bytes.Clone(f.id))
 		fields := make(map[string]json.RawMessage, 3)
 		if len(f.params) > 0 && string(f.params) != "null" {
@@ -395,6 +408,15 @@ func (l *lean) divert(ctx context.Context, f frame) bool {
 			return true
 		}
 		delete(fields, "name")
+		if meta, ok := fields["_meta"]; ok && modern {
+			// The era's own keys describe this request, not the
+			// upstream's; the upstream face writes its own.
+			if meta = era.StripMetaRaw(meta); meta == nil {
+				delete(fields, "_meta")
+			} else {
+				fields["_meta"] = meta
+			}
+		}
 		cctx, cancel := context.WithCancel(ctx)
 		key := string(id)
 		l.mu.Lock()
@@ -423,10 +445,16 @@ func (l *lean) divert(ctx context.Context, f frame) bool {
 				l.writeError(id, rpcErr)
 				return
 			}
+			if modern {
+				raw = modernCallResult(raw, l.s.serverInfo)
+			}
 			l.writeResult(id, raw)
 		})
 		return true
 	case f.kind == frameNotification && f.method == "notifications/cancelled":
+		if l.ss.InitializeParams() == nil {
+			return false
+		}
 		if rid := member(f.params, "requestId"); rid != nil {
 			l.mu.Lock()
 			cancel := l.inflight[string(rid)]
@@ -438,6 +466,107 @@ func (l *lean) divert(ctx context.Context, f frame) bool {
 		}
 	}
 	return false
+}
+
+// The era of a tools/call frame, as requestEra reads it.
+const (
+	eraLegacy = iota // no 2026 _meta: the session's (initialize) era
+	eraModern        // a valid 2026-07-28 _meta the lean path serves
+	eraSDK           // modern, but for the SDK to answer (see requestEra)
+)
+
+// requestEra reads the _meta of a request's params (raw JSON) as the SDK
+// does (validateRequestMeta), cheaply: a frame whose _meta names a protocol
+// version from 2026-07-28 on is modern. The lean path serves a modern frame
+// only when the SDK would accept it as it is: a supported version, client
+// capabilities and client info of the right shape, no per-request log level
+// (which only the SDK's request context carries to the log relay), nothing
+// escaped in _meta (which the scanner would read otherwise than the SDK).
+// Every other modern frame goes to the SDK, which answers or refuses it.
+func requestEra(params []byte) int {
+	meta := member(params, "_meta")
+	if len(meta) == 0 || meta[0] != '{' {
+		return eraLegacy
+	}
+	if bytes.IndexByte(meta, '\\') >= 0 {
+		return eraSDK
+	}
+	pv := member(meta, era.KeyProtocolVersion)
+	if len(pv) == 0 || pv[0] != '"' {
+		return eraLegacy
+	}
+	var version string
+	if err := json.Unmarshal(pv, &version); err != nil || version < modernVersion {
+		return eraLegacy
+	}
+	if !slices.Contains(downstreamVersions, version) {
+		return eraSDK // -32022, with the versions served
+	}
+	if member(meta, era.KeyLogLevel) != nil {
+		return eraSDK
+	}
+	caps := member(meta, era.KeyClientCapabilities)
+	var c clientCapsV2
+	if len(caps) == 0 || caps[0] != '{' || json.Unmarshal(caps, &c) != nil {
+		return eraSDK // -32602: missing or invalid
+	}
+	if info := member(meta, era.KeyClientInfo); info != nil {
+		var impl mcp.Implementation
+		if info[0] != '{' || json.Unmarshal(info, &impl) != nil {
+			return eraSDK
+		}
+	}
+	return eraModern
+}
+
+// clientCapsV2 is the wire shape of 2026 client capabilities, as the SDK
+// decodes it (roots moved out of the legacy struct's shape).
+type clientCapsV2 struct {
+	mcp.ClientCapabilities
+	Roots *mcp.RootCapabilities `json:"roots,omitempty"`
+}
+
+// modernCallResult makes a raw tools/call result strict for a modern
+// client, as the SDK makes the results it encodes: Manifold's identity in
+// _meta serverInfo (in place of an upstream's), and resultType "complete"
+// unless the result already says what it is (an input_required result
+// passes through as it came). A result that is not a JSON object is left
+// alone. For a result without _meta the bytes are the SDK's own.
+func modernCallResult(raw json.RawMessage, serverInfo []byte) json.RawMessage {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) < 2 || raw[0] != '{' || raw[len(raw)-1] != '}' {
+		return raw
+	}
+	entry := append([]byte(`"`+era.KeyServerInfo+`":`), serverInfo...)
+	out := make([]byte, 0, len(raw)+len(entry)+64)
+	meta := member(raw, "_meta")
+	switch {
+	case meta == nil:
+		out = append(append(append(out, `{"_meta":{`...), entry...), '}')
+		if body := bytes.TrimSpace(raw[1 : len(raw)-1]); len(body) > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, raw[1:]...)
+	case meta[0] != '{':
+		return raw // not an object: not a result the SDK would decode either
+	default:
+		at := cap(raw) - cap(meta) // meta is a slice of raw
+		var inner []byte
+		if old := member(meta, era.KeyServerInfo); old != nil {
+			oat := cap(meta) - cap(old)
+			inner = append(append(append(inner, meta[:oat]...), serverInfo...), meta[oat+len(old):]...)
+		} else {
+			inner = append(append(append(inner, '{'), entry...), meta[1:]...)
+			if body := bytes.TrimSpace(meta[1 : len(meta)-1]); len(body) > 0 {
+				inner = append(append(append([]byte{'{'}, entry...), ','), meta[1:]...)
+			}
+		}
+		out = append(append(append(out, raw[:at]...), inner...), raw[at+len(meta):]...)
+	}
+	if member(out, "resultType") == nil {
+		out = append(out[:len(out)-1], `,"resultType":"complete"}`...)
+	}
+	return out
 }
 
 // mapCancel returns the cancellation f as the SDK must see it: a requestId
