@@ -150,7 +150,6 @@ func (s *Server) route(ctx context.Context, next mcp.MethodHandler, method strin
 			return adaptToolList(lr, v), nil
 		}
 		return s.modernToolList(lr), nil
-		return res, err
 	case "prompts/list":
 		s.listing(ctx, req, catPrompts)
 	case "resources/list", "resources/templates/list":

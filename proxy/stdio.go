@@ -523,7 +523,7 @@ func requestEra(params []byte) int {
 // decodes it (roots moved out of the legacy struct's shape).
 type clientCapsV2 struct {
 	mcp.ClientCapabilities
-	Roots *mcp.RootCapabilities `json:"roots,omitempty"`
+	Roots *mcp.RootCapabilities `json:"roots,omitempty"` //lint:ignore SA1019 roots are part of the protocol versions served
 }
 
 // modernCallResult makes a raw tools/call result strict for a modern

@@ -11,7 +11,7 @@ const (
 	KeyProtocolVersion    = mcp.MetaKeyProtocolVersion
 	KeyClientInfo         = mcp.MetaKeyClientInfo
 	KeyClientCapabilities = mcp.MetaKeyClientCapabilities
-	KeyLogLevel           = mcp.MetaKeyLogLevel
+	KeyLogLevel           = mcp.MetaKeyLogLevel //lint:ignore SA1019 the per-request log level is part of 2026-07-28
 	KeyServerInfo         = mcp.MetaKeyServerInfo
 )
 
