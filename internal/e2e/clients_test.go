@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -132,6 +133,29 @@ func TestClaudeCodeSnippet(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(methods, " "), "tools/list") {
 		t.Errorf("Claude Code sent %v: no tools/list", methods)
+	}
+	// Claude Code opens with server/discover at 2026-07-28; Manifold serves
+	// that era, so the answer is a DiscoverResult (not -32022) and Claude
+	// goes on in 2026-07-28, with no initialize.
+	if len(sent) == 0 || method(sent[0]) != "server/discover" {
+		t.Fatalf("Claude Code's first frame is not server/discover: %v", methods)
+	}
+	for _, f := range answered {
+		if string(f["id"]) != string(sent[0]["id"]) {
+			continue
+		}
+		var r struct {
+			SupportedVersions []string `json:"supportedVersions"`
+		}
+		if err := json.Unmarshal(f["result"], &r); err != nil || !slices.Contains(r.SupportedVersions, "2026-07-28") {
+			t.Errorf("Manifold's answer to Claude Code's server/discover does not offer 2026-07-28: %s", f["result"])
+		}
+		if f["error"] != nil {
+			t.Errorf("Manifold answered Claude Code's server/discover with an error: %s", f["error"])
+		}
+	}
+	if slices.Contains(methods, "initialize") {
+		t.Errorf("Claude Code fell back to initialize (%v): the 2026-07-28 face did not serve it", methods)
 	}
 	var tools int
 	for _, f := range answered {
