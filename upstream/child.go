@@ -65,6 +65,19 @@ type child struct {
 
 	stderr tail
 
+	sdkR *io.PipeReader // the SDK's side of stdout
+	sdkW *io.PipeWriter // readStdout's side; also written by replayDiscover
+
+	// replay, when set, is the probe's DiscoverResult: the SDK's own
+	// server/discover is answered with it instead of asking the server again.
+	replay atomic.Pointer[json.RawMessage]
+	// meta, when set (a modern server), is added to the _meta of every raw
+	// request where absent.
+	meta atomic.Pointer[[]metaMember]
+	// probeStop shortens the stop sequence of a probe process that failed
+	// the probe (see stopGraces).
+	probeStop atomic.Bool
+
 	progress func(*mcp.ProgressNotificationParams) // Options.Progress; nil: the SDK handles progress
 	// Options.Log; nil: the SDK handles log messages.
 	logMsg func(*mcp.LoggingMessageParams) //lint:ignore SA1019 logging is part of the protocol versions the proxy serves
@@ -94,9 +107,9 @@ const (
 	noiseLogBytes = 200
 )
 
-// startChild spawns opts.Command and completes initialize. On failure the
-// process group has been killed and reaped before it returns.
-func (u *Upstream) startChild(ctx context.Context, opts Options) error {
+// spawnChild starts opts.Command with its pipes and the goroutines that own
+// them, and sets u.child. It does not speak MCP yet.
+func (u *Upstream) spawnChild(opts Options) (*child, error) {
 	cmd := exec.Command(opts.Command, opts.Args...)
 	cmd.Env = append(os.Environ(), opts.Env...)
 	cmd.Dir = opts.Dir
@@ -110,7 +123,7 @@ func (u *Upstream) startChild(ctx context.Context, opts Options) error {
 				p[0].Close()
 				p[1].Close()
 			}
-			return fmt.Errorf("upstream %q: creating pipes: %w", u.name, err)
+			return nil, fmt.Errorf("upstream %q: creating pipes: %w", u.name, err)
 		}
 		pipes[i] = [2]*os.File{r, w}
 	}
@@ -125,9 +138,9 @@ func (u *Upstream) startChild(ctx context.Context, opts Options) error {
 		pipes[1][0].Close()
 		pipes[2][0].Close()
 		if errors.Is(err, exec.ErrNotFound) {
-			return fmt.Errorf("upstream %q: executable %q not found in PATH; install it or set command to its full path: %w", u.name, opts.Command, err)
+			return nil, fmt.Errorf("upstream %q: executable %q not found in PATH; install it or set command to its full path: %w", u.name, opts.Command, err)
 		}
-		return fmt.Errorf("upstream %q: cannot start %q: %w", u.name, opts.Command, err)
+		return nil, fmt.Errorf("upstream %q: cannot start %q: %w", u.name, opts.Command, err)
 	}
 
 	if err := opts.Reaper.register(cmd.Process.Pid); err != nil {
@@ -156,26 +169,32 @@ func (u *Upstream) startChild(ctx context.Context, opts Options) error {
 		stderrDone:  make(chan struct{}),
 	}
 	u.child = c
-	pr, pw := io.Pipe()
-	go c.readStdout(pw)
+	c.sdkR, c.sdkW = io.Pipe()
+	go c.readStdout(c.sdkW)
 	go c.readStderr()
 	go c.wait()
 	go c.monitor()
+	return c, nil
+}
 
+// connectChild connects the SDK client to the spawned child c at version
+// (initialize, or server/discover for ModernVersion). On failure the process
+// group has been killed and reaped before it returns.
+func (u *Upstream) connectChild(ctx context.Context, c *child, opts Options, version string) error {
 	startCtx, cancel := context.WithTimeout(ctx, opts.StartupTimeout)
 	defer cancel()
 	transport := &mcp.IOTransport{
-		Reader:        pr,
+		Reader:        c.sdkR,
 		Writer:        stdinWriter{c},
 		MaxLineLength: c.max + 64, // readStdout enforces the limit
 	}
-	cs, err := u.newClient(opts).Connect(startCtx, repairTransport{transport, u}, sessionOptions())
+	cs, err := u.newClient(opts).Connect(startCtx, repairTransport{transport, u}, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err == nil {
 		u.session = cs
 		return nil
 	}
 	c.abort()
-	ps := cmd.ProcessState
+	ps := c.cmd.ProcessState
 	what := "initialize failed"
 	switch {
 	case ctx.Err() != nil:
@@ -305,10 +324,11 @@ func (c *child) waitExit(d time.Duration) bool {
 // reaped. It is the only way a child is stopped.
 func (c *child) stopProcess() {
 	c.closeStdin()
+	stdinGrace, grace := c.stopGraces()
 	for _, step := range []struct {
 		wait time.Duration
 		sig  syscall.Signal
-	}{{c.stdinGrace, syscall.SIGTERM}, {c.grace, syscall.SIGKILL}} {
+	}{{stdinGrace, syscall.SIGTERM}, {grace, syscall.SIGKILL}} {
 		if c.waitExit(step.wait) {
 			return
 		}
@@ -317,6 +337,83 @@ func (c *child) stopProcess() {
 		c.signal(sig)
 	}
 	<-c.exited
+}
+
+// probeStdinGrace bounds the wait between closing the stdin of a probe
+// process that failed the probe and its SIGTERM: a legacy server confused by
+// server/discover is not trusted to exit by itself, and the fresh process
+// waits for it. SIGTERM to SIGKILL keeps the full grace, so that a launcher
+// (npx) interrupted while it installs can still leave its cache whole.
+const probeStdinGrace = 500 * time.Millisecond
+
+// stopGraces returns the waits of the stop sequence.
+func (c *child) stopGraces() (stdinGrace, grace time.Duration) {
+	if c.probeStop.Load() {
+		return min(c.stdinGrace, probeStdinGrace), c.grace
+	}
+	return c.stdinGrace, c.grace
+}
+
+// probeID is the raw-path id of the server/discover probe ("mf.0"); raw
+// calls count from 1.
+const probeID = 0
+
+// probe sends server/discover with meta on the raw path and waits up to
+// timeout for the answer: the result bytes, a *jsonrpc.Error, an error
+// wrapping ErrClosed if the server exited, errProbeTimeout, or ctx's error.
+func (c *child) probe(ctx context.Context, meta []metaMember, timeout time.Duration) (json.RawMessage, error) {
+	ch := make(chan reply, 1)
+	c.pmu.Lock()
+	if err := c.ended; err != nil {
+		c.pmu.Unlock()
+		return nil, err
+	}
+	c.pending[probeID] = func(r reply) { ch <- r }
+	c.pmu.Unlock()
+	frame := []byte(`{"jsonrpc":"2.0","id":"mf.0","method":"server/discover","params":{"_meta":{`)
+	frame = appendMeta(frame, meta)
+	frame = append(frame[:len(frame)-1], "}}}\n"...)
+	if _, err := c.write(frame); err != nil {
+		c.forget(probeID)
+		return nil, fmt.Errorf("upstream %q: sending server/discover: %v: %w", c.name, err, ErrClosed)
+	}
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case r := <-ch:
+		return r.result, r.err
+	case <-t.C:
+		if !c.forget(probeID) {
+			r := <-ch
+			return r.result, r.err
+		}
+		return nil, errProbeTimeout
+	case <-ctx.Done():
+		c.forget(probeID)
+		return nil, ctx.Err()
+	}
+}
+
+// replayDiscover answers the SDK's server/discover request frame with the
+// probe's result, once, and reports whether it did.
+func (c *child) replayDiscover(frame []byte) bool {
+	r := c.replay.Load()
+	if r == nil {
+		return false
+	}
+	m, ok := splitObject(frame)
+	if !ok || string(m.method) != `"server/discover"` || m.id == nil || !c.replay.CompareAndSwap(r, nil) {
+		return false
+	}
+	resp := make([]byte, 0, len(*r)+64)
+	resp = append(resp, `{"jsonrpc":"2.0","id":`...)
+	resp = append(resp, m.id...)
+	resp = append(resp, `,"result":`...)
+	resp = append(resp, *r...)
+	resp = append(resp, "}\n"...)
+	// Not on the SDK's writing goroutine: the pipe waits for its reader.
+	go func() { _, _ = c.sdkW.Write(resp) }()
+	return true
 }
 
 // monitor owns the process lifecycle and closes u.done. A server whose
@@ -396,6 +493,9 @@ func (c *child) write(frame []byte) (int, error) {
 type stdinWriter struct{ c *child }
 
 func (w stdinWriter) Write(p []byte) (int, error) {
+	if w.c.replayDiscover(p) {
+		return len(p), nil
+	}
 	w.c.noteSent(p)
 	return w.c.write(p)
 }
@@ -797,6 +897,9 @@ func (c *child) callTool(ctx context.Context, params json.RawMessage) (json.RawM
 	c.pending[id] = func(r reply) { ch <- r } // capacity 1, one reply per call
 	c.pmu.Unlock()
 
+	if m := c.meta.Load(); m != nil {
+		params = withMeta(params, *m)
+	}
 	bp := framePool.Get().(*[]byte)
 	frame := appendCallFrame((*bp)[:0], id, params)
 	_, err := c.write(frame)
@@ -872,6 +975,9 @@ func (c *child) callToolAsync(ctx context.Context, params json.RawMessage, done 
 	})
 	stopMu.Unlock()
 
+	if m := c.meta.Load(); m != nil {
+		params = withMeta(params, *m)
+	}
 	bp := framePool.Get().(*[]byte)
 	frame := appendCallFrame((*bp)[:0], id, params)
 	_, err := c.write(frame)

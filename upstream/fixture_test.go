@@ -3,6 +3,7 @@
 package upstream
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -79,6 +81,12 @@ func runFixture(mode string) {
 		serve(ctx, &mcp.StdioTransport{})
 	case "sleeper":
 		time.Sleep(300 * time.Second)
+	case "modern", "legacy", "dual":
+		writeEvent("start " + strconv.Itoa(os.Getpid()))
+		serve(ctx, &mcp.IOTransport{Reader: countDiscover(os.Stdin, ""), Writer: os.Stdout})
+	case "d-methodnotfound", "d-error", "d-ignore", "d-exit", "d-garbage", "d-notresult", "d-no2026", "d-wrongid":
+		writeEvent("start " + strconv.Itoa(os.Getpid()))
+		serve(ctx, &mcp.IOTransport{Reader: countDiscover(os.Stdin, strings.TrimPrefix(mode, "d-")), Writer: &lockedStdout})
 	default:
 		log.Fatalf("unknown fixture mode %q", mode)
 	}
@@ -91,9 +99,106 @@ func serve(ctx context.Context, t mcp.Transport) {
 	}
 }
 
+// lockedStdout serialises frames of the server and of countDiscover.
+var lockedStdout = lockedWriter{w: os.Stdout}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func (l *lockedWriter) Close() error { return nil }
+
+// countDiscover passes stdin on, recording "discover <pid>" for each
+// server/discover request and answering it itself as how says ("" lets the
+// server answer).
+func countDiscover(in io.Reader, how string) io.ReadCloser {
+	pr, pw := io.Pipe()
+	go func() {
+		br := bufio.NewReader(in)
+		for {
+			line, err := br.ReadBytes('\n')
+			var req struct {
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
+			}
+			if len(line) > 0 && json.Unmarshal(line, &req) == nil && req.Method == "server/discover" {
+				writeEvent("discover " + strconv.Itoa(os.Getpid()))
+				reply := func(body string) {
+					fmt.Fprintf(&lockedStdout, `{"jsonrpc":"2.0","id":%s,%s}`+"\n", req.ID, body)
+				}
+				handled := true
+				switch how {
+				case "":
+					handled = false
+				case "methodnotfound":
+					reply(`"error":{"code":-32601,"message":"Method not found"}`)
+				case "error":
+					reply(`"error":{"code":-32000,"message":"busy"}`)
+				case "ignore":
+				case "exit":
+					os.Exit(5)
+				case "garbage":
+					fmt.Fprintln(&lockedStdout, "discover what?")
+				case "notresult":
+					reply(`"result":{"supportedVersions":"2026-07-28"}`)
+				case "no2026":
+					reply(`"result":{"supportedVersions":["2025-11-25"],"capabilities":{}}`)
+				case "wrongid":
+					fmt.Fprintln(&lockedStdout, `{"jsonrpc":"2.0","id":"mf.77","result":{"supportedVersions":["2026-07-28"],"capabilities":{}}}`)
+					fmt.Fprintln(&lockedStdout, `{"jsonrpc":"2.0","id":123456,"result":{"supportedVersions":["2026-07-28"],"capabilities":{}}}`)
+				}
+				if handled {
+					continue
+				}
+			}
+			if len(line) > 0 {
+				if _, werr := pw.Write(line); werr != nil {
+					return
+				}
+			}
+			if err != nil {
+				pw.CloseWithError(err)
+				return
+			}
+		}
+	}()
+	return pr
+}
+
+// fixtureVersions is the protocol versions of the fixture server: both eras
+// unless UPSTREAM_TEST_FIXTURE says modern or legacy (the d-* modes are
+// legacy servers with a misbehaving server/discover).
+func fixtureVersions() []string {
+	mode := os.Getenv(envMode)
+	switch {
+	case mode == "modern":
+		return []string{ModernVersion}
+	case mode == "legacy" || strings.HasPrefix(mode, "d-"):
+		return []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+	}
+	return nil
+}
+
 // newFixtureServer serves the test tools; remote tests serve it over HTTP.
 func newFixtureServer() *mcp.Server {
-	s := mcp.NewServer(&mcp.Implementation{Name: "fixture", Version: "1.0.0"}, nil)
+	s := mcp.NewServer(&mcp.Implementation{Name: "fixture", Version: "1.0.0"}, &mcp.ServerOptions{SupportedProtocolVersions: fixtureVersions()})
+	if os.Getenv(envMode) == "modern" {
+		s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				if method == "initialize" {
+					return nil, &jsonrpc.Error{Code: mcp.CodeUnsupportedProtocolVersion, Message: "modern only"}
+				}
+				return next(ctx, method, req)
+			}
+		})
+	}
 	obj := map[string]any{"type": "object"}
 	text := func(s string) *mcp.CallToolResult {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}

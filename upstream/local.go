@@ -23,6 +23,7 @@ func (u *Upstream) dialLocal(ctx context.Context, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("upstream %q: %w", u.name, err)
 	}
+	u.era.Source = SourcePin // plugins speak the initialize era
 	cs, err := u.newClient(opts).Connect(ctx, repairTransport{t, u}, sessionOptions())
 	if err != nil {
 		if ctx.Err() != nil {

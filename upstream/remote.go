@@ -61,7 +61,16 @@ func (u *Upstream) dial(ctx context.Context, opts Options) error {
 	// life and startup is bounded by cancelling life.
 	timer := time.AfterFunc(opts.StartupTimeout, func() { cancel(errStartupTimeout) })
 	stopCtx := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
-	cs, err := u.newClient(opts).Connect(life, t, sessionOptions())
+	version, key := u.remoteEra(opts)
+	bt.probeTimeout = opts.ProbeTimeout
+	if bt.probeTimeout <= 0 {
+		bt.probeTimeout = DefaultProbeTimeout
+	}
+	if u.era.Source == SourceCache || opts.Protocol == ProtocolModern {
+		bt.probeTimeout = 0 // believed modern: discover is its handshake
+	}
+	began := time.Now()
+	cs, err := u.newClient(opts).Connect(life, t, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	timerStopped, ctxStopped := timer.Stop(), stopCtx()
 	if err == nil && (!timerStopped || !ctxStopped) { // too late after all
 		bt.close()
@@ -81,10 +90,52 @@ func (u *Upstream) dial(ctx context.Context, opts Options) error {
 		}
 		return fmt.Errorf("upstream %q: connecting over %s: %w", u.name, transportName(opts.Transport), err)
 	}
+	if version == ModernVersion {
+		negotiated := cs.InitializeResult().ProtocolVersion
+		if opts.Protocol == ProtocolModern && negotiated < ModernVersion {
+			_ = cs.Close()
+			cancel(ErrClosed)
+			bt.close()
+			base.CloseIdleConnections()
+			return fmt.Errorf("upstream %q: protocol = %q is pinned, but the server at %s answered server/discover so that the session fell back to %s: it does not speak %s; set protocol = %q (or %q)",
+				u.name, ModernVersion, opts.URL, negotiated, ModernVersion, ProtocolAuto, ProtocolLegacy)
+		}
+		if u.era.Source == SourceProbe {
+			u.era.ProbeCost = time.Since(began)
+			u.era.Probe = "discover result"
+			if negotiated < ModernVersion {
+				u.era.Probe = "no 2026-07-28 discover result; initialized instead"
+			}
+		}
+		opts.Eras.put(key, negotiated >= ModernVersion)
+	}
 	u.session = cs
 	u.remote = &remote{u: u, cancel: cancel, http: bt, transport: base}
 	go u.remote.watch()
 	return nil
+}
+
+// remoteEra returns the version to connect to opts.URL at, and the cache
+// key of its origin; it sets u.era.Source.
+func (u *Upstream) remoteEra(opts Options) (version, key string) {
+	key = remoteEraKey(opts.URL)
+	switch {
+	case opts.Transport == "sse", opts.Protocol == ProtocolLegacy:
+		u.era.Source = SourcePin // the SSE transport is of the initialize era
+		return protocolVersion, key
+	case opts.Protocol == ProtocolModern:
+		u.era.Source = SourcePin
+		return ModernVersion, key
+	}
+	if modern, ok := opts.Eras.get(key); ok {
+		u.era.Source = SourceCache
+		if !modern {
+			return protocolVersion, key
+		}
+		return ModernVersion, key
+	}
+	u.era.Source = SourceProbe
+	return ModernVersion, key
 }
 
 func transportName(t string) string {
@@ -150,6 +201,10 @@ type boundTransport struct {
 	// repair, if set, repairs the response to a posted list request
 	// (listrepair.go). Set before the first request.
 	repair func(method string, resp *http.Response)
+	// probeTimeout, if not zero, bounds a server/discover request, so that a
+	// server that never answers it falls back to initialize in time. Set
+	// before the first request.
+	probeTimeout time.Duration
 
 	mu        sync.Mutex
 	gen       context.Context    // guarded by mu
@@ -182,6 +237,9 @@ func (t *boundTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	gen := t.gen
 	t.mu.Unlock()
 	ctx, cancel := context.WithCancel(req.Context())
+	if t.probeTimeout > 0 && req.Header.Get("Mcp-Method") == "server/discover" {
+		ctx, cancel = context.WithTimeout(req.Context(), t.probeTimeout)
+	}
 	stop := context.AfterFunc(gen, cancel)
 	release := func() {
 		stop()

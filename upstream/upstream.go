@@ -16,8 +16,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -73,6 +76,24 @@ type Options struct {
 	// end of their input). If zero, StopGrace.
 	StdinGrace time.Duration
 
+	// Protocol pins the protocol era: ProtocolAuto probes server/discover
+	// (a child process, once per server: the verdict is cached in Eras) or
+	// lets the SDK's discover-then-initialize decide (a remote server, once
+	// per origin); ProtocolModern ("2026-07-28") speaks only the stateless
+	// era and fails against a server that does not; ProtocolLegacy sends no
+	// server/discover and initializes at 2025-11-25. If empty, auto. A
+	// server reached through Dial (a plugin) and an "sse" server always
+	// speak the initialize era.
+	Protocol string
+	// ProbeTimeout bounds the wait for the answer to the server/discover
+	// probe of a server whose era is not cached. If zero,
+	// DefaultProbeTimeout. A server pinned or cached as modern is given
+	// StartupTimeout instead.
+	ProbeTimeout time.Duration
+	// Eras caches the era of each server across starts. If nil, every start
+	// of an auto server probes.
+	Eras *EraCache
+
 	// Dial, if set, supplies the transport to the server instead of Command
 	// or URL, for servers the proxy runs in-process (plugins). The
 	// transport's owner runs and stops the server. If nil, Command or URL.
@@ -120,6 +141,11 @@ type Upstream struct {
 	maxMsg  int
 	client  *mcp.Client
 	session *mcp.ClientSession
+	init    *mcp.InitializeResult // the session's, bounded (sanitize)
+	era     EraInfo               // Source, Probe and ProbeCost; set during Start
+
+	logLevel atomic.Pointer[string] // the per-request log level of a modern server; nil: none
+	reqMeta  []metaMember           // the _meta of a modern child's raw requests; set during Start
 
 	done chan struct{} // closed when the connection has ended
 	err  error         // why it ended; written before done is closed
@@ -160,6 +186,9 @@ func Start(ctx context.Context, opts Options) (*Upstream, error) {
 		maxMsg:  opts.MaxMessageBytes,
 		done:    make(chan struct{}),
 	}
+	if err := checkProtocol(u.name, opts.Protocol); err != nil {
+		return nil, err
+	}
 	switch {
 	case opts.Dial != nil:
 		if err := u.dialLocal(ctx, opts); err != nil {
@@ -178,12 +207,21 @@ func Start(ctx context.Context, opts Options) (*Upstream, error) {
 	default:
 		return nil, fmt.Errorf("upstream %q: neither command nor url is set; set one", u.name)
 	}
+	u.init = sanitize(u.session.InitializeResult())
 	var server string
-	if info := u.session.InitializeResult().ServerInfo; info != nil {
+	if info := u.init.ServerInfo; info != nil {
 		server = info.Name + " " + info.Version
 	}
-	u.log.Info("upstream started", "pid", u.PID(), "server", server)
+	u.log.Info("upstream started", "pid", u.PID(), "server", server, "protocol", u.ProtocolVersion(), "era_from", u.era.Source)
 	return u, nil
+}
+
+// reset forgets a probe process that was stopped, before a fresh one is
+// started. Only Start calls it, before anyone else has seen u.
+func (u *Upstream) reset() {
+	u.done = make(chan struct{})
+	u.err = nil
+	u.child = nil
 }
 
 // newClient builds the SDK client for opts.
@@ -199,9 +237,65 @@ func (u *Upstream) newClient(opts Options) *mcp.Client {
 	if copts.Logger == nil {
 		copts.Logger = u.log
 	}
+	// An input_required result of a modern server reaches the proxy as it
+	// came (the proxy bridges it), instead of the SDK answering it.
+	copts.MultiRoundTrip = &mcp.MultiRoundTripOptions{Disabled: true}
 	u.client = mcp.NewClient(info, &copts)
 	u.client.AddReceivingMiddleware(opts.Middleware...)
+	u.client.AddSendingMiddleware(u.logLevelMiddleware)
 	return u.client
+}
+
+// logLevelMiddleware adds the per-request log level (SetLogLevel) to the
+// _meta of every request the SDK sends to a modern server, where absent.
+func (u *Upstream) logLevelMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		lvl := u.logLevel.Load()
+		if lvl == nil || strings.HasPrefix(method, "notifications/") || method == "server/discover" {
+			return next(ctx, method, req)
+		}
+		if p := req.GetParams(); p != nil && !isNilParams(p) {
+			m := p.GetMeta()
+			if m == nil {
+				m = map[string]any{}
+			}
+			if _, ok := m[metaLogLevel]; !ok {
+				m[metaLogLevel] = *lvl
+				p.SetMeta(m)
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// isNilParams reports whether p is a typed nil pointer.
+func isNilParams(p mcp.Params) bool {
+	v := reflect.ValueOf(p)
+	return v.Kind() == reflect.Pointer && v.IsNil()
+}
+
+// SetLogLevel sets the log level for the server: for the initialize era
+// with logging/setLevel (which it returns the error of), for a modern server
+// (which has no logging/setLevel) as the per-request level in the _meta of
+// every later request.
+//
+//lint:ignore SA1019 logging is part of the protocol versions the proxy serves
+func (u *Upstream) SetLogLevel(ctx context.Context, level mcp.LoggingLevel) error {
+	if !u.Modern() {
+		return u.session.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: level}) //lint:ignore SA1019 logging is part of the protocol versions the proxy serves
+	}
+	lvl := string(level)
+	u.logLevel.Store(&lvl)
+	if u.child != nil {
+		m := append(slices.Clone(u.reqMeta), metaMember{metaLogLevel, mustJSON(lvl)})
+		u.child.meta.Store(&m)
+	}
+	return nil
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, _ := json.Marshal(v)
+	return b
 }
 
 // NotifyRootsChanged sends notifications/roots/list_changed to the server, so
@@ -214,7 +308,7 @@ func (u *Upstream) NotifyRootsChanged() {
 	u.client.AddRoots(&mcp.Root{URI: "manifold:roots-changed"}) //lint:ignore SA1019 roots are part of the protocol versions the proxy serves
 }
 
-// sessionOptions pins the protocol version of every upstream connection.
+// sessionOptions pins the initialize era, for servers reached through Dial.
 func sessionOptions() *mcp.ClientSessionOptions {
 	return &mcp.ClientSessionOptions{ProtocolVersion: protocolVersion}
 }
@@ -229,6 +323,9 @@ func (u *Upstream) Session() *mcp.ClientSession { return u.session }
 // ModernVersion for a server of the stateless era, else the initialize-era
 // version it accepted (such as "2025-11-25").
 func (u *Upstream) ProtocolVersion() string {
+	if u.session == nil {
+		return ""
+	}
 	if ir := u.session.InitializeResult(); ir != nil {
 		return ir.ProtocolVersion
 	}
@@ -242,9 +339,14 @@ func (u *Upstream) Modern() bool {
 	return u.ProtocolVersion() >= ModernVersion
 }
 
-// InitializeResult returns what the server said at initialize.
+// InitializeResult returns what the server said at initialize (or, for a
+// modern server, in its DiscoverResult), with its instructions and server
+// info bounded and stripped of control characters.
 func (u *Upstream) InitializeResult() *mcp.InitializeResult {
-	return u.session.InitializeResult()
+	if u.init != nil {
+		return u.init
+	}
+	return sanitize(u.session.InitializeResult())
 }
 
 // PID returns the child's pid, which is also its process group id; for a

@@ -1087,7 +1087,7 @@ func TestCallToolRawAsync(t *testing.T) {
 // TestProtocolVersionLegacy: a server of the initialize era reports the
 // version it accepted and is not modern.
 func TestProtocolVersionLegacy(t *testing.T) {
-	u := start(t, fixtureOptions(t, "serve"))
+	u := start(t, fixtureOptions(t, "legacy"))
 	if got, want := u.ProtocolVersion(), "2025-11-25"; got != want {
 		t.Errorf("ProtocolVersion() = %q, want %q", got, want)
 	}

@@ -1,0 +1,603 @@
+//lint:file-ignore SA1019 roots, sampling and logging are part of the protocol versions the proxy serves
+
+package upstream
+
+// This file decides which protocol era a server speaks (issue 11): the
+// initialize era ("legacy", 2024-11-05 … 2025-11-25) or the stateless one
+// (2026-07-28: server/discover, _meta on every request). A child process is
+// probed with server/discover before the SDK connects; the verdict is cached
+// per server so that restarts do not pay the probe again.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Values of Options.Protocol.
+const (
+	ProtocolAuto   = "auto"
+	ProtocolModern = ModernVersion
+	ProtocolLegacy = "legacy"
+)
+
+// DefaultProbeTimeout is the zero value of Options.ProbeTimeout: long enough
+// for a started server to answer one request (a go-sdk or TypeScript server
+// answers server/discover, or an error, in milliseconds), short enough that a
+// legacy server which silently ignores unknown methods delays its first start
+// by little; the verdict is cached, so the wait is paid once per server.
+const DefaultProbeTimeout = 2 * time.Second
+
+// Where an upstream's era came from (EraInfo.Source).
+const (
+	SourceProbe = "probe" // probed at this start
+	SourceCache = "cache" // a probe at an earlier start, cached
+	SourcePin   = "pin"   // Options.Protocol pins it (or the transport has one era)
+)
+
+// EraInfo says which era an upstream speaks and how that was decided.
+type EraInfo struct {
+	// Modern is true for the stateless era (2026-07-28).
+	Modern bool `json:"modern"`
+	// Version is the negotiated protocol version.
+	Version string `json:"version"`
+	// Source is SourceProbe, SourceCache or SourcePin.
+	Source string `json:"source"`
+	// Probe says what the probe saw ("discover result", "error -32601",
+	// "no answer within 2s", …); empty when there was no probe.
+	Probe string `json:"probe,omitempty"`
+	// ProbeCost is how long the probe took, including stopping a probe
+	// process the server could not be trusted to keep; zero without a probe.
+	ProbeCost time.Duration `json:"-"`
+}
+
+// Era returns which era the server speaks and how that was decided.
+func (u *Upstream) Era() EraInfo {
+	e := u.era
+	e.Version = u.ProtocolVersion()
+	e.Modern = u.Modern()
+	return e
+}
+
+// EraCache remembers each server's era across starts, so that supervision
+// restarts and per-session processes do not probe again. It is safe for
+// concurrent use. The zero value is not usable; use NewEraCache.
+type EraCache struct {
+	mu sync.Mutex
+	m  map[string]bool // guarded by mu; key -> modern
+}
+
+// NewEraCache returns an empty cache.
+func NewEraCache() *EraCache { return &EraCache{m: make(map[string]bool)} }
+
+func (c *EraCache) get(key string) (modern, ok bool) {
+	if c == nil || key == "" {
+		return false, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	modern, ok = c.m[key]
+	return modern, ok
+}
+
+func (c *EraCache) put(key string, modern bool) {
+	if c == nil || key == "" {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.m[key] = modern
+}
+
+// Len returns the number of servers cached.
+func (c *EraCache) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.m)
+}
+
+// childEraKey identifies a child server for the cache: its command line,
+// environment, folder and the identity of the executable (resolved path,
+// size and modification time), so that an upgraded binary is probed again.
+// A server that a launcher fetches (npx pkg@latest) keeps its key across
+// versions of the package; a cached modern verdict that then fails its
+// discover falls back once and is corrected.
+func childEraKey(opts Options) string {
+	path := opts.Command
+	if p, err := exec.LookPath(opts.Command); err == nil {
+		path = p
+	}
+	var id string
+	if fi, err := os.Stat(path); err == nil {
+		id = fmt.Sprintf("%d@%d", fi.Size(), fi.ModTime().UnixNano())
+	}
+	b, _ := json.Marshal(struct {
+		Path, ID, Dir string
+		Args, Env     []string
+	}{path, id, opts.Dir, opts.Args, opts.Env})
+	return "cmd:" + string(b)
+}
+
+// remoteEraKey identifies a remote server by its origin.
+func remoteEraKey(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "url:" + raw
+	}
+	return "url:" + strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Host)
+}
+
+// offeredCaps returns the client capabilities the SDK client for opts
+// declares on 2026-07-28 (mcp.Client's own computation, which is not
+// exported), in their wire shape (roots from RootsV2).
+func offeredCaps(opts Options) json.RawMessage {
+	caps := &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{ListChanged: true}}
+	var co mcp.ClientOptions
+	if opts.Client != nil {
+		co = *opts.Client
+	}
+	if co.Capabilities != nil {
+		c := *co.Capabilities
+		caps = &c
+	}
+	if (co.CreateMessageHandler != nil || co.CreateMessageWithToolsHandler != nil) && caps.Sampling == nil {
+		caps.Sampling = &mcp.SamplingCapabilities{}
+		if co.CreateMessageWithToolsHandler != nil {
+			caps.Sampling.Tools = &mcp.SamplingToolsCapabilities{}
+		}
+	}
+	if co.ElicitationHandler != nil && caps.Elicitation == nil {
+		caps.Elicitation = &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}
+	}
+	b, err := json.Marshal(caps)
+	if err != nil {
+		return json.RawMessage(`{}`)
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(b, &m) != nil {
+		return json.RawMessage(`{}`)
+	}
+	delete(m, "roots")
+	if caps.RootsV2 != nil {
+		m["roots"], _ = json.Marshal(caps.RootsV2)
+	}
+	out, _ := json.Marshal(m)
+	return out
+}
+
+// Keys of the per-request _meta of the stateless era.
+const (
+	metaVersion  = "io.modelcontextprotocol/protocolVersion"
+	metaInfo     = "io.modelcontextprotocol/clientInfo"
+	metaCaps     = "io.modelcontextprotocol/clientCapabilities"
+	metaLogLevel = "io.modelcontextprotocol/logLevel"
+)
+
+// metaMember is one member of the _meta the raw path adds to a request.
+type metaMember struct {
+	key   string // unquoted
+	value json.RawMessage
+}
+
+// requestMeta returns the _meta members every request to a modern server
+// carries: the protocol version, Manifold's client info and the
+// capabilities offered to the server.
+func requestMeta(opts Options) []metaMember {
+	info := opts.ClientInfo
+	if info == nil {
+		info = &mcp.Implementation{Name: "manifold"}
+	}
+	ib, _ := json.Marshal(info)
+	return []metaMember{
+		{metaVersion, json.RawMessage(`"` + ModernVersion + `"`)},
+		{metaInfo, ib},
+		{metaCaps, offeredCaps(opts)},
+	}
+}
+
+// appendMeta appends the members of m as `"key":value,` pairs.
+func appendMeta(dst []byte, m []metaMember) []byte {
+	for _, mm := range m {
+		dst = append(dst, '"')
+		dst = append(dst, mm.key...)
+		dst = append(dst, `":`...)
+		dst = append(dst, mm.value...)
+		dst = append(dst, ',')
+	}
+	return dst
+}
+
+// withMeta returns params (a valid JSON object) with the members of m added
+// to its _meta object where absent: keys already there win. It copies into
+// dst's spare room where it can. Params whose top-level or _meta keys are
+// written with escapes are decoded and re-encoded, so that a key spelled
+// "_m\u0065ta" cannot smuggle a second _meta past the check.
+func withMeta(params []byte, m []metaMember) []byte {
+	if len(m) == 0 {
+		return params
+	}
+	start, end, ok := findMember(params, "_meta")
+	if !ok {
+		if bytes.IndexByte(params, '\\') >= 0 && hasEscapedKey(params) {
+			return withMetaSlow(params, m)
+		}
+		i := bytes.IndexByte(params, '{')
+		out := make([]byte, 0, len(params)+256)
+		out = append(out, params[:i+1]...)
+		out = append(out, `"_meta":{`...)
+		out = appendMeta(out, m)
+		out[len(out)-1] = '}'
+		rest := bytes.TrimLeft(params[i+1:], " \t\r\n")
+		if len(rest) > 0 && rest[0] != '}' {
+			out = append(out, ',')
+		}
+		return append(out, params[i+1:]...)
+	}
+	meta := params[start:end]
+	if len(meta) == 0 || meta[0] != '{' {
+		return withMetaSlow(params, m) // not an object: let the server say so
+	}
+	if hasEscapedKey(params) || hasEscapedKey(meta) {
+		return withMetaSlow(params, m)
+	}
+	var missing []metaMember
+	for _, mm := range m {
+		if _, _, ok := findMember(meta, mm.key); !ok {
+			missing = append(missing, mm)
+		}
+	}
+	if len(missing) == 0 {
+		return params
+	}
+	out := make([]byte, 0, len(params)+256)
+	out = append(out, params[:start+1]...)
+	out = appendMeta(out, missing)
+	rest := bytes.TrimLeft(meta[1:], " \t\r\n")
+	if len(rest) > 0 && rest[0] == '}' {
+		out = out[:len(out)-1]
+	}
+	out = append(out, params[start+1:]...)
+	return out
+}
+
+// withMetaSlow is withMeta by decoding: for params with escaped keys.
+func withMetaSlow(params []byte, m []metaMember) []byte {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(params, &obj) != nil {
+		return params
+	}
+	var meta map[string]json.RawMessage
+	if raw, ok := obj["_meta"]; ok {
+		if json.Unmarshal(raw, &meta) != nil {
+			return params // not an object: the server says what is wrong
+		}
+	}
+	if meta == nil {
+		meta = make(map[string]json.RawMessage)
+	}
+	for _, mm := range m {
+		if _, ok := meta[mm.key]; !ok {
+			meta[mm.key] = mm.value
+		}
+	}
+	obj["_meta"], _ = json.Marshal(meta)
+	out, err := json.Marshal(obj)
+	if err != nil {
+		return params
+	}
+	return out
+}
+
+// findMember finds the value of the top-level member key of obj, a valid
+// JSON object. Keys written with escapes are not recognised.
+func findMember(obj []byte, key string) (start, end int, ok bool) {
+	i := skipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return 0, 0, false
+	}
+	i = skipSpace(obj, i+1)
+	for i < len(obj) && obj[i] == '"' {
+		kend := skipString(obj, i)
+		k := obj[i+1 : kend-1]
+		i = skipSpace(obj, kend)
+		if i >= len(obj) || obj[i] != ':' {
+			return 0, 0, false
+		}
+		i = skipSpace(obj, i+1)
+		vend := skipValue(obj, i)
+		if string(k) == key {
+			return i, vend, true
+		}
+		i = skipSpace(obj, vend)
+		if i >= len(obj) || obj[i] != ',' {
+			return 0, 0, false
+		}
+		i = skipSpace(obj, i+1)
+	}
+	return 0, 0, false
+}
+
+// hasEscapedKey reports whether a top-level key of obj holds a backslash.
+func hasEscapedKey(obj []byte) bool {
+	i := skipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return false
+	}
+	i = skipSpace(obj, i+1)
+	for i < len(obj) && obj[i] == '"' {
+		kend := skipString(obj, i)
+		if bytes.IndexByte(obj[i:kend], '\\') >= 0 {
+			return true
+		}
+		i = skipSpace(obj, kend)
+		if i >= len(obj) || obj[i] != ':' {
+			return false
+		}
+		i = skipValue(obj, skipSpace(obj, i+1))
+		i = skipSpace(obj, i)
+		if i >= len(obj) || obj[i] != ',' {
+			return false
+		}
+		i = skipSpace(obj, i+1)
+	}
+	return false
+}
+
+// probeOutcome is what a server/discover probe saw.
+type probeOutcome struct {
+	// verdict: verdictModern (a DiscoverResult listing ModernVersion; the
+	// process is kept and the result replayed to the SDK), verdictKnows
+	// (-32022: the server knows the method, so its process is sane and the
+	// initialize goes to it) or verdictLegacy (anything else: the process is
+	// stopped and a fresh one initialized).
+	verdict int
+	what    string          // for EraInfo.Probe and errors
+	result  json.RawMessage // the DiscoverResult, for verdictModern
+	err     *jsonrpc.Error  // the error answer, if any
+}
+
+const (
+	verdictLegacy = iota
+	verdictModern
+	verdictKnows
+)
+
+// classify turns the answer to a probe into an outcome.
+func classify(result json.RawMessage, err error, timeout time.Duration) probeOutcome {
+	var we *jsonrpc.Error
+	switch {
+	case errors.As(err, &we):
+		o := probeOutcome{what: fmt.Sprintf("error %d (%s)", we.Code, clean(we.Message, 200)), err: we}
+		if we.Code == mcp.CodeUnsupportedProtocolVersion {
+			o.verdict = verdictKnows
+		}
+		return o
+	case errors.Is(err, errProbeTimeout):
+		return probeOutcome{what: fmt.Sprintf("no answer within %v", timeout)}
+	case errors.Is(err, ErrClosed):
+		return probeOutcome{what: "the server exited"}
+	case err != nil:
+		return probeOutcome{what: clean(err.Error(), 300)}
+	}
+	var dr struct {
+		SupportedVersions []string `json:"supportedVersions"`
+	}
+	if e := json.Unmarshal(result, &dr); e != nil {
+		return probeOutcome{what: "a result that is not a DiscoverResult"}
+	}
+	var full mcp.DiscoverResult
+	if e := json.Unmarshal(result, &full); e != nil {
+		return probeOutcome{what: "a result that is not a DiscoverResult"}
+	}
+	if !slices.Contains(dr.SupportedVersions, ModernVersion) {
+		return probeOutcome{what: fmt.Sprintf("a DiscoverResult without %s (supported: %s)", ModernVersion, clean(strings.Join(dr.SupportedVersions, ", "), 200))}
+	}
+	return probeOutcome{verdict: verdictModern, what: "discover result", result: result}
+}
+
+var errProbeTimeout = errors.New("probe timeout")
+
+// Bounds on what a server says about itself, which the proxy shows to
+// clients (instructions) and people (status, logs).
+const (
+	maxInstructions = 64 << 10
+	maxInfoField    = 256
+)
+
+// sanitize bounds the instructions and server info of ir in a copy, and
+// drops control characters (escape sequences, bidi overrides) from the
+// server info; instructions keep their newlines and tabs.
+func sanitize(ir *mcp.InitializeResult) *mcp.InitializeResult {
+	if ir == nil {
+		return nil
+	}
+	c := *ir
+	c.Instructions = bound(stripControls(ir.Instructions, true), maxInstructions)
+	if ir.ServerInfo != nil {
+		si := *ir.ServerInfo
+		si.Name = clean(si.Name, maxInfoField)
+		si.Version = clean(si.Version, maxInfoField)
+		si.Title = clean(si.Title, maxInfoField)
+		c.ServerInfo = &si
+	}
+	return &c
+}
+
+// clean is s without control characters, at most n bytes.
+func clean(s string, n int) string { return bound(stripControls(s, false), n) }
+
+// stripControls drops control and bidi-formatting characters, except
+// newlines and tabs when keepLines.
+func stripControls(s string, keepLines bool) string {
+	ok := func(r rune) bool {
+		if keepLines && (r == '\n' || r == '\t') {
+			return true
+		}
+		return !unicode.IsControl(r) && !unicode.Is(unicode.Cf, r) && r != utf8.RuneError
+	}
+	clean := true
+	for _, r := range s {
+		if !ok(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if ok(r) {
+			return r
+		}
+		return -1
+	}, s)
+}
+
+// bound cuts s to at most n bytes at a rune boundary, marking the cut.
+func bound(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const mark = "…(truncated)"
+	cut := n - len(mark)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + mark
+}
+
+// checkProtocol validates Options.Protocol.
+func checkProtocol(name, p string) error {
+	switch p {
+	case "", ProtocolAuto, ProtocolModern, ProtocolLegacy:
+		return nil
+	}
+	return fmt.Errorf("upstream %q: unknown protocol %q; use %q, %q or %q", name, p, ProtocolAuto, ProtocolModern, ProtocolLegacy)
+}
+
+// startChild spawns opts.Command and connects to it in the era that
+// opts.Protocol, the cache or a probe decides. A probe process that failed
+// the probe is stopped and a fresh one initialized. On failure every process
+// it started has been killed and reaped.
+func (u *Upstream) startChild(ctx context.Context, opts Options) error {
+	key := childEraKey(opts)
+	probeTimeout := opts.ProbeTimeout
+	if probeTimeout <= 0 {
+		probeTimeout = DefaultProbeTimeout
+	}
+	pinned := opts.Protocol == ProtocolModern
+	probe := true
+	u.era.Source = SourceProbe
+	switch {
+	case opts.Protocol == ProtocolLegacy:
+		u.era.Source = SourcePin
+		probe = false
+	case pinned:
+		u.era.Source = SourcePin
+		probeTimeout = opts.StartupTimeout
+	default:
+		if modern, ok := opts.Eras.get(key); ok {
+			u.era.Source = SourceCache
+			if !modern {
+				probe = false
+				break
+			}
+			// Believed modern: its discover is its handshake, so it is
+			// given the startup timeout; one that fails it falls back.
+			probeTimeout = opts.StartupTimeout
+		}
+	}
+	c, err := u.spawnChild(opts)
+	if err != nil {
+		return err
+	}
+	if !probe {
+		return u.connectChild(ctx, c, opts, protocolVersion)
+	}
+
+	began := time.Now()
+	u.reqMeta = requestMeta(opts)
+	res, perr := c.probe(ctx, u.reqMeta, probeTimeout)
+	if ctx.Err() != nil {
+		c.abort()
+		return fmt.Errorf("upstream %q: startup cancelled: %w", u.name, ctx.Err())
+	}
+	o := classify(res, perr, probeTimeout)
+	u.era.Probe = o.what
+	switch o.verdict {
+	case verdictModern:
+		u.era.ProbeCost = time.Since(began)
+		c.replay.Store(&o.result)
+		c.meta.Store(&u.reqMeta)
+		if err := u.connectChild(ctx, c, opts, ModernVersion); err != nil {
+			opts.Eras.put(key, false) // probe again next time
+			return err
+		}
+		opts.Eras.put(key, u.Modern())
+		return nil
+	case verdictKnows:
+		if pinned {
+			c.abort()
+			return fmt.Errorf("upstream %q: protocol = %q is pinned, but the server refused it (%s%s); set protocol = %q or %q",
+				u.name, ModernVersion, o.what, supportedOf(o.err), ProtocolAuto, ProtocolLegacy)
+		}
+		u.era.ProbeCost = time.Since(began)
+		c.meta.Store(nil)
+		if err := u.connectChild(ctx, c, opts, protocolVersion); err != nil {
+			return err
+		}
+		opts.Eras.put(key, false)
+		return nil
+	}
+	// Legacy: this process may be confused (or dead); a fresh one gets the
+	// initialize.
+	c.probeStop.Store(true)
+	c.abort()
+	if pinned {
+		return fmt.Errorf("upstream %q: protocol = %q is pinned, but the server answered server/discover with %s, so it does not speak %s%s; set protocol = %q (or %q)",
+			u.name, ModernVersion, o.what, ModernVersion, withTail(c.stderr.String()), ProtocolAuto, ProtocolLegacy)
+	}
+	u.era.ProbeCost = time.Since(began)
+	u.era.Source = SourceProbe
+	u.log.Info("server/discover probe says initialize era; starting a fresh process", "probe", o.what, "probe_ms", u.era.ProbeCost.Milliseconds(), "probe_pid", c.pid)
+	u.reset()
+	c, err = u.spawnChild(opts)
+	if err != nil {
+		return err
+	}
+	if err := u.connectChild(ctx, c, opts, protocolVersion); err != nil {
+		if errors.Is(perr, errProbeTimeout) {
+			err = fmt.Errorf("%w (it did not answer server/discover within probe_timeout %v either: if it speaks only %s and starts slowly, raise probe_timeout or set protocol = %q)",
+				err, probeTimeout, ModernVersion, ProtocolModern)
+		}
+		return err
+	}
+	opts.Eras.put(key, false)
+	return nil
+}
+
+// supportedOf formats the versions a -32022 error says the server supports.
+func supportedOf(we *jsonrpc.Error) string {
+	if we == nil || len(we.Data) == 0 {
+		return ""
+	}
+	var d mcp.UnsupportedProtocolVersionData
+	if json.Unmarshal(we.Data, &d) != nil || len(d.Supported) == 0 {
+		return ""
+	}
+	return "; it supports " + clean(strings.Join(d.Supported, ", "), 200)
+}

@@ -1,0 +1,229 @@
+//go:build linux
+
+package upstream
+
+import (
+	"encoding/json"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// eraEvents returns the pids of the fixture's "start" and "discover" events.
+func eraEvents(t *testing.T, opts Options) (starts, discovers []int) {
+	t.Helper()
+	b, _ := os.ReadFile(eventFile(opts))
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			continue
+		}
+		pid, err := strconv.Atoi(f[1])
+		if err != nil {
+			continue
+		}
+		switch f[0] {
+		case "start":
+			starts = append(starts, pid)
+		case "discover":
+			discovers = append(discovers, pid)
+		}
+	}
+	return starts, discovers
+}
+
+// TestProbeOutcomes: what the server answers to server/discover decides the
+// era; a failed probe is followed by a fresh process, and the probe process
+// is gone; a second start with the same cache does not probe a legacy server
+// again.
+func TestProbeOutcomes(t *testing.T) {
+	tests := []struct {
+		mode    string
+		modern  bool
+		version string
+		fresh   bool   // the session runs in a second process
+		probe   string // EraInfo.Probe contains
+	}{
+		{mode: "modern", modern: true, version: ModernVersion, probe: "discover result"},
+		{mode: "dual", modern: true, version: ModernVersion, probe: "discover result"}, // both eras: modern wins
+		{mode: "legacy", version: "2025-11-25", probe: "error -32022"},
+		{mode: "d-methodnotfound", version: "2025-11-25", fresh: true, probe: "error -32601"},
+		{mode: "d-error", version: "2025-11-25", fresh: true, probe: "error -32000"},
+		{mode: "d-ignore", version: "2025-11-25", fresh: true, probe: "no answer within 300ms"},
+		{mode: "d-exit", version: "2025-11-25", fresh: true, probe: "exited"},
+		{mode: "d-garbage", version: "2025-11-25", fresh: true, probe: "no answer"},
+		{mode: "d-notresult", version: "2025-11-25", fresh: true, probe: "not a DiscoverResult"},
+		{mode: "d-no2026", version: "2025-11-25", fresh: true, probe: "without 2026-07-28"},
+		{mode: "d-wrongid", version: "2025-11-25", fresh: true, probe: "no answer"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.mode, func(t *testing.T) {
+			opts := fixtureOptions(t, tc.mode)
+			opts.ProbeTimeout = 300 * time.Millisecond
+			opts.Eras = NewEraCache()
+			u := start(t, opts)
+			era := u.Era()
+			if era.Modern != tc.modern || era.Version != tc.version || era.Source != SourceProbe {
+				t.Errorf("Era() = %+v, want modern %v, version %s, source probe", era, tc.modern, tc.version)
+			}
+			if !strings.Contains(era.Probe, tc.probe) {
+				t.Errorf("Era().Probe = %q, want it to contain %q", era.Probe, tc.probe)
+			}
+			if era.ProbeCost <= 0 {
+				t.Errorf("Era().ProbeCost = %v, want > 0", era.ProbeCost)
+			}
+			raw, err := u.CallToolRaw(callCtx(t), json.RawMessage(`{"name":"echo","arguments":{"a":1}}`))
+			if err != nil {
+				t.Fatalf("CallToolRaw: %v", err)
+			}
+			if got := toolText(t, raw); got != `{"a":1}` {
+				t.Errorf("echo = %s, want {\"a\":1}", got)
+			}
+			starts, discovers := eraEvents(t, opts)
+			wantStarts := 1
+			if tc.fresh {
+				wantStarts = 2
+			}
+			if len(starts) != wantStarts || len(discovers) != 1 || discovers[0] != starts[0] {
+				t.Fatalf("starts %v, discovers %v: want %d starts and one discover, to the first", starts, discovers, wantStarts)
+			}
+			if got := u.PID(); got != starts[len(starts)-1] {
+				t.Errorf("PID() = %d, want the last started %d", got, starts[len(starts)-1])
+			}
+			if tc.fresh && !processGone(starts[0]) {
+				t.Errorf("probe process %d still runs", starts[0])
+			}
+			closeWithin(t, u)
+
+			// The second start is served from the cache: a legacy server
+			// gets no server/discover at all, a modern one exactly the one
+			// that is its handshake.
+			u2 := start(t, opts)
+			if era := u2.Era(); era.Source != SourceCache || era.Modern != tc.modern || era.Probe != "" && !tc.modern {
+				t.Errorf("second start: Era() = %+v, want source cache, modern %v", era, tc.modern)
+			}
+			starts2, discovers2 := eraEvents(t, opts)
+			if got, want := len(starts2)-len(starts), 1; got != want {
+				t.Errorf("second start started %d processes, want %d", got, want)
+			}
+			wantDiscovers := 0
+			if tc.modern {
+				wantDiscovers = 1
+			}
+			if got := len(discovers2) - len(discovers); got != wantDiscovers {
+				t.Errorf("second start sent %d server/discover, want %d", got, wantDiscovers)
+			}
+			if opts.Eras.Len() != 1 {
+				t.Errorf("cache holds %d servers, want 1", opts.Eras.Len())
+			}
+		})
+	}
+}
+
+// TestProtocolPins: "legacy" sends no server/discover; "2026-07-28" against
+// a server without it fails and says what to do.
+func TestProtocolPins(t *testing.T) {
+	t.Run("legacy", func(t *testing.T) {
+		opts := fixtureOptions(t, "modern")
+		opts.Protocol = ProtocolLegacy
+		opts.StartupTimeout = 5 * time.Second
+		if _, err := Start(t.Context(), opts); err == nil {
+			t.Fatal("Start of a modern-only server pinned to legacy succeeded")
+		}
+		opts = fixtureOptions(t, "legacy")
+		opts.Protocol = ProtocolLegacy
+		u := start(t, opts)
+		if era := u.Era(); era.Source != SourcePin || era.Modern {
+			t.Errorf("Era() = %+v, want a legacy pin", era)
+		}
+		if _, discovers := eraEvents(t, opts); len(discovers) != 0 {
+			t.Errorf("server/discover sent %d times, want none", len(discovers))
+		}
+	})
+	for _, mode := range []string{"legacy", "d-methodnotfound", "d-ignore"} {
+		t.Run("modern against "+mode, func(t *testing.T) {
+			opts := fixtureOptions(t, mode)
+			opts.Protocol = ProtocolModern
+			opts.StartupTimeout = 500 * time.Millisecond
+			_, err := Start(t.Context(), opts)
+			if err == nil || !strings.Contains(err.Error(), `protocol = "2026-07-28" is pinned`) || !strings.Contains(err.Error(), `set protocol = "auto"`) {
+				t.Fatalf("Start = %v, want an error that names the pin and the fix", err)
+			}
+			starts, _ := eraEvents(t, opts)
+			for _, pid := range starts {
+				waitFor(t, "the process to be gone", func() bool { return processGone(pid) })
+			}
+		})
+	}
+	t.Run("modern", func(t *testing.T) {
+		opts := fixtureOptions(t, "modern")
+		opts.Protocol = ProtocolModern
+		u := start(t, opts)
+		if era := u.Era(); era.Source != SourcePin || !era.Modern {
+			t.Errorf("Era() = %+v, want a modern pin", era)
+		}
+	})
+}
+
+// TestCachedModernFallsBack: a server cached as modern that no longer
+// answers server/discover is started again fresh, at the initialize era, and
+// the cache is corrected.
+func TestCachedModernFallsBack(t *testing.T) {
+	opts := fixtureOptions(t, "d-methodnotfound")
+	opts.Eras = NewEraCache()
+	opts.Eras.put(childEraKey(opts), true)
+	u := start(t, opts)
+	if era := u.Era(); era.Modern || era.Source != SourceProbe {
+		t.Errorf("Era() = %+v, want legacy from a probe", era)
+	}
+	if modern, ok := opts.Eras.get(childEraKey(opts)); !ok || modern {
+		t.Errorf("cache = %v, %v; want legacy", modern, ok)
+	}
+	starts, _ := eraEvents(t, opts)
+	if len(starts) != 2 || u.PID() != starts[1] {
+		t.Errorf("starts %v, PID %d: want a fresh second process", starts, u.PID())
+	}
+}
+
+func TestWithMeta(t *testing.T) {
+	m := []metaMember{{metaVersion, json.RawMessage(`"2026-07-28"`)}, {metaCaps, json.RawMessage(`{}`)}}
+	tests := []struct{ in, want string }{
+		{`{"name":"x"}`, `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},"name":"x"}`},
+		{`{}`, `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}`},
+		{`{"_meta":{}}`, `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}`},
+		// Keys the proxy set win.
+		{`{"name":"x","_meta":{"progressToken":1,"io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}}`,
+			`{"name":"x","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","progressToken":1,"io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}}`},
+		// An escaped key is decoded: no second _meta slips past.
+		{`{"_m\u0065ta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25"},"name":"x"}`,
+			`{"_meta":{"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/protocolVersion":"2025-11-25"},"name":"x"}`},
+		{`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}`,
+			`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}`},
+	}
+	for _, tc := range tests {
+		got := string(withMeta([]byte(tc.in), m))
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("withMeta(%s) (-want +got):\n%s", tc.in, diff)
+		}
+		if !json.Valid([]byte(got)) {
+			t.Errorf("withMeta(%s) = %s: not JSON", tc.in, got)
+		}
+	}
+}
+
+func TestSanitize(t *testing.T) {
+	in := strings.Repeat("x", 100) + "\x1b[31m\u202e\n\tend"
+	if got := clean(in, 50); len(got) > 50 || strings.ContainsAny(got, "\x1b\u202e\n") {
+		t.Errorf("clean = %q: want at most 50 bytes, no controls", got)
+	}
+	if got := stripControls(in, true); !strings.HasSuffix(got, "\n\tend") || strings.ContainsAny(got, "\x1b\u202e") {
+		t.Errorf("stripControls(keepLines) = %q", got)
+	}
+	if got := bound(strings.Repeat("é", maxInstructions), maxInstructions); len(got) > maxInstructions || !strings.HasSuffix(got, "…(truncated)") {
+		t.Errorf("bound: %d bytes, suffix %q", len(got), got[len(got)-20:])
+	}
+}
