@@ -90,8 +90,20 @@ type backend struct {
 	lastUsed   atomic.Int64                        // unix nanos of the last call
 	quit       chan struct{}                       // closed by close: the supervisor stops
 	quitOnce   sync.Once
-	checked    time.Time // guarded by mu; last health check
-	healthErr  error     // guarded by mu; its failure, nil if it passed
+	checked    time.Time        // guarded by mu; last health check
+	healthErr  error            // guarded by mu; its failure, nil if it passed
+	probe      upstream.EraInfo // guarded by mu; the last start that probed its era
+}
+
+// noteEra keeps the era info of a start that probed, so that status shows
+// the probe's cost after later starts are served from the cache.
+func (b *backend) noteEra(e upstream.EraInfo) {
+	if e.Source != upstream.SourceProbe {
+		return
+	}
+	b.mu.Lock()
+	b.probe = e
+	b.mu.Unlock()
 }
 
 // RestartPolicy says how a server that exits is restarted.
@@ -247,10 +259,14 @@ func (s *Server) startUpstream(ctx context.Context, b *backend) (*upstream.Upstr
 	if opts.MaxMessageBytes == 0 {
 		opts.MaxMessageBytes = s.opts.MaxMessageBytes
 	}
+	if opts.Eras == nil {
+		opts.Eras = s.eras
+	}
 	up, err := upstream.Start(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
+	b.noteEra(up.Era())
 	b.mu.Lock()
 	if b.state == stateStopped { // Close raced with the start
 		b.mu.Unlock()
@@ -263,7 +279,7 @@ func (s *Server) startUpstream(ctx context.Context, b *backend) (*upstream.Upstr
 	}
 	caps := b.caps
 	b.mu.Unlock()
-	s.applyLogLevel(ctx, b, up.Session(), caps)
+	s.applyLogLevel(ctx, b, up, caps)
 
 	l, err := s.fetchLists(ctx, b, up, kindAll, lists{})
 	if err != nil {

@@ -85,11 +85,14 @@ func (s *Server) runSessionProc(b *backend, ss *mcp.ServerSession, sp *sessionPr
 	if opts.MaxMessageBytes == 0 {
 		opts.MaxMessageBytes = s.opts.MaxMessageBytes
 	}
+	if opts.Eras == nil {
+		opts.Eras = s.eras
+	}
 	sp.up, sp.err = upstream.Start(s.life, opts)
 	if sp.err == nil {
 		// Before the first call: it may log at the level the client set.
 		if ir := sp.up.InitializeResult(); ir != nil {
-			s.applyLogLevel(s.life, b, sp.up.Session(), ir.Capabilities)
+			s.applyLogLevel(s.life, b, sp.up, ir.Capabilities)
 		}
 	}
 	close(sp.ready)

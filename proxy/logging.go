@@ -112,7 +112,9 @@ func (s *Server) setUpstreamLogLevel(ctx context.Context, req mcp.Request) {
 			wg.Go(func() {
 				cctx, cancel := context.WithTimeout(ctx, b.cfg.CallTimeout)
 				defer cancel()
-				if err := up.Session().SetLoggingLevel(cctx, p); err != nil {
+				// A modern server has no logging/setLevel: the level goes in
+				// the _meta of its later requests instead.
+				if err := up.SetLogLevel(cctx, p.Level); err != nil {
 					b.log.Warn("logging/setLevel failed", "err", err)
 				}
 			})
@@ -122,14 +124,14 @@ func (s *Server) setUpstreamLogLevel(ctx context.Context, req mcp.Request) {
 }
 
 // applyLogLevel gives a server that just came up the level the client set.
-func (s *Server) applyLogLevel(ctx context.Context, b *backend, cs *mcp.ClientSession, caps *mcp.ServerCapabilities) {
+func (s *Server) applyLogLevel(ctx context.Context, b *backend, up *upstream.Upstream, caps *mcp.ServerCapabilities) {
 	lvl := s.logLevel.Load()
 	if lvl == nil || caps == nil || caps.Logging == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.CallTimeout)
 	defer cancel()
-	if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: mcp.LoggingLevel(*lvl)}); err != nil {
+	if err := up.SetLogLevel(ctx, mcp.LoggingLevel(*lvl)); err != nil {
 		b.log.Warn("logging/setLevel failed", "err", err)
 	}
 }

@@ -168,6 +168,7 @@ type Server struct {
 	progress     progressRoutes
 	elicit       elicitations
 	logLevel     atomic.Pointer[string]
+	eras         *upstream.EraCache // each server's protocol era, across restarts and reloads
 	rules        atomic.Pointer[policy.Rules]
 	limits       limiters
 	sessionCalls sessionCalls
@@ -213,6 +214,7 @@ func New(opts Options) (*Server, error) {
 		opts.Redactor = redact.New()
 	}
 	s := &Server{
+		eras:     upstream.NewEraCache(),
 		opts:     opts,
 		log:      log,
 		ready:    make(chan struct{}),

@@ -99,8 +99,11 @@ func fingerprint(c ServerConfig) string {
 		CallTimeout                        time.Duration
 		Restart                            RestartPolicy
 		Health                             *HealthCheck
+		Protocol                           string
+		ProbeTimeout                       time.Duration
 	}{u.Name, u.Command, u.Dir, u.URL, u.Transport, u.Args, u.Env, u.Headers, u.StartupTimeout, u.StopGrace,
-		u.MaxMessageBytes, c.Prefix, c.Required, c.Instructions, c.Lazy, c.PerSession, c.IdleTimeout, c.CallTimeout, c.Restart, c.Health})
+		u.MaxMessageBytes, c.Prefix, c.Required, c.Instructions, c.Lazy, c.PerSession, c.IdleTimeout, c.CallTimeout, c.Restart, c.Health,
+		u.Protocol, u.ProbeTimeout})
 	if err != nil {
 		return fmt.Sprintf("%p", &c) // never equal
 	}

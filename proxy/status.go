@@ -23,6 +23,18 @@ type ServerStatus struct {
 	// Health is "ok", the last health check's failure, or "" when no check
 	// has run (or none is configured).
 	Health string `json:"health,omitempty"`
+	// Era is "modern" (2026-07-28) or "legacy" (the initialize era) while
+	// the server runs; Protocol is the negotiated version; EraSource says
+	// whether the era came from a probe at this start, the cache or a pin
+	// (upstream.SourceProbe, SourceCache, SourcePin).
+	Era       string `json:"era,omitempty"`
+	Protocol  string `json:"protocol,omitempty"`
+	EraSource string `json:"era_source,omitempty"`
+	// Probe says what the last probe of the server saw and ProbeMS what it
+	// cost, in milliseconds; the probe is paid once, so these stay after
+	// later starts are served from the cache. Empty without a probe.
+	Probe   string `json:"probe,omitempty"`
+	ProbeMS *int64 `json:"probe_ms,omitempty"`
 }
 
 // statusJSON is ServerStatus on the wire (GET /status, status --json, the
@@ -72,6 +84,16 @@ func (s *Server) Status() []ServerStatus {
 		if b.up != nil && b.state == stateUp {
 			st.PID = b.up.PID()
 			st.Uptime = time.Since(b.since)
+			e := b.up.Era()
+			st.Era, st.Protocol, st.EraSource = "legacy", e.Version, e.Source
+			if e.Modern {
+				st.Era = "modern"
+			}
+		}
+		if b.probe.Source != "" {
+			st.Probe = s.opts.Redactor.String(b.probe.Probe)
+			ms := b.probe.ProbeCost.Milliseconds()
+			st.ProbeMS = &ms
 		}
 		b.mu.Unlock()
 		out = append(out, st)

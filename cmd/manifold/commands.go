@@ -190,6 +190,8 @@ func proxyOptions(cfg *config.Config, log *slog.Logger) proxy.Options {
 				Transport:       s.Transport,
 				StartupTimeout:  s.StartupTimeout,
 				MaxMessageBytes: s.MaxMessageBytes,
+				Protocol:        s.Protocol,
+				ProbeTimeout:    s.ProbeTimeout,
 			},
 			Prefix:       s.Prefix,
 			Required:     s.Required,
@@ -416,7 +418,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 		if s.Prefix == "" {
 			prefix = "(none)"
 		}
-		fmt.Fprintf(stdout, "  %-16s prefix %-14s %s\n", s.Name, prefix, strings.TrimSpace(what))
+		fmt.Fprintf(stdout, "  %-16s prefix %-14s %s  (protocol %s)\n", s.Name, prefix, strings.TrimSpace(what), protocolOf(s))
 	}
 	for _, pl := range cfg.Plugins {
 		prefix := pl.Prefix + "__"
@@ -426,6 +428,27 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "  %-16s prefix %-14s plugin %s\n", pl.Name, prefix, strings.TrimSpace(pl.Command+" "+strings.Join(pl.Args, " ")))
 	}
 	return nil
+}
+
+// protocolOf says which era a server is pinned to, for check.
+func protocolOf(s config.Server) string {
+	switch {
+	case s.Transport == config.TransportSSE:
+		return "legacy: the sse transport"
+	case s.Protocol == "" || s.Protocol == config.ProtocolAuto:
+		t := s.ProbeTimeout
+		if t == 0 {
+			t = upstream.DefaultProbeTimeout
+		}
+		what := "probe of server/discover, " + t.String()
+		if s.URL != "" {
+			what = "discover, once per origin"
+		}
+		return "auto: " + what
+	case s.Protocol == config.ProtocolLegacy:
+		return "legacy (pinned; no probe)"
+	}
+	return s.Protocol + " (pinned)"
 }
 
 // problems says how many problems err holds (each error joined into it,

@@ -120,9 +120,27 @@ func fetchStatus(ctx context.Context, base string) ([]proxy.ServerStatus, error)
 	return sts, nil
 }
 
+// protocolColumn says a server's protocol version, where its era came from,
+// and what the probe cost: "2026-07-28 modern (probe 12ms)",
+// "2025-11-25 legacy (cache; probe 2003ms)".
+func protocolColumn(st proxy.ServerStatus) string {
+	if st.Protocol == "" {
+		return "-"
+	}
+	how := st.EraSource
+	if st.ProbeMS != nil {
+		if how == "probe" {
+			how = fmt.Sprintf("probe %dms", *st.ProbeMS)
+		} else {
+			how += fmt.Sprintf("; probe %dms", *st.ProbeMS)
+		}
+	}
+	return fmt.Sprintf("%s %s (%s)", st.Protocol, st.Era, how)
+}
+
 func printStatus(w io.Writer, sts []proxy.ServerStatus) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SERVER\tSTATE\tPID\tUPTIME\tRESTARTS\tTOOLS\tHEALTH\tLAST ERROR")
+	fmt.Fprintln(tw, "SERVER\tSTATE\tPID\tUPTIME\tRESTARTS\tTOOLS\tPROTOCOL\tHEALTH\tLAST ERROR")
 	for _, st := range sts {
 		pid, up, health := "-", "-", st.Health
 		if st.PID != 0 {
@@ -134,7 +152,7 @@ func printStatus(w io.Writer, sts []proxy.ServerStatus) {
 		if health == "" {
 			health = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", st.Name, st.State, pid, up, st.Restarts, st.Tools, oneLine(health, 40), oneLine(st.Err, 60))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", st.Name, st.State, pid, up, st.Restarts, st.Tools, protocolColumn(st), oneLine(health, 40), oneLine(st.Err, 60))
 	}
 	_ = tw.Flush()
 }

@@ -195,7 +195,21 @@ type Server struct {
 	Health *Health
 	// Restart says how the server is restarted when it exits.
 	Restart Restart
+	// Protocol pins the protocol era: ProtocolModern ("2026-07-28") or
+	// ProtocolLegacy (the initialize era, no probe); empty for auto (probe
+	// server/discover; also what protocol = "auto" gives).
+	Protocol string
+	// ProbeTimeout bounds the server/discover probe; 0: the default
+	// (upstream.DefaultProbeTimeout).
+	ProbeTimeout time.Duration
 }
+
+// Values of Server.Protocol.
+const (
+	ProtocolAuto   = "auto"
+	ProtocolModern = "2026-07-28"
+	ProtocolLegacy = "legacy"
+)
 
 // Load reads and parses the file at path; see [Parse]. It then reads the
 // policy files that the file lists ([LoadPolicyFiles]) into Config.Policy.

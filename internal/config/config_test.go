@@ -348,6 +348,26 @@ func TestParseErrors(t *testing.T) {
 			doc:  "[servers.a]\ncommand = \"/usr/bin/a\"\nallow_unsolicited = [\"sampling\", \"roots\"]\n",
 			want: `proxy.toml:3:1: servers.a.allow_unsolicited: element 2: "roots" is not a request kind; write "sampling" or "elicitation" (roots/list is always allowed)`,
 		},
+		{
+			name: "protocol is auto, 2026-07-28 or legacy",
+			doc:  "[servers.a]\ncommand = \"/usr/bin/a\"\nprotocol = \"2025-11-25\"\n",
+			want: `proxy.toml:3:1: servers.a.protocol: "2025-11-25" is a version of the initialize era; write protocol = "legacy" (the version is negotiated at initialize)`,
+		},
+		{
+			name: "protocol modern is spelled 2026-07-28",
+			doc:  "[servers.a]\ncommand = \"/usr/bin/a\"\nprotocol = \"modern\"\n",
+			want: `proxy.toml:3:1: servers.a.protocol: "modern" is not a protocol; write protocol = "2026-07-28" to pin the stateless era`,
+		},
+		{
+			name: "sse cannot speak 2026-07-28",
+			doc:  "[servers.a]\nurl = \"https://example.com/sse\"\ntransport = \"sse\"\nprotocol = \"2026-07-28\"\n",
+			want: `proxy.toml:4:1: servers.a.protocol: the sse transport belongs to the initialize era, so it cannot speak 2026-07-28; remove protocol, or use transport = "streamable"`,
+		},
+		{
+			name: "probe_timeout is a duration",
+			doc:  "[servers.a]\ncommand = \"/usr/bin/a\"\nprobe_timeout = 2\n",
+			want: `proxy.toml:3:1: servers.a.probe_timeout: expected a duration string, found integer; write it with a unit, like "2s"`,
+		},
 
 		// Unknown keys.
 		{

@@ -359,6 +359,20 @@ func (d *decoder) server(t *table, name string, cfg *Config) (entry, bool) {
 			}
 		}
 	}
+	if proto, ok := t.str("protocol"); ok {
+		switch proto {
+		case ProtocolAuto:
+		case ProtocolModern, ProtocolLegacy:
+			s.Protocol = proto
+		case "2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25":
+			t.errorf("protocol", `%q is a version of the initialize era; write protocol = "legacy" (the version is negotiated at initialize)`, proto)
+		case "modern", "2026", "stateless":
+			t.errorf("protocol", `%q is not a protocol; write protocol = "2026-07-28" to pin the stateless era`, proto)
+		default:
+			t.errorf("protocol", `%q is not a protocol; write "auto" (probe server/discover, the default), "2026-07-28" or "legacy"`, proto)
+		}
+	}
+	s.ProbeTimeout = t.duration("probe_timeout", 0)
 	t.hint = foreignServerKey
 	unknown := t.finish()
 	if disabled {
@@ -415,6 +429,9 @@ func (d *decoder) server(t *table, name string, cfg *Config) (entry, bool) {
 			default:
 				t.errorf("transport", `%q is not a transport; use "streamable" (the default) or "sse"`, transport)
 			}
+		}
+		if s.Transport == TransportSSE && s.Protocol == ProtocolModern {
+			t.errorf("protocol", `the sse transport belongs to the initialize era, so it cannot speak 2026-07-28; remove protocol, or use transport = "streamable"`)
 		}
 	}
 

@@ -1,0 +1,240 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/manifold-mcp/manifold/proxy"
+)
+
+// This file tests the upstream face of issue 11: which era manifold speaks
+// to each server (probe, cache, pin), that every kind of server is reachable
+// through it, that the probe is paid once, and what a hostile answer to the
+// probe can and cannot do.
+
+// eraCounts reads the -count file of a fixture: the pids of its starts and
+// of the processes that got server/discover.
+func eraCounts(t *testing.T, file string) (starts, discovers []string) {
+	t.Helper()
+	b, _ := os.ReadFile(file)
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			continue
+		}
+		switch f[0] {
+		case "start":
+			starts = append(starts, f[1])
+		case "discover":
+			discovers = append(discovers, f[1])
+		}
+	}
+	return starts, discovers
+}
+
+// httpStatus fetches GET /status from hp.
+func httpStatus(ctx context.Context, t *testing.T, hp *httpProxy) map[string]proxy.ServerStatus {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+hp.addr+"/status", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET /status: %v", err)
+	}
+	defer resp.Body.Close()
+	var sts []proxy.ServerStatus
+	if err := json.NewDecoder(resp.Body).Decode(&sts); err != nil {
+		t.Fatalf("GET /status: %v", err)
+	}
+	out := make(map[string]proxy.ServerStatus)
+	for _, st := range sts {
+		out[st.Name] = st
+	}
+	return out
+}
+
+// TestEraUpReachable: a modern-only server, a dual one, a legacy one, and
+// legacy servers that ignore server/discover, exit on it, or answer it with
+// garbage or a result that is not a DiscoverResult, all reachable through
+// manifold (list and call); each was probed once, and a failed probe cost a
+// second process; status shows the era, version and where it came from.
+func TestEraUpReachable(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	type server struct {
+		name   string
+		flags  []string
+		era    string
+		starts int // processes for the first start
+	}
+	servers := []server{
+		{"modern", []string{"-era", "modern"}, "modern", 1},
+		{"dual", []string{"-era", "dual"}, "modern", 1},
+		{"legacy", nil, "legacy", 1}, // -32022: the same process initializes
+		{"ignore", []string{"-discover", "ignore"}, "legacy", 2},
+		{"exits", []string{"-discover", "exit"}, "legacy", 2},
+		{"garbage", []string{"-discover", "garbage"}, "legacy", 2},
+		{"notresult", []string{"-discover", "notresult"}, "legacy", 2},
+	}
+	var body strings.Builder
+	for _, s := range servers {
+		flags := append([]string{"-count", filepath.Join(dir, s.name)}, s.flags...)
+		body.WriteString(fixture(s.name, flags, `probe_timeout = "1s"`))
+	}
+	hp := startHTTP(t, writeConfig(t, body.String()))
+	cs := connectHTTP(t, hp)
+	ctx := testCtx(t)
+	tools := listTools(ctx, t, cs)
+	sts := httpStatus(ctx, t, hp)
+	for _, s := range servers {
+		if _, ok := tools[s.name+"__echo"]; !ok {
+			t.Errorf("%s: %s__echo not listed", s.name, s.name)
+			continue
+		}
+		res := call(ctx, t, cs, s.name+"__echo", map[string]any{"message": "via " + s.name})
+		if res.IsError || !strings.Contains(text(res), s.name) {
+			t.Errorf("%s: echo = %q (isError %v), want the server's echo", s.name, text(res), res.IsError)
+		}
+		starts, discovers := eraCounts(t, filepath.Join(dir, s.name))
+		if len(starts) != s.starts || len(discovers) != 1 || discovers[0] != starts[0] {
+			t.Errorf("%s: starts %v, discovers %v; want %d start(s) and one server/discover, to the first", s.name, starts, discovers, s.starts)
+		}
+		st := sts[s.name]
+		wantVersion := "2025-11-25"
+		if s.era == "modern" {
+			wantVersion = "2026-07-28"
+		}
+		if st.Era != s.era || st.Protocol != wantVersion || st.EraSource != "probe" || st.ProbeMS == nil || st.Probe == "" {
+			t.Errorf("%s: status era %q protocol %q source %q probe %q probe_ms %v; want %s, %s, probe, with its cost",
+				s.name, st.Era, st.Protocol, st.EraSource, st.Probe, st.ProbeMS, s.era, wantVersion)
+		}
+	}
+}
+
+// TestEraUpProbePaidOnce: supervision restarts a crashed server from the
+// cache: a legacy server that ignores server/discover gets no second probe
+// (and no second probe process), a modern one gets one discover per process
+// (its handshake); status says "cache" and still shows the probe's cost.
+func TestEraUpProbePaidOnce(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	body := fixture("ignore", []string{"-count", filepath.Join(dir, "ignore"), "-discover", "ignore"}, `probe_timeout = "1s"`) +
+		fixture("modern", []string{"-count", filepath.Join(dir, "modern"), "-era", "modern"})
+	hp := startHTTP(t, writeConfig(t, body))
+	cs := connectHTTP(t, hp)
+	ctx := testCtx(t)
+	listTools(ctx, t, cs)
+	for _, name := range []string{"ignore", "modern"} {
+		old := text(call(ctx, t, cs, name+"__pid", nil))
+		_, _ = callBounded(ctx, cs, name+"__crash", nil, 10*time.Second)
+		var now string
+		waitFor(t, 30*time.Second, name+" back with a new process", func() bool {
+			res, err := callBounded(ctx, cs, name+"__pid", nil, 10*time.Second)
+			if err != nil || res.IsError {
+				return false
+			}
+			now = text(res)
+			return now != old
+		})
+		starts, discovers := eraCounts(t, filepath.Join(dir, name))
+		switch name {
+		case "ignore":
+			if len(starts) != 3 || len(discovers) != 1 {
+				t.Errorf("ignore: starts %v, discovers %v; want 3 starts (probe, fresh, restart) and 1 discover", starts, discovers)
+			}
+		case "modern":
+			if len(starts) != 2 || len(discovers) != 2 {
+				t.Errorf("modern: starts %v, discovers %v; want 2 starts and 2 discovers (one handshake each)", starts, discovers)
+			}
+		}
+		if starts[len(starts)-1] != now {
+			t.Errorf("%s: serving pid %s, want the last started %s", name, now, starts[len(starts)-1])
+		}
+	}
+	sts := httpStatus(ctx, t, hp)
+	for name, era := range map[string]string{"ignore": "legacy", "modern": "modern"} {
+		st := sts[name]
+		if st.EraSource != "cache" || st.Era != era || st.ProbeMS == nil {
+			t.Errorf("%s after restart: era %q source %q probe_ms %v; want %s from the cache with the probe's cost", name, st.Era, st.EraSource, st.ProbeMS, era)
+		}
+	}
+}
+
+// TestEraUpPins: protocol = "legacy" sends no server/discover, even to a
+// server that speaks both eras; protocol = "2026-07-28" against a legacy
+// server fails with an error that names the pin and the fix.
+func TestEraUpPins(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	body := fixture("pinlegacy", []string{"-count", filepath.Join(dir, "pinlegacy"), "-era", "dual"}, `protocol = "legacy"`) +
+		fixture("pinmodern", []string{"-discover", "methodnotfound"}, `protocol = "2026-07-28"`, `startup_timeout = "2s"`) +
+		fixture("pinned", []string{"-era", "modern"}, `protocol = "2026-07-28"`)
+	hp := startHTTP(t, writeConfig(t, body))
+	cs := connectHTTP(t, hp)
+	ctx := testCtx(t)
+	tools := listTools(ctx, t, cs)
+	for _, name := range []string{"pinlegacy__echo", "pinned__echo"} {
+		if _, ok := tools[name]; !ok {
+			t.Errorf("%s not listed", name)
+		}
+	}
+	if res := call(ctx, t, cs, "pinned__echo", map[string]any{"message": "x"}); res.IsError {
+		t.Errorf("pinned__echo: %s", text(res))
+	}
+	if _, discovers := eraCounts(t, filepath.Join(dir, "pinlegacy")); len(discovers) != 0 {
+		t.Errorf("pinlegacy got server/discover %d times, want none", len(discovers))
+	}
+	var st proxy.ServerStatus
+	waitFor(t, 20*time.Second, "pinmodern's failure in status", func() bool {
+		st = httpStatus(ctx, t, hp)["pinmodern"]
+		return st.Err != ""
+	})
+	if !strings.Contains(st.Err, `protocol = "2026-07-28" is pinned`) || !strings.Contains(st.Err, "-32601") || !strings.Contains(st.Err, `set protocol = "auto"`) {
+		t.Errorf("pinmodern error = %q; want it to name the pin, what the server answered and the fix", st.Err)
+	}
+	sts := httpStatus(ctx, t, hp)
+	if got := sts["pinlegacy"]; got.EraSource != "pin" || got.Era != "legacy" || got.ProbeMS != nil {
+		t.Errorf("pinlegacy: era %q source %q probe_ms %v; want legacy from a pin, no probe", got.Era, got.EraSource, got.ProbeMS)
+	}
+	if got := sts["pinned"]; got.EraSource != "pin" || got.Era != "modern" || got.Protocol != "2026-07-28" {
+		t.Errorf("pinned: era %q source %q protocol %q; want modern 2026-07-28 from a pin", got.Era, got.EraSource, got.Protocol)
+	}
+}
+
+// TestEraUpHostileProbe: a probe answered with a frame over the size limit,
+// with an id that was not asked, or with a DiscoverResult whose serverInfo
+// and instructions hold newlines, escape sequences and megabytes: the first
+// two are legacy servers reached on a fresh process; the hostile one is
+// modern, and what it says is bounded and stripped of control characters
+// before it reaches the client, over stdio, whose stdout stays frames only.
+func TestEraUpHostileProbe(t *testing.T) {
+	t.Parallel()
+	body := "max_message_bytes = 1048576\n" +
+		fixture("huge", []string{"-discover", "huge", "-huge", "2000000"}, `probe_timeout = "1s"`) +
+		fixture("wrongid", []string{"-discover", "wrongid"}, `probe_timeout = "1s"`) +
+		fixture("hostile", []string{"-discover", "hostile", "-era", "dual"}, `instructions = true`, `max_message_bytes = 16777216`)
+	sp := startStdio(t, writeConfig(t, body))
+	ctx := testCtx(t)
+	tools := listTools(ctx, t, sp.cs)
+	for _, name := range []string{"huge", "wrongid", "hostile"} {
+		if _, ok := tools[name+"__echo"]; !ok {
+			t.Errorf("%s__echo not listed", name)
+			continue
+		}
+		if res := call(ctx, t, sp.cs, name+"__echo", map[string]any{"message": name}); res.IsError {
+			t.Errorf("%s__echo: %s", name, text(res))
+		}
+	}
+	ins := sp.cs.InitializeResult().Instructions
+	if !strings.Contains(ins, "line one\nline two") {
+		t.Errorf("instructions lack the hostile server's (bounded) text: %.200q", ins)
+	}
+	if len(ins) > 80<<10 || strings.ContainsAny(ins, "\x1b\x07\u202e\r") {
+		t.Errorf("instructions: %d bytes, control characters kept: %.300q", len(ins), ins)
+	}
+}
