@@ -1,0 +1,58 @@
+package clientconf
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/manifold-mcp/manifold/internal/config"
+)
+
+// FuzzImport feeds arbitrary bytes to the reader of each client: import
+// never panics, and what it produces always loads as manifold check loads
+// it (with every variable its notes name set).
+func FuzzImport(f *testing.F) {
+	paths, _ := filepath.Glob(filepath.Join(goldenDir, "import", "*.txtar"))
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		a := parseArchive(string(data))
+		for _, af := range a.files {
+			if fields := strings.Fields(af.name); len(fields) == 3 {
+				c, _ := ParseClient(fields[0])
+				for i, cl := range Clients {
+					if cl == c {
+						f.Add(uint8(i), []byte(af.data))
+					}
+				}
+			}
+		}
+	}
+	f.Add(uint8(0), []byte(`{"mcpServers":{"x":{"command":"\u0000","args":["\ud800"],"env":{"":"$"}}}}`))
+	f.Add(uint8(5), []byte("[mcp_servers.\"\"]\ncommand = \"\"\nstartup_timeout_sec = 1e300\n"))
+	f.Fuzz(func(t *testing.T, which uint8, data []byte) {
+		c := Clients[int(which)%len(Clients)]
+		for _, scope := range []Scope{ScopeUser, ScopeProject} {
+			im := NewImporter(testEnv)
+			if err := im.Add(Location{Client: c, Scope: scope, Path: "/home/me/project/.x/f"}, data); err != nil {
+				continue
+			}
+			// Twice: the second import of the same file adds duplicates.
+			_ = im.Add(Location{Client: c, Scope: scope, Path: "/home/me/project/.x/g"}, data)
+			m, err := Merge(nil, im.Entries())
+			if err != nil {
+				t.Fatalf("%s: merge: %v", c, err)
+			}
+			if _, err := config.ParseEnv("proxy.toml", m.Text, anyVar); err != nil {
+				t.Fatalf("%s: the result does not load: %v\n%s", c, err, m.Text)
+			}
+			again, err := Merge(m.Text, im.Entries())
+			if err != nil || len(again.Added) != 0 {
+				t.Fatalf("%s: merging the same entries again: %v, added %d", c, err, len(again.Added))
+			}
+		}
+	})
+}

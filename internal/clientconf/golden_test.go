@@ -1,0 +1,147 @@
+package clientconf
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files of testdata/clients")
+
+// goldenDir holds one archive per case: client files as the clients write
+// them, and what import makes of them.
+var goldenDir = filepath.Join("..", "..", "testdata", "clients")
+
+// testEnv is the machine of the golden cases.
+var testEnv = Env{OS: "linux", Home: "/home/me", Cwd: "/home/me/project"}
+
+// archive is a txtar-like file: a comment, then files each introduced by a
+// line "-- NAME --".
+type archive struct {
+	comment string
+	files   []archiveFile
+}
+
+type archiveFile struct {
+	name string
+	data string
+}
+
+func parseArchive(data string) archive {
+	var a archive
+	cur := &a.comment
+	for line := range strings.Lines(data) {
+		t := strings.TrimRight(line, "\n")
+		if strings.HasPrefix(t, "-- ") && strings.HasSuffix(t, " --") && len(t) > 6 {
+			a.files = append(a.files, archiveFile{name: t[3 : len(t)-3]})
+			cur = &a.files[len(a.files)-1].data
+			continue
+		}
+		*cur += line
+	}
+	return a
+}
+
+func (a archive) format() string {
+	var b strings.Builder
+	b.WriteString(a.comment)
+	for _, f := range a.files {
+		fmt.Fprintf(&b, "-- %s --\n%s", f.name, f.data)
+		if f.data != "" && !strings.HasSuffix(f.data, "\n") {
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
+
+func (a *archive) get(name string) (string, bool) {
+	for _, f := range a.files {
+		if f.name == name {
+			return f.data, true
+		}
+	}
+	return "", false
+}
+
+func (a *archive) set(name, data string) {
+	for i, f := range a.files {
+		if f.name == name {
+			a.files[i].data = data
+			return
+		}
+	}
+	a.files = append(a.files, archiveFile{name: name, data: data})
+}
+
+// TestImportGolden imports the client files of each archive in
+// testdata/clients/import ("-- CLIENT SCOPE PATH --" sections, read in
+// order, into an optional "-- existing.toml --") and compares the result
+// with its "-- proxy.toml --" and "-- notes --" sections. Run with -update
+// to rewrite them.
+func TestImportGolden(t *testing.T) {
+	paths, err := filepath.Glob(filepath.Join(goldenDir, "import", "*.txtar"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no golden archives in %s: %v", goldenDir, err)
+	}
+	for _, path := range paths {
+		t.Run(strings.TrimSuffix(filepath.Base(path), ".txtar"), func(t *testing.T) {
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := parseArchive(string(data))
+			im := NewImporter(testEnv)
+			var errs []string
+			for _, f := range a.files {
+				fields := strings.Fields(f.name)
+				if len(fields) != 3 {
+					continue
+				}
+				c, err := ParseClient(fields[0])
+				if err != nil {
+					t.Fatalf("section %q: %v", f.name, err)
+				}
+				if err := im.Add(Location{Client: c, Scope: Scope(fields[1]), Path: fields[2]}, []byte(f.data)); err != nil {
+					errs = append(errs, err.Error())
+				}
+			}
+			existing, _ := a.get("existing.toml")
+			m, err := Merge([]byte(existing), im.Entries())
+			if err != nil {
+				errs = append(errs, err.Error())
+			}
+			var notes bytes.Buffer
+			for _, n := range im.Notes {
+				fmt.Fprintln(&notes, "note:", n)
+			}
+			for _, s := range m.Skipped {
+				fmt.Fprintln(&notes, "skipped:", s)
+			}
+			for _, e := range errs {
+				fmt.Fprintln(&notes, "error:", e)
+			}
+			if *update {
+				a.set("proxy.toml", string(m.Text))
+				a.set("notes", notes.String())
+				if err := os.WriteFile(path, []byte(a.format()), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, _ := a.get("proxy.toml")
+			if diff := cmp.Diff(want, string(m.Text)); diff != "" {
+				t.Errorf("proxy.toml (-want +got):\n%s", diff)
+			}
+			wantNotes, _ := a.get("notes")
+			if diff := cmp.Diff(wantNotes, notes.String()); diff != "" {
+				t.Errorf("notes (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
