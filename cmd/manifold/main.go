@@ -96,6 +96,8 @@ Usage:
   manifold call  [--config FILE] [--json] NAME [JSON]   call one tool through the full proxy path
   manifold status [--config FILE | FILE | --url URL]    each server's state, pid, uptime, restarts, health
   manifold explain [--config FILE] NAME|URI             the policy's decision for a tool, prompt or URI, and why
+  manifold import [CLIENT... | FILE...] [--write]       the servers your clients have, as proxy.toml tables
+  manifold connect CLIENT [--replace] [--http URL]      add Manifold as one entry of a client (preview, backup, --undo)
   manifold version                                      print the version
 
 Flags may come before or after the arguments.
@@ -124,6 +126,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdStatus(ctx, rest, stdout, stderr)
 	case "explain":
 		return cmdExplain(ctx, rest, stdout, stderr)
+	case "import":
+		return cmdImport(rest, stdout, stderr)
+	case "connect":
+		return cmdConnect(rest, stdin, stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintf(stdout, "manifold %s\n", version())
 		return nil

@@ -388,6 +388,23 @@ func (im *Importer) add(e *Entry) {
 	}
 	if prev, ok := im.byKey[e.key()]; ok {
 		prev.Sources = append(prev.Sources, e.Sources...)
+		// The merged server is as restricted as the strictest client had it.
+		for _, d := range e.Deny {
+			if !slices.Contains(prev.Deny, d) {
+				prev.Deny = append(prev.Deny, d)
+			}
+		}
+		switch {
+		case e.Allow == nil:
+		case prev.Allow == nil:
+			prev.Allow = e.Allow
+		default:
+			prev.Allow = slices.DeleteFunc(prev.Allow, func(a string) bool { return !slices.Contains(e.Allow, a) })
+			if len(prev.Allow) == 0 {
+				prev.Disabled = true
+				prev.notef("the clients allow no tool in common; imported disabled")
+			}
+		}
 		if !maps.Equal(prev.Env, e.Env) || !maps.Equal(prev.Headers, e.Headers) {
 			prev.notef("%s sets other env or headers for the same server; the first are kept", e.Sources[0])
 		}

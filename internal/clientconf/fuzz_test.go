@@ -56,3 +56,42 @@ func FuzzImport(f *testing.F) {
 		}
 	})
 }
+
+// FuzzConnect edits arbitrary client files: Connect never panics, and when
+// it succeeds, the result parses, imports back, and connecting it again
+// changes nothing.
+func FuzzConnect(f *testing.F) {
+	paths, _ := filepath.Glob(filepath.Join(goldenDir, "*", "*.txtar"))
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		for _, af := range parseArchive(string(data)).files {
+			name := strings.Fields(af.name + " x")[0]
+			for i, cl := range Clients {
+				if string(cl) == name {
+					f.Add(uint8(i), []byte(af.data), false)
+				}
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, which uint8, data []byte, remote bool) {
+		c := Clients[int(which)%len(Clients)]
+		s := connectServer
+		if remote {
+			s = Server{URL: "http://127.0.0.1:7777/mcp"}
+		}
+		out, err := Connect(c, data, s, []string{"a", "memory"})
+		if err != nil {
+			return
+		}
+		again, err := Connect(c, out, s, []string{"a", "memory"})
+		if err != nil || string(again) != string(out) {
+			t.Fatalf("%s: connecting again: %v\n%s\n---\n%s", c, err, out, again)
+		}
+		if err := NewImporter(testEnv).Add(Location{Client: c, Scope: ScopeUser, Path: "/f"}, out); err != nil {
+			t.Fatalf("%s: the result does not import: %v\n%s", c, err, out)
+		}
+	})
+}

@@ -145,3 +145,77 @@ func TestImportGolden(t *testing.T) {
 		})
 	}
 }
+
+// connectServer is Manifold's entry in the golden cases of connect.
+var connectServer = Server{
+	Command: "/home/me/bin/manifold",
+	Args:    []string{"serve", "--config", "/home/me/.config/manifold/proxy.toml"},
+}
+
+// TestConnectGolden edits the client file of each archive in
+// testdata/clients/connect ("-- CLIENT --", absent for a new file; an
+// optional "-- remove --" lists entries to remove, "-- url --" makes the
+// entry remote) and compares the result with "-- connected --". Connecting
+// the result again changes nothing.
+func TestConnectGolden(t *testing.T) {
+	paths, err := filepath.Glob(filepath.Join(goldenDir, "connect", "*.txtar"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no golden archives in %s/connect: %v", goldenDir, err)
+	}
+	for _, path := range paths {
+		t.Run(strings.TrimSuffix(filepath.Base(path), ".txtar"), func(t *testing.T) {
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := parseArchive(string(data))
+			var c Client
+			var before string
+			for _, f := range a.files {
+				if cl, err := ParseClient(f.name); err == nil {
+					c, before = cl, f.data
+				}
+			}
+			if c == "" {
+				c, err = ParseClient(strings.Fields(a.comment)[0])
+				if err != nil {
+					t.Fatalf("no client section, and the comment does not start with a client: %v", err)
+				}
+			}
+			s := connectServer
+			if u, ok := a.get("url"); ok {
+				s = Server{URL: strings.TrimSpace(u)}
+			}
+			removeText, _ := a.get("remove")
+			remove := strings.Fields(removeText)
+			out, err := Connect(c, []byte(before), s, remove)
+			got := string(out)
+			if err != nil {
+				got = "error: " + err.Error() + "\n"
+			}
+			if *update {
+				a.set("connected", got)
+				if err := os.WriteFile(path, []byte(a.format()), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, _ := a.get("connected")
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("connected file (-want +got):\n%s", diff)
+			}
+			if err != nil {
+				return
+			}
+			again, err := Connect(c, out, s, remove)
+			if err != nil || string(again) != string(out) {
+				t.Errorf("connecting again changed the file (err %v):\n%s", err, cmp.Diff(string(out), string(again)))
+			}
+			// What connect wrote is what import reads back as Manifold.
+			im := NewImporter(testEnv)
+			if err := im.Add(Location{Client: c, Scope: ScopeUser, Path: "/home/me/f"}, out); err != nil {
+				t.Errorf("the connected file does not import: %v", err)
+			}
+		})
+	}
+}

@@ -110,3 +110,30 @@ func TestInterpolation(t *testing.T) {
 		}
 	}
 }
+
+// TestDuplicateKeepsRestrictions merges one server found in two clients:
+// each client's deny list stays, and only the tools both allow are.
+func TestDuplicateKeepsRestrictions(t *testing.T) {
+	im := NewImporter(testEnv)
+	claude := `{"mcpServers":{"gh":{"command":"npx","args":["gh"],"env":{}}}}`
+	gemini := `{"mcpServers":{"github":{"command":"npx","args":["gh"],"includeTools":["a","b"],"excludeTools":["x"]}}}`
+	codex := "[mcp_servers.g]\ncommand = \"npx\"\nargs = [\"gh\"]\nenabled_tools = [\"b\", \"c\"]\ndisabled_tools = [\"y\"]\n"
+	for _, f := range []struct {
+		c    Client
+		data string
+	}{{ClaudeCode, claude}, {Gemini, gemini}, {Codex, codex}} {
+		if err := im.Add(Location{Client: f.c, Scope: ScopeUser, Path: "/f"}, []byte(f.data)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	es := im.Entries()
+	if len(es) != 1 {
+		t.Fatalf("%d entries, want the three merged into one", len(es))
+	}
+	if diff := cmp.Diff([]string{"b"}, es[0].Allow); diff != "" {
+		t.Errorf("allow (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"x", "y"}, es[0].Deny); diff != "" {
+		t.Errorf("deny (-want +got):\n%s", diff)
+	}
+}

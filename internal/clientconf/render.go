@@ -280,3 +280,20 @@ func inlineTable(m map[string]string) string {
 	}
 	return "{ " + strings.Join(parts, ", ") + " }"
 }
+
+// InConfig returns the original names of the entries whose server the
+// proxy.toml data already has (same command and args, or same URL): those
+// that connect --replace may remove from the client's file.
+func InConfig(data []byte, entries []Entry) ([]string, error) {
+	have, err := existingServers(data)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range entries {
+		if _, ok := have.keys[e.key()]; ok {
+			out = append(out, e.Original)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// clientHome makes a throwaway home for the client files and a proxy.toml,
+// and returns both.
+func clientHome(t *testing.T) (home, cfg string) {
+	t.Helper()
+	home = t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
+	t.Setenv("APPDATA", "")
+	t.Setenv("CODEX_HOME", "")
+	t.Setenv("CLAUDE_CONFIG_DIR", "")
+	t.Setenv("MANIFOLD_CONFIG", "")
+	cfg = filepath.Join(home, "proxy.toml")
+	body := "[servers.memory]\ncommand = \"npx\"\nargs = [\"-y\", \"@modelcontextprotocol/server-memory\"]\n"
+	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return home, cfg
+}
+
+func runCmd(t *testing.T, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	err = run(context.Background(), args, strings.NewReader(""), &out, &errb)
+	return out.String(), errb.String(), err
+}
+
+// TestConnectUndo connects into an existing Claude Code file with
+// comments-free JSON of its own, checks the backup and that a second
+// connect changes nothing, then undoes: the file is back byte for byte.
+// Undoing a connect that created the file removes it.
+func TestConnectUndo(t *testing.T) {
+	home, cfg := clientHome(t)
+	file := filepath.Join(home, ".claude.json")
+	orig := "{\n  \"numStartups\": 3,\n  \"mcpServers\": {\n    \"memory\": {\"command\": \"npx\", \"args\": [\"-y\", \"@modelcontextprotocol/server-memory\"]}\n  },\n  \"tipsHistory\": {\"x\": 1}\n}"
+	if err := os.WriteFile(file, []byte(orig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	// Without --yes and no answer: a preview, nothing written.
+	out, _, err := runCmd(t, "connect", "claude-code", "--config", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, `+    "manifold": {`) {
+		t.Errorf("no preview diff of the new entry:\n%s", out)
+	}
+	if got, _ := os.ReadFile(file); string(got) != orig {
+		t.Fatalf("written without --yes:\n%s", got)
+	}
+
+	if _, stderr, err := runCmd(t, "connect", "claude-code", "--config", cfg, "--replace", "--yes"); err != nil {
+		t.Fatalf("connect: %v\n%s", err, stderr)
+	}
+	got, _ := os.ReadFile(file)
+	if !strings.Contains(string(got), `"manifold"`) || strings.Contains(string(got), `"memory"`) || !strings.Contains(string(got), `"tipsHistory": {"x": 1}`) {
+		t.Errorf("connected file:\n%s", got)
+	}
+	if st, _ := os.Stat(file); st.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v, want 0600 kept", st.Mode().Perm())
+	}
+	bs, _ := backups(file)
+	if len(bs) != 1 {
+		t.Fatalf("backups %v, want one", bs)
+	}
+
+	out, _, err = runCmd(t, "connect", "claude-code", "--config", cfg, "--replace", "--yes")
+	if err != nil || !strings.Contains(out, "nothing to change") {
+		t.Errorf("second connect: %v\n%s", err, out)
+	}
+	if bs, _ := backups(file); len(bs) != 1 {
+		t.Errorf("a connect that changes nothing made a backup: %v", bs)
+	}
+
+	if _, stderr, err := runCmd(t, "connect", "--undo", "claude-code", "--yes"); err != nil {
+		t.Fatalf("undo: %v\n%s", err, stderr)
+	}
+	if got, _ := os.ReadFile(file); string(got) != orig {
+		t.Errorf("undo did not restore the bytes:\n%q\nwant\n%q", got, orig)
+	}
+	if bs, _ := backups(file); len(bs) != 0 {
+		t.Errorf("the used backup is still there: %v", bs)
+	}
+	if _, _, err := runCmd(t, "connect", "--undo", "claude-code", "--yes"); err == nil {
+		t.Error("undo without a backup succeeded")
+	}
+
+	// A file that did not exist: undo removes it.
+	cursor := filepath.Join(home, ".cursor", "mcp.json")
+	if _, stderr, err := runCmd(t, "connect", "cursor", "--config", cfg, "--yes"); err != nil {
+		t.Fatalf("connect cursor: %v\n%s", err, stderr)
+	}
+	if _, err := os.Stat(cursor); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, err := runCmd(t, "connect", "cursor", "--undo", "--yes"); err != nil {
+		t.Fatalf("undo cursor: %v\n%s", err, stderr)
+	}
+	if _, err := os.Stat(cursor); !os.IsNotExist(err) {
+		t.Errorf("undo left the file connect created: %v", err)
+	}
+}
+
+// TestConnectSymlink writes through a symlinked client file to its target
+// (the link stays a link), and refuses a link to something that is not a
+// regular file.
+func TestConnectSymlink(t *testing.T) {
+	home, cfg := clientHome(t)
+	dots := filepath.Join(home, "dotfiles")
+	if err := os.MkdirAll(filepath.Join(home, ".codex"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dots, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	real := filepath.Join(dots, "codex.toml")
+	if err := os.WriteFile(real, []byte("model = \"o3\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(home, ".codex", "config.toml")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, err := runCmd(t, "connect", "codex", "--config", cfg, "--yes"); err != nil {
+		t.Fatalf("connect: %v\n%s", err, stderr)
+	}
+	if st, err := os.Lstat(link); err != nil || st.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the link is no longer a link: %v", err)
+	}
+	if got, _ := os.ReadFile(real); !strings.Contains(string(got), "[mcp_servers.manifold]") || !strings.HasPrefix(string(got), "model = \"o3\"\n") {
+		t.Errorf("target:\n%s", got)
+	}
+
+	gem := filepath.Join(home, ".gemini")
+	if err := os.MkdirAll(gem, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(dots, filepath.Join(gem, "settings.json")); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := runCmd(t, "connect", "gemini", "--config", cfg, "--yes"); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("a link to a folder: %v, want a refusal", err)
+	}
+}

@@ -1,0 +1,271 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/BurntSushi/toml"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Tests of manifold import and connect with the built binary: a user's
+// Claude Code and Codex configurations are imported into a proxy.toml,
+// Manifold is connected into both clients, and the entries connect wrote
+// are what a client starts.
+
+// homeEnv is the environment of manifold run for a user whose home is
+// home: no other config is found.
+func homeEnv(home string) []string {
+	return append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"),
+		"MANIFOLD_CONFIG=", "CODEX_HOME=", "CLAUDE_CONFIG_DIR=", "APPDATA=")
+}
+
+// runManifold runs manifold with args in dir with env; it fails the test
+// unless manifold exits 0.
+func runManifold(t *testing.T, dir string, env []string, args ...string) (stdout, stderr string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(testCtx(t), testTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, manifoldBin, args...)
+	cmd.Dir, cmd.Env = dir, env
+	cmd.WaitDelay = 5 * time.Second
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("manifold %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, out.String(), errb.String())
+	}
+	return out.String(), errb.String()
+}
+
+func writeFile(t *testing.T, path, body string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func jsonStr(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// TestImportConnect imports a Claude Code configuration (user scope, and a
+// project's .mcp.json) and a Codex one that point at the fixture and at
+// the npm memory server (one server in both, merged), connects Manifold
+// into both clients with --replace, and then starts each client's entry as
+// the client would: through it, every imported server's tools are listed
+// and callable.
+func TestImportConnect(t *testing.T) {
+	t.Parallel()
+	home, work := t.TempDir(), t.TempDir()
+	env := homeEnv(home)
+	memory, haveMemory := optionalNodeBin("mcp-server-memory")
+
+	servers := map[string][]string{"alpha": {"-name", "alpha"}, "beta": {"-name", "beta"}, "shared": {"-name", "gamma"}}
+	claude := fmt.Sprintf(`{
+  "numStartups": 4,
+  "mcpServers": {
+    "alpha": { "type": "stdio", "command": %s, "args": ["-name", "alpha"], "env": {} },
+    "shared": { "command": %s, "args": ["-name", "gamma"], "env": { "API_TOKEN": "inline-secret-0123456789" } }%s
+  },
+  "projects": { %s: { "mcpServers": {} } }
+}`, jsonStr(fixtureBin), jsonStr(fixtureBin), map[bool]string{true: `,
+    "memory": { "command": ` + jsonStr(memory) + `, "args": [] }`}[haveMemory], jsonStr(work))
+	writeFile(t, filepath.Join(home, ".claude.json"), claude)
+	writeFile(t, filepath.Join(work, ".mcp.json"), `{ "mcpServers": { "beta": { "command": `+jsonStr(fixtureBin)+`, "args": ["-name", "beta"] } } }`)
+	codex := fmt.Sprintf(`# my Codex settings
+model = "gpt-5-codex"
+
+[mcp_servers.gamma]   # the same server as Claude Code's "shared"
+command = %s
+args = ["-name", "gamma"]
+startup_timeout_sec = 20
+disabled_tools = ["fail"]
+`, jsonStr(fixtureBin))
+	writeFile(t, filepath.Join(home, ".codex", "config.toml"), codex)
+
+	cfg := filepath.Join(work, "proxy.toml")
+	diff, _ := runManifold(t, work, env, "import", "claude-code", "codex", "--config", cfg)
+	if _, err := os.Stat(cfg); err == nil {
+		t.Fatal("import without --write wrote the config")
+	}
+	if strings.Contains(diff, "inline-secret-0123456789") {
+		t.Errorf("the import diff shows an inline secret:\n%s", diff)
+	}
+	_, stderr := runManifold(t, work, env, "import", "claude-code", "codex", "--config", cfg, "--write")
+	body, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatalf("import --write: %v\n%s", err, stderr)
+	}
+	if strings.Contains(string(body), "inline-secret-0123456789") || !strings.Contains(string(body), "${API_TOKEN}") {
+		t.Errorf("proxy.toml holds the inline secret or lacks ${API_TOKEN}:\n%s", body)
+	}
+	var doc struct {
+		Servers map[string]map[string]any `toml:"servers"`
+	}
+	if _, err := toml.Decode(string(body), &doc); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"alpha", "beta", "shared"}
+	if haveMemory {
+		want = append(want, "memory")
+		servers["memory"] = nil
+	}
+	var got []string
+	for n := range doc.Servers {
+		got = append(got, n)
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("imported servers %v, want %v (the Codex gamma merged into shared):\n%s", got, want, body)
+	}
+	env = append(env, "API_TOKEN=from-the-environment")
+	runManifold(t, work, env, "check", "--config", cfg)
+
+	// Connect into both, removing what was imported.
+	runManifold(t, work, env, "connect", "claude-code", "--config", cfg, "--replace", "--yes")
+	runManifold(t, work, env, "connect", "codex", "--config", cfg, "--replace", "--yes")
+	out, _ := runManifold(t, work, env, "connect", "codex", "--config", cfg, "--replace", "--yes")
+	if !strings.Contains(out, "nothing to change") {
+		t.Errorf("connecting Codex again: %s", out)
+	}
+
+	var cc struct {
+		NumStartups int `json:"numStartups"`
+		MCPServers  map[string]struct {
+			Command string   `json:"command"`
+			Args    []string `json:"args"`
+		} `json:"mcpServers"`
+	}
+	data, _ := os.ReadFile(filepath.Join(home, ".claude.json"))
+	if err := json.Unmarshal(data, &cc); err != nil {
+		t.Fatal(err)
+	}
+	if cc.NumStartups != 4 || len(cc.MCPServers) != 1 {
+		t.Fatalf("~/.claude.json after connect --replace: want only Manifold's entry and the other keys kept:\n%s", data)
+	}
+	var cx struct {
+		Model      string `toml:"model"`
+		MCPServers map[string]struct {
+			Command string   `toml:"command"`
+			Args    []string `toml:"args"`
+		} `toml:"mcp_servers"`
+	}
+	data, _ = os.ReadFile(filepath.Join(home, ".codex", "config.toml"))
+	if _, err := toml.Decode(string(data), &cx); err != nil {
+		t.Fatal(err)
+	}
+	if cx.Model != "gpt-5-codex" || len(cx.MCPServers) != 1 || !strings.HasPrefix(string(data), "# my Codex settings\n") {
+		t.Fatalf("~/.codex/config.toml after connect --replace:\n%s", data)
+	}
+
+	entries := map[string]struct {
+		command string
+		args    []string
+	}{
+		"claude-code": {cc.MCPServers["manifold"].Command, cc.MCPServers["manifold"].Args},
+		"codex":       {cx.MCPServers["manifold"].Command, cx.MCPServers["manifold"].Args},
+	}
+	for client, e := range entries {
+		t.Run(client, func(t *testing.T) {
+			if !filepath.IsAbs(e.command) || !slices.Contains(e.args, cfg) {
+				t.Fatalf("entry %s %v: want an absolute binary and the config path", e.command, e.args)
+			}
+			cmd := exec.Command(e.command, e.args...)
+			cmd.Dir, cmd.Env = t.TempDir(), env // a client's folder is not the config's
+			var errb syncBuffer
+			cmd.Stderr = &errb
+			ctx, cancel := context.WithTimeout(testCtx(t), testTimeout)
+			defer cancel()
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: client, Version: "0"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+			if err != nil {
+				t.Fatalf("start %s's entry: %v\n%s", client, err, errb.String())
+			}
+			defer cs.Close()
+			// Every imported server's tools, once each has started.
+			var names []string
+			for deadline := time.Now().Add(60 * time.Second); ; {
+				res, err := cs.ListTools(ctx, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				names = names[:0]
+				for _, tl := range res.Tools {
+					names = append(names, tl.Name)
+				}
+				all := true
+				for s := range servers {
+					if !slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, s+"__") }) {
+						all = false
+					}
+				}
+				if all || time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+			// Codex's disabled_tools stays on the merged server.
+			if slices.Contains(names, "shared__fail") || !slices.Contains(names, "alpha__fail") {
+				t.Errorf("shared__fail listed or alpha__fail missing: Codex's disabled_tools of the merged server is lost: %v", names)
+			}
+			for s, args := range servers {
+				if !slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, s+"__") }) {
+					t.Errorf("no tool of %s among %v\nstderr:\n%s", s, names, errb.String())
+					continue
+				}
+				if args == nil {
+					continue
+				}
+				name := s
+				if s == "shared" {
+					name = "gamma"
+				}
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: s + "__echo", Arguments: map[string]any{"message": "hi"}})
+				if err != nil || res.IsError || len(res.Content) == 0 {
+					t.Errorf("call %s__echo: %v %+v", s, err, res)
+					continue
+				}
+				if txt, _ := res.Content[0].(*mcp.TextContent); txt == nil || txt.Text != name+": hi" {
+					t.Errorf("%s__echo answered %+v, want %q", s, res.Content[0], name+": hi")
+				}
+			}
+		})
+	}
+}
+
+// TestConnectClientCLIs connects Manifold into Claude Code and Gemini CLI
+// with manifold connect, in a throwaway home, and has each client's own CLI
+// report it connected.
+func TestConnectClientCLIs(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ client, bin string }{{"claude-code", "claude"}, {"gemini", "gemini"}} {
+		t.Run(tc.client, func(t *testing.T) {
+			t.Parallel()
+			bin := clientBin(t, tc.bin)
+			cfg := writeConfig(t, fixture("fx", nil))
+			home, work := t.TempDir(), t.TempDir()
+			if tc.client == "gemini" {
+				trusted, _ := json.Marshal(map[string]string{work: "TRUST_FOLDER"})
+				writeFile(t, filepath.Join(home, ".gemini", "trustedFolders.json"), string(trusted))
+			}
+			runManifold(t, work, homeEnv(home), "connect", tc.client, "--config", cfg, "--yes")
+			got := runClient(t, work, clientEnv(home), bin, "mcp", "list")
+			if !strings.Contains(got, "manifold: "+manifoldBin) || !strings.Contains(got, "Connected") {
+				t.Fatalf("%s mcp list does not report manifold connected after manifold connect:\n%s", tc.bin, got)
+			}
+		})
+	}
+}
