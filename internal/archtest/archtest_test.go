@@ -57,6 +57,10 @@ var rules = []rule{
 	{dir: "internal/config", forbidden: []string{
 		module + "/proxy", module + "/plugins", module + "/cmd", goSDK,
 	}},
+	// internal/clientconf reads and writes client files; it serves nothing.
+	{dir: "internal/clientconf", forbidden: []string{
+		module + "/proxy", module + "/plugins", module + "/upstream", module + "/cmd", goSDK, goPlugin,
+	}},
 	{dir: ".", forbidden: []string{module + "/cmd"}},
 }
 
