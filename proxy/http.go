@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,6 +20,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/sync/semaphore"
+
+	"github.com/manifold-mcp/manifold/proxy/era"
 )
 
 // HTTPOptions configures the streamable HTTP endpoint.
@@ -112,12 +115,23 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 		// a session whose only open request is its GET stream.
 		DisableLocalhostProtection: true,
 	})
+	// 2026-07-28 requests have no session: the SDK serves them only in
+	// stateless mode, a temporary session per request, on the same server.
+	stateless := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.server }, &mcp.StreamableHTTPOptions{
+		Stateless:                  true,
+		MaxRequestBodyBytes:        opts.MaxRequestBytes,
+		Logger:                     slog.New(quietHandler{s.log.Handler(), slog.LevelWarn}).With("component", "http"),
+		DisableLocalhostProtection: true,
+	})
 	m := &mcpEndpoint{
-		s:        s,
-		opts:     opts,
-		sdk:      sdk,
-		sessions: &httpSessions{s: s, max: opts.MaxSessions, idle: opts.SessionTimeout},
-		buffered: semaphore.NewWeighted(opts.MaxBufferedBytes),
+		s:         s,
+		opts:      opts,
+		sdk:       sdk,
+		stateless: stateless,
+		sessions:  &httpSessions{s: s, max: opts.MaxSessions, idle: opts.SessionTimeout},
+		buffered:  semaphore.NewWeighted(opts.MaxBufferedBytes),
+		modern:    semaphore.NewWeighted(int64(modernRequestsPerSession * opts.MaxSessions)),
+		listens:   semaphore.NewWeighted(int64(opts.MaxSessions)),
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", m)
@@ -148,12 +162,22 @@ func checkHostOrigin(opts HTTPOptions, next http.Handler) http.Handler {
 // mcpEndpoint is /mcp: the SDK's streamable HTTP handler behind the limits
 // and the session bookkeeping.
 type mcpEndpoint struct {
-	s        *Server
-	opts     HTTPOptions
-	sdk      *mcp.StreamableHTTPHandler
-	sessions *httpSessions
-	buffered *semaphore.Weighted // bytes of request bodies held, at most opts.MaxBufferedBytes
+	s         *Server
+	opts      HTTPOptions
+	sdk       *mcp.StreamableHTTPHandler // stateful: the initialize era
+	stateless *mcp.StreamableHTTPHandler // 2026-07-28 requests
+	sessions  *httpSessions
+	buffered  *semaphore.Weighted // bytes of request bodies held, at most opts.MaxBufferedBytes
+	modern    *semaphore.Weighted // 2026-07-28 requests being served
+	listens   *semaphore.Weighted // open subscriptions/listen streams
 }
+
+// modernRequestsPerSession sizes the cap on 2026-07-28 requests served at
+// once: they hold no session, so http.max_sessions bounds them through this
+// factor (a session of the initialize era has several requests open too).
+// Open subscriptions/listen streams, which last as long as a GET stream,
+// are capped at http.max_sessions on their own.
+const modernRequestsPerSession = 8
 
 func (m *mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id := r.Header.Get("Mcp-Session-Id")
@@ -196,7 +220,12 @@ func (m *mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // serveNew serves a request without a session id: a POST creates a session
 // (if the cap allows), anything else the SDK refuses.
 func (m *mcpEndpoint) serveNew(w http.ResponseWriter, r *http.Request) {
+	headerModern := r.Header.Get("Mcp-Protocol-Version") >= modernVersion
 	if r.Method != http.MethodPost {
+		if headerModern {
+			m.stateless.ServeHTTP(w, r) // 405: a 2026-07-28 client only POSTs
+			return
+		}
 		m.sdk.ServeHTTP(w, r)
 		return
 	}
@@ -205,6 +234,10 @@ func (m *mcpEndpoint) serveNew(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
+	if body := r.Body.(*heldBody).data; headerModern || bodyModern(body) {
+		m.serveModern(w, r, isListen(body))
+		return
+	}
 	if !m.sessions.reserve() {
 		w.Header().Set("Retry-After", "30")
 		writeHTTPError(w, http.StatusServiceUnavailable, codeServerError,
@@ -221,6 +254,65 @@ func (m *mcpEndpoint) serveNew(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	m.sdk.ServeHTTP(nw, r)
+}
+
+// serveModern serves a 2026-07-28 request (no session) on the stateless
+// handler, within the caps on such requests and on open listen streams. The
+// SDK checks the rest: the MCP-Protocol-Version header against _meta
+// (-32020 on a mismatch, -32022 for a version not served) and the
+// Mcp-Method and Mcp-Name headers against the body (-32020).
+func (m *mcpEndpoint) serveModern(w http.ResponseWriter, r *http.Request, listen bool) {
+	if !m.modern.TryAcquire(1) {
+		w.Header().Set("Retry-After", "1")
+		writeHTTPError(w, http.StatusServiceUnavailable, codeServerError,
+			fmt.Sprintf("manifold: too many 2026-07-28 requests in flight (%d, %d × %s); retry shortly, or raise %s in the proxy config",
+				modernRequestsPerSession*m.opts.MaxSessions, modernRequestsPerSession, keyMaxSessions, keyMaxSessions),
+			map[string]any{"limit": modernRequestsPerSession * m.opts.MaxSessions, "key": keyMaxSessions})
+		return
+	}
+	defer m.modern.Release(1)
+	if listen {
+		if !m.listens.TryAcquire(1) {
+			w.Header().Set("Retry-After", "30")
+			writeHTTPError(w, http.StatusServiceUnavailable, codeServerError,
+				fmt.Sprintf("manifold: too many subscriptions/listen streams open (%s = %d); close one, retry later, or raise %s in the proxy config",
+					keyMaxSessions, m.opts.MaxSessions, keyMaxSessions),
+				map[string]any{"limit": m.opts.MaxSessions, "key": keyMaxSessions})
+			return
+		}
+		defer m.listens.Release(1)
+	}
+	m.stateless.ServeHTTP(w, r)
+}
+
+// bodyModern reports whether a request body (one JSON-RPC message) is a
+// 2026-07-28 request by its _meta, as the SDK reads it: a protocol version
+// from 2026-07-28 on. The stateless handler then refuses it if the header
+// does not agree.
+func bodyModern(body []byte) bool {
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 || body[0] != '{' || !json.Valid(body) {
+		return false
+	}
+	meta := member(member(body, "params"), "_meta")
+	if len(meta) == 0 || meta[0] != '{' {
+		return false
+	}
+	var v string
+	if pv := member(meta, era.KeyProtocolVersion); len(pv) == 0 || json.Unmarshal(pv, &v) != nil {
+		return false
+	}
+	return v >= modernVersion
+}
+
+// isListen reports whether a body is a subscriptions/listen request.
+func isListen(body []byte) bool {
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 || body[0] != '{' {
+		return false
+	}
+	var method string
+	return json.Unmarshal(member(body, "method"), &method) == nil && method == "subscriptions/listen"
 }
 
 // readBody reads r's body within the size and time limits and puts it back

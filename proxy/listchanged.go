@@ -99,21 +99,46 @@ func (l *listedKinds) forget(ss *mcp.ServerSession) {
 // upstreams' initial start.
 func (s *Server) listing(ctx context.Context, req mcp.Request, k catalogKind) {
 	if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil {
-		if s.listed.listed(ss, k) {
-			s.wg.Add(1)
-			go func() {
-				defer s.wg.Done()
-				done := make(chan struct{})
-				go func() { _ = ss.Wait(); close(done) }()
-				select {
-				case <-done:
-					s.listed.forget(ss)
-				case <-s.closed:
-				}
-			}()
-		}
+		s.markListed(ss, k)
 	}
 	s.waitReadyFor(ctx, s.opts.FirstListWait)
+}
+
+// markListed records that ss may be notified of changes of kind k, and
+// forgets ss when it ends.
+func (s *Server) markListed(ss *mcp.ServerSession, k catalogKind) {
+	if s.listed.listed(ss, k) {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			done := make(chan struct{})
+			go func() { _ = ss.Wait(); close(done) }()
+			select {
+			case <-done:
+				s.listed.forget(ss)
+			case <-s.closed:
+			}
+		}()
+	}
+}
+
+// listen handles a modern client's subscriptions/listen: a listen for a
+// kind's list_changed is that client's opt-in (it may never have listed on
+// this session: over HTTP every request has a session of its own), so the
+// notifications it asked for are let through, coalesced as for any session.
+// Resource subscriptions in it reach handleSubscribe through the SDK.
+func (s *Server) listen(req mcp.Request) {
+	ss, _ := req.GetSession().(*mcp.ServerSession)
+	p, _ := req.GetParams().(*mcp.SubscriptionsListenParams)
+	if ss == nil || p == nil || p.Notifications == nil {
+		return
+	}
+	n := p.Notifications
+	for k, want := range map[catalogKind]bool{catTools: n.ToolsListChanged, catPrompts: n.PromptsListChanged, catResources: n.ResourcesListChanged} {
+		if want {
+			s.markListed(ss, k)
+		}
+	}
 }
 
 // listChangedMiddleware holds back the list_changed notifications that a

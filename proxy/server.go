@@ -160,6 +160,8 @@ func (s *Server) route(ctx context.Context, next mcp.MethodHandler, method strin
 		}
 	case "logging/setLevel":
 		s.setUpstreamLogLevel(ctx, req)
+	case "subscriptions/listen":
+		s.listen(req)
 	}
 	return next(ctx, method, req)
 }
