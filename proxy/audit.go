@@ -35,6 +35,7 @@ type auditRecord struct {
 	Outcome     string         `json:"outcome"`
 	Error       string         `json:"error,omitempty"`
 	ResultBytes int            `json:"result_bytes"`
+	Rounds      int            `json:"input_rounds,omitempty"` // input_required rounds of a bridged call
 	Arguments   map[string]any `json:"arguments,omitempty"`
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/manifold-mcp/manifold/proxy/era"
 	"github.com/manifold-mcp/manifold/proxy/naming"
 	"github.com/manifold-mcp/manifold/upstream"
 )
@@ -109,11 +110,15 @@ func (s *Server) startCall(ctx context.Context, ss *mcp.ServerSession, name stri
 	start := time.Now()
 	rec := auditRecord{Method: "tools/call", Exposed: name, Decision: "denied", Outcome: "unknown tool"}
 	var cleanups []func()
+	var pc *parkedCall // the bridge of a modern client's call on a legacy server
 	done := func(raw json.RawMessage, err error) {
 		for i := len(cleanups) - 1; i >= 0; i-- {
 			cleanups[i]()
 		}
 		if s.audit != nil {
+			if pc != nil {
+				rec.Rounds = pc.rounds()
+			}
 			switch {
 			case err != nil:
 				if rec.Outcome == "" {
@@ -161,6 +166,15 @@ func (s *Server) startCall(ctx context.Context, ss *mcp.ServerSession, name stri
 	}
 	rec.Original, rec.Server, rec.Outcome = e.Original, e.Server, ""
 	rec.Decision, rec.Rule = decisionWords(d)
+	re := callEra(ss, fields["_meta"])
+	if !re.modern {
+		// Only a modern client retries with input; a legacy client's
+		// fields of that name are not the proxy's to pass on raw.
+		delete(fields, "requestState")
+		delete(fields, "inputResponses")
+	} else if _, retry := fields["requestState"]; retry && s.resumeCall(ctx, ss, re, name, e.Server, fields, finish) {
+		return
+	}
 	b := c.gen.byName[e.Server]
 	s.ensureUp(ctx, b)
 	st, up, _ := b.snapshot()
@@ -186,6 +200,25 @@ func (s *Server) startCall(ctx context.Context, ss *mcp.ServerSession, name stri
 		}
 	}
 
+	timeout := b.cfg.CallTimeout
+	if t := d.Limits.CallTimeout; t > 0 && t < timeout {
+		timeout = t
+	}
+	ttl := s.opts.StateTTL
+	if ttl <= 0 || ttl > timeout {
+		ttl = timeout
+	}
+	bind := era.Binding{Method: "tools/call", Name: name, Upstream: b.name, Principal: principal(ss, re)}
+	callCtx := ctx // the call's own context: ctx, or a bridged call's, which outlives each of its requests
+	if re.modern && ss != nil && !upstreamModern(up) {
+		var err error
+		if callCtx, pc, err = s.newParked(ctx, bind, re.caps, ttl, finish); err != nil {
+			done(nil, err)
+			return
+		}
+		finish = pc.finish
+	}
+
 	var err error
 	if fields["name"], err = json.Marshal(e.Original); err != nil {
 		done(nil, err)
@@ -193,7 +226,7 @@ func (s *Server) startCall(ctx context.Context, ss *mcp.ServerSession, name stri
 	}
 	if meta, ok := fields["_meta"]; ok {
 		var release func()
-		if fields["_meta"], release, err = s.progress.mapToken(ctx, ss, meta, b, fixed); err != nil {
+		if fields["_meta"], release, err = s.progress.mapToken(callCtx, ss, meta, b, fixed); err != nil {
 			done(nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid _meta: %v", err)})
 			return
 		}
@@ -205,21 +238,17 @@ func (s *Server) startCall(ctx context.Context, ss *mcp.ServerSession, name stri
 		return
 	}
 
-	timeout := b.cfg.CallTimeout
-	if t := d.Limits.CallTimeout; t > 0 && t < timeout {
-		timeout = t
-	}
-	cctx, cancel := context.WithTimeout(ctx, timeout)
-	cleanups = append(cleanups, cancel, b.enter(ctx, ss))
+	cctx, cancel := context.WithTimeout(callCtx, timeout)
+	cleanups = append(cleanups, cancel, b.enter(callCtx, ss))
 	up.CallToolRawAsync(cctx, params, func(raw json.RawMessage, err error) {
 		if err != nil {
 			var rpcErr *jsonrpc.Error
 			switch {
 			case errors.As(err, &rpcErr):
 				done(nil, rpcErr)
-			case ctx.Err() != nil:
+			case callCtx.Err() != nil:
 				rec.Outcome = "cancelled"
-				done(nil, ctx.Err())
+				done(nil, callCtx.Err())
 			case errors.Is(err, context.DeadlineExceeded):
 				rec.Outcome = "timeout"
 				done(toolError("upstream %q did not answer %q within %s; the call was cancelled upstream and may have partly run. Retry with smaller input, or raise call_timeout for this server",
@@ -244,11 +273,21 @@ func (s *Server) startCall(ctx context.Context, ss *mcp.ServerSession, name stri
 			raw = capped
 			rec.Outcome = "ok, cut to max_result_bytes"
 		}
+		if re.modern && bytes.Contains(raw, markRequestState) {
+			if raw, err = s.wrapState(raw, bind, ttl); err != nil {
+				rec.Outcome = "error"
+				done(nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()})
+				return
+			}
+		}
 		done(raw, nil)
 	})
 }
 
-var markIsError = []byte(`"isError":true`)
+var (
+	markIsError      = []byte(`"isError":true`)
+	markRequestState = []byte(`"requestState"`)
+)
 
 // filterResultResources rewrites the resource URIs in a raw result (resource
 // links and embedded resources) outward for server, and withholds those
@@ -286,7 +325,7 @@ func (s *Server) handleCallTool(ctx context.Context, req *mcp.CallToolRequest) (
 		ctx, done = s.sessionCalls.track(ctx, req.Session.ID())
 		defer done()
 	}
-	fields := make(map[string]json.RawMessage, 3)
+	fields := make(map[string]json.RawMessage, 5)
 	if len(req.Params.Arguments) > 0 {
 		fields["arguments"] = req.Params.Arguments
 	}
@@ -296,6 +335,16 @@ func (s *Server) handleCallTool(ctx context.Context, req *mcp.CallToolRequest) (
 			return nil, err
 		}
 		fields["_meta"] = m
+	}
+	if len(req.Params.InputResponses) > 0 {
+		m, err := json.Marshal(req.Params.InputResponses)
+		if err != nil {
+			return nil, err
+		}
+		fields["inputResponses"] = m
+	}
+	if req.Params.RequestState != "" {
+		fields["requestState"], _ = json.Marshal(req.Params.RequestState)
 	}
 	raw, err := s.callTool(ctx, req.Session, req.Params.Name, fields)
 	if err != nil {

@@ -96,6 +96,16 @@ type Options struct {
 	Servers []ServerConfig
 	// CallTimeout bounds one call to an upstream. If zero, 60s.
 	CallTimeout time.Duration
+	// StateKey keys the requestState values handed to modern clients
+	// (HMAC-SHA256; at least 32 bytes), so that replicas sharing it accept
+	// each other's states. If empty, a random key of this process.
+	StateKey []byte
+	// StateTTL bounds how long a requestState stays valid. If zero, or
+	// longer than the call's timeout, the call's timeout.
+	StateTTL time.Duration
+	// MaxInputRounds bounds the rounds of input a legacy client is asked
+	// for on behalf of a modern server in one call. If zero, 10.
+	MaxInputRounds int
 	// FirstListWait bounds how long a list request (tools, prompts,
 	// resources, templates) waits for upstreams still in their initial start.
 	// After it the list holds the servers that are up, and each session that
@@ -172,6 +182,7 @@ type Server struct {
 	rules        atomic.Pointer[policy.Rules]
 	limits       limiters
 	sessionCalls sessionCalls
+	bridge       bridges  // sealed states and parked calls (mrtr.go)
 	audit        *auditor // the client's logging/setLevel, for servers that start later
 
 	capsMu     sync.Mutex

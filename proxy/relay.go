@@ -138,6 +138,9 @@ func (s *Server) relayOptions(opts *mcp.ClientOptions, b *backend, fixed *mcp.Se
 				defer done()
 				p := *r.Params
 				p.IncludeContext = noContext(p.IncludeContext)
+				if res, parked, err := askParked[*mcp.CreateMessageWithToolsResult](ctx, "sampling/createMessage", "", &p); parked {
+					return res, err
+				}
 				return ss.CreateMessageWithTools(ctx, &p)
 			}
 		} else {
@@ -149,6 +152,9 @@ func (s *Server) relayOptions(opts *mcp.ClientOptions, b *backend, fixed *mcp.Se
 				defer done()
 				p := *r.Params
 				p.IncludeContext = noContext(p.IncludeContext)
+				if res, parked, err := askParked[*mcp.CreateMessageResult](ctx, "sampling/createMessage", "", &p); parked {
+					return res, err
+				}
 				return ss.CreateMessage(ctx, &p)
 			}
 		}
@@ -195,6 +201,9 @@ func (s *Server) relayOptions(opts *mcp.ClientOptions, b *backend, fixed *mcp.Se
 					return nil, err
 				}
 				defer done()
+				if res, parked, err := askParked[*mcp.ListRootsResult](ctx, "roots/list", "", &mcp.ListRootsParams{}); parked {
+					return res, err
+				}
 				return ss.ListRoots(ctx, nil)
 			}
 		})
@@ -227,10 +236,21 @@ func (s *Server) relayElicit(ctx context.Context, b *backend, fixed *mcp.ServerS
 	// The client can only name "the proxy"; the user must see which server
 	// asks.
 	p.Message = fmt.Sprintf("[%s] %s", b.name, p.Message)
+	if res, parked, err := askParked[*mcp.ElicitResult](ctx, "elicitation/create", elicitMode(&p), &p); parked {
+		return res, err
+	}
 	if p.ElicitationID != "" {
 		s.elicit.remember(p.ElicitationID, b, ss)
 	}
 	return ss.Elicit(ctx, &p)
+}
+
+// elicitMode returns an elicitation's mode: "url" with a URL, else "form".
+func elicitMode(p *mcp.ElicitParams) string {
+	if p.Mode == "url" || p.Mode == "" && p.URL != "" {
+		return "url"
+	}
+	return "form"
 }
 
 // noContext reduces an includeContext other than none to none: through the

@@ -1,0 +1,337 @@
+//lint:file-ignore SA1019 sampling and roots are deprecated as of protocol 2026-07-28, and bridging them between the eras is what these tests check.
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The four bridges between the protocol eras (README "Bridges: what is
+// translated, and the limits"), with go-sdk clients pinned to each era.
+
+// modernVersion is the protocol version of the stateless era.
+const modernVersion = "2026-07-28"
+
+// bridgeClient is a go-sdk client that answers sampling, elicitation and
+// roots and records what it was asked and the progress it got.
+type bridgeClient struct {
+	name string
+
+	mu       sync.Mutex
+	elicits  []mcp.ElicitParams               // guarded by mu
+	samples  []mcp.CreateMessageParams        // guarded by mu
+	progress []mcp.ProgressNotificationParams // guarded by mu
+	more     chan struct{}
+}
+
+// client returns the SDK client; mrtr false disables its automatic answering
+// of input_required results, so that the test sees them raw.
+func (bc *bridgeClient) client(mrtr bool, caps *mcp.ClientCapabilities) *mcp.Client {
+	bc.more = make(chan struct{}, 1)
+	opts := &mcp.ClientOptions{
+		Capabilities: caps,
+		CreateMessageHandler: func(_ context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			bc.record(func() { bc.samples = append(bc.samples, *req.Params) })
+			return &mcp.CreateMessageResult{Role: "assistant", Model: "e2e-model", Content: &mcp.TextContent{Text: "sampled by " + bc.name}}, nil
+		},
+		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			bc.record(func() { bc.elicits = append(bc.elicits, *req.Params) })
+			if req.Params.Mode == "url" {
+				return &mcp.ElicitResult{Action: "accept"}, nil
+			}
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"answer": fmt.Sprintf("%s %d", bc.name, bc.count())}}, nil
+		},
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			bc.record(func() { bc.progress = append(bc.progress, *req.Params) })
+		},
+	}
+	if !mrtr {
+		opts.MultiRoundTrip = &mcp.MultiRoundTripOptions{Disabled: true}
+	}
+	c := mcp.NewClient(&mcp.Implementation{Name: bc.name, Version: "1"}, opts)
+	c.AddRoots(&mcp.Root{URI: "file:///tmp/bridge-root", Name: "root"})
+	return c
+}
+
+func (bc *bridgeClient) record(f func()) {
+	bc.mu.Lock()
+	f()
+	bc.mu.Unlock()
+	select {
+	case bc.more <- struct{}{}:
+	default:
+	}
+}
+
+func (bc *bridgeClient) count() int {
+	bc.mu.Lock()
+	defer bc.mu.Unlock()
+	return len(bc.elicits)
+}
+
+// allCaps declares sampling, form and URL elicitation, and roots.
+func allCaps() *mcp.ClientCapabilities {
+	return &mcp.ClientCapabilities{
+		Sampling:    &mcp.SamplingCapabilities{},
+		Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}},
+		RootsV2:     &mcp.RootCapabilities{ListChanged: true},
+	}
+}
+
+// bridgeConfig is a legacy fixture server "alpha" with the bridge tools,
+// whose process serves one client (roots are relayed only then).
+// The audit log goes to audit.jsonl beside the config.
+func bridgeConfig(t *testing.T) string {
+	t.Helper()
+	return writeConfig(t, "[audit]\nfile = \"audit.jsonl\"\n"+
+		fixture("alpha", []string{"-tools", "echo", "-extra", "interview,fanout,elicit,sample,roots"}, `isolation = "session"`))
+}
+
+// auditRounds returns the outcome and input rounds of each audit line of
+// exposed, in order.
+func auditRounds(cfg, exposed string) []string {
+	b, _ := os.ReadFile(filepath.Join(filepath.Dir(cfg), "audit.jsonl"))
+	var out []string
+	for line := range strings.Lines(string(b)) {
+		var rec struct {
+			Exposed string `json:"exposed"`
+			Outcome string `json:"outcome"`
+			Rounds  int    `json:"input_rounds"`
+		}
+		if json.Unmarshal([]byte(line), &rec) == nil && rec.Exposed == exposed {
+			out = append(out, fmt.Sprintf("%s/%d", rec.Outcome, rec.Rounds))
+		}
+	}
+	return out
+}
+
+func callRaw(ctx context.Context, cs *mcp.ClientSession, name string, args any, meta mcp.Meta) (*mcp.CallToolResult, error) {
+	return cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args, Meta: meta})
+}
+
+// Cell 3 with a real client: a modern client's automatic answering of
+// input_required results drives a legacy server's elicitation, sampling and
+// roots requests, over several rounds, through Manifold over stdio.
+func TestBridgeModernClientLegacyServerAuto(t *testing.T) {
+	t.Parallel()
+	bc := &bridgeClient{name: "modern"}
+	sp := startStdioClient(t, bridgeConfig(t), bc.client(true, allCaps()), "")
+	ctx := testCtx(t)
+	if v := sp.cs.InitializeResult().ProtocolVersion; v != modernVersion {
+		t.Fatalf("the client negotiated %q, want %q", v, modernVersion)
+	}
+	waitTool(ctx, t, sp.cs, "alpha__interview")
+
+	t.Run("rounds", func(t *testing.T) {
+		res, err := callRaw(ctx, sp.cs, "alpha__interview", map[string]any{"steps": "elicit,sample,roots,url"}, nil)
+		if err != nil {
+			t.Fatalf("alpha__interview: %v", err)
+		}
+		want := "alpha: interview\n" +
+			`elicit action=accept content={"answer":"modern 1"}` + "\n" +
+			`sample model=e2e-model text=sampled by modern` + "\n" +
+			"roots file:///tmp/bridge-root\n" +
+			"url action=accept"
+		if got := text(res); got != want || res.IsError {
+			t.Errorf("alpha__interview = %q (isError %v), want %q", got, res.IsError, want)
+		}
+		bc.mu.Lock()
+		defer bc.mu.Unlock()
+		if len(bc.elicits) != 2 || bc.elicits[0].Message != "[alpha] question 1" || bc.elicits[1].Mode != "url" || bc.elicits[1].Message != "[alpha] open this" {
+			t.Errorf("elicitations seen by the client = %+v, want [alpha] question 1, then the URL one", bc.elicits)
+		}
+		if len(bc.samples) != 1 || bc.samples[0].IncludeContext == "thisServer" {
+			t.Errorf("sampling requests seen by the client = %+v, want one with includeContext reduced", bc.samples)
+		}
+	})
+
+	t.Run("concurrent requests", func(t *testing.T) {
+		res, err := callRaw(ctx, sp.cs, "alpha__fanout", map[string]any{"n": 3}, nil)
+		if err != nil {
+			t.Fatalf("alpha__fanout: %v", err)
+		}
+		got := text(res)
+		for i := 1; i <= 3; i++ {
+			if !strings.Contains(got, fmt.Sprintf("%d:accept:modern", i)) {
+				t.Errorf("alpha__fanout = %q (isError %v), want answer %d accepted", got, res.IsError, i)
+			}
+		}
+	})
+
+	t.Run("progress across rounds", func(t *testing.T) {
+		bc.mu.Lock()
+		bc.progress = nil
+		bc.mu.Unlock()
+		res, err := callRaw(ctx, sp.cs, "alpha__interview", map[string]any{"steps": "progress,elicit,progress"}, mcp.Meta{"progressToken": "bridge-tok"})
+		if err != nil || res.IsError {
+			t.Fatalf("alpha__interview: %v %v", err, res)
+		}
+		deadline := time.Now().Add(awaitBound)
+		for {
+			bc.mu.Lock()
+			got := append([]mcp.ProgressNotificationParams(nil), bc.progress...)
+			bc.mu.Unlock()
+			if len(got) == 2 {
+				for _, p := range got {
+					if p.ProgressToken != "bridge-tok" {
+						t.Errorf("progress token = %v, want the client's own", p.ProgressToken)
+					}
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("progress notifications = %+v, want 2 (one before and one after the round of input)", got)
+			}
+			select {
+			case <-bc.more:
+			case <-time.After(pollEvery):
+			}
+		}
+	})
+
+	t.Run("missing capability", func(t *testing.T) {
+		// This request declares no sampling (per request: _meta).
+		meta := mcp.Meta{mcp.MetaKeyClientCapabilities: map[string]any{"elicitation": map[string]any{}}}
+		res, err := callRaw(ctx, sp.cs, "alpha__sample", map[string]any{"prompt": "hi"}, meta)
+		if err != nil {
+			t.Fatalf("alpha__sample: %v", err)
+		}
+		if got := text(res); !res.IsError || !strings.Contains(got, `needs the client capability "sampling", which this client did not declare`) {
+			t.Errorf("alpha__sample without sampling = %q (isError %v), want the upstream's error naming the missing capability", got, res.IsError)
+		}
+	})
+}
+
+// Cell 3 raw: the client sees the input_required result, answers it with a
+// retry, and the state is one-use, bound and tamper-proof.
+func TestBridgeModernClientLegacyServerRaw(t *testing.T) {
+	t.Parallel()
+	bc := &bridgeClient{name: "raw"}
+	cfg := bridgeConfig(t)
+	sp := startStdioClient(t, cfg, bc.client(false, allCaps()), "")
+	ctx := testCtx(t)
+	waitTool(ctx, t, sp.cs, "alpha__elicit")
+
+	first := func(t *testing.T) *mcp.CallToolResult {
+		t.Helper()
+		res, err := callRaw(ctx, sp.cs, "alpha__elicit", map[string]any{"message": "why?"}, nil)
+		if err != nil {
+			t.Fatalf("alpha__elicit: %v", err)
+		}
+		if !res.NeedsInput() || len(res.InputRequests) != 1 || res.RequestState == "" {
+			t.Fatalf("alpha__elicit = %+v, want an input_required result with one input request and a requestState", res)
+		}
+		return res
+	}
+	retry := func(res *mcp.CallToolResult, state string) (*mcp.CallToolResult, error) {
+		answers := mcp.InputResponseMap{}
+		for k := range res.InputRequests {
+			answers[k] = &mcp.ElicitResult{Action: "accept", Content: map[string]any{"answer": "42"}}
+		}
+		return sp.cs.CallTool(ctx, &mcp.CallToolParams{Name: "alpha__elicit", Arguments: map[string]any{"message": "why?"}, InputResponses: answers, RequestState: state})
+	}
+	wantInvalid := func(t *testing.T, what string, err error, contains string) {
+		t.Helper()
+		var rpcErr *jsonrpc.Error
+		if !errors.As(err, &rpcErr) || rpcErr.Code != jsonrpc.CodeInvalidParams || !strings.Contains(rpcErr.Message, contains) {
+			t.Errorf("%s: got %v, want -32602 saying %q", what, err, contains)
+		}
+	}
+
+	t.Run("answer and replay", func(t *testing.T) {
+		res := first(t)
+		for _, ir := range res.InputRequests {
+			if p, ok := ir.(*mcp.ElicitParams); !ok || p.Message != "[alpha] why?" {
+				t.Errorf("input request = %#v, want an elicitation with the message %q", ir, "[alpha] why?")
+			}
+		}
+		final, err := retry(res, res.RequestState)
+		if err != nil {
+			t.Fatalf("retry: %v", err)
+		}
+		if got := text(final); final.NeedsInput() || !strings.Contains(got, `alpha: elicit action=accept content={"answer":"42"}`) {
+			t.Errorf("retry = %q (needs input %v), want the upstream's result with the answer", got, final.NeedsInput())
+		}
+		_, err = retry(res, res.RequestState)
+		wantInvalid(t, "replayed state", err, "no longer waiting")
+	})
+
+	t.Run("tampered", func(t *testing.T) {
+		res := first(t)
+		st := []byte(res.RequestState)
+		st[len(st)/2] ^= 1
+		_, err := retry(res, string(st))
+		wantInvalid(t, "tampered state", err, "altered")
+		_, err = retry(res, "not-a-state")
+		wantInvalid(t, "foreign state", err, "not one this proxy issued")
+		// The call still waits for its real state.
+		final, err := retry(res, res.RequestState)
+		if err != nil || !strings.Contains(text(final), `"answer":"42"`) {
+			t.Errorf("retry with the real state after refused ones = %v, %v", final, err)
+		}
+	})
+
+	t.Run("another tool", func(t *testing.T) {
+		res := first(t)
+		_, err := sp.cs.CallTool(ctx, &mcp.CallToolParams{Name: "alpha__echo", Arguments: map[string]any{"message": "x"}, RequestState: res.RequestState})
+		wantInvalid(t, "state sent to another tool", err, "belongs to another request")
+		if final, err := retry(res, res.RequestState); err != nil || final.NeedsInput() {
+			t.Errorf("retry = %v, %v", final, err)
+		}
+	})
+
+	t.Run("audit records one call with its rounds", func(t *testing.T) {
+		eventually(ctx, t, func() string {
+			got, want := auditRounds(cfg, "alpha__elicit"), []string{"ok/1", "ok/1", "ok/1"}
+			if diff := cmp.Diff(want, got); diff != "" {
+				return "audit lines of alpha__elicit (outcome/input_rounds), one per call (-want +got):\n" + diff
+			}
+			return ""
+		})
+	})
+}
+
+// A cancelled retry cancels the upstream call.
+func TestBridgeCancelAcrossRounds(t *testing.T) {
+	t.Parallel()
+	bc := &bridgeClient{name: "cancel"}
+	cfg := bridgeConfig(t)
+	sp := startStdioClient(t, cfg, bc.client(false, allCaps()), "")
+	ctx := testCtx(t)
+	waitTool(ctx, t, sp.cs, "alpha__interview")
+	args := map[string]any{"steps": "elicit,wait"}
+	res, err := callRaw(ctx, sp.cs, "alpha__interview", args, nil)
+	if err != nil || !res.NeedsInput() {
+		t.Fatalf("alpha__interview = %+v, %v; want input_required", res, err)
+	}
+	answers := mcp.InputResponseMap{}
+	for k := range res.InputRequests {
+		answers[k] = &mcp.ElicitResult{Action: "accept", Content: map[string]any{"answer": "a"}}
+	}
+	rctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	_, err = sp.cs.CallTool(rctx, &mcp.CallToolParams{Name: "alpha__interview", Arguments: args, InputResponses: answers, RequestState: res.RequestState})
+	if err == nil {
+		t.Fatal("the retry of a call that waits forever returned")
+	}
+	// The upstream call ended, cancelled, after its one round of input.
+	eventually(ctx, t, func() string {
+		if got := auditRounds(cfg, "alpha__interview"); len(got) != 1 || got[0] != "cancelled/1" {
+			return fmt.Sprintf("audit of alpha__interview (outcome/input_rounds) = %v, want [cancelled/1]", got)
+		}
+		return ""
+	})
+}

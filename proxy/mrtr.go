@@ -1,0 +1,563 @@
+package proxy
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/manifold-mcp/manifold/proxy/era"
+	"github.com/manifold-mcp/manifold/upstream"
+)
+
+// This file bridges the protocol eras for tools/call (README "Bridges: what
+// is translated, and the limits"):
+//
+//   - a modern client calling a legacy server (cell 3): the server's
+//     sampling, elicitation and roots requests during the call park the call
+//     (parkedCall); the client gets an input_required result with a sealed
+//     requestState that names the parked call, and its retry hands the
+//     answers to the waiting server and waits for the next event;
+//   - a modern client calling a modern server (cell 2): an input_required
+//     result passes through with the server's requestState wrapped (sealed,
+//     the server's name inside), so that the retry reaches the same server
+//     and no other;
+//   - a legacy client calling a modern server (cell 4): the server's input
+//     requests become real requests on the client's session, and the answers
+//     re-invoke the server, in a loop bounded by Options.MaxInputRounds.
+//
+// The era of a request is its own (the _meta protocol version), so routing,
+// policy and audit stay era-neutral: startCall calls into here at the two
+// points where the eras differ, the retry and the result.
+
+// Defaults of the bridge.
+const (
+	defaultMaxInputRounds = 10   // as the SDK's own client
+	defaultMaxParked      = 1024 // calls parked at once, all clients together
+	gatherWindow          = 5 * time.Millisecond
+)
+
+// reqEra is what the proxy knows of the era of one downstream request.
+type reqEra struct {
+	modern bool
+	caps   *mcp.ClientCapabilities // the client's, per request (modern) or from initialize; never nil
+	client string                  // "name/version" of the client, if known
+}
+
+// callEra reads the era of a tools/call from its raw _meta (modern: the
+// protocol version is 2026-07-28 or later) and the session.
+func callEra(ss *mcp.ServerSession, meta json.RawMessage) reqEra {
+	var m struct {
+		Version string              `json:"io.modelcontextprotocol/protocolVersion"`
+		Caps    *wireClientCaps     `json:"io.modelcontextprotocol/clientCapabilities"`
+		Info    *mcp.Implementation `json:"io.modelcontextprotocol/clientInfo"`
+	}
+	if len(meta) > 0 {
+		_ = json.Unmarshal(meta, &m)
+	}
+	e := reqEra{modern: m.Version >= modernVersion}
+	if e.modern {
+		if m.Caps != nil {
+			e.caps = m.Caps.v1()
+		}
+		if m.Info != nil {
+			e.client = m.Info.Name + "/" + m.Info.Version
+		}
+	} else if ss != nil {
+		if ip := ss.InitializeParams(); ip != nil {
+			e.caps = ip.Capabilities
+			if ip.ClientInfo != nil {
+				e.client = ip.ClientInfo.Name + "/" + ip.ClientInfo.Version
+			}
+		}
+	}
+	if e.caps == nil {
+		e.caps = &mcp.ClientCapabilities{}
+	}
+	return e
+}
+
+// wireClientCaps is the wire shape of client capabilities in a modern
+// request's _meta, where roots is an object (the SDK's clientCapabilitiesV2).
+type wireClientCaps struct {
+	mcp.ClientCapabilities
+	Roots *mcp.RootCapabilities `json:"roots,omitempty"`
+}
+
+func (w *wireClientCaps) v1() *mcp.ClientCapabilities {
+	c := w.ClientCapabilities
+	c.RootsV2 = w.Roots //lint:ignore SA1019 roots are part of the protocol versions the proxy serves
+	return &c
+}
+
+// principal names who a sealed state belongs to: the downstream session, or,
+// without one (stdio, stateless HTTP), the client as it names itself.
+func principal(ss *mcp.ServerSession, e reqEra) string {
+	if ss != nil && ss.ID() != "" {
+		return "session:" + ss.ID()
+	}
+	return "anonymous:" + e.client
+}
+
+// missingCap is the -32021 error for a request that needs a capability the
+// client did not declare.
+func missingCap(method, server string, need *mcp.ClientCapabilities, capName string) error {
+	data, _ := json.Marshal(mcp.MissingRequiredClientCapabilityData{RequiredCapabilities: need})
+	return &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities, Data: data, Message: fmt.Sprintf(
+		"%s from %q needs the client capability %q, which this client did not declare; declare it (in _meta %s, or at initialize) to use this tool",
+		method, server, capName, mcp.MetaKeyClientCapabilities)}
+}
+
+// needCap returns the capability method needs from caps, or an error naming
+// it when caps lack it. mode is an elicitation's mode ("form", "url").
+func needCap(method, server, mode string, caps *mcp.ClientCapabilities) error {
+	switch method {
+	case "sampling/createMessage":
+		if caps.Sampling == nil {
+			return missingCap(method, server, &mcp.ClientCapabilities{Sampling: &mcp.SamplingCapabilities{}}, "sampling")
+		}
+	case "elicitation/create":
+		e := caps.Elicitation
+		switch {
+		case e == nil:
+			return missingCap(method, server, &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}}, "elicitation")
+		case mode == "url" && e.URL == nil:
+			return missingCap(method, server, &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{URL: &mcp.URLElicitationCapabilities{}}}, "elicitation.url")
+		}
+	case "roots/list":
+		if caps.RootsV2 == nil { //lint:ignore SA1019 roots are part of the protocol versions the proxy serves
+			return missingCap(method, server, &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{}}, "roots") //lint:ignore SA1019 as above
+		}
+	}
+	return nil
+}
+
+// stateError is the -32602 answer to a retry whose requestState is refused.
+func stateError(name string, err error) error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(
+		"invalid requestState for tool %q: %v; call the tool again without requestState and inputResponses to start over", name, err)}
+}
+
+// bridges holds the proxy's sealed-state key and the calls parked on legacy
+// servers while their clients answer.
+type bridges struct {
+	once   sync.Once
+	sealer *era.Sealer
+	err    error
+
+	mu     sync.Mutex
+	parked map[string]*parkedCall // by id; guarded by mu
+	max    int                    // bound of parked; if zero, defaultMaxParked
+}
+
+// sealer returns the state sealer, keyed by Options.StateKey or, if that is
+// empty, by a random key of this process.
+func (s *Server) sealer() (*era.Sealer, error) {
+	br := &s.bridge
+	br.once.Do(func() {
+		key := s.opts.StateKey
+		if len(key) == 0 {
+			key = era.NewKey()
+		}
+		br.sealer, br.err = era.NewSealer(key)
+	})
+	return br.sealer, br.err
+}
+
+func (br *bridges) add(pc *parkedCall) bool {
+	br.mu.Lock()
+	defer br.mu.Unlock()
+	limit := br.max
+	if limit == 0 {
+		limit = defaultMaxParked
+	}
+	if len(br.parked) >= limit {
+		return false
+	}
+	if br.parked == nil {
+		br.parked = make(map[string]*parkedCall)
+	}
+	br.parked[pc.id] = pc
+	return true
+}
+
+func (br *bridges) get(id string) *parkedCall {
+	br.mu.Lock()
+	defer br.mu.Unlock()
+	return br.parked[id]
+}
+
+func (br *bridges) remove(pc *parkedCall) {
+	br.mu.Lock()
+	defer br.mu.Unlock()
+	if br.parked[pc.id] == pc {
+		delete(br.parked, pc.id)
+	}
+}
+
+func (br *bridges) count() int {
+	br.mu.Lock()
+	defer br.mu.Unlock()
+	return len(br.parked)
+}
+
+// parkedCall is one tools/call of a modern client on a legacy server that
+// may span several downstream requests: the first, and one retry per round
+// of input. The upstream call runs on ctx, which the downstream request
+// being served (attached) cancels, and which is otherwise bounded by the
+// call's own timeout and, between rounds, by the state TTL.
+type parkedCall struct {
+	br     *bridges
+	sealer *era.Sealer
+	id     string
+	bind   era.Binding
+	server string
+	ttl    time.Duration
+	cancel context.CancelFunc // cancels the upstream call
+
+	mu       sync.Mutex
+	caps     *mcp.ClientCapabilities // of the request being served; guarded by mu
+	attached func(json.RawMessage, error)
+	detach   func() bool     // stops the attached request's cancellation; guarded by mu
+	asks     map[string]*ask // unanswered upstream requests, by key; guarded by mu
+	seq      int             // keys handed out; guarded by mu
+	round    int             // input_required results sent; guarded by mu
+	outcome  *callOutcome    // the upstream call's end, once it came while parked; guarded by mu
+	expiry   *time.Timer     // the state TTL while parked; guarded by mu
+	gather   *time.Timer     // pending flush; guarded by mu
+	parked   bool            // registered in br; guarded by mu
+	done     bool            // the call has ended for the client; guarded by mu
+}
+
+type ask struct {
+	method string
+	params json.RawMessage
+	answer chan json.RawMessage // buffered 1
+}
+
+type callOutcome struct {
+	raw json.RawMessage
+	err error
+}
+
+type parkedKey struct{}
+
+// parkedOf returns the parked call ctx belongs to, if any.
+func parkedOf(ctx context.Context) *parkedCall {
+	if ctx == nil {
+		return nil
+	}
+	pc, _ := ctx.Value(parkedKey{}).(*parkedCall)
+	return pc
+}
+
+// newParked prepares the bridge of a modern client's call on a legacy
+// server: it returns the context to run the upstream call on (carrying the
+// values of ctx, cancelled by ctx while ctx's request is attached) and the
+// call, attached to ctx and finish.
+func (s *Server) newParked(ctx context.Context, bind era.Binding, caps *mcp.ClientCapabilities, ttl time.Duration, finish func(json.RawMessage, error)) (context.Context, *parkedCall, error) {
+	sealer, err := s.sealer()
+	if err != nil {
+		return nil, nil, err
+	}
+	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	pc := &parkedCall{
+		br: &s.bridge, sealer: sealer, id: "pc-" + rand.Text(),
+		bind: bind, server: bind.Upstream, ttl: ttl, cancel: cancel, caps: caps,
+	}
+	pc.attached = finish
+	pc.detach = context.AfterFunc(ctx, cancel)
+	return context.WithValue(cctx, parkedKey{}, pc), pc, nil
+}
+
+// ask is an upstream's server->client request during the call: it becomes an
+// input request of the call's next input_required result, and ask waits for
+// the client's answer (or for ctx, the upstream's request, to end).
+func (pc *parkedCall) ask(ctx context.Context, method, mode string, params any) (json.RawMessage, error) {
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return nil, fmt.Errorf("%s from %q: encoding params: %w", method, pc.server, err)
+	}
+	pc.mu.Lock()
+	if err := needCap(method, pc.server, mode, pc.caps); err != nil {
+		pc.mu.Unlock()
+		return nil, err
+	}
+	if pc.done {
+		pc.mu.Unlock()
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("%s from %q: the client's call has ended", method, pc.server)}
+	}
+	if !pc.parked {
+		if !pc.br.add(pc) {
+			pc.mu.Unlock()
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf(
+				"%s from %q refused: too many calls are waiting for their clients' input; retry later", method, pc.server)}
+		}
+		pc.parked = true
+	}
+	pc.seq++
+	key := fmt.Sprintf("%s-%d", relayMethods[method], pc.seq)
+	a := &ask{method: method, params: raw, answer: make(chan json.RawMessage, 1)}
+	if pc.asks == nil {
+		pc.asks = make(map[string]*ask)
+	}
+	pc.asks[key] = a
+	if pc.attached != nil && pc.gather == nil {
+		// Requests sent together become one round: wait a moment for the
+		// others before answering the client.
+		pc.gather = time.AfterFunc(gatherWindow, pc.flush)
+	}
+	pc.mu.Unlock()
+
+	select {
+	case ans := <-a.answer:
+		return ans, nil
+	case <-ctx.Done():
+		pc.mu.Lock()
+		delete(pc.asks, key)
+		pc.mu.Unlock()
+		return nil, ctx.Err()
+	}
+}
+
+// flush answers the attached request with an input_required result holding
+// every unanswered input request, and parks the call until the retry.
+func (pc *parkedCall) flush() {
+	pc.mu.Lock()
+	pc.gather = nil
+	if pc.attached == nil || len(pc.asks) == 0 || pc.done {
+		pc.mu.Unlock()
+		return
+	}
+	finish := pc.attached
+	raw, err := pc.inputRequiredLocked()
+	if err != nil {
+		pc.mu.Unlock()
+		finish(nil, err)
+		return
+	}
+	pc.attached = nil
+	pc.detach()
+	pc.expiry = time.AfterFunc(pc.ttl, pc.expire)
+	pc.mu.Unlock()
+	finish(raw, nil)
+}
+
+// inputRequiredLocked builds the input_required result of the next round.
+func (pc *parkedCall) inputRequiredLocked() (json.RawMessage, error) {
+	pc.round++
+	state, err := pc.sealer.Seal(era.State{Kind: era.Parked, Binding: pc.bind, Expires: time.Now().Add(pc.ttl), Call: pc.id, Round: pc.round})
+	if err != nil {
+		return nil, err
+	}
+	type inputRequest struct {
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+	}
+	reqs := make(map[string]inputRequest, len(pc.asks))
+	for _, k := range slices.Sorted(maps.Keys(pc.asks)) {
+		reqs[k] = inputRequest{pc.asks[k].method, pc.asks[k].params}
+	}
+	return json.Marshal(struct {
+		ResultType    string                  `json:"resultType"`
+		InputRequests map[string]inputRequest `json:"inputRequests"`
+		RequestState  string                  `json:"requestState"`
+	}{"input_required", reqs, state})
+}
+
+// finish is the upstream call's end (startCall's finish for a bridged call):
+// it goes to the attached request, or waits for the retry while parked.
+func (pc *parkedCall) finish(raw json.RawMessage, err error) {
+	pc.mu.Lock()
+	if pc.done {
+		pc.mu.Unlock()
+		return
+	}
+	if pc.attached == nil {
+		pc.outcome = &callOutcome{raw, err}
+		pc.mu.Unlock()
+		return
+	}
+	finish := pc.attached
+	pc.endLocked()
+	pc.mu.Unlock()
+	finish(raw, err)
+}
+
+// endLocked ends the call for the client: nothing is delivered after it.
+func (pc *parkedCall) endLocked() {
+	pc.done = true
+	pc.attached = nil
+	if pc.detach != nil {
+		pc.detach()
+	}
+	if pc.expiry != nil {
+		pc.expiry.Stop()
+	}
+	if pc.gather != nil {
+		pc.gather.Stop()
+	}
+	if pc.parked {
+		pc.br.remove(pc)
+	}
+}
+
+// expire frees a call whose state was not used within its TTL: the upstream
+// call is cancelled.
+func (pc *parkedCall) expire() {
+	pc.mu.Lock()
+	if pc.attached != nil || pc.done {
+		pc.mu.Unlock()
+		return
+	}
+	pc.endLocked()
+	pc.mu.Unlock()
+	pc.cancel()
+}
+
+// rounds returns how many input_required results the call has sent.
+func (pc *parkedCall) rounds() int {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	return pc.round
+}
+
+// resume serves a retry of the parked call: st is its opened state, ctx and
+// finish the retry's request. The answers go to the waiting upstream
+// requests; the retry is answered by the next event.
+func (pc *parkedCall) resume(ctx context.Context, st era.State, caps *mcp.ClientCapabilities, responses map[string]json.RawMessage, finish func(json.RawMessage, error)) error {
+	pc.mu.Lock()
+	if pc.done || pc.attached != nil || st.Round != pc.round {
+		pc.mu.Unlock()
+		return errors.New("it was already used (a requestState is valid for one retry); use the requestState of the latest result")
+	}
+	if pc.expiry != nil {
+		pc.expiry.Stop()
+	}
+	pc.caps = caps
+	for k, v := range responses {
+		if a, ok := pc.asks[k]; ok {
+			a.answer <- v
+			delete(pc.asks, k)
+		}
+	}
+	if o := pc.outcome; o != nil {
+		pc.endLocked()
+		pc.mu.Unlock()
+		finish(o.raw, o.err)
+		return nil
+	}
+	pc.attached = finish
+	pc.detach = context.AfterFunc(ctx, pc.cancel)
+	if len(pc.asks) > 0 && pc.gather == nil { // asked again: still unanswered
+		pc.gather = time.AfterFunc(gatherWindow, pc.flush)
+	}
+	pc.mu.Unlock()
+	return nil
+}
+
+// askParked hands an upstream's request to the parked call ctx belongs to,
+// decoding the client's answer as T. ok is false when ctx belongs to no
+// modern client's call (the request is relayed as before).
+func askParked[T any](ctx context.Context, method, mode string, params any) (res T, ok bool, err error) {
+	pc := parkedOf(ctx)
+	if pc == nil {
+		return res, false, nil
+	}
+	raw, err := pc.ask(ctx, method, mode, params)
+	if err != nil {
+		return res, true, err
+	}
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return res, true, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(
+			"the client's answer to %s from %q could not be decoded: %v", method, pc.server, err)}
+	}
+	return res, true, nil
+}
+
+// resumeCall serves the retry of a modern client's call (a tools/call with
+// requestState) of the exposed name routed to server. It returns false when
+// the state is not the proxy's parked state (a wrapped upstream state, which
+// the caller unwraps into fields and forwards).
+func (s *Server) resumeCall(ctx context.Context, ss *mcp.ServerSession, e reqEra, name, server string, fields map[string]json.RawMessage, finish func(json.RawMessage, error)) (handled bool) {
+	var token string
+	if err := json.Unmarshal(fields["requestState"], &token); err != nil {
+		finish(nil, stateError(name, errors.New("it is not a string")))
+		return true
+	}
+	sealer, err := s.sealer()
+	if err != nil {
+		finish(nil, err)
+		return true
+	}
+	st, err := sealer.Open(token, era.Binding{Method: "tools/call", Name: name, Upstream: server, Principal: principal(ss, e)}, time.Now())
+	if err != nil {
+		finish(nil, stateError(name, err))
+		return true
+	}
+	switch st.Kind {
+	case era.Wrapped:
+		fields["requestState"], _ = json.Marshal(st.Inner)
+		return false
+	case era.Parked:
+	default:
+		finish(nil, stateError(name, era.ErrMalformed))
+		return true
+	}
+	pc := s.bridge.get(st.Call)
+	if pc == nil {
+		finish(nil, stateError(name, errors.New("the call it names is no longer waiting for input (it ended, timed out, or its state was already used)")))
+		return true
+	}
+	var responses map[string]json.RawMessage
+	if raw := fields["inputResponses"]; len(raw) > 0 && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &responses); err != nil {
+			finish(nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid inputResponses for tool %q: %v", name, err)})
+			return true
+		}
+	}
+	if err := pc.resume(ctx, st, e.caps, responses, finish); err != nil {
+		finish(nil, stateError(name, err))
+	}
+	return true
+}
+
+// wrapState seals a modern upstream's requestState in an input_required
+// result for a modern client (cell 2), so that the retry comes back to the
+// same upstream, for the same tool and principal, within ttl.
+func (s *Server) wrapState(raw json.RawMessage, bind era.Binding, ttl time.Duration) (json.RawMessage, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return raw, nil
+	}
+	inner, ok := m["requestState"]
+	if !ok {
+		return raw, nil
+	}
+	var state string
+	if err := json.Unmarshal(inner, &state); err != nil {
+		return nil, fmt.Errorf("upstream %q: requestState is not a string", bind.Upstream)
+	}
+	sealer, err := s.sealer()
+	if err != nil {
+		return nil, err
+	}
+	sealed, err := sealer.Seal(era.State{Kind: era.Wrapped, Binding: bind, Expires: time.Now().Add(ttl), Inner: state})
+	if err != nil {
+		return nil, err
+	}
+	m["requestState"], _ = json.Marshal(sealed)
+	return json.Marshal(m)
+}
+
+// upstreamModern reports whether up speaks the stateless era. Until the
+// upstream face probes it, every upstream is legacy.
+func upstreamModern(up *upstream.Upstream) bool { return false }
