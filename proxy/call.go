@@ -210,7 +210,7 @@ func (s *Server) startCall(ctx context.Context, ss *mcp.ServerSession, name stri
 	}
 	bind := era.Binding{Method: "tools/call", Name: name, Upstream: b.name, Principal: principal(ss, re)}
 	callCtx := ctx // the call's own context: ctx, or a bridged call's, which outlives each of its requests
-	if re.modern && ss != nil && !upstreamModern(up) {
+	if re.modern && ss != nil && !up.Modern() {
 		var err error
 		if callCtx, pc, err = s.newParked(ctx, bind, re.caps, ttl, finish); err != nil {
 			done(nil, err)

@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 sampling and roots are deprecated as of protocol 2026-07-28, but the proxy bridges them between clients and servers of both eras (ARCHITECTURE §3 "Protocol versions").
+
 package proxy
 
 import (
@@ -15,7 +17,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/manifold-mcp/manifold/proxy/era"
-	"github.com/manifold-mcp/manifold/upstream"
 )
 
 // This file bridges the protocol eras for tools/call (README "Bridges: what
@@ -94,7 +95,7 @@ type wireClientCaps struct {
 
 func (w *wireClientCaps) v1() *mcp.ClientCapabilities {
 	c := w.ClientCapabilities
-	c.RootsV2 = w.Roots //lint:ignore SA1019 roots are part of the protocol versions the proxy serves
+	c.RootsV2 = w.Roots
 	return &c
 }
 
@@ -133,8 +134,8 @@ func needCap(method, server, mode string, caps *mcp.ClientCapabilities) error {
 			return missingCap(method, server, &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{URL: &mcp.URLElicitationCapabilities{}}}, "elicitation.url")
 		}
 	case "roots/list":
-		if caps.RootsV2 == nil { //lint:ignore SA1019 roots are part of the protocol versions the proxy serves
-			return missingCap(method, server, &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{}}, "roots") //lint:ignore SA1019 as above
+		if caps.RootsV2 == nil {
+			return missingCap(method, server, &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{}}, "roots")
 		}
 	}
 	return nil
@@ -557,7 +558,3 @@ func (s *Server) wrapState(raw json.RawMessage, bind era.Binding, ttl time.Durat
 	m["requestState"], _ = json.Marshal(sealed)
 	return json.Marshal(m)
 }
-
-// upstreamModern reports whether up speaks the stateless era. Until the
-// upstream face probes it, every upstream is legacy.
-func upstreamModern(up *upstream.Upstream) bool { return false }
