@@ -111,11 +111,13 @@ func (s *Server) startCall(ctx context.Context, ss *mcp.ServerSession, name stri
 	rec := auditRecord{Method: "tools/call", Exposed: name, Decision: "denied", Outcome: "unknown tool"}
 	var cleanups []func()
 	var pc *parkedCall // the bridge of a modern client's call on a legacy server
+	rounds := 0        // rounds of input a legacy client gave a modern server
 	done := func(raw json.RawMessage, err error) {
 		for i := len(cleanups) - 1; i >= 0; i-- {
 			cleanups[i]()
 		}
 		if s.audit != nil {
+			rec.Rounds = rounds
 			if pc != nil {
 				rec.Rounds = pc.rounds()
 			}
@@ -224,6 +226,13 @@ func (s *Server) startCall(ctx context.Context, ss *mcp.ServerSession, name stri
 		done(nil, err)
 		return
 	}
+	if up.Modern() {
+		// A modern server sees the capabilities of the client that asks.
+		if fields["_meta"], err = declareCaps(fields["_meta"], upstreamCaps(re.caps, b)); err != nil {
+			done(nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid _meta: %v", err)})
+			return
+		}
+	}
 	if meta, ok := fields["_meta"]; ok {
 		var release func()
 		if fields["_meta"], release, err = s.progress.mapToken(callCtx, ss, meta, b, fixed); err != nil {
@@ -240,7 +249,32 @@ func (s *Server) startCall(ctx context.Context, ss *mcp.ServerSession, name stri
 
 	cctx, cancel := context.WithTimeout(callCtx, timeout)
 	cleanups = append(cleanups, cancel, b.enter(callCtx, ss))
-	up.CallToolRawAsync(cctx, params, func(raw json.RawMessage, err error) {
+	var onResult, settle func(json.RawMessage, error)
+	onResult = func(raw json.RawMessage, err error) {
+		if err != nil || re.modern || ss == nil || !bytes.Contains(raw, markInputRequired) {
+			settle(raw, err)
+			return
+		}
+		// A modern server may ask a legacy client (cell 4): ask the client,
+		// then call again with its answers. The client may take a person's
+		// time: not on the goroutine that reads the server's output.
+		go func() {
+			next, final := s.inputRound(cctx, ss, b, re, raw, fields, &rounds)
+			switch {
+			case final:
+				settle(raw, nil)
+			case next.err != nil:
+				settle(nil, next.err)
+			case next.raw != nil:
+				up.CallToolRawAsync(cctx, next.raw, onResult)
+			default:
+				rec.Outcome = "input rounds exceeded"
+				done(toolError("upstream %q asked for input more than %d times in one call of %q (max_input_rounds); the call was stopped and may have partly run. Retry, or raise max_input_rounds in [protocol]",
+					b.name, s.maxInputRounds(), e.Original), nil)
+			}
+		}()
+	}
+	settle = func(raw json.RawMessage, err error) {
 		if err != nil {
 			var rpcErr *jsonrpc.Error
 			switch {
@@ -281,12 +315,14 @@ func (s *Server) startCall(ctx context.Context, ss *mcp.ServerSession, name stri
 			}
 		}
 		done(raw, nil)
-	})
+	}
+	up.CallToolRawAsync(cctx, params, onResult)
 }
 
 var (
-	markIsError      = []byte(`"isError":true`)
-	markRequestState = []byte(`"requestState"`)
+	markIsError       = []byte(`"isError":true`)
+	markRequestState  = []byte(`"requestState"`)
+	markInputRequired = []byte(`"input_required"`)
 )
 
 // filterResultResources rewrites the resource URIs in a raw result (resource

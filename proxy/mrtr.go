@@ -3,6 +3,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/manifold-mcp/manifold/proxy/era"
 )
@@ -557,4 +559,169 @@ func (s *Server) wrapState(raw json.RawMessage, bind era.Binding, ttl time.Durat
 	}
 	m["requestState"], _ = json.Marshal(sealed)
 	return json.Marshal(m)
+}
+
+// upstreamCaps are the capabilities declared to a modern server for a call
+// of a client with caps, by the relay rules (relayOptions): sampling without
+// its context sub-capability (includeContext is reduced to none), roots only
+// for a server whose process serves one client (isolation = "session").
+func upstreamCaps(caps *mcp.ClientCapabilities, b *backend) *wireClientCaps {
+	out := &wireClientCaps{}
+	if caps.Sampling != nil {
+		out.Sampling = &mcp.SamplingCapabilities{}
+		if caps.Sampling.Tools != nil {
+			out.Sampling.Tools = &mcp.SamplingToolsCapabilities{}
+		}
+	}
+	if caps.Elicitation != nil {
+		e := *caps.Elicitation
+		out.Elicitation = &e
+	}
+	if caps.RootsV2 != nil && b.cfg.PerSession {
+		out.Roots = &mcp.RootCapabilities{ListChanged: caps.RootsV2.ListChanged}
+	}
+	return out
+}
+
+// declareCaps sets the client capabilities in a raw _meta object (nil: none).
+func declareCaps(meta json.RawMessage, caps *wireClientCaps) (json.RawMessage, error) {
+	m := map[string]json.RawMessage{}
+	if len(meta) > 0 && string(meta) != "null" {
+		if err := json.Unmarshal(meta, &m); err != nil {
+			return nil, err
+		}
+	}
+	raw, err := json.Marshal(caps)
+	if err != nil {
+		return nil, err
+	}
+	m[mcp.MetaKeyClientCapabilities] = raw
+	return json.Marshal(m)
+}
+
+func (s *Server) maxInputRounds() int {
+	if s.opts.MaxInputRounds > 0 {
+		return s.opts.MaxInputRounds
+	}
+	return defaultMaxInputRounds
+}
+
+// nextCall is what inputRound decided: the params of the next call (raw),
+// an error for the call (err), or, with neither, that the bound was hit.
+type nextCall struct {
+	raw json.RawMessage
+	err error
+}
+
+// inputRound serves one input_required result of a modern server to a
+// legacy client (cell 4): each input request becomes a real request on the
+// client's session ss, by the relay rules, and the answers make the params
+// of the next call. final is true when raw is not an input_required result
+// after all. *rounds counts the rounds; past Options.MaxInputRounds, next is
+// empty.
+func (s *Server) inputRound(ctx context.Context, ss *mcp.ServerSession, b *backend, re reqEra, raw json.RawMessage, fields map[string]json.RawMessage, rounds *int) (next nextCall, final bool) {
+	var res struct {
+		ResultType    string              `json:"resultType"`
+		InputRequests mcp.InputRequestMap `json:"inputRequests"`
+		RequestState  *string             `json:"requestState"`
+	}
+	if err := json.Unmarshal(raw, &res); err != nil || res.ResultType != "input_required" {
+		if err != nil && bytes.Contains(raw, []byte(`"resultType":"input_required"`)) {
+			return nextCall{err: fmt.Errorf("upstream %q: its input_required result could not be decoded: %v", b.name, err)}, false
+		}
+		return nextCall{}, true
+	}
+	if *rounds >= s.maxInputRounds() {
+		return nextCall{}, false
+	}
+	*rounds++
+	if len(res.InputRequests) == 0 {
+		return nextCall{err: fmt.Errorf("upstream %q is busy (it asked for no input and no result); retry later", b.name)}, false
+	}
+	answers := make(map[string]json.RawMessage, len(res.InputRequests))
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	for key, ir := range res.InputRequests {
+		g.Go(func() error {
+			ans, err := s.askLegacy(gctx, ss, b, re, ir)
+			if err != nil {
+				return err
+			}
+			enc, err := json.Marshal(ans)
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			answers[key] = enc
+			mu.Unlock()
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		if ctx.Err() != nil {
+			return nextCall{err: ctx.Err()}, false
+		}
+		return nextCall{err: err}, false
+	}
+	retry := maps.Clone(fields)
+	var err error
+	if retry["inputResponses"], err = json.Marshal(answers); err != nil {
+		return nextCall{err: err}, false
+	}
+	if res.RequestState != nil {
+		retry["requestState"], _ = json.Marshal(*res.RequestState)
+	} else {
+		delete(retry, "requestState")
+	}
+	params, err := json.Marshal(retry)
+	if err != nil {
+		return nextCall{err: err}, false
+	}
+	return nextCall{raw: params}, false
+}
+
+// askLegacy sends one input request of server b to the legacy client of ss,
+// as the relays send an upstream's requests: the message names the server,
+// includeContext is reduced, roots go only to a server of one client, and a
+// capability the client did not declare is a -32021 error naming it.
+func (s *Server) askLegacy(ctx context.Context, ss *mcp.ServerSession, b *backend, re reqEra, ir mcp.InputRequest) (mcp.Result, error) {
+	switch p := ir.(type) {
+	case *mcp.ElicitParams:
+		if err := needCap("elicitation/create", b.name, elicitMode(p), re.caps); err != nil {
+			return nil, err
+		}
+		q := *p
+		q.Message = fmt.Sprintf("[%s] %s", b.name, q.Message)
+		if q.ElicitationID != "" {
+			s.elicit.remember(q.ElicitationID, b, ss)
+		}
+		return ss.Elicit(ctx, &q)
+	case *mcp.CreateMessageWithToolsParams:
+		if err := needCap("sampling/createMessage", b.name, "", re.caps); err != nil {
+			return nil, err
+		}
+		q := *p
+		q.IncludeContext = noContext(q.IncludeContext)
+		if len(q.Tools) == 0 {
+			msgs := make([]*mcp.SamplingMessage, 0, len(q.Messages))
+			for _, m := range q.Messages {
+				if len(m.Content) != 1 {
+					return ss.CreateMessageWithTools(ctx, &q)
+				}
+				msgs = append(msgs, &mcp.SamplingMessage{Role: m.Role, Content: m.Content[0]})
+			}
+			return ss.CreateMessage(ctx, &mcp.CreateMessageParams{Meta: q.Meta, IncludeContext: q.IncludeContext, MaxTokens: q.MaxTokens, Messages: msgs,
+				Metadata: q.Metadata, ModelPreferences: q.ModelPreferences, StopSequences: q.StopSequences, SystemPrompt: q.SystemPrompt, Temperature: q.Temperature})
+		}
+		return ss.CreateMessageWithTools(ctx, &q)
+	case *mcp.ListRootsParams:
+		if err := needCap("roots/list", b.name, "", re.caps); err != nil {
+			return nil, err
+		}
+		if !b.cfg.PerSession {
+			return nil, offer{}.refusal(b, "roots/list")
+		}
+		return ss.ListRoots(ctx, p)
+	}
+	return nil, fmt.Errorf("upstream %q asked for input of an unknown kind (%T)", b.name, ir)
 }

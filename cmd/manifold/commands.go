@@ -167,6 +167,9 @@ func proxyOptions(cfg *config.Config, log *slog.Logger) proxy.Options {
 		FirstListTimeout: cfg.FirstListTimeout,
 		MaxMessageBytes:  cfg.MaxMessageBytes,
 		Logger:           log,
+		StateKey:         cfg.Protocol.StateKey,
+		StateTTL:         cfg.Protocol.StateTTL,
+		MaxInputRounds:   cfg.Protocol.MaxInputRounds,
 	}
 	for _, s := range cfg.Servers {
 		var env []string

@@ -105,6 +105,9 @@ type Config struct {
 
 	Audit Audit
 
+	// Protocol is the [protocol] table (bridging the protocol eras).
+	Protocol Protocol
+
 	// Servers are the enabled servers in document order; servers with
 	// disabled = true are left out.
 	Servers []Server

@@ -71,6 +71,7 @@ func decode(file, abs string, data []byte, lookup func(string) (string, bool), l
 	root := &table{d: d, fields: top, expand: true}
 	d.global(root, cfg)
 	cfg.HTTP = d.http(root)
+	cfg.Protocol = d.protocol(root, cfg)
 	cfg.Servers = d.servers(root, cfg)
 	cfg.Plugins = d.plugins(root, cfg) // after the servers: it checks names and prefixes against theirs
 	d.policyKeys(root, cfg)
