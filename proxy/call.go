@@ -226,6 +226,10 @@ func (s *Server) startCall(ctx context.Context, ss *mcp.ServerSession, name stri
 		done(nil, err)
 		return
 	}
+	if re.modern {
+		// The era's own keys describe this request, not the upstream's.
+		stripEraMeta(fields)
+	}
 	if up.Modern() {
 		// A modern server sees the capabilities of the client that asks.
 		if fields["_meta"], err = declareCaps(fields["_meta"], upstreamCaps(re.caps, b)); err != nil {

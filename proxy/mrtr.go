@@ -535,7 +535,8 @@ func (s *Server) resumeCall(ctx context.Context, ss *mcp.ServerSession, e reqEra
 
 // wrapState seals a modern upstream's requestState in an input_required
 // result for a modern client (cell 2), so that the retry comes back to the
-// same upstream, for the same tool and principal, within ttl.
+// same upstream, for the same tool and principal, within ttl, and applies
+// the relay rules to its input requests (relayRules).
 func (s *Server) wrapState(raw json.RawMessage, bind era.Binding, ttl time.Duration) (json.RawMessage, error) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &m); err != nil {
@@ -558,7 +559,40 @@ func (s *Server) wrapState(raw json.RawMessage, bind era.Binding, ttl time.Durat
 		return nil, err
 	}
 	m["requestState"], _ = json.Marshal(sealed)
+	if reqs, ok := m["inputRequests"]; ok {
+		if m["inputRequests"], err = relayRules(reqs, bind.Upstream); err != nil {
+			return nil, fmt.Errorf("upstream %q: inputRequests: %w", bind.Upstream, err)
+		}
+	}
 	return json.Marshal(m)
+}
+
+// relayRules applies to a modern server's raw inputRequests the rules of
+// the relays: an elicitation's message names the server, and a sampling
+// request's includeContext is reduced to none.
+func relayRules(raw json.RawMessage, server string) (json.RawMessage, error) {
+	var reqs map[string]struct {
+		Method string                     `json:"method"`
+		Params map[string]json.RawMessage `json:"params"`
+	}
+	if err := json.Unmarshal(raw, &reqs); err != nil {
+		return nil, err
+	}
+	for _, r := range reqs {
+		switch {
+		case r.Params == nil:
+		case r.Method == "elicitation/create":
+			var msg string
+			_ = json.Unmarshal(r.Params["message"], &msg)
+			r.Params["message"], _ = json.Marshal(fmt.Sprintf("[%s] %s", server, msg))
+		case r.Method == "sampling/createMessage":
+			var ic string
+			if json.Unmarshal(r.Params["includeContext"], &ic) == nil && ic != "" {
+				r.Params["includeContext"], _ = json.Marshal(noContext(ic))
+			}
+		}
+	}
+	return json.Marshal(reqs)
 }
 
 // upstreamCaps are the capabilities declared to a modern server for a call
@@ -724,4 +758,30 @@ func (s *Server) askLegacy(ctx context.Context, ss *mcp.ServerSession, b *backen
 		return ss.ListRoots(ctx, p)
 	}
 	return nil, fmt.Errorf("upstream %q asked for input of an unknown kind (%T)", b.name, ir)
+}
+
+// eraMetaKeys are the _meta keys by which a modern request describes itself.
+var eraMetaKeys = []string{mcp.MetaKeyProtocolVersion, mcp.MetaKeyClientInfo, mcp.MetaKeyClientCapabilities, mcp.MetaKeyLogLevel}
+
+// stripEraMeta removes the era's keys from the raw _meta in fields (and
+// _meta itself when nothing else is left).
+func stripEraMeta(fields map[string]json.RawMessage) {
+	raw, ok := fields["_meta"]
+	if !ok {
+		return
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return
+	}
+	for _, k := range eraMetaKeys {
+		delete(m, k)
+	}
+	if len(m) == 0 {
+		delete(fields, "_meta")
+		return
+	}
+	if out, err := json.Marshal(m); err == nil {
+		fields["_meta"] = out
+	}
 }
