@@ -168,7 +168,11 @@ func (s *Server) startCall(ctx context.Context, ss *mcp.ServerSession, name stri
 	}
 	rec.Original, rec.Server, rec.Outcome = e.Original, e.Server, ""
 	rec.Decision, rec.Rule = decisionWords(d)
-	re := callEra(ss, fields["_meta"])
+	meta, ok := ctx.Value(requestMetaKey{}).(json.RawMessage)
+	if !ok {
+		meta = fields["_meta"]
+	}
+	re := callEra(ss, meta)
 	if !re.modern {
 		// Only a modern client retries with input; a legacy client's
 		// fields of that name are not the proxy's to pass on raw.

@@ -56,11 +56,12 @@ type reqEra struct {
 }
 
 // callEra reads the era of a tools/call from its raw _meta (modern: the
-// protocol version is 2026-07-28 or later) and the session.
+// protocol version is 2026-07-28 or later), else from the session
+// (modernSession, clientCapsOf's capabilities).
 func callEra(ss *mcp.ServerSession, meta json.RawMessage) reqEra {
 	var m struct {
 		Version string              `json:"io.modelcontextprotocol/protocolVersion"`
-		Caps    *wireClientCaps     `json:"io.modelcontextprotocol/clientCapabilities"`
+		Caps    *clientCapsV2       `json:"io.modelcontextprotocol/clientCapabilities"`
 		Info    *mcp.Implementation `json:"io.modelcontextprotocol/clientInfo"`
 	}
 	if len(meta) > 0 {
@@ -69,13 +70,16 @@ func callEra(ss *mcp.ServerSession, meta json.RawMessage) reqEra {
 	e := reqEra{modern: m.Version >= modernVersion}
 	if e.modern {
 		if m.Caps != nil {
-			e.caps = m.Caps.v1()
+			e.caps = capsV1(m.Caps)
 		}
 		if m.Info != nil {
 			e.client = m.Info.Name + "/" + m.Info.Version
 		}
 	} else if ss != nil {
 		if ip := ss.InitializeParams(); ip != nil {
+			// A session set up by a modern request stays modern: the SDK
+			// refuses server->client requests on it.
+			e.modern = modernSession(ss)
 			e.caps = ip.Capabilities
 			if ip.ClientInfo != nil {
 				e.client = ip.ClientInfo.Name + "/" + ip.ClientInfo.Version
@@ -88,17 +92,20 @@ func callEra(ss *mcp.ServerSession, meta json.RawMessage) reqEra {
 	return e
 }
 
-// wireClientCaps is the wire shape of client capabilities in a modern
-// request's _meta, where roots is an object (the SDK's clientCapabilitiesV2).
-type wireClientCaps struct {
-	mcp.ClientCapabilities
-	Roots *mcp.RootCapabilities `json:"roots,omitempty"`
-}
-
-func (w *wireClientCaps) v1() *mcp.ClientCapabilities {
+// capsV1 converts the wire shape of modern client capabilities (where roots
+// is an object) to the SDK's.
+func capsV1(w *clientCapsV2) *mcp.ClientCapabilities {
 	c := w.ClientCapabilities
 	c.RootsV2 = w.Roots
 	return &c
+}
+
+type requestMetaKey struct{}
+
+// withRequestMeta records on ctx a downstream request's own _meta, before the
+// lean path strips the era's keys from what it forwards, for callEra.
+func withRequestMeta(ctx context.Context, meta json.RawMessage) context.Context {
+	return context.WithValue(ctx, requestMetaKey{}, meta)
 }
 
 // principal names who a sealed state belongs to: the downstream session, or,
@@ -599,8 +606,8 @@ func relayRules(raw json.RawMessage, server string) (json.RawMessage, error) {
 // of a client with caps, by the relay rules (relayOptions): sampling without
 // its context sub-capability (includeContext is reduced to none), roots only
 // for a server whose process serves one client (isolation = "session").
-func upstreamCaps(caps *mcp.ClientCapabilities, b *backend) *wireClientCaps {
-	out := &wireClientCaps{}
+func upstreamCaps(caps *mcp.ClientCapabilities, b *backend) *clientCapsV2 {
+	out := &clientCapsV2{}
 	if caps.Sampling != nil {
 		out.Sampling = &mcp.SamplingCapabilities{}
 		if caps.Sampling.Tools != nil {
@@ -618,7 +625,7 @@ func upstreamCaps(caps *mcp.ClientCapabilities, b *backend) *wireClientCaps {
 }
 
 // declareCaps sets the client capabilities in a raw _meta object (nil: none).
-func declareCaps(meta json.RawMessage, caps *wireClientCaps) (json.RawMessage, error) {
+func declareCaps(meta json.RawMessage, caps *clientCapsV2) (json.RawMessage, error) {
 	m := map[string]json.RawMessage{}
 	if len(meta) > 0 && string(meta) != "null" {
 		if err := json.Unmarshal(meta, &m); err != nil {

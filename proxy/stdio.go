@@ -409,6 +409,7 @@ func (l *lean) divert(ctx context.Context, f frame) bool {
 		}
 		delete(fields, "name")
 		if meta, ok := fields["_meta"]; ok && modern {
+			ctx = withRequestMeta(ctx, meta) // the bridges read the request's own era (mrtr.go)
 			// The era's own keys describe this request, not the
 			// upstream's; the upstream face writes its own.
 			if meta = era.StripMetaRaw(meta); meta == nil {

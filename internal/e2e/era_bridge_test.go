@@ -22,9 +22,6 @@ import (
 // The four bridges between the protocol eras (README "Bridges: what is
 // translated, and the limits"), with go-sdk clients pinned to each era.
 
-// modernVersion is the protocol version of the stateless era.
-const modernVersion = "2026-07-28"
-
 // bridgeClient is a go-sdk client that answers sampling, elicitation and
 // roots and records what it was asked and the progress it got.
 type bridgeClient struct {

@@ -1,15 +1,11 @@
-// Package era holds the pure pieces of the translation between the MCP
-// protocol eras (2026-07-28, "modern", and the initialize era, "legacy") at
-// each face of the proxy: no goroutines, no I/O, no sessions. The proxy
-// package decides when to translate; this package says how.
-//
-// state.go seals and opens the requestState values Manifold hands to modern
+// This file seals and opens the requestState values Manifold hands to modern
 // clients in input_required results: its own state for a call parked on a
 // legacy upstream, and the state of a modern upstream, wrapped. A sealed
 // state is authenticated (HMAC-SHA256 with a per-process or configured key),
 // bound to the method, the exposed name, the upstream and the principal that
 // asked, and short-lived, so that a client can neither forge it, nor replay
 // it against another upstream, tool or principal, nor keep it past its TTL.
+
 package era
 
 import (
