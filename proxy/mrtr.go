@@ -774,7 +774,7 @@ var eraMetaKeys = []string{mcp.MetaKeyProtocolVersion, mcp.MetaKeyClientInfo, mc
 // _meta itself when nothing else is left).
 func stripEraMeta(fields map[string]json.RawMessage) {
 	raw, ok := fields["_meta"]
-	if !ok {
+	if !ok || !bytes.Contains(raw, []byte("io.modelcontextprotocol")) && bytes.IndexByte(raw, '\\') < 0 { // an escaped key decodes the same
 		return
 	}
 	var m map[string]json.RawMessage

@@ -26,6 +26,7 @@ import (
 // roots and records what it was asked and the progress it got.
 type bridgeClient struct {
 	name string
+	hold chan struct{} // if set, an elicitation waits for it (or its request's end) and reports there
 
 	mu       sync.Mutex
 	elicits  []mcp.ElicitParams               // guarded by mu
@@ -52,8 +53,13 @@ func (bc *bridgeClient) client(mrtr bool, caps *mcp.ClientCapabilities) *mcp.Cli
 		}
 	}
 	if caps.Elicitation != nil {
-		opts.ElicitationHandler = func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		opts.ElicitationHandler = func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			bc.record(func() { bc.elicits = append(bc.elicits, *req.Params) })
+			if bc.hold != nil {
+				bc.hold <- struct{}{}
+				<-ctx.Done()
+				return nil, ctx.Err()
+			}
 			if req.Params.Mode == "url" {
 				return &mcp.ElicitResult{Action: "accept"}, nil
 			}
@@ -515,5 +521,37 @@ func TestBridgeModernClientModernServer(t *testing.T) {
 				t.Errorf("%s: %v, want -32602 saying %q", bad.name, err, bad.says)
 			}
 		}
+	})
+}
+
+// Cell 4: cancelling a legacy client's call while the client is asked ends
+// the call upstream, one call with its round in the audit log.
+func TestBridgeLegacyClientModernServerCancel(t *testing.T) {
+	t.Parallel()
+	bc := &bridgeClient{name: "legacy", hold: make(chan struct{}, 1)}
+	cfg := modernConfig(t)
+	sp := startStdioClient(t, cfg, bc.client(true, allCaps()), protocolVersion)
+	ctx := testCtx(t)
+	waitTool(ctx, t, sp.cs, "beta__ask")
+	cctx, cancel := context.WithCancel(ctx)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := callRaw(cctx, sp.cs, "beta__ask", map[string]any{"steps": "elicit"}, nil)
+		errc <- err
+	}()
+	select {
+	case <-bc.hold: // the client is being asked
+	case <-ctx.Done():
+		t.Fatal("the client was never asked")
+	}
+	cancel()
+	if err := <-errc; err == nil {
+		t.Error("the cancelled call returned no error")
+	}
+	eventually(ctx, t, func() string {
+		if got := auditRounds(cfg, "beta__ask"); len(got) != 1 || got[0] != "cancelled/1" {
+			return fmt.Sprintf("audit of beta__ask (outcome/input_rounds) = %v, want [cancelled/1]", got)
+		}
+		return ""
 	})
 }
