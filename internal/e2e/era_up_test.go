@@ -6,9 +6,12 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/manifold-mcp/manifold/proxy"
 )
@@ -236,5 +239,109 @@ func TestEraUpHostileProbe(t *testing.T) {
 	}
 	if len(ins) > 80<<10 || strings.ContainsAny(ins, "\x1b\x07\u202e\r") {
 		t.Errorf("instructions: %d bytes, control characters kept: %.300q", len(ins), ins)
+	}
+}
+
+// TestEraUpModernRelays: through a modern upstream, for a legacy client:
+// list_changed reaches the proxy's refresh (over the SDK's
+// subscriptions/listen), a resource subscription becomes a listen stream
+// whose resources/updated comes back rewritten, the client's log level
+// travels per request (no logging/setLevel), progress and cancellation work
+// on the raw call path, and prompts and completion answer.
+func TestEraUpModernRelays(t *testing.T) {
+	t.Parallel()
+	record := filepath.Join(t.TempDir(), "record")
+	rec := newRecorder("e2e")
+	cfg := writeConfig(t, fixture("modern", []string{"-era", "modern", "-extra", "toggle,touch,log,progress", "-record", record}))
+	sp := startStdioClient(t, cfg, rec.client(), protocolVersion)
+	ctx := testCtx(t)
+	waitTool(ctx, t, sp.cs, "modern__toggle")
+
+	// list_changed
+	if res := call(ctx, t, sp.cs, "modern__toggle", nil); res.IsError {
+		t.Fatalf("toggle: %s", text(res))
+	}
+	waitTool(ctx, t, sp.cs, "modern__toggled")
+
+	// resources/subscribe -> subscriptions/listen -> resources/updated
+	var uri string
+	for r, err := range sp.cs.Resources(ctx, nil) {
+		if err != nil {
+			t.Fatalf("resources/list: %v", err)
+		}
+		if strings.HasSuffix(r.URI, "readme.txt") {
+			uri = r.URI
+		}
+	}
+	if uri == "" {
+		t.Fatal("no readme resource listed")
+	}
+	if err := sp.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+		t.Fatalf("subscribe %s: %v", uri, err)
+	}
+	eventually(ctx, t, func() string {
+		if res := call(ctx, t, sp.cs, "modern__touch", nil); res.IsError {
+			return "touch: " + text(res)
+		}
+		got := false
+		rec.snapshot(func() { got = slices.Contains(rec.updated, uri) })
+		if !got {
+			return "no resources/updated for " + uri
+		}
+		return ""
+	})
+
+	// The per-request log level.
+	if err := sp.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+		t.Fatalf("logging/setLevel: %v", err)
+	}
+	if res := call(ctx, t, sp.cs, "modern__log", map[string]any{"level": "debug", "data": "below the level"}); res.IsError {
+		t.Fatalf("log: %s", text(res))
+	}
+	if res := call(ctx, t, sp.cs, "modern__log", map[string]any{"level": "warning", "data": "modern says hi"}); res.IsError {
+		t.Fatalf("log: %s", text(res))
+	}
+	rec.await(ctx, t, "the modern server's log message", func() bool {
+		return slices.ContainsFunc(rec.logs, func(l mcp.LoggingMessageParams) bool { return l.Data == "modern says hi" })
+	})
+	rec.snapshot(func() {
+		if slices.ContainsFunc(rec.logs, func(l mcp.LoggingMessageParams) bool { return l.Data == "below the level" }) {
+			t.Error("a debug message below the client's level info was relayed")
+		}
+	})
+
+	// Progress on the raw path.
+	params := &mcp.CallToolParams{Name: "modern__progress", Arguments: map[string]any{"steps": 3, "tag": "m"}}
+	params.SetProgressToken("tok-modern")
+	if res, err := sp.cs.CallTool(ctx, params); err != nil || res.IsError {
+		t.Fatalf("progress: %v %v", err, res)
+	}
+	rec.await(ctx, t, "three progress notifications", func() bool { return len(rec.progress) >= 3 })
+
+	// Cancellation on the raw path.
+	cctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	_, err := sp.cs.CallTool(cctx, &mcp.CallToolParams{Name: "modern__sleep", Arguments: map[string]any{"ms": 60000}})
+	cancel()
+	if err == nil {
+		t.Fatal("sleep returned before its cancellation")
+	}
+	waitFor(t, 10*time.Second, "the modern server to see the cancellation", func() bool {
+		b, _ := os.ReadFile(record)
+		return strings.Contains(string(b), "cancelled modern")
+	})
+
+	// Prompts and completion.
+	gp, err := sp.cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "modern__greet", Arguments: map[string]string{"who": "era"}})
+	if err != nil || len(gp.Messages) == 0 {
+		t.Fatalf("prompts/get: %v %v", err, gp)
+	}
+	if _, err := sp.cs.Complete(ctx, &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "modern__greet"},
+		Argument: mcp.CompleteParamsArgument{Name: "who", Value: "a"}}); err != nil {
+		t.Fatalf("completion/complete: %v", err)
+	}
+	// The modern-only fixture refuses (and logs) the methods 2026-07-28
+	// removed: none was sent.
+	if strings.Contains(sp.stderr.String(), "refused removed method") {
+		t.Errorf("manifold sent a modern server a removed method:\n%s", sp.stderr.String())
 	}
 }
