@@ -4,6 +4,8 @@ package upstream
 
 import (
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strconv"
 	"strings"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // eraEvents returns the pids of the fixture's "start" and "discover" events.
@@ -225,5 +228,57 @@ func TestSanitize(t *testing.T) {
 	}
 	if got := bound(strings.Repeat("é", maxInstructions), maxInstructions); len(got) > maxInstructions || !strings.HasSuffix(got, "…(truncated)") {
 		t.Errorf("bound: %d bytes, suffix %q", len(got), got[len(got)-20:])
+	}
+}
+
+// TestRemoteEra: a stateless streamable server is modern, a stateful one
+// (which serves 2026-07-28 only statelessly) falls back to initialize; the
+// origin's era is cached; a raw call works in both.
+func TestRemoteEra(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		stateless bool
+		modern    bool
+	}{{"stateful", false, false}, {"stateless", true, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := newFixtureServer()
+			h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: tc.stateless})
+			ts := httptest.NewServer(h)
+			t.Cleanup(ts.Close)
+			opts := Options{Name: "remote", URL: ts.URL, StopGrace: 200 * time.Millisecond, Eras: NewEraCache()}
+			for i, source := range []string{SourceProbe, SourceCache} {
+				u := start(t, opts)
+				if era := u.Era(); era.Modern != tc.modern || era.Source != source {
+					t.Errorf("start %d: Era() = %+v, want modern %v from %s", i+1, era, tc.modern, source)
+				}
+				raw, err := u.CallToolRaw(callCtx(t), json.RawMessage(`{"name":"echo","arguments":{"r":1}}`))
+				if err != nil {
+					t.Fatalf("start %d: CallToolRaw: %v", i+1, err)
+				}
+				if got := toolText(t, raw); got != `{"r":1}` {
+					t.Errorf("start %d: echo = %s", i+1, got)
+				}
+				closeWithin(t, u)
+			}
+		})
+	}
+}
+
+// TestRemoteProbeTimeout: a remote server that never answers server/discover
+// is reached at the initialize era once probe_timeout has passed.
+func TestRemoteProbeTimeout(t *testing.T) {
+	srv := newFixtureServer()
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Mcp-Method") == "server/discover" {
+			hangHandler(w, r)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	u := start(t, Options{Name: "remote", URL: ts.URL, StopGrace: 200 * time.Millisecond, ProbeTimeout: 300 * time.Millisecond, StartupTimeout: 20 * time.Second})
+	if era := u.Era(); era.Modern || era.Source != SourceProbe {
+		t.Errorf("Era() = %+v, want legacy from a probe", era)
 	}
 }
