@@ -98,6 +98,7 @@ Usage:
   manifold explain [--config FILE] NAME|URI             the policy's decision for a tool, prompt or URI, and why
   manifold import [CLIENT... | FILE...] [--write]       the servers your clients have, as proxy.toml tables
   manifold connect CLIENT [--replace] [--http URL]      add Manifold as one entry of a client (preview, backup, --undo)
+  manifold doctor [--config FILE] [--json]              clients, their Manifold entries, duplicates, config and start problems
   manifold version                                      print the version
 
 Flags may come before or after the arguments.
@@ -130,6 +131,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdImport(rest, stdout, stderr)
 	case "connect":
 		return cmdConnect(rest, stdin, stdout, stderr)
+	case "doctor":
+		return cmdDoctor(rest, stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintf(stdout, "manifold %s\n", version())
 		return nil

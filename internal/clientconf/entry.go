@@ -112,7 +112,13 @@ type Importer struct {
 	vars map[string][32]byte
 	// Notes are about files and entries left out (Manifold's own entry).
 	Notes []string
+	// self are the entries that run Manifold itself, left out of entries.
+	self []Entry
 }
+
+// Manifold returns the entries found that run Manifold itself (left out of
+// [Importer.Entries]), in the order found.
+func (im *Importer) Manifold() []Entry { return slices.Clone(im.self) }
 
 // NewImporter returns an Importer that resolves ${userHome} and relative
 // paths with e.
@@ -383,6 +389,7 @@ func (im *Importer) add(e *Entry) {
 		return
 	}
 	if isManifold(e) {
+		im.self = append(im.self, *e)
 		im.Notes = append(im.Notes, fmt.Sprintf("%s: %s is Manifold itself; left out (it would start itself)", e.Sources[0], quote(e.Original)))
 		return
 	}
@@ -415,11 +422,12 @@ func (im *Importer) add(e *Entry) {
 	im.entries = append(im.entries, e)
 }
 
-// isManifold reports whether e runs Manifold (its command is a manifold
-// binary).
+// isManifold reports whether e runs Manifold: its command is a manifold
+// binary, or the entry is named manifold and runs "serve".
 func isManifold(e *Entry) bool {
 	base := strings.ToLower(baseName(e.Command))
-	return base == "manifold" || base == "manifold.exe"
+	return base == "manifold" || base == "manifold.exe" ||
+		strings.EqualFold(e.Original, "manifold") && len(e.Args) > 0 && e.Args[0] == "serve"
 }
 
 // uniqueName makes name a valid server name no other entry has (prefixes

@@ -269,3 +269,47 @@ func TestConnectClientCLIs(t *testing.T) {
 		})
 	}
 }
+
+// TestDoctorRunningInstance: manifold doctor reads the status file of a
+// manifold a client runs over stdio, and reports its server that failed to
+// start, with the running instance's tool count.
+func TestDoctorRunningInstance(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir()) // status files; not parallel because of Setenv
+	cfg := writeConfig(t, fixture("alpha", nil)+"\n[servers.broken]\ncommand = \"/nonexistent/mcp-server\"\n")
+	sp := startStdio(t, cfg)
+	listTools(testCtx(t), t, sp.cs)
+	home := t.TempDir()
+	var rep struct {
+		Instances []struct {
+			PID     int `json:"pid"`
+			Tools   int `json:"tools"`
+			Servers []struct {
+				Name, State string
+			} `json:"servers"`
+		} `json:"instances"`
+		Problems []string `json:"problems"`
+	}
+	waitFor(t, 20*time.Second, "the running instance in manifold doctor --json", func() bool {
+		cmd := exec.CommandContext(testCtx(t), manifoldBin, "doctor", "--json", "--config", cfg)
+		cmd.Env = homeEnv(home)
+		out, _ := cmd.Output() // exits 1: there are problems
+		if json.Unmarshal(out, &rep) != nil || len(rep.Instances) != 1 {
+			return false
+		}
+		for _, s := range rep.Instances[0].Servers {
+			if s.Name == "broken" && s.State == "failed" {
+				return true
+			}
+		}
+		return false
+	})
+	if rep.Instances[0].PID != sp.pid() || rep.Instances[0].Tools == 0 {
+		t.Errorf("instance %+v, want pid %d with alpha's tools", rep.Instances[0], sp.pid())
+	}
+	all := strings.Join(rep.Problems, "\n")
+	for _, want := range []string{"/nonexistent/mcp-server does not exist", "server broken of the running manifold (pid " + fmt.Sprint(sp.pid()) + ") is failed", "no client has Manifold as an entry"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("no problem saying %q among:\n%s", want, all)
+		}
+	}
+}
