@@ -99,6 +99,9 @@ Usage:
   manifold import [CLIENT... | FILE...] [--write]       the servers your clients have, as proxy.toml tables
   manifold connect CLIENT [--replace] [--http URL]      add Manifold as one entry of a client (preview, backup, --undo)
   manifold doctor [--config FILE] [--json]              clients, their Manifold entries, duplicates, config and start problems
+  manifold init [--import]                              write a commented starter proxy.toml
+  manifold completion bash|zsh|fish                     shell completion script
+  manifold help [config | KEY | COMMAND]                the config keys, or a command's flags
   manifold version                                      print the version
 
 Flags may come before or after the arguments.
@@ -133,10 +136,16 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdConnect(rest, stdin, stdout, stderr)
 	case "doctor":
 		return cmdDoctor(rest, stdout, stderr)
+	case "init":
+		return cmdInit(rest, stdout, stderr)
+	case "completion":
+		return cmdCompletion(rest, stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintf(stdout, "manifold %s\n", version())
 		return nil
-	case "help", "--help", "-h":
+	case "help":
+		return cmdHelp(ctx, rest, stdout, stderr)
+	case "--help", "-h":
 		fmt.Fprint(stdout, usage)
 		return nil
 	default:
