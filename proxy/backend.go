@@ -427,7 +427,7 @@ func (s *Server) supervise(b *backend, first chan<- error) {
 
 // waitUp waits while up serves: it returns false when up's connection ended
 // or the proxy or b is stopping, and true when b has been idle for its idle
-// timeout.
+// timeout (then b is already out of service: see goIdle).
 func (s *Server) waitUp(b *backend, up *upstream.Upstream) bool {
 	var idle <-chan time.Time
 	if b.cfg.IdleTimeout > 0 {
@@ -444,7 +444,7 @@ func (s *Server) waitUp(b *backend, up *upstream.Upstream) bool {
 		case <-b.quit:
 			return false
 		case <-idle:
-			if b.idleExpired() {
+			if b.goIdle() {
 				return true
 			}
 		}

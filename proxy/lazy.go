@@ -150,11 +150,20 @@ func (s *Server) waitForUse(b *backend) bool {
 	}
 }
 
-// idleExpired reports whether b has had no call in flight and no use for its
-// idle timeout.
-func (b *backend) idleExpired() bool {
-	if b.cfg.IdleTimeout <= 0 || len(b.busySessions()) > 0 {
+// goIdle takes b out of service if it has had no call in flight and no use
+// for its idle timeout, and reports whether it did. The check and the change
+// of state are one step under b.mu: a call touches b before it takes its
+// snapshot (ensureUp), so a call either makes the check fail or finds b idle
+// and wakes it; none is sent to the process that is being stopped.
+func (b *backend) goIdle() bool {
+	if b.cfg.IdleTimeout <= 0 {
 		return false
 	}
-	return time.Since(time.Unix(0, b.lastUsed.Load())) >= b.cfg.IdleTimeout
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.state != stateUp || len(b.busy) > 0 || time.Since(time.Unix(0, b.lastUsed.Load())) < b.cfg.IdleTimeout {
+		return false
+	}
+	b.state, b.up = stateIdle, nil
+	return true
 }
