@@ -214,7 +214,7 @@ func (s *Server) startCall(ctx context.Context, ss *mcp.ServerSession, name stri
 	if ttl <= 0 || ttl > timeout {
 		ttl = timeout
 	}
-	bind := era.Binding{Method: "tools/call", Name: name, Upstream: b.name, Principal: principal(ss, re)}
+	bind := era.Binding{Method: "tools/call", Name: name, Upstream: b.name, Principal: s.principal(ss, re)}
 	callCtx := ctx // the call's own context: ctx, or a bridged call's, which outlives each of its requests
 	if re.modern && ss != nil && !up.Modern() {
 		var err error

@@ -108,11 +108,15 @@ func withRequestMeta(ctx context.Context, meta json.RawMessage) context.Context 
 	return context.WithValue(ctx, requestMetaKey{}, meta)
 }
 
-// principal names who a sealed state belongs to: the downstream session, or,
-// without one (stdio, stateless HTTP), the client as it names itself.
-func principal(ss *mcp.ServerSession, e reqEra) string {
-	if ss != nil && ss.ID() != "" {
+// principal names who a sealed state belongs to: the downstream session;
+// without one, the stdio client (there is one), or over HTTP the client as
+// it names itself (stateless requests carry nothing else yet).
+func (s *Server) principal(ss *mcp.ServerSession, e reqEra) string {
+	switch {
+	case ss != nil && ss.ID() != "":
 		return "session:" + ss.ID()
+	case s.opts.WaitForClient:
+		return "stdio"
 	}
 	return "anonymous:" + e.client
 }
@@ -508,7 +512,7 @@ func (s *Server) resumeCall(ctx context.Context, ss *mcp.ServerSession, e reqEra
 		finish(nil, err)
 		return true
 	}
-	st, err := sealer.Open(token, era.Binding{Method: "tools/call", Name: name, Upstream: server, Principal: principal(ss, e)}, time.Now())
+	st, err := sealer.Open(token, era.Binding{Method: "tools/call", Name: name, Upstream: server, Principal: s.principal(ss, e)}, time.Now())
 	if err != nil {
 		finish(nil, stateError(name, err))
 		return true
