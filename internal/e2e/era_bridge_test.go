@@ -343,3 +343,215 @@ func TestBridgeCancelAcrossRounds(t *testing.T) {
 		return ""
 	})
 }
+
+// modernConfig is a modern-only fixture server "beta" (it refuses
+// initialize) with the multi-round-trip tool ask, beside the legacy "alpha".
+func modernConfig(t *testing.T, extra ...string) string {
+	t.Helper()
+	return writeConfig(t, "[audit]\nfile = \"audit.jsonl\"\n"+strings.Join(extra, "\n")+"\n"+
+		fixture("alpha", []string{"-tools", "echo", "-extra", "elicit"}, `isolation = "session"`)+
+		fixture("beta", []string{"-era", "modern", "-tools", "echo", "-extra", "ask"}, `isolation = "session"`))
+}
+
+const askAll = "elicit,sample,roots,url"
+
+func wantAskAll(client string) string {
+	return "beta: ask\n" +
+		`elicit action=accept content={"answer":"` + client + ` 1"}` + "\n" +
+		"sample model=e2e-model text=sampled by " + client + "\n" +
+		"roots file:///tmp/bridge-root\n" +
+		"elicit action=accept"
+}
+
+// Cell 4: a legacy client calls a modern server that asks for input in
+// rounds; Manifold asks the client for real and calls again with the
+// answers, over stdio and HTTP.
+func TestBridgeLegacyClientModernServer(t *testing.T) {
+	t.Parallel()
+	for _, transport := range []string{"stdio", "http"} {
+		t.Run(transport, func(t *testing.T) {
+			t.Parallel()
+			bc := &bridgeClient{name: "legacy-" + transport}
+			cfg := modernConfig(t)
+			var cs *mcp.ClientSession
+			if transport == "stdio" {
+				cs = startStdioClient(t, cfg, bc.client(true, allCaps()), protocolVersion).cs
+			} else {
+				cs = connectHTTPClient(t, startHTTP(t, cfg), bc.client(true, allCaps()), protocolVersion)
+			}
+			ctx := testCtx(t)
+			waitTool(ctx, t, cs, "beta__ask")
+
+			res, err := callRaw(ctx, cs, "beta__ask", map[string]any{"steps": askAll}, nil)
+			if err != nil {
+				t.Fatalf("beta__ask: %v", err)
+			}
+			if got, want := text(res), wantAskAll(bc.name); got != want || res.IsError {
+				t.Errorf("beta__ask = %q (isError %v), want %q", got, res.IsError, want)
+			}
+			bc.mu.Lock()
+			if len(bc.elicits) != 2 || bc.elicits[0].Message != "[beta] question 1" || bc.elicits[1].Message != "[beta] open this" || bc.elicits[1].Mode != "url" {
+				t.Errorf("elicitations seen by the client = %+v, want [beta] question 1, then the URL one", bc.elicits)
+			}
+			if len(bc.samples) != 1 || bc.samples[0].IncludeContext != "none" {
+				t.Errorf("sampling requests seen by the client = %+v, want one with includeContext none", bc.samples)
+			}
+			bc.progress = nil
+			bc.mu.Unlock()
+			if got := auditRounds(cfg, "beta__ask"); len(got) != 1 || got[0] != "ok/4" {
+				t.Errorf("audit of beta__ask (outcome/input_rounds) = %v, want [ok/4]", got)
+			}
+
+			// Progress in any round reaches the client's token.
+			res, err = callRaw(ctx, cs, "beta__ask", map[string]any{"steps": "progress,elicit,progress"}, mcp.Meta{"progressToken": "legacy-tok"})
+			if err != nil || res.IsError {
+				t.Fatalf("beta__ask with progress: %v %v", err, res)
+			}
+			awaitProgress(ctx, t, bc, "legacy-tok", 2)
+		})
+	}
+}
+
+// awaitProgress waits for n progress notifications, each with token.
+func awaitProgress(ctx context.Context, t *testing.T, bc *bridgeClient, token any, n int) {
+	t.Helper()
+	deadline := time.Now().Add(awaitBound)
+	for {
+		bc.mu.Lock()
+		got := append([]mcp.ProgressNotificationParams(nil), bc.progress...)
+		bc.mu.Unlock()
+		if len(got) >= n {
+			for _, p := range got {
+				if p.ProgressToken != token {
+					t.Errorf("progress token = %v, want the client's own %v", p.ProgressToken, token)
+				}
+			}
+			return
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			t.Fatalf("progress notifications = %+v, want %d (in several rounds)", got, n)
+		}
+		select {
+		case <-bc.more:
+		case <-time.After(pollEvery):
+		}
+	}
+}
+
+// Cell 4's bounds: the loop stops at max_input_rounds with an error the
+// model can act on, and a capability the client lacks is -32021 naming it.
+func TestBridgeLegacyClientModernServerRefusals(t *testing.T) {
+	t.Parallel()
+	bc := &bridgeClient{name: "legacy"}
+	caps := &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}}
+	cfg := modernConfig(t, "[protocol]\nmax_input_rounds = 2")
+	sp := startStdioClient(t, cfg, bc.client(true, caps), protocolVersion)
+	ctx := testCtx(t)
+	waitTool(ctx, t, sp.cs, "beta__ask")
+
+	res, err := callRaw(ctx, sp.cs, "beta__ask", map[string]any{"steps": "elicit,elicit,elicit"}, nil)
+	if err != nil {
+		t.Fatalf("beta__ask: %v", err)
+	}
+	if got := text(res); !res.IsError || !strings.Contains(got, `asked for input more than 2 times in one call of "ask" (max_input_rounds)`) {
+		t.Errorf("beta__ask past the bound = %q (isError %v), want a tool error naming max_input_rounds", got, res.IsError)
+	}
+
+	for _, tt := range []struct{ steps, capName string }{{"sample", "sampling"}, {"url", "elicitation.url"}, {"roots", "roots"}} {
+		_, err = callRaw(ctx, sp.cs, "beta__ask", map[string]any{"steps": tt.steps}, nil)
+		var rpcErr *jsonrpc.Error
+		if !errors.As(err, &rpcErr) || rpcErr.Code != mcp.CodeMissingRequiredClientCapabilities || !strings.Contains(rpcErr.Message, `capability "`+tt.capName+`"`) {
+			t.Errorf("beta__ask %s without the capability: %v, want -32021 naming %s", tt.steps, err, tt.capName)
+		}
+	}
+}
+
+// Cell 2: a modern client and a modern server; the input_required result
+// passes through with the server's requestState sealed.
+func TestBridgeModernClientModernServer(t *testing.T) {
+	t.Parallel()
+	bc := &bridgeClient{name: "modern"}
+	sp := startStdioClient(t, modernConfig(t), bc.client(true, allCaps()), "")
+	ctx := testCtx(t)
+	waitTool(ctx, t, sp.cs, "beta__ask")
+
+	t.Run("auto", func(t *testing.T) {
+		res, err := callRaw(ctx, sp.cs, "beta__ask", map[string]any{"steps": askAll}, nil)
+		if err != nil {
+			t.Fatalf("beta__ask: %v", err)
+		}
+		if got, want := text(res), wantAskAll("modern"); got != want || res.IsError {
+			t.Errorf("beta__ask = %q (isError %v), want %q", got, res.IsError, want)
+		}
+		// The relay rules hold here too.
+		bc.mu.Lock()
+		defer bc.mu.Unlock()
+		if len(bc.elicits) != 2 || bc.elicits[0].Message != "[beta] question 1" || bc.elicits[1].Mode != "url" {
+			t.Errorf("elicitations seen by the client = %+v, want [beta] question 1, then the URL one", bc.elicits)
+		}
+		if len(bc.samples) != 1 || bc.samples[0].IncludeContext != "none" {
+			t.Errorf("sampling requests seen by the client = %+v, want one with includeContext none", bc.samples)
+		}
+	})
+
+	t.Run("raw", func(t *testing.T) {
+		raw := &bridgeClient{name: "raw"}
+		rs := startStdioClient(t, modernConfig(t), raw.client(false, allCaps()), "")
+		waitTool(ctx, t, rs.cs, "beta__ask")
+		args := map[string]any{"steps": "elicit"}
+		res, err := callRaw(ctx, rs.cs, "beta__ask", args, nil)
+		if err != nil || !res.NeedsInput() {
+			t.Fatalf("beta__ask = %+v, %v; want input_required", res, err)
+		}
+		if strings.Contains(res.RequestState, "next") {
+			t.Errorf("requestState %q is the server's own, unwrapped", res.RequestState)
+		}
+		answer := mcp.InputResponseMap{"q": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"answer": "42"}}}
+		final, err := rs.cs.CallTool(ctx, &mcp.CallToolParams{Name: "beta__ask", Arguments: args, InputResponses: answer, RequestState: res.RequestState})
+		if err != nil || !strings.Contains(text(final), `elicit action=accept content={"answer":"42"}`) {
+			t.Errorf("retry = %v, %v; want the server's result with the answer", final, err)
+		}
+		for _, bad := range []struct{ name, tool, state, says string }{
+			{"the server's raw state", "beta__ask", `{"next":0,"lines":null}`, "not one this proxy issued"},
+			{"another server's tool", "alpha__elicit", res.RequestState, "belongs to another request"},
+		} {
+			_, err := rs.cs.CallTool(ctx, &mcp.CallToolParams{Name: bad.tool, Arguments: args, InputResponses: answer, RequestState: bad.state})
+			var rpcErr *jsonrpc.Error
+			if !errors.As(err, &rpcErr) || rpcErr.Code != jsonrpc.CodeInvalidParams || !strings.Contains(rpcErr.Message, bad.says) {
+				t.Errorf("%s: %v, want -32602 saying %q", bad.name, err, bad.says)
+			}
+		}
+	})
+}
+
+// Cell 4: cancelling a legacy client's call while the client is asked ends
+// the call upstream, one call with its round in the audit log.
+func TestBridgeLegacyClientModernServerCancel(t *testing.T) {
+	t.Parallel()
+	bc := &bridgeClient{name: "legacy", hold: make(chan struct{}, 1)}
+	cfg := modernConfig(t)
+	sp := startStdioClient(t, cfg, bc.client(true, allCaps()), protocolVersion)
+	ctx := testCtx(t)
+	waitTool(ctx, t, sp.cs, "beta__ask")
+	cctx, cancel := context.WithCancel(ctx)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := callRaw(cctx, sp.cs, "beta__ask", map[string]any{"steps": "elicit"}, nil)
+		errc <- err
+	}()
+	select {
+	case <-bc.hold: // the client is being asked
+	case <-ctx.Done():
+		t.Fatal("the client was never asked")
+	}
+	cancel()
+	if err := <-errc; err == nil {
+		t.Error("the cancelled call returned no error")
+	}
+	eventually(ctx, t, func() string {
+		if got := auditRounds(cfg, "beta__ask"); len(got) != 1 || got[0] != "cancelled/1" {
+			return fmt.Sprintf("audit of beta__ask (outcome/input_rounds) = %v, want [cancelled/1]", got)
+		}
+		return ""
+	})
+}
