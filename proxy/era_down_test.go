@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 logging and roots are deprecated as of protocol 2026-07-28, but are part of the initialize-era versions the proxy serves.
+
 package proxy
 
 import (
@@ -8,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -392,5 +395,185 @@ func TestBodyModern(t *testing.T) {
 		if got := isListen([]byte(tc.body)); got != tc.list {
 			t.Errorf("isListen(%s) = %v, want %v", tc.body, got, tc.list)
 		}
+	}
+}
+
+// TestLegacyResult: a result relayed from a 2026-07-28 upstream reaches a
+// legacy client without resultType "complete" and without the upstream's
+// serverInfo; anything else is kept, and a result without them is the same
+// bytes.
+func TestLegacyResult(t *testing.T) {
+	info := `"io.modelcontextprotocol/serverInfo":{"name":"up","version":"1"}`
+	tests := []struct{ in, want string }{
+		{`{"content":[{"type":"text","text":"x"}]}`, `{"content":[{"type":"text","text":"x"}]}`},
+		{`{"_meta":{` + info + `},"content":[],"resultType":"complete"}`, `{"content":[]}`},
+		{`{"_meta":{` + info + `,"progressToken":1},"content":[]}`, `{"_meta":{"progressToken":1},"content":[]}`},
+		{`{"content":[],"resultType":"input_required"}`, `{"content":[],"resultType":"input_required"}`},
+		{`{"content":[{"type":"text","text":"resultType"}]}`, `{"content":[{"type":"text","text":"resultType"}]}`},
+	}
+	for _, tc := range tests {
+		if got := string(legacyResultRaw([]byte(tc.in))); got != tc.want {
+			t.Errorf("legacyResultRaw(%s) = %s, want %s", tc.in, got, tc.want)
+		}
+		if got := string(adaptCallResult([]byte(tc.in), "2025-11-25")); got != tc.want {
+			t.Errorf("adaptCallResult for a 2025-11-25 session: %s, want %s", got, tc.want)
+		}
+		if got := string(adaptCallResult([]byte(tc.in), modernVersion)); got != tc.in {
+			t.Errorf("adaptCallResult for a modern session changed %s to %s", tc.in, got)
+		}
+	}
+	var rr mcp.ReadResourceResult
+	if err := json.Unmarshal([]byte(`{"_meta":{`+info+`},"contents":[{"uri":"a://b","text":"t"}],"resultType":"complete","ttlMs":5,"cacheScope":"public"}`), &rr); err != nil {
+		t.Fatal(err)
+	}
+	got, err := json.Marshal(legacyResult(&rr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"ttlMs":5,"cacheScope":"public","contents":[{"uri":"a://b","text":"t"}]}`; string(got) != want {
+		t.Errorf("legacy read = %s, want %s", got, want)
+	}
+}
+
+// TestModernListOrder: a modern client gets every list in the same order
+// (by name) on every request and after a restart of the proxy.
+func TestModernListOrder(t *testing.T) {
+	lists := func() []string {
+		s := newEraServer(t, Options{})
+		rs := openRawVersion(t, s, "")
+		var out []string
+		for round := range 2 {
+			for i, m := range []string{"tools/list", "prompts/list", "resources/list", "resources/templates/list"} {
+				rs.send(modernReq(fmt.Sprint(i), m, ""))
+				line := string(rs.rawLine())
+				if round == 1 && line != out[i] {
+					t.Errorf("%s differs between two lists:\n%s\n%s", m, out[i], line)
+				}
+				if round == 0 {
+					out = append(out, line)
+				}
+			}
+		}
+		s.Close()
+		return out
+	}
+	first, second := lists(), lists()
+	if diff := cmp.Diff(first, second); diff != "" {
+		t.Errorf("lists differ after a restart (-before +after):\n%s", diff)
+	}
+	var tl struct {
+		Result struct {
+			Tools []struct{ Name string } `json:"tools"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(first[0]), &tl); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range tl.Result.Tools {
+		names = append(names, tool.Name)
+	}
+	if !slices.IsSorted(names) || len(names) != 2 {
+		t.Errorf("tools/list order %v, want the two visible tools by name", names)
+	}
+}
+
+// logUpstream is an in-memory upstream whose session logs at every level
+// (its level is preset to debug) and whose tool "logs" logs one info and one
+// error message during the call, then reports progress (a marker: the
+// proxy relays an upstream's notifications in order) and waits for release.
+func logUpstream(t testing.TB, release <-chan struct{}) func(ctx context.Context) (mcp.Transport, error) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "log", Version: "0"}, &mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}, Logging: &mcp.LoggingCapabilities{}}})
+	srv.AddTool(&mcp.Tool{Name: "logs", InputSchema: map[string]any{"type": "object"}},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			for _, l := range []mcp.LoggingLevel{"info", "error"} {
+				if err := req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: l, Data: "at " + string(l)}); err != nil {
+					return nil, err
+				}
+			}
+			if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: req.Params.GetProgressToken(), Progress: 1}); err != nil {
+				return nil, err
+			}
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "logged"}}}, nil
+		})
+	return func(ctx context.Context) (mcp.Transport, error) {
+		ct, st := mcp.NewInMemoryTransports()
+		ss, err := srv.Connect(context.Background(), st, &mcp.ServerSessionOptions{State: &mcp.ServerSessionState{LogLevel: "debug"}})
+		if err != nil {
+			return nil, err
+		}
+		t.Cleanup(func() { _ = ss.Close() })
+		return ct, nil
+	}
+}
+
+// TestModernLogLevel: the per-request log level of a modern request decides
+// which of the upstream's log messages during that call reach the client;
+// without one, none do.
+func TestModernLogLevel(t *testing.T) {
+	release := make(chan struct{})
+	s, err := New(Options{Servers: []ServerConfig{{Upstream: upstream.Options{Name: "log", Dial: logUpstream(t, release)}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := s.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	<-s.Ready()
+	withLevel := func(level string) string {
+		m := strings.Replace(modernMeta, `"_meta":{`, `"_meta":{"progressToken":"p",`, 1)
+		if level != "" {
+			m = strings.Replace(m, `"_meta":{`, `"_meta":{"io.modelcontextprotocol/logLevel":"`+level+`",`, 1)
+		}
+		return `"name":"logs","arguments":{},` + m
+	}
+	tests := []struct {
+		level string
+		want  []string
+	}{
+		{"debug", []string{"at info", "at error"}},
+		{"error", []string{"at error"}},
+		{"", nil},
+	}
+	for _, tc := range tests {
+		t.Run("level "+tc.level, func(t *testing.T) {
+			rs := openRawVersion(t, s, "")
+			// The session is set up first, so that the call meets the
+			// lean path's choice.
+			rs.send(modernReq("0", "server/discover", ""))
+			result(t, rs.rawLine())
+			rs.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{%s}}`, withLevel(tc.level)))
+			var got []string
+			for done := false; !done; {
+				line := rs.rawLine()
+				var m struct {
+					ID     json.RawMessage `json:"id"`
+					Method string          `json:"method"`
+					Params struct {
+						Data any `json:"data"`
+					} `json:"params"`
+				}
+				if err := json.Unmarshal(line, &m); err != nil {
+					t.Fatal(err)
+				}
+				switch {
+				case m.Method == "notifications/message":
+					got = append(got, fmt.Sprint(m.Params.Data))
+				case m.Method == "notifications/progress":
+					release <- struct{}{} // every log message was relayed or dropped by now
+				case string(m.ID) == `"c"`:
+					done = true
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("log messages with logLevel %q (-want +got):\n%s", tc.level, diff)
+			}
+		})
 	}
 }

@@ -89,7 +89,17 @@ func (s *Server) routingMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		ss, _ := req.GetSession().(*mcp.ServerSession)
 		if !modernSession(ss) {
-			return s.route(ctx, next, method, req)
+			res, err := s.route(ctx, next, method, req)
+			if err != nil || res == nil {
+				return res, err
+			}
+			switch method {
+			case "resources/read", "prompts/get":
+				// A modern upstream's answer, relayed: a legacy client
+				// gets it without the 2026-07-28 fields.
+				return legacyResult(res), nil
+			}
+			return res, nil
 		}
 		// A modern client declares its capabilities on every request; over
 		// stdio the first one fixes what upstreams are offered, as

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/manifold-mcp/manifold/proxy/era"
 )
 
 // initialize handles a downstream initialize: the first one fixes the client
@@ -129,15 +131,98 @@ func adaptToolList(res *mcp.ListToolsResult, version string) *mcp.ListToolsResul
 }
 
 var (
+	markResultType   = []byte(`"resultType"`)
+	markServerInfo   = []byte(`"` + era.KeyServerInfo + `"`)
 	markStructured   = []byte(`"structuredContent"`)
 	markResourceLink = []byte(`"resource_link"`)
 )
+
+// legacyResultRaw takes out of a raw result what only 2026-07-28 results
+// carry, for a client of the initialize era: resultType "complete" and the
+// server's identity in _meta (a modern upstream sends both). A result
+// without them is returned as it is, byte for byte.
+func legacyResultRaw(raw json.RawMessage) json.RawMessage {
+	if !bytes.Contains(raw, markResultType) && !bytes.Contains(raw, markServerInfo) {
+		return raw
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return raw
+	}
+	changed := false
+	if rt, ok := m["resultType"]; ok && string(bytes.TrimSpace(rt)) == `"complete"` {
+		delete(m, "resultType")
+		changed = true
+	}
+	if meta, ok := m["_meta"]; ok {
+		var mm map[string]json.RawMessage
+		if json.Unmarshal(meta, &mm) == nil {
+			if _, has := mm[era.KeyServerInfo]; has {
+				delete(mm, era.KeyServerInfo)
+				changed = true
+				if len(mm) == 0 {
+					delete(m, "_meta")
+				} else if b, err := json.Marshal(mm); err == nil {
+					m["_meta"] = b
+				}
+			}
+		}
+	}
+	if !changed {
+		return raw
+	}
+	out, err := json.Marshal(m)
+	if err != nil {
+		return raw
+	}
+	return out
+}
+
+// legacyResult is legacyResultRaw for the typed results the proxy relays
+// from upstreams on the SDK path (a read, a prompt): they are re-encoded only
+// when they carry something to take out.
+func legacyResult(res mcp.Result) mcp.Result {
+	switch r := res.(type) {
+	case *mcp.ReadResourceResult:
+		return relegacy(r)
+	case *mcp.GetPromptResult:
+		return relegacy(r)
+	case *mcp.CallToolResult:
+		return relegacy(r)
+	}
+	return res
+}
+
+func relegacy[R any, P interface {
+	*R
+	mcp.Result
+}](r P) mcp.Result {
+	if r == nil {
+		return r
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return r
+	}
+	stripped := legacyResultRaw(b)
+	if bytes.Equal(stripped, b) {
+		return r
+	}
+	out := P(new(R))
+	if err := json.Unmarshal(stripped, out); err != nil {
+		return r
+	}
+	return out
+}
 
 // adaptCallResult rewrites a raw tools/call result for a session whose
 // protocol version predates structured output and resource links
 // (2025-06-18): structuredContent is dropped, with its JSON added as a text
 // block if the result has no text, and resource links become text blocks.
 func adaptCallResult(raw json.RawMessage, version string) json.RawMessage {
+	if version < modernVersion {
+		raw = legacyResultRaw(raw)
+	}
 	if version >= "2025-06-18" || (!bytes.Contains(raw, markStructured) && !bytes.Contains(raw, markResourceLink)) {
 		return raw
 	}
