@@ -91,6 +91,10 @@ func TestEraUpReachable(t *testing.T) {
 		flags := append([]string{"-count", filepath.Join(dir, s.name)}, s.flags...)
 		body.WriteString(fixture(s.name, flags, `probe_timeout = "1s"`))
 	}
+	out, errOut, code := runCLI(t, "check", "--config", writeConfig(t, body.String()))
+	if want := "(protocol auto: probe of server/discover, 1s)"; code != 0 || strings.Count(out, want) != len(servers) {
+		t.Errorf("check (exit %d) does not say %q for each server:\n%s%s", code, want, out, errOut)
+	}
 	hp := startHTTP(t, writeConfig(t, body.String()))
 	cs := connectHTTP(t, hp)
 	ctx := testCtx(t)
@@ -179,7 +183,14 @@ func TestEraUpPins(t *testing.T) {
 	body := fixture("pinlegacy", []string{"-count", filepath.Join(dir, "pinlegacy"), "-era", "dual"}, `protocol = "legacy"`) +
 		fixture("pinmodern", []string{"-discover", "methodnotfound"}, `protocol = "2026-07-28"`, `startup_timeout = "2s"`) +
 		fixture("pinned", []string{"-era", "modern"}, `protocol = "2026-07-28"`)
-	hp := startHTTP(t, writeConfig(t, body))
+	cfg := writeConfig(t, body)
+	out, errOut, code := runCLI(t, "check", "--config", cfg)
+	for _, want := range []string{"(protocol legacy (pinned; no probe))", "(protocol 2026-07-28 (pinned))"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("check (exit %d) does not say %q:\n%s%s", code, want, out, errOut)
+		}
+	}
+	hp := startHTTP(t, cfg)
 	cs := connectHTTP(t, hp)
 	ctx := testCtx(t)
 	tools := listTools(ctx, t, cs)
@@ -208,6 +219,12 @@ func TestEraUpPins(t *testing.T) {
 	}
 	if got := sts["pinned"]; got.EraSource != "pin" || got.Era != "modern" || got.Protocol != "2026-07-28" {
 		t.Errorf("pinned: era %q source %q protocol %q; want modern 2026-07-28 from a pin", got.Era, got.EraSource, got.Protocol)
+	}
+	out, errOut, _ = runCLI(t, "status", "--url", "http://"+hp.addr)
+	for _, want := range []string{"PROTOCOL", "2026-07-28 modern (pin)", "2025-11-25 legacy (pin)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status does not show %q:\n%s%s", want, out, errOut)
+		}
 	}
 }
 
