@@ -1,8 +1,11 @@
+//lint:file-ignore SA1019 roots and sampling are part of the protocol versions the proxy serves
+
 //go:build linux
 
 package upstream
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -280,5 +283,50 @@ func TestRemoteProbeTimeout(t *testing.T) {
 	u := start(t, Options{Name: "remote", URL: ts.URL, StopGrace: 200 * time.Millisecond, ProbeTimeout: 300 * time.Millisecond, StartupTimeout: 20 * time.Second})
 	if era := u.Era(); era.Modern || era.Source != SourceProbe {
 		t.Errorf("Era() = %+v, want legacy from a probe", era)
+	}
+}
+
+// TestOfferedCapsMatchSDK: the capabilities the probe (and the raw path)
+// declares are the ones the SDK client declares in its own discover.
+func TestOfferedCapsMatchSDK(t *testing.T) {
+	elicit := func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) { return nil, nil }
+	sample := func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) { return nil, nil }
+	for _, co := range []*mcp.ClientOptions{
+		nil,
+		{ElicitationHandler: elicit, CreateMessageHandler: sample},
+		{Capabilities: &mcp.ClientCapabilities{}, ElicitationHandler: elicit},
+		{Capabilities: &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{}, Experimental: map[string]any{"x": true}}},
+	} {
+		srv := mcp.NewServer(&mcp.Implementation{Name: "s", Version: "0"}, nil)
+		var got any
+		srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				if method == "server/discover" {
+					b, _ := json.Marshal(req.GetParams().GetMeta()[metaCaps])
+					_ = json.Unmarshal(b, &got)
+				}
+				return next(ctx, method, req)
+			}
+		})
+		ct, st := mcp.NewInMemoryTransports()
+		ss, err := srv.Connect(t.Context(), st, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var copts mcp.ClientOptions
+		if co != nil {
+			copts = *co
+		}
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "0"}, &copts).Connect(t.Context(), ct, &mcp.ClientSessionOptions{ProtocolVersion: ModernVersion})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want any
+		_ = json.Unmarshal(offeredCaps(Options{Client: co}), &want)
+		if diff := cmp.Diff(got, want); diff != "" {
+			t.Errorf("options %+v: offeredCaps (-SDK +ours):\n%s", co, diff)
+		}
+		_ = cs.Close()
+		_ = ss.Close()
 	}
 }
