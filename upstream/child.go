@@ -77,6 +77,9 @@ type child struct {
 	// probeStop shortens the stop sequence of a probe process that failed
 	// the probe (see stopGraces).
 	probeStop atomic.Bool
+	// probing is set while the probe waits for its answer and the SDK does
+	// not read: messages for the SDK are dropped, not queued.
+	probing atomic.Bool
 
 	progress func(*mcp.ProgressNotificationParams) // Options.Progress; nil: the SDK handles progress
 	// Options.Log; nil: the SDK handles log messages.
@@ -247,6 +250,9 @@ func describeExit(ps *os.ProcessState) string {
 // get the chance to leave its files whole. A child that already exited keeps
 // its own exit status.
 func (c *child) abort() {
+	// Nobody may read the SDK's side any more (a failed probe): a line on
+	// its way there must not hold up the reader of stdout.
+	c.sdkR.CloseWithError(ErrClosed)
 	c.stop()
 	<-c.u.done
 }
@@ -615,6 +621,12 @@ func (c *child) route(line []byte, sdk *io.PipeWriter) *io.PipeWriter {
 
 	if sdk == nil {
 		return nil
+	}
+	if c.probing.Load() {
+		// The SDK does not read yet: a message before the answer to the
+		// probe would block this reader, and the answer behind it.
+		c.log.Warn("dropped a message sent before the server/discover probe was answered", "line", truncate(msg, noiseLogBytes))
+		return sdk
 	}
 	buf := make([]byte, 0, len(msg)+1)
 	if _, err := sdk.Write(append(append(buf, msg...), '\n')); err != nil {

@@ -531,6 +531,7 @@ func (u *Upstream) startChild(ctx context.Context, opts Options) error {
 
 	began := time.Now()
 	u.reqMeta = requestMeta(opts)
+	c.probing.Store(true)
 	res, perr := c.probe(ctx, u.reqMeta, probeTimeout)
 	if ctx.Err() != nil {
 		c.abort()
@@ -541,6 +542,7 @@ func (u *Upstream) startChild(ctx context.Context, opts Options) error {
 	switch o.verdict {
 	case verdictModern:
 		u.era.ProbeCost = time.Since(began)
+		c.probing.Store(false)
 		c.replay.Store(&o.result)
 		c.meta.Store(&u.reqMeta)
 		if err := u.connectChild(ctx, c, opts, ModernVersion); err != nil {
@@ -556,6 +558,7 @@ func (u *Upstream) startChild(ctx context.Context, opts Options) error {
 				u.name, ModernVersion, o.what, supportedOf(o.err), ProtocolAuto, ProtocolLegacy)
 		}
 		u.era.ProbeCost = time.Since(began)
+		c.probing.Store(false)
 		c.meta.Store(nil)
 		if err := u.connectChild(ctx, c, opts, protocolVersion); err != nil {
 			return err

@@ -65,6 +65,8 @@ func TestProbeOutcomes(t *testing.T) {
 		{mode: "d-notresult", version: "2025-11-25", fresh: true, probe: "not a DiscoverResult"},
 		{mode: "d-no2026", version: "2025-11-25", fresh: true, probe: "without 2026-07-28"},
 		{mode: "d-wrongid", version: "2025-11-25", fresh: true, probe: "no answer"},
+		// Messages before the answer are dropped; they must not hold it up.
+		{mode: "d-chatty", modern: true, version: ModernVersion, probe: "discover result"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.mode, func(t *testing.T) {

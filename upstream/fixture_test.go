@@ -84,7 +84,7 @@ func runFixture(mode string) {
 	case "modern", "legacy", "dual":
 		writeEvent("start " + strconv.Itoa(os.Getpid()))
 		serve(ctx, &mcp.IOTransport{Reader: countDiscover(os.Stdin, ""), Writer: os.Stdout})
-	case "d-methodnotfound", "d-error", "d-ignore", "d-exit", "d-garbage", "d-notresult", "d-no2026", "d-wrongid":
+	case "d-chatty", "d-methodnotfound", "d-error", "d-ignore", "d-exit", "d-garbage", "d-notresult", "d-no2026", "d-wrongid":
 		writeEvent("start " + strconv.Itoa(os.Getpid()))
 		serve(ctx, &mcp.IOTransport{Reader: countDiscover(os.Stdin, strings.TrimPrefix(mode, "d-")), Writer: &lockedStdout})
 	default:
@@ -137,6 +137,11 @@ func countDiscover(in io.Reader, how string) io.ReadCloser {
 				switch how {
 				case "":
 					handled = false
+				case "chatty": // notifications first, then the server's answer
+					for i := range 3 {
+						fmt.Fprintf(&lockedStdout, `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"early %d"}}`+"\n", i)
+					}
+					handled = false
 				case "methodnotfound":
 					reply(`"error":{"code":-32601,"message":"Method not found"}`)
 				case "error":
@@ -180,7 +185,7 @@ func fixtureVersions() []string {
 	switch {
 	case mode == "modern":
 		return []string{ModernVersion}
-	case mode == "legacy" || strings.HasPrefix(mode, "d-"):
+	case mode == "legacy" || (strings.HasPrefix(mode, "d-") && mode != "d-chatty"):
 		return []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
 	}
 	return nil
