@@ -332,3 +332,38 @@ func TestOfferedCapsMatchSDK(t *testing.T) {
 		_ = ss.Close()
 	}
 }
+
+// TestInputRequiredReachesCaller: a modern server's input_required result
+// comes back as it is, on the raw path and through the SDK (whose automatic
+// fulfilment is off), for the proxy to bridge.
+func TestInputRequiredReachesCaller(t *testing.T) {
+	srv := newFixtureServer()
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true}))
+	t.Cleanup(ts.Close)
+	for name, opts := range map[string]Options{
+		"stdio":  fixtureOptions(t, "modern"),
+		"remote": {Name: "remote", URL: ts.URL, StopGrace: 200 * time.Millisecond},
+	} {
+		t.Run(name, func(t *testing.T) {
+			u := start(t, opts)
+			if !u.Modern() {
+				t.Fatalf("Era() = %+v, want modern", u.Era())
+			}
+			raw, err := u.CallToolRaw(callCtx(t), json.RawMessage(`{"name":"ask"}`))
+			if err != nil {
+				t.Fatalf("CallToolRaw: %v", err)
+			}
+			var res struct {
+				ResultType    string         `json:"resultType"`
+				RequestState  string         `json:"requestState"`
+				InputRequests map[string]any `json:"inputRequests"`
+			}
+			if err := json.Unmarshal(raw, &res); err != nil {
+				t.Fatal(err)
+			}
+			if res.ResultType != "input_required" || res.RequestState != "state-1" || res.InputRequests["q"] == nil {
+				t.Errorf("result = %s, want the input_required result as the server sent it", raw)
+			}
+		})
+	}
+}

@@ -236,6 +236,16 @@ func newFixtureServer() *mcp.Server {
 		os.Exit(7)
 		return nil, nil
 	})
+	// ask asks for input (MRTR) until it gets it.
+	s.AddTool(&mcp.Tool{Name: "ask", InputSchema: obj}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if len(req.Params.InputResponses) > 0 {
+			return text("answered"), nil
+		}
+		return &mcp.CallToolResult{
+			InputRequests: mcp.InputRequestMap{"q": &mcp.ElicitParams{Message: "name?", RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"n": map[string]any{"type": "string"}}}}},
+			RequestState:  "state-1",
+		}, nil
+	})
 	// fail answers with a JSON-RPC error that carries data.
 	s.AddTool(&mcp.Tool{Name: "fail", InputSchema: obj}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return nil, &jsonrpc.Error{Code: -32042, Message: "custom failure", Data: json.RawMessage(`{"x":1}`)}
