@@ -262,7 +262,7 @@ func TestEraUpHostileProbe(t *testing.T) {
 }
 
 // TestEraUpModernRelays: through a modern upstream, for a legacy client:
-// list_changed reaches the proxy's refresh (over the SDK's
+// paginated lists, list_changed reaches the proxy's refresh (over the SDK's
 // subscriptions/listen), a resource subscription becomes a listen stream
 // whose resources/updated comes back rewritten, the client's log level
 // travels per request (no logging/setLevel), progress and cancellation work
@@ -271,10 +271,14 @@ func TestEraUpModernRelays(t *testing.T) {
 	t.Parallel()
 	record := filepath.Join(t.TempDir(), "record")
 	rec := newRecorder("e2e")
-	cfg := writeConfig(t, fixture("modern", []string{"-era", "modern", "-extra", "toggle,touch,log,progress", "-record", record}))
+	cfg := writeConfig(t, fixture("modern", []string{"-era", "modern", "-extra", "toggle,touch,log,progress", "-record", record, "-pages", "3"}))
 	sp := startStdioClient(t, cfg, rec.client(), protocolVersion)
 	ctx := testCtx(t)
 	waitTool(ctx, t, sp.cs, "modern__toggle")
+	// Pages of three: every tool is listed.
+	if tools := listTools(ctx, t, sp.cs); len(tools) < 16 {
+		t.Errorf("listed %d tools of the modern server, want its 12 default and 4 extra ones: %v", len(tools), toolNames(tools))
+	}
 
 	// list_changed
 	if res := call(ctx, t, sp.cs, "modern__toggle", nil); res.IsError {
