@@ -305,8 +305,8 @@ func TestNoise(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ListTools: %v", err)
 	}
-	if len(res.Tools) != 5 {
-		t.Errorf("ListTools: %d tools, want 5", len(res.Tools))
+	if len(res.Tools) != 6 {
+		t.Errorf("ListTools: %d tools, want 6", len(res.Tools))
 	}
 	for i := range 10 {
 		args := fmt.Sprintf(`{"i":%d}`, i)
