@@ -385,7 +385,7 @@ func (s *Server) rebuild() {
 // modernToolList is a tools/list answer for a modern client: the same tools,
 // with input and output schemas in JSON Schema 2020-12 (era.Schema). Each
 // definition is rewritten once per catalog; what cannot be translated is
-// logged then, once, and sent as the upstream wrote it.
+// sent as the upstream wrote it and logged once per process.
 func (s *Server) modernToolList(res *mcp.ListToolsResult) *mcp.ListToolsResult {
 	c := s.catalog.Load()
 	out := *res
@@ -409,7 +409,7 @@ func (s *Server) modernToolList(res *mcp.ListToolsResult) *mcp.ListToolsResult {
 				problems = append(problems, "outputSchema "+line)
 			}
 		}
-		if len(problems) > 0 {
+		if _, seen := s.schemaWarned.LoadOrStore(t.Name+"\x00"+strings.Join(problems, "\x00"), true); len(problems) > 0 && !seen {
 			s.log.Warn("tool schema not fully translated to JSON Schema 2020-12 for modern clients; the rest is sent as the server wrote it",
 				"tool", t.Name, "problems", problems)
 		}

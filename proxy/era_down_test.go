@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -575,5 +576,113 @@ func TestModernLogLevel(t *testing.T) {
 				t.Errorf("log messages with logLevel %q (-want +got):\n%s", tc.level, diff)
 			}
 		})
+	}
+}
+
+func TestModernCallResult(t *testing.T) {
+	info := []byte(`{"name":"manifold","version":"1"}`)
+	si := `"io.modelcontextprotocol/serverInfo":{"name":"manifold","version":"1"}`
+	tests := []struct{ name, in, want string }{
+		{"plain", `{"content":[]}`, `{"_meta":{` + si + `},"content":[],"resultType":"complete"}`},
+		{"empty object", `{}`, `{"_meta":{` + si + `},"resultType":"complete"}`},
+		{"spaces", ` {"content":[]} `, `{"_meta":{` + si + `},"content":[],"resultType":"complete"}`},
+		{"input_required passes untouched", `{"inputRequests":{"a":{}},"requestState":"s","resultType":"input_required"}`,
+			`{"_meta":{` + si + `},"inputRequests":{"a":{}},"requestState":"s","resultType":"input_required"}`},
+		{"complete kept", `{"content":[],"resultType":"complete"}`, `{"_meta":{` + si + `},"content":[],"resultType":"complete"}`},
+		{"_meta kept, serverInfo added", `{"_meta":{"progressToken":1},"content":[]}`, `{"_meta":{` + si + `,"progressToken":1},"content":[],"resultType":"complete"}`},
+		{"empty _meta", `{"_meta":{},"content":[]}`, `{"_meta":{` + si + `},"content":[],"resultType":"complete"}`},
+		{"upstream serverInfo replaced", `{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up","version":"9"},"x":1},"content":[]}`,
+			`{"_meta":{` + si + `,"x":1},"content":[],"resultType":"complete"}`},
+		{"_meta not an object", `{"_meta":5,"content":[]}`, `{"_meta":5,"content":[]}`},
+		{"not an object", `[1]`, `[1]`},
+		{"a text that says resultType", `{"content":[{"type":"text","text":"\"resultType\""}]}`, `{"_meta":{` + si + `},"content":[{"type":"text","text":"\"resultType\""}],"resultType":"complete"}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := string(modernCallResult([]byte(tc.in), info))
+			if got != tc.want {
+				t.Errorf("modernCallResult(%s)\n got %s\nwant %s", tc.in, got, tc.want)
+			}
+			if !json.Valid([]byte(got)) {
+				t.Errorf("not valid JSON: %s", got)
+			}
+		})
+	}
+}
+
+// TestModernReadScope: a modern client's read of a server whose resources a
+// rule guards is cacheScope private; without such a rule it keeps what the
+// upstream said (public by default), and a legacy client's read is as before.
+func TestModernReadScope(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		guarded bool
+		want    string
+	}{{"guarded", true, "private"}, {"unguarded", false, "public"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := Options{Servers: []ServerConfig{{Upstream: upstream.Options{Name: "era", Dial: eraUpstream(t)}, Prefix: "era"}}}
+			if tc.guarded {
+				opts.Policy = &policy.Rules{Servers: map[string]*policy.ServerRules{
+					"era": {Resources: policy.List{Deny: []policy.Pattern{{Glob: "era://secret/*", Source: "test"}}}},
+				}}
+			}
+			s, err := New(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			if err := s.Start(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			<-s.Ready()
+			rs := openRawVersion(t, s, "")
+			rs.send(modernReq("1", "resources/read", `"uri":"era+era://doc/a"`))
+			if got := result(t, rs.rawLine())["cacheScope"]; got != tc.want {
+				t.Errorf("modern read: cacheScope %v, want %s", got, tc.want)
+			}
+			legacy := openRaw(t, s)
+			legacy.send(`{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"era+era://doc/a"}}`)
+			if got := result(t, legacy.rawLine())["cacheScope"]; got != "public" {
+				t.Errorf("legacy read: cacheScope %v, want public as before", got)
+			}
+		})
+	}
+}
+
+// TestSchemaProblemsLoggedOnce: what cannot be translated to 2020-12 is
+// logged once, however often modern clients list and the catalog is rebuilt.
+func TestSchemaProblemsLoggedOnce(t *testing.T) {
+	logs := &syncBuffer{b: new(bytes.Buffer)}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "odd", Version: "0"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "odd", InputSchema: map[string]any{"type": "object", "$schema": "https://example.com/dialect"}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+	s, err := New(Options{Logger: slog.New(slog.NewTextHandler(logs, nil)), Servers: []ServerConfig{{Upstream: upstream.Options{Name: "odd", Dial: func(ctx context.Context) (mcp.Transport, error) {
+		ct, st := mcp.NewInMemoryTransports()
+		ss, err := srv.Connect(context.Background(), st, nil)
+		if err != nil {
+			return nil, err
+		}
+		t.Cleanup(func() { _ = ss.Close() })
+		return ct, nil
+	}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := s.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	<-s.Ready()
+	rs := openRawVersion(t, s, "")
+	for i := range 3 {
+		s.SetPolicy(nil) // a new catalog each time (as a reload makes)
+		rs.send(modernReq(fmt.Sprint(i), "tools/list", ""))
+		tools := result(t, rs.rawLine())["tools"].([]any)
+		if got := tools[0].(map[string]any)["inputSchema"].(map[string]any)["$schema"]; got != "https://example.com/dialect" {
+			t.Errorf("an unknown $schema was changed to %v", got)
+		}
+	}
+	if n := strings.Count(string(logs.bytes()), "not fully translated"); n != 1 {
+		t.Errorf("the untranslatable schema was logged %d times, want once:\n%s", n, logs.bytes())
 	}
 }

@@ -166,6 +166,8 @@ type Server struct {
 	server     *mcp.Server
 	serverInfo []byte // implementation() as JSON, for the lean path's modern results
 
+	schemaWarned sync.Map // tool name + untranslatable schema parts already logged
+
 	gen      atomic.Pointer[generation] // the configured servers; replaced by Reload
 	reloadMu sync.Mutex                 // serialises Reload
 

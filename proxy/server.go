@@ -362,6 +362,11 @@ func (s *Server) readResource(ctx context.Context, ss *mcp.ServerSession, p *mcp
 		rec.Outcome = "denied"
 		return nil, mcp.ResourceNotFoundError(p.URI)
 	}
+	if modernSession(ss) && (len(kept) < len(res.Contents) || c.rules.GuardsResources(server)) {
+		// What this read shows depends on the policy, as a narrowed list
+		// does: no shared cache may serve it to another client.
+		res.CacheScope = era.ScopePrivate
+	}
 	res.Contents = kept
 	return res, nil
 }

@@ -274,6 +274,23 @@ func TestEraDownHTTPAttacks(t *testing.T) {
 		})
 	}
 
+	t.Run("a modern GET", func(t *testing.T) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, hp.endpoint(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", modernVersion)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "POST" {
+			t.Errorf("GET at 2026-07-28: status %d, Allow %q; want 405, POST (there is no stream to open)", resp.StatusCode, resp.Header.Get("Allow"))
+		}
+	})
+
 	t.Run("a modern request with a legacy session's id", func(t *testing.T) {
 		cs := connectHTTP(t, hp) // legacy (2025-11-25), stateful
 		h := modern("tools/call", "alpha__echo")
