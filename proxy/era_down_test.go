@@ -655,7 +655,9 @@ func TestSchemaProblemsLoggedOnce(t *testing.T) {
 	logs := &syncBuffer{b: new(bytes.Buffer)}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "odd", Version: "0"}, nil)
 	srv.AddTool(&mcp.Tool{Name: "odd", InputSchema: map[string]any{"type": "object", "$schema": "https://example.com/dialect"}},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
 	s, err := New(Options{Logger: slog.New(slog.NewTextHandler(logs, nil)), Servers: []ServerConfig{{Upstream: upstream.Options{Name: "odd", Dial: func(ctx context.Context) (mcp.Transport, error) {
 		ct, st := mcp.NewInMemoryTransports()
 		ss, err := srv.Connect(context.Background(), st, nil)
