@@ -368,3 +368,25 @@ func TestEraUpModernRelays(t *testing.T) {
 		t.Errorf("manifold sent a modern server a removed method:\n%s", sp.stderr.String())
 	}
 }
+
+// TestEraUpPerSessionFromCache: with isolation = "session", each HTTP
+// client's own process comes from the era cache: a legacy server that
+// ignores server/discover is probed once, whatever the number of sessions.
+func TestEraUpPerSessionFromCache(t *testing.T) {
+	t.Parallel()
+	count := filepath.Join(t.TempDir(), "iso")
+	hp := startHTTP(t, writeConfig(t, fixture("iso", []string{"-count", count, "-discover", "ignore", "-tools", "pid"},
+		`isolation = "session"`, `probe_timeout = "1s"`)))
+	ctx := testCtx(t)
+	a, b := connectHTTP(t, hp), connectHTTP(t, hp)
+	waitTool(ctx, t, a, "iso__pid")
+	pidA, pidB := text(call(ctx, t, a, "iso__pid", nil)), text(call(ctx, t, b, "iso__pid", nil))
+	if pidA == pidB {
+		t.Fatalf("both sessions reached process %s, want one each", pidA)
+	}
+	starts, discovers := eraCounts(t, count)
+	// The shared process (after its probe process), then one per session.
+	if len(starts) != 4 || len(discovers) != 1 || discovers[0] != starts[0] {
+		t.Errorf("starts %v, discovers %v; want 4 starts (probe, shared, two sessions) and one discover, to the first", starts, discovers)
+	}
+}
