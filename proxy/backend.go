@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -93,6 +94,20 @@ type backend struct {
 	checked    time.Time        // guarded by mu; last health check
 	healthErr  error            // guarded by mu; its failure, nil if it passed
 	probe      upstream.EraInfo // guarded by mu; the last start that probed its era
+}
+
+// eraCacheMaxAge is how long a server's cached era is trusted across runs:
+// a server upgraded in place (npx pkg@latest) that became modern is probed
+// again within a day. (One that is no longer modern falls back at once.)
+const eraCacheMaxAge = 24 * time.Hour
+
+// newEraCache keeps the servers' eras in dir/eras.json, or only in memory
+// when dir is empty.
+func newEraCache(dir string, log *slog.Logger) *upstream.EraCache {
+	if dir == "" {
+		return upstream.NewEraCache()
+	}
+	return upstream.NewEraCacheFile(filepath.Join(dir, "eras.json"), eraCacheMaxAge, log)
 }
 
 // noteEra keeps the era info of a start that probed, so that status shows

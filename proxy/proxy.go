@@ -227,7 +227,7 @@ func New(opts Options) (*Server, error) {
 		opts.Redactor = redact.New()
 	}
 	s := &Server{
-		eras:     upstream.NewEraCache(),
+		eras:     newEraCache(opts.CacheDir, log),
 		opts:     opts,
 		log:      log,
 		ready:    make(chan struct{}),

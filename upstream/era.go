@@ -11,12 +11,16 @@ package upstream
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -74,15 +78,48 @@ func (u *Upstream) Era() EraInfo {
 }
 
 // EraCache remembers each server's era across starts, so that supervision
-// restarts and per-session processes do not probe again. It is safe for
+// restarts and per-session processes do not probe again; with a file
+// (NewEraCacheFile), across runs of the proxy too (a client that launches
+// Manifold over stdio for each of its sessions). Keys are stored hashed:
+// they hold the servers' environment, which may hold secrets. It is safe for
 // concurrent use. The zero value is not usable; use NewEraCache.
 type EraCache struct {
+	path   string        // "" = memory only
+	maxAge time.Duration // entries of the file older than this are ignored
+	log    *slog.Logger
+
 	mu sync.Mutex
-	m  map[string]bool // guarded by mu; key -> modern
+	m  map[string]eraEntry // guarded by mu; hashed key -> verdict
 }
 
-// NewEraCache returns an empty cache.
-func NewEraCache() *EraCache { return &EraCache{m: make(map[string]bool)} }
+type eraEntry struct {
+	Modern bool      `json:"modern"`
+	At     time.Time `json:"at"`
+}
+
+// NewEraCache returns an empty cache kept in memory.
+func NewEraCache() *EraCache { return &EraCache{m: make(map[string]eraEntry)} }
+
+// NewEraCacheFile returns a cache kept in memory and in the file at path:
+// what the file holds is read now (entries older than maxAge are ignored, so
+// that a server upgraded in place is probed again at least that often), and
+// every new verdict is merged into it. A file that cannot be read or written
+// only costs probes; it is logged to log (nil: discarded).
+func NewEraCacheFile(path string, maxAge time.Duration, log *slog.Logger) *EraCache {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	c := &EraCache{path: path, maxAge: maxAge, log: log, m: make(map[string]eraEntry)}
+	for k, e := range c.readFile() {
+		c.m[k] = e
+	}
+	return c
+}
+
+func hashKey(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:16])
+}
 
 func (c *EraCache) get(key string) (modern, ok bool) {
 	if c == nil || key == "" {
@@ -90,8 +127,11 @@ func (c *EraCache) get(key string) (modern, ok bool) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	modern, ok = c.m[key]
-	return modern, ok
+	e, ok := c.m[hashKey(key)]
+	if ok && c.path != "" && time.Since(e.At) > c.maxAge {
+		return false, false
+	}
+	return e.Modern, ok
 }
 
 func (c *EraCache) put(key string, modern bool) {
@@ -100,7 +140,62 @@ func (c *EraCache) put(key string, modern bool) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.m[key] = modern
+	h := hashKey(key)
+	if e, ok := c.m[h]; ok && e.Modern == modern && (c.path == "" || time.Since(e.At) < c.maxAge/2) {
+		return
+	}
+	c.m[h] = eraEntry{Modern: modern, At: time.Now().UTC()}
+	if c.path != "" {
+		c.writeFile(h)
+	}
+}
+
+// readFile returns the fresh entries of the file; nil if there is none.
+func (c *EraCache) readFile() map[string]eraEntry {
+	data, err := os.ReadFile(c.path)
+	if err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			c.log.Warn("cannot read the protocol era cache", "file", c.path, "err", err)
+		}
+		return nil
+	}
+	var m map[string]eraEntry
+	if err := json.Unmarshal(data, &m); err != nil {
+		c.log.Warn("ignoring an unreadable protocol era cache", "file", c.path, "err", err)
+		return nil
+	}
+	for k, e := range m {
+		if time.Since(e.At) > c.maxAge {
+			delete(m, k)
+		}
+	}
+	return m
+}
+
+// writeFile merges the entry h into the file, atomically (another proxy may
+// write it too: the last rename wins, and what it lost is probed again).
+// Called with c.mu held.
+func (c *EraCache) writeFile(h string) {
+	m := c.readFile()
+	if m == nil {
+		m = make(map[string]eraEntry)
+	}
+	m[h] = c.m[h]
+	data, err := json.Marshal(m)
+	if err == nil {
+		err = os.MkdirAll(filepath.Dir(c.path), 0o700)
+	}
+	tmp := fmt.Sprintf("%s.%d.tmp", c.path, os.Getpid())
+	if err == nil {
+		err = os.WriteFile(tmp, data, 0o600)
+	}
+	if err == nil {
+		err = os.Rename(tmp, c.path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		c.log.Warn("cannot write the protocol era cache; servers are probed again at the next start", "file", c.path, "err", err)
+	}
 }
 
 // Len returns the number of servers cached.

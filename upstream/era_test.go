@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -365,5 +366,42 @@ func TestInputRequiredReachesCaller(t *testing.T) {
 				t.Errorf("result = %s, want the input_required result as the server sent it", raw)
 			}
 		})
+	}
+}
+
+// TestEraCacheFile: a verdict survives into a new cache on the same file,
+// stale entries are ignored, and the file holds no key in clear (keys carry
+// the servers' environment).
+func TestEraCacheFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sub", "eras.json")
+	const key = `cmd:{"Env":["TOKEN=s3cret-value"]}`
+	a := NewEraCacheFile(path, time.Hour, nil)
+	if _, ok := a.get(key); ok {
+		t.Fatal("a new cache knows the key")
+	}
+	a.put(key, true)
+	a.put("other", false)
+	b := NewEraCacheFile(path, time.Hour, nil)
+	if modern, ok := b.get(key); !ok || !modern {
+		t.Errorf("reloaded cache: get = %v, %v; want modern", modern, ok)
+	}
+	if modern, ok := b.get("other"); !ok || modern {
+		t.Errorf("reloaded cache: get(other) = %v, %v; want legacy", modern, ok)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(data), "s3cret") || strings.Contains(string(data), "TOKEN") {
+		t.Errorf("the cache file holds a key in clear: %s", data)
+	}
+	if c := NewEraCacheFile(path, time.Nanosecond, nil); c.Len() != 0 {
+		t.Errorf("entries older than maxAge were loaded: %d", c.Len())
+	}
+	if err := os.WriteFile(path, []byte("not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if c := NewEraCacheFile(path, time.Hour, nil); c.Len() != 0 {
+		t.Errorf("an unreadable file gave %d entries", c.Len())
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/manifold-mcp/manifold/proxy"
@@ -388,5 +389,36 @@ func TestEraUpPerSessionFromCache(t *testing.T) {
 	// The shared process (after its probe process), then one per session.
 	if len(starts) != 4 || len(discovers) != 1 || discovers[0] != starts[0] {
 		t.Errorf("starts %v, discovers %v; want 4 starts (probe, shared, two sessions) and one discover, to the first", starts, discovers)
+	}
+}
+
+// TestEraUpCacheAcrossRuns: the era cache outlives one run of manifold (a
+// client that launches it for each session): the second run does not probe
+// a legacy server that ignores server/discover, and says the era came from
+// the cache.
+func TestEraUpCacheAcrossRuns(t *testing.T) {
+	// Not parallel: Setenv (the cache folder).
+	cache := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", cache)
+	count := filepath.Join(t.TempDir(), "slow")
+	cfg := writeConfig(t, fixture("slow", []string{"-count", count, "-discover", "ignore", "-tools", "pid"}, `probe_timeout = "1s"`))
+	var sources []string
+	for run := range 2 {
+		out, errOut, code := runCLI(t, "status", "--fresh", "--json", "--config", cfg)
+		var sts []proxy.ServerStatus
+		if err := json.Unmarshal([]byte(out), &sts); code != 0 || err != nil || len(sts) != 1 {
+			t.Fatalf("run %d: status exited %d (%v):\n%s%s", run+1, code, err, out, errOut)
+		}
+		sources = append(sources, sts[0].EraSource)
+	}
+	if diff := cmp.Diff([]string{"probe", "cache"}, sources); diff != "" {
+		t.Errorf("era sources of the two runs (-want +got):\n%s", diff)
+	}
+	starts, discovers := eraCounts(t, count)
+	if len(starts) != 3 || len(discovers) != 1 {
+		t.Errorf("starts %v, discovers %v; want 3 starts (probe, fresh, second run) and one discover", starts, discovers)
+	}
+	if _, err := os.Stat(filepath.Join(cache, "manifold", "eras.json")); err != nil {
+		t.Errorf("no era cache file: %v", err)
 	}
 }
