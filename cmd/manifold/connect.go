@@ -14,6 +14,7 @@ import (
 
 	"github.com/manifold-mcp/manifold/internal/clientconf"
 	"github.com/manifold-mcp/manifold/internal/config"
+	"github.com/manifold-mcp/manifold/internal/redact"
 )
 
 // backupMark separates a client file's name from the time of its backup.
@@ -61,7 +62,7 @@ func cmdConnect(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 		fmt.Fprintf(stderr, "%s is a symlink to %s; that file is the one changed.\n", loc.Path, target)
 	}
 	if *undo {
-		return undoConnect(client, target, *yes, stdin, stdout, stderr)
+		return undoConnect(client, loc, target, env, *yes, stdin, stdout, stderr)
 	}
 
 	s := clientconf.Server{Name: *name, URL: *httpURL}
@@ -100,7 +101,7 @@ func cmdConnect(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 		fmt.Fprintf(stdout, "%s: Manifold is already its entry %q; nothing to change.\n", target, s.Name)
 		return nil
 	}
-	fmt.Fprint(stdout, redactLines(unifiedDiff(target, target, string(data), string(out))))
+	fmt.Fprint(redact.New(fileSecrets(loc, data, env)...).Writer(stdout), redactLines(unifiedDiff(target, target, string(data), string(out))))
 	if len(remove) > 0 {
 		fmt.Fprintf(stderr, "Removed from %s, since proxy.toml has them: %s\n", client.Title(), strings.Join(remove, ", "))
 	}
@@ -120,6 +121,14 @@ func cmdConnect(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 		fmt.Fprintln(stderr, hint)
 	}
 	return nil
+}
+
+// fileSecrets are the inline secrets of a client's file, to be hidden in
+// what shows it.
+func fileSecrets(loc clientconf.Location, data []byte, env clientconf.Env) []string {
+	im := clientconf.NewImporter(env)
+	_ = im.Add(loc, data)
+	return im.Secrets()
 }
 
 // connectHint is what the user does next in client c.
@@ -247,7 +256,7 @@ func backups(path string) ([]string, error) {
 
 // undoConnect restores path from its newest backup, byte for byte, and
 // removes that backup (so that undoing again goes one connect further back).
-func undoConnect(client clientconf.Client, path string, yes bool, stdin io.Reader, stdout, stderr io.Writer) error {
+func undoConnect(client clientconf.Client, loc clientconf.Location, path string, env clientconf.Env, yes bool, stdin io.Reader, stdout, stderr io.Writer) error {
 	list, err := backups(path)
 	if err != nil {
 		return err
@@ -267,7 +276,8 @@ func undoConnect(client clientconf.Client, path string, yes bool, stdin io.Reade
 			return err
 		}
 	}
-	fmt.Fprint(stdout, redactLines(unifiedDiff(path, path, string(cur), string(old))))
+	red := redact.New(append(fileSecrets(loc, cur, env), fileSecrets(loc, old, env)...)...)
+	fmt.Fprint(red.Writer(stdout), redactLines(unifiedDiff(path, path, string(cur), string(old))))
 	if absent {
 		fmt.Fprintf(stderr, "%s did not exist before; undo removes it.\n", path)
 	}

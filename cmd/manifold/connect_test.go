@@ -152,3 +152,47 @@ func TestConnectSymlink(t *testing.T) {
 		t.Errorf("a link to a folder: %v, want a refusal", err)
 	}
 }
+
+// TestConnectPreviewHidesSecrets: the preview diff shows the client's file
+// around the change, and --replace shows the removed entries; neither
+// shows the inline secrets in them.
+func TestConnectPreviewHidesSecrets(t *testing.T) {
+	home, cfg := clientHome(t)
+	file := filepath.Join(home, ".cursor", "mcp.json")
+	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	secrets := []string{"ghp_abcdefghijklmnopqrstuvwxyz0123456789", "plain-secret-value-42", "hunter2hunter2"}
+	body := `{
+  "mcpServers": {
+    "memory": {
+      "command": "npx",
+      "args": ["-y", "@modelcontextprotocol/server-memory", "--api-key", "` + secrets[2] + `"],
+      "env": { "GITHUB_TOKEN": "` + secrets[0] + `", "API_KEY": "` + secrets[1] + `" }
+    },
+    "other": { "url": "https://me:` + secrets[2] + `@x.example/mcp" }
+  }
+}
+`
+	if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// proxy.toml has memory with the same command and args: --replace removes it.
+	toml := "[servers.memory]\ncommand = \"npx\"\nargs = [\"-y\", \"@modelcontextprotocol/server-memory\", \"--api-key\", \"${MEMORY_API_KEY}\"]\n"
+	if err := os.WriteFile(cfg, []byte(toml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("MEMORY_API_KEY", "x")
+	out, stderr, err := runCmd(t, "connect", "cursor", "--config", cfg, "--replace")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if !strings.Contains(out, "+    \"manifold\"") || !strings.Contains(out, "-    \"memory\"") {
+		t.Fatalf("no preview:\n%s", out)
+	}
+	for _, s := range secrets {
+		if strings.Contains(out+stderr, s) {
+			t.Errorf("the preview shows the secret %q:\n%s%s", s, out, stderr)
+		}
+	}
+}

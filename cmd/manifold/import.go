@@ -80,7 +80,7 @@ func cmdImport(args []string, stdout, stderr io.Writer) error {
 	if cfg, err := config.Parse(path, existing); err == nil {
 		secrets = cfg.Secrets
 	}
-	red := redact.New(secrets...)
+	red := redact.New(append(secrets, im.Secrets()...)...)
 	diff := unifiedDiff(path, path, string(existing), string(m.Text))
 	fmt.Fprint(red.Writer(stdout), redactLines(diff))
 	var need []string

@@ -511,6 +511,9 @@ func tableBlocks(lines []string, name string) [][2]int {
 
 func connectTOML(data []byte, s Server, remove []string) ([]byte, error) {
 	src := string(data)
+	if err := checkTOMLDepth(src); err != nil {
+		return nil, fmt.Errorf("line %w", err)
+	}
 	var before map[string]any
 	if _, err := toml.Decode(src, &before); err != nil {
 		return nil, fmt.Errorf("invalid TOML (%v); fix it first", err)

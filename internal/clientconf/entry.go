@@ -114,7 +114,14 @@ type Importer struct {
 	Notes []string
 	// self are the entries that run Manifold itself, left out of entries.
 	self []Entry
+	// secrets are the inline secrets moved out of the entries, as the
+	// client files spell them.
+	secrets []string
 }
+
+// Secrets returns the inline secrets found in the files read, for a
+// redact.Redactor of whatever shows those files.
+func (im *Importer) Secrets() []string { return slices.Clone(im.secrets) }
 
 // Manifold returns the entries found that run Manifold itself (left out of
 // [Importer.Entries]), in the order found.
@@ -336,6 +343,7 @@ func (im *Importer) finish(e *Entry, typ, urlKey string) {
 	}
 	if e.Command != "" && isRelativePath(e.Command) {
 		if dir != "" {
+			e.escapes("command", dir, e.Command)
 			e.Command = escapeDollar(filepath.Join(dir, e.Command))
 		} else {
 			e.notef("command %s is relative to a folder the client chooses; in proxy.toml it is relative to the file's folder", quote(e.Command))
@@ -343,6 +351,7 @@ func (im *Importer) finish(e *Entry, typ, urlKey string) {
 	}
 	switch {
 	case e.Cwd != "" && !isAbsPath(e.Cwd) && dir != "":
+		e.escapes("cwd", dir, e.Cwd)
 		e.Cwd = escapeDollar(filepath.Join(dir, e.Cwd))
 	case e.Cwd != "" && !isAbsPath(e.Cwd):
 		e.notef("cwd %s is relative to a folder the client chooses; in proxy.toml it is relative to the file's folder", quote(e.Cwd))
@@ -362,6 +371,15 @@ func (im *Importer) finish(e *Entry, typ, urlKey string) {
 	}
 	if len(need) > 0 {
 		e.notef("needs %s set where manifold runs (manifold refuses to start a config with an unset ${VAR})", strings.Join(need, ", "))
+	}
+}
+
+// escapes notes a relative path p of a project's file that leads out of
+// the project folder dir: the import shows where it really points.
+func (e *Entry) escapes(k, dir, p string) {
+	abs := filepath.Join(dir, unescape(p))
+	if rel, err := filepath.Rel(dir, abs); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		e.notef("%s %s leads out of the project folder %s, to %s: check that you want to run it", k, quote(unescape(p)), dir, abs)
 	}
 }
 
@@ -561,6 +579,7 @@ func inlineSecret(k, v string) bool {
 // secretVar returns the variable that stands for value: want, unless
 // another secret already took it; then alt, then alt_2, alt_3...
 func (im *Importer) secretVar(want, alt, value string) string {
+	im.secrets = append(im.secrets, unescape(value))
 	sum := sha256.Sum256([]byte(value))
 	for i, n := 0, want; ; i++ {
 		prev, taken := im.vars[n]
@@ -702,6 +721,9 @@ func (e *Entry) duration(k string, n float64, unit time.Duration) time.Duration 
 // --- Codex ----------------------------------------------------------------
 
 func (im *Importer) addCodex(loc Location, data []byte) error {
+	if err := checkTOMLDepth(string(data)); err != nil {
+		return fmt.Errorf("%s:%w", loc.Path, err)
+	}
 	var doc map[string]any
 	md, err := toml.Decode(strings.TrimPrefix(string(data), "\uFEFF"), &doc)
 	if err != nil {

@@ -137,3 +137,40 @@ func TestDuplicateKeepsRestrictions(t *testing.T) {
 		t.Errorf("deny (-want +got):\n%s", diff)
 	}
 }
+
+// TestHostileSizes: files nested deeper than the bounds, or larger than
+// MaxFileBytes, are refused with an error, quickly, by every reader.
+func TestHostileSizes(t *testing.T) {
+	deepJSON := `{"mcpServers":` + strings.Repeat("[", 100000)
+	deepTOML := "a = " + strings.Repeat("{b=", 20000) // the TOML decoder needs about a minute for this
+	tests := []struct {
+		name   string
+		client Client
+		data   string
+		want   string
+	}{
+		{"deep JSON", ClaudeCode, deepJSON, "nested more than"},
+		{"deep TOML", Codex, deepTOML, "nested more than"},
+		{"deep TOML in arrays", Codex, "a = " + strings.Repeat("[", 100000), "nested more than"},
+		{"huge", Cursor, `{"x":"` + strings.Repeat("a", MaxFileBytes) + `"}`, "more than a client file holds"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := NewImporter(testEnv).Add(Location{Client: tt.client, Scope: ScopeUser, Path: "/f"}, []byte(tt.data))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("import: %v, want an error saying %q", err, tt.want)
+			}
+			if tt.name == "huge" {
+				return
+			}
+			if _, err := Connect(tt.client, []byte(tt.data), connectServer, nil); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("connect: %v, want an error saying %q", err, tt.want)
+			}
+		})
+	}
+	// Strings and comments do not count.
+	ok := "# [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\nx = \"" + strings.Repeat("{", 100) + "\"\ny = '''\n" + strings.Repeat("[", 100) + "'''\n"
+	if err := checkTOMLDepth(ok); err != nil {
+		t.Errorf("brackets in comments and strings counted: %v", err)
+	}
+}

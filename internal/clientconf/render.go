@@ -115,6 +115,9 @@ func existingServers(data []byte) (servers, error) {
 	if len(data) == 0 {
 		return s, nil
 	}
+	if err := checkTOMLDepth(string(data)); err != nil {
+		return s, fmt.Errorf("proxy.toml:%w", err)
+	}
 	var doc struct {
 		Servers map[string]map[string]any `toml:"servers"`
 		Plugins map[string]any            `toml:"plugins"`
