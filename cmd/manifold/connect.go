@@ -35,6 +35,7 @@ func cmdConnect(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	yes := fs.Bool("yes", false, "write without asking")
 	scope := fs.String("scope", "user", "which of the client's files: user (every project) or project (the current folder's)")
 	name := fs.String("name", "manifold", "the name of Manifold's entry in the client")
+	alwaysLoad := fs.Bool("always-load", false, "Claude Code: alwaysLoad, every tool of Manifold always in the prompt instead of behind tool search")
 	pos, ok, err := parse(fs, args)
 	if !ok {
 		return err
@@ -65,13 +66,14 @@ func cmdConnect(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 		return undoConnect(client, loc, target, env, *yes, stdin, stdout, stderr)
 	}
 
-	s := clientconf.Server{Name: *name, URL: *httpURL}
+	s := clientconf.Server{Name: *name, URL: *httpURL, AlwaysLoad: *alwaysLoad}
 	if s.URL == "" {
 		cfgPath, err := filepath.Abs(configPath(c.config))
 		if err != nil {
 			return err
 		}
-		if _, err := config.Load(cfgPath); err != nil {
+		cfg, err := config.Load(cfgPath)
+		if err != nil {
 			if errors.Is(err, config.ErrNoConfig) {
 				return exitError{code: 1, msg: fmt.Sprintf("connect: %s does not exist; create it first (manifold import --write, or manifold init), or name another with --config", cfgPath)}
 			}
@@ -82,6 +84,10 @@ func cmdConnect(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 			return err
 		}
 		s.Command, s.Args = bin, []string{"serve", "--config", cfgPath}
+		s.CallTimeout = cfg.CallTimeout
+		for _, srv := range cfg.Servers {
+			s.CallTimeout = max(s.CallTimeout, srv.CallTimeout)
+		}
 	}
 	data, _, err := readBounded(target)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/BurntSushi/toml"
 )
@@ -22,6 +23,25 @@ type Server struct {
 	Args    []string
 	// URL, if set, makes a remote entry (streamable HTTP) instead.
 	URL string
+	// CallTimeout is the longest a call through Manifold may take (its
+	// longest call_timeout). Where the client has a per-call timeout of its
+	// own, it is set above this, so that Manifold's message about a slow
+	// call reaches the model rather than the client's cut. If zero,
+	// Manifold's default (60s).
+	CallTimeout time.Duration
+	// AlwaysLoad sets Claude Code's alwaysLoad: every tool always in the
+	// prompt, never deferred behind tool search.
+	AlwaysLoad bool
+}
+
+// clientTimeout is the per-call timeout to give a client: Manifold's
+// longest call plus a margin for its own answer.
+func (s Server) clientTimeout() time.Duration {
+	d := s.CallTimeout
+	if d <= 0 {
+		d = 60 * time.Second
+	}
+	return (d + 30*time.Second).Round(time.Second)
 }
 
 // ErrNoRemote is returned (wrapped) by [Connect] for a client whose file
@@ -86,30 +106,40 @@ type jsonMember struct {
 
 // entryValue is Manifold's entry in client c's format.
 func entryValue(c Client, s Server) []jsonMember {
-	if s.URL != "" {
-		switch c {
-		case ClaudeCode, VSCode:
-			return []jsonMember{{"type", "http"}, {"url", s.URL}}
-		case Windsurf:
-			return []jsonMember{{"serverUrl", s.URL}}
-		case Gemini:
-			return []jsonMember{{"httpUrl", s.URL}}
+	var m []jsonMember
+	switch {
+	case s.URL != "" && (c == ClaudeCode || c == VSCode):
+		m = []jsonMember{{"type", "http"}, {"url", s.URL}}
+	case s.URL != "" && c == Windsurf:
+		m = []jsonMember{{"serverUrl", s.URL}}
+	case s.URL != "" && c == Gemini:
+		m = []jsonMember{{"httpUrl", s.URL}}
+	case s.URL != "":
+		m = []jsonMember{{"url", s.URL}}
+	default:
+		args := s.Args
+		if args == nil {
+			args = []string{}
 		}
-		return []jsonMember{{"url", s.URL}}
-	}
-	args := s.Args
-	if args == nil {
-		args = []string{}
+		if c == ClaudeCode || c == VSCode {
+			m = append(m, jsonMember{"type", "stdio"})
+		}
+		m = append(m, jsonMember{"command", s.Command}, jsonMember{"args", args})
 	}
 	switch c {
-	case ClaudeCode, VSCode:
-		return []jsonMember{{"type", "stdio"}, {"command", s.Command}, {"args", args}}
+	case ClaudeCode:
+		// Claude Code's per-call timeout, in milliseconds.
+		m = append(m, jsonMember{"timeout", int(s.clientTimeout() / time.Millisecond)})
+		if s.AlwaysLoad {
+			m = append(m, jsonMember{"alwaysLoad", true})
+		}
 	case Gemini:
-		// Gemini CLI's default request timeout is 10 minutes: long calls
-		// are cut by Manifold's call_timeout first, with a message.
-		return []jsonMember{{"command", s.Command}, {"args", args}}
+		// Gemini CLI's default request timeout is 10 minutes.
+		if t := s.clientTimeout(); t > 10*time.Minute {
+			m = append(m, jsonMember{"timeout", int(t / time.Millisecond)})
+		}
 	}
-	return []jsonMember{{"command", s.Command}, {"args", args}}
+	return m
 }
 
 // renderJSON writes v indented with unit, as at depth (the depth of the
@@ -439,9 +469,9 @@ var tomlHeader = regexp.MustCompile(`^\s*\[\[?\s*([^\]]*?)\s*\]\]?\s*(#.*)?$`)
 
 // codexTable is Manifold's [mcp_servers.NAME] table. Codex gives a server
 // 10 s to start by default; Manifold waits for its own servers' first
-// list, so it gets a minute. The call timeout is above Manifold's own
-// (60 s by default), so that Manifold's message about a slow call reaches
-// the model first.
+// list, so it gets a minute. The call timeout is above Manifold's longest
+// (Server.CallTimeout), so that Manifold's message about a slow call
+// reaches the model first.
 func codexTable(s Server) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "[mcp_servers.%s]\n", key(s.Name))
@@ -452,7 +482,7 @@ func codexTable(s Server) string {
 		fmt.Fprintf(&b, "args = %s\n", array(s.Args))
 	}
 	b.WriteString("startup_timeout_sec = 60\n")
-	b.WriteString("tool_timeout_sec = 120\n")
+	fmt.Fprintf(&b, "tool_timeout_sec = %d\n", int(s.clientTimeout()/time.Second))
 	return b.String()
 }
 

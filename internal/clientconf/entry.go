@@ -280,11 +280,14 @@ func (im *Importer) jsonEntry(src Source, name string, v *node, ic interpCtx) (*
 		case "excludeTools":
 			e.Deny = globs(e.stringsField(k, f, interpCtx{}))
 		case "timeout":
-			if ms, ok := number(f); ok && src.Client == Gemini {
+			// Gemini CLI's and Claude Code's per-call timeout, in milliseconds.
+			if ms, ok := number(f); ok && (src.Client == Gemini || src.Client == ClaudeCode) {
 				e.CallTimeout = e.duration(k, ms, time.Millisecond)
 			} else {
 				e.notef("timeout is not mapped: set call_timeout by hand")
 			}
+		case "headersHelper":
+			e.notef("headersHelper is not run: Manifold does not run a client's scripts; put the headers in headers, with ${VAR} for secrets")
 		case "trust", "autoApprove", "alwaysAllow":
 			e.notef("%s is not mapped: Manifold approves no call itself (the client asks); choose which tools exist with tools.allow or tools.deny", k)
 		case "source":

@@ -3,6 +3,7 @@ package clientconf
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -172,5 +173,30 @@ func TestHostileSizes(t *testing.T) {
 	ok := "# [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\nx = \"" + strings.Repeat("{", 100) + "\"\ny = '''\n" + strings.Repeat("[", 100) + "'''\n"
 	if err := checkTOMLDepth(ok); err != nil {
 		t.Errorf("brackets in comments and strings counted: %v", err)
+	}
+}
+
+// TestConnectTimeouts: the client's own per-call timeout is set above
+// Manifold's longest call, where the client has one.
+func TestConnectTimeouts(t *testing.T) {
+	s := connectServer
+	s.CallTimeout = 15 * time.Minute
+	for _, tt := range []struct {
+		c    Client
+		want string
+	}{
+		{ClaudeCode, `"timeout": 930000`},
+		{Gemini, `"timeout": 930000`},
+		{Codex, "tool_timeout_sec = 930\n"},
+	} {
+		out, err := Connect(tt.c, nil, s, nil)
+		if err != nil || !strings.Contains(string(out), tt.want) {
+			t.Errorf("%s: %v, want %s in:\n%s", tt.c, err, tt.want, out)
+		}
+	}
+	// Under Gemini CLI's default of 10 minutes, nothing is written.
+	out, _ := Connect(Gemini, nil, connectServer, nil)
+	if strings.Contains(string(out), "timeout") {
+		t.Errorf("gemini with Manifold's default call timeout:\n%s", out)
 	}
 }
