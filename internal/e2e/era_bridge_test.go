@@ -470,13 +470,38 @@ func TestBridgeLegacyClientModernServerRefusals(t *testing.T) {
 // passes through with the server's requestState sealed.
 func TestBridgeModernClientModernServer(t *testing.T) {
 	t.Parallel()
+	for _, transport := range []string{"stdio", "http"} {
+		t.Run(transport, func(t *testing.T) {
+			t.Parallel()
+			testModernModern(t, transport)
+		})
+	}
+}
+
+// connectModern starts manifold with cfg and connects client to it over
+// transport, offering the modern era.
+func connectModern(t *testing.T, transport, cfg string, client *mcp.Client) *mcp.ClientSession {
+	t.Helper()
+	var cs *mcp.ClientSession
+	if transport == "stdio" {
+		cs = startStdioClient(t, cfg, client, "").cs
+	} else {
+		cs = connectHTTPClient(t, startHTTP(t, cfg), client, "")
+	}
+	if v := cs.InitializeResult().ProtocolVersion; v != modernVersion {
+		t.Fatalf("the client negotiated %q, want %q", v, modernVersion)
+	}
+	return cs
+}
+
+func testModernModern(t *testing.T, transport string) {
 	bc := &bridgeClient{name: "modern"}
-	sp := startStdioClient(t, modernConfig(t), bc.client(true, allCaps()), "")
+	cs := connectModern(t, transport, modernConfig(t), bc.client(true, allCaps()))
 	ctx := testCtx(t)
-	waitTool(ctx, t, sp.cs, "beta__ask")
+	waitTool(ctx, t, cs, "beta__ask")
 
 	t.Run("auto", func(t *testing.T) {
-		res, err := callRaw(ctx, sp.cs, "beta__ask", map[string]any{"steps": askAll}, nil)
+		res, err := callRaw(ctx, cs, "beta__ask", map[string]any{"steps": askAll}, nil)
 		if err != nil {
 			t.Fatalf("beta__ask: %v", err)
 		}
@@ -496,10 +521,10 @@ func TestBridgeModernClientModernServer(t *testing.T) {
 
 	t.Run("raw", func(t *testing.T) {
 		raw := &bridgeClient{name: "raw"}
-		rs := startStdioClient(t, modernConfig(t), raw.client(false, allCaps()), "")
-		waitTool(ctx, t, rs.cs, "beta__ask")
+		rs := connectModern(t, transport, modernConfig(t), raw.client(false, allCaps()))
+		waitTool(ctx, t, rs, "beta__ask")
 		args := map[string]any{"steps": "elicit"}
-		res, err := callRaw(ctx, rs.cs, "beta__ask", args, nil)
+		res, err := callRaw(ctx, rs, "beta__ask", args, nil)
 		if err != nil || !res.NeedsInput() {
 			t.Fatalf("beta__ask = %+v, %v; want input_required", res, err)
 		}
@@ -507,7 +532,7 @@ func TestBridgeModernClientModernServer(t *testing.T) {
 			t.Errorf("requestState %q is the server's own, unwrapped", res.RequestState)
 		}
 		answer := mcp.InputResponseMap{"q": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"answer": "42"}}}
-		final, err := rs.cs.CallTool(ctx, &mcp.CallToolParams{Name: "beta__ask", Arguments: args, InputResponses: answer, RequestState: res.RequestState})
+		final, err := rs.CallTool(ctx, &mcp.CallToolParams{Name: "beta__ask", Arguments: args, InputResponses: answer, RequestState: res.RequestState})
 		if err != nil || !strings.Contains(text(final), `elicit action=accept content={"answer":"42"}`) {
 			t.Errorf("retry = %v, %v; want the server's result with the answer", final, err)
 		}
@@ -515,7 +540,7 @@ func TestBridgeModernClientModernServer(t *testing.T) {
 			{"the server's raw state", "beta__ask", `{"next":0,"lines":null}`, "not one this proxy issued"},
 			{"another server's tool", "alpha__elicit", res.RequestState, "belongs to another request"},
 		} {
-			_, err := rs.cs.CallTool(ctx, &mcp.CallToolParams{Name: bad.tool, Arguments: args, InputResponses: answer, RequestState: bad.state})
+			_, err := rs.CallTool(ctx, &mcp.CallToolParams{Name: bad.tool, Arguments: args, InputResponses: answer, RequestState: bad.state})
 			var rpcErr *jsonrpc.Error
 			if !errors.As(err, &rpcErr) || rpcErr.Code != jsonrpc.CodeInvalidParams || !strings.Contains(rpcErr.Message, bad.says) {
 				t.Errorf("%s: %v, want -32602 saying %q", bad.name, err, bad.says)
@@ -554,4 +579,26 @@ func TestBridgeLegacyClientModernServerCancel(t *testing.T) {
 		}
 		return ""
 	})
+}
+
+// Cell 3 over HTTP: a modern client's request carries no session, so a
+// legacy server's request cannot be tied to its call (README "Limits"): the
+// server is not offered the capability, and the call ends with the server's
+// own error instead of waiting.
+func TestBridgeModernClientLegacyServerHTTP(t *testing.T) {
+	t.Parallel()
+	bc := &bridgeClient{name: "modern-http"}
+	cs := connectModern(t, "http", bridgeConfig(t), bc.client(true, allCaps()))
+	ctx := testCtx(t)
+	waitTool(ctx, t, cs, "alpha__elicit")
+	res, err := callRaw(ctx, cs, "alpha__elicit", map[string]any{"message": "why?"}, nil)
+	if err != nil {
+		t.Fatalf("alpha__elicit: %v", err)
+	}
+	if got := text(res); !res.IsError || !strings.Contains(got, "elicitation") {
+		t.Errorf("alpha__elicit = %q (isError %v), want the server's error that it may not elicit", got, res.IsError)
+	}
+	if n := bc.count(); n != 0 {
+		t.Errorf("the client was asked %d times, want 0", n)
+	}
 }
