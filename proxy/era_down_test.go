@@ -688,3 +688,43 @@ func TestSchemaProblemsLoggedOnce(t *testing.T) {
 		t.Errorf("the untranslatable schema was logged %d times, want once:\n%s", n, logs.bytes())
 	}
 }
+
+// TestStdioListenFlood: one stdio client holds at most maxListensPerSession
+// listens open; beyond it a listen is refused with an error that says why,
+// and a cancelled listen frees its slot.
+func TestStdioListenFlood(t *testing.T) {
+	s := newEraServer(t, Options{})
+	rs := openRawVersion(t, s, "")
+	rs.send(modernReq("0", "server/discover", ""))
+	result(t, rs.rawLine())
+	listen := func(id string) {
+		rs.send(modernReq(id, "subscriptions/listen", `"notifications":{"toolsListChanged":true}`))
+	}
+	acked := func(line []byte) bool {
+		return strings.Contains(string(line), "notifications/subscriptions/acknowledged")
+	}
+	for i := range maxListensPerSession {
+		listen(fmt.Sprintf(`"l%d"`, i))
+		if line := rs.rawLine(); !acked(line) {
+			t.Fatalf("listen %d: %s, want its acknowledgement", i, line)
+		}
+	}
+	listen(`"over"`)
+	line := rs.rawLine()
+	var ans struct {
+		ID    string `json:"id"`
+		Error struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(line, &ans); err != nil || ans.ID != "over" || ans.Error.Code != codeServerError || !strings.Contains(ans.Error.Message, "too many subscriptions/listen") {
+		t.Fatalf("listen beyond the cap: %s", line)
+	}
+	rs.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"l0"}}`)
+	rs.until(`"l0"`, 0) // the cancelled listen ends with its result
+	listen(`"again"`)
+	if line := rs.rawLine(); !acked(line) {
+		t.Fatalf("a listen after one was cancelled: %s, want its acknowledgement", line)
+	}
+}

@@ -2,9 +2,11 @@ package proxy
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -120,6 +122,54 @@ func (s *Server) markListed(ss *mcp.ServerSession, k catalogKind) {
 			}
 		}()
 	}
+}
+
+// maxListensPerSession bounds the subscriptions/listen streams one session
+// holds open at once: over stdio a client could open them without end (over
+// HTTP each is a request of its own, capped at the endpoint).
+const maxListensPerSession = 32
+
+// listenCount counts the open listens per session.
+type listenCount struct {
+	mu sync.Mutex
+	by map[*mcp.ServerSession]int // guarded by mu
+}
+
+// enter claims a listen slot of ss, or reports false when it has none left.
+func (l *listenCount) enter(ss *mcp.ServerSession) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.by == nil {
+		l.by = make(map[*mcp.ServerSession]int)
+	}
+	if l.by[ss] >= maxListensPerSession {
+		return false
+	}
+	l.by[ss]++
+	return true
+}
+
+func (l *listenCount) leave(ss *mcp.ServerSession) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.by[ss]--; l.by[ss] <= 0 {
+		delete(l.by, ss)
+	}
+}
+
+// serveListen serves a subscriptions/listen within maxListensPerSession.
+func (s *Server) serveListen(ctx context.Context, next mcp.MethodHandler, method string, req mcp.Request) (mcp.Result, error) {
+	ss, _ := req.GetSession().(*mcp.ServerSession)
+	if ss == nil {
+		return next(ctx, method, req)
+	}
+	if !s.listens.enter(ss) {
+		return nil, &jsonrpc.Error{Code: codeServerError, Message: fmt.Sprintf(
+			"too many subscriptions/listen streams open on this connection (at most %d); close one (notifications/cancelled) before opening another, or ask for more kinds in one listen", maxListensPerSession)}
+	}
+	defer s.listens.leave(ss)
+	s.listen(req)
+	return next(ctx, method, req)
 }
 
 // listen handles a modern client's subscriptions/listen: a listen for a

@@ -177,6 +177,7 @@ type Server struct {
 
 	subs         subscriptions
 	listed       listedKinds
+	listens      listenCount
 	progress     progressRoutes
 	elicit       elicitations
 	logLevel     atomic.Pointer[string]

@@ -171,7 +171,7 @@ func (s *Server) route(ctx context.Context, next mcp.MethodHandler, method strin
 	case "logging/setLevel":
 		s.setUpstreamLogLevel(ctx, req)
 	case "subscriptions/listen":
-		s.listen(req)
+		return s.serveListen(ctx, next, method, req)
 	}
 	return next(ctx, method, req)
 }
