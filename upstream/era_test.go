@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -403,5 +404,27 @@ func TestEraCacheFile(t *testing.T) {
 	}
 	if c := NewEraCacheFile(path, time.Hour, nil); c.Len() != 0 {
 		t.Errorf("an unreadable file gave %d entries", c.Len())
+	}
+}
+
+// TestModernNoPingNoSetLevel: a modern server gets no keep-alive ping and
+// no logging/setLevel; the log level goes in the _meta of later requests.
+func TestModernNoPingNoSetLevel(t *testing.T) {
+	opts := fixtureOptions(t, "modern")
+	opts.Client = &mcp.ClientOptions{KeepAlive: 20 * time.Millisecond}
+	u := start(t, opts)
+	if err := u.SetLogLevel(callCtx(t), "debug"); err != nil {
+		t.Fatalf("SetLogLevel: %v", err)
+	}
+	time.Sleep(200 * time.Millisecond) // ten keep-alive intervals
+	if _, err := u.CallToolRaw(callCtx(t), json.RawMessage(`{"name":"echo"}`)); err != nil {
+		t.Fatalf("CallToolRaw: %v", err)
+	}
+	b, _ := os.ReadFile(eventFile(opts))
+	if strings.Contains(string(b), "removed") {
+		t.Errorf("the modern server got removed methods:\n%s", b)
+	}
+	if m := u.child.meta.Load(); m == nil || !slices.ContainsFunc(*m, func(mm metaMember) bool { return mm.key == metaLogLevel && string(mm.value) == `"debug"` }) {
+		t.Error("the raw path's _meta lacks the log level")
 	}
 }

@@ -200,6 +200,10 @@ func newFixtureServer() *mcp.Server {
 				if method == "initialize" {
 					return nil, &jsonrpc.Error{Code: mcp.CodeUnsupportedProtocolVersion, Message: "modern only"}
 				}
+				if method == "ping" || method == "logging/setLevel" {
+					writeEvent("removed " + method)
+					return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: method + " was removed"}
+				}
 				return next(ctx, method, req)
 			}
 		})
