@@ -150,6 +150,23 @@ func (c *EraCache) put(key string, modern bool) {
 	}
 }
 
+// forget drops key, so that the next start probes again.
+func (c *EraCache) forget(key string) {
+	if c == nil || key == "" {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h := hashKey(key)
+	if _, ok := c.m[h]; !ok {
+		return
+	}
+	delete(c.m, h)
+	if c.path != "" {
+		c.writeFile(h)
+	}
+}
+
 // readFile returns the fresh entries of the file; nil if there is none.
 func (c *EraCache) readFile() map[string]eraEntry {
 	data, err := os.ReadFile(c.path)
@@ -180,7 +197,11 @@ func (c *EraCache) writeFile(h string) {
 	if m == nil {
 		m = make(map[string]eraEntry)
 	}
-	m[h] = c.m[h]
+	if e, ok := c.m[h]; ok {
+		m[h] = e
+	} else {
+		delete(m, h)
+	}
 	data, err := json.Marshal(m)
 	if err == nil {
 		err = os.MkdirAll(filepath.Dir(c.path), 0o700)
@@ -621,7 +642,12 @@ func (u *Upstream) startChild(ctx context.Context, opts Options) error {
 		return err
 	}
 	if !probe {
-		return u.connectChild(ctx, c, opts, protocolVersion)
+		err := u.connectChild(ctx, c, opts, protocolVersion)
+		if err != nil && u.era.Source == SourceCache {
+			// Perhaps no longer of the initialize era: probe next time.
+			opts.Eras.forget(key)
+		}
+		return err
 	}
 
 	began := time.Now()
@@ -641,7 +667,7 @@ func (u *Upstream) startChild(ctx context.Context, opts Options) error {
 		c.replay.Store(&o.result)
 		c.meta.Store(&u.reqMeta)
 		if err := u.connectChild(ctx, c, opts, ModernVersion); err != nil {
-			opts.Eras.put(key, false) // probe again next time
+			opts.Eras.forget(key) // probe again next time
 			return err
 		}
 		opts.Eras.put(key, u.Modern())

@@ -428,3 +428,19 @@ func TestModernNoPingNoSetLevel(t *testing.T) {
 		t.Error("the raw path's _meta lacks the log level")
 	}
 }
+
+// TestCachedLegacyFailsProbesAgain: a server cached as legacy whose
+// initialize fails (it became modern-only) is probed at its next start.
+func TestCachedLegacyFailsProbesAgain(t *testing.T) {
+	opts := fixtureOptions(t, "modern")
+	opts.StartupTimeout = 5 * time.Second
+	opts.Eras = NewEraCache()
+	opts.Eras.put(childEraKey(opts), false)
+	if _, err := Start(t.Context(), opts); err == nil {
+		t.Fatal("initialize of a modern-only server succeeded")
+	}
+	u := start(t, opts)
+	if era := u.Era(); !era.Modern || era.Source != SourceProbe {
+		t.Errorf("Era() = %+v, want modern from a probe", era)
+	}
+}
