@@ -240,7 +240,8 @@ func TestEraUpHostileProbe(t *testing.T) {
 	body := "max_message_bytes = 1048576\n" +
 		fixture("huge", []string{"-discover", "huge", "-huge", "2000000"}, `probe_timeout = "1s"`) +
 		fixture("wrongid", []string{"-discover", "wrongid"}, `probe_timeout = "1s"`) +
-		fixture("hostile", []string{"-discover", "hostile", "-era", "dual"}, `instructions = true`, `max_message_bytes = 16777216`)
+		// The verdict must be modern here, however loaded the machine.
+		fixture("hostile", []string{"-discover", "hostile", "-era", "dual"}, `instructions = true`, `max_message_bytes = 16777216`, `probe_timeout = "30s"`)
 	sp := startStdio(t, writeConfig(t, body))
 	ctx := testCtx(t)
 	tools := listTools(ctx, t, sp.cs)

@@ -57,6 +57,12 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	// Caches (lazy catalogs, status files, the era cache) of the manifolds
+	// under test stay in this run, unless a test sets its own.
+	if err := os.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache")); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
 	manifoldBin = filepath.Join(dir, "manifold")
 	fixtureBin = filepath.Join(dir, "fixture")
 	// manifold is built with the race detector when the tests are, so that a
