@@ -48,20 +48,11 @@ set -euo pipefail
 # Scenarios (or single checks, scenario/check-id) known to fail only through
 # Manifold, per set: the name, then why. Delete the entry when the gap is fixed
 # (the run fails until then).
-KNOWN_GAPS=(
-	"tools-call-sampling: the everything-server behind Manifold is probed as 2026-07-28 (upstream era auto), and its legacy tool sends sampling/createMessage, which a 2026-07-28 request cannot carry (the SDK refuses it); until a server that speaks both eras is spoken to in the era of the client that asks (coordinator finding 1, up)"
-	"tools-call-elicitation: as tools-call-sampling, for elicitation/create"
-	"elicitation-sep1034-defaults: as tools-call-sampling, for elicitation/create"
-	"elicitation-sep1330-enums: as tools-call-sampling, for elicitation/create"
-)
+KNOWN_GAPS=()
 KNOWN_GAPS_2026=(
 	"server-stateless/sep-2575-server-sends-tools-list-changed-on-subscription: Manifold sends list_changed only when the merged list changed (clients re-register on each); the everything-server's test_trigger_tool_change re-adds the same tool, which changes the list only on the scenario's first call (a SHOULD, a warning directly too when nothing changes)"
 )
 KNOWN_GAPS_2025=(
-	"tools-call-sampling: as in KNOWN_GAPS (the legacy set)"
-	"tools-call-elicitation: as tools-call-sampling, for elicitation/create"
-	"elicitation-sep1034-defaults: as tools-call-sampling, for elicitation/create"
-	"elicitation-sep1330-enums: as tools-call-sampling, for elicitation/create"
 	"server-sse-polling/server-sse-retry-field: Manifold keeps no SSE event store (no resumability), so its streams carry no retry field (a warning)"
 )
 

@@ -277,6 +277,10 @@ func (s *Server) startUpstream(ctx context.Context, b *backend) (*upstream.Upstr
 	if opts.Eras == nil {
 		opts.Eras = s.eras
 	}
+	// A server that speaks both eras is spoken to in the era of the one
+	// stdio client; over HTTP the shared process serves everyone, in
+	// 2026-07-28, whose input requests can be tied to the call that asks.
+	opts.PreferLegacy = s.opts.WaitForClient && !s.clientModern.Load()
 	up, err := upstream.Start(ctx, opts)
 	if err != nil {
 		return nil, err

@@ -88,6 +88,9 @@ func (s *Server) runSessionProc(b *backend, ss *mcp.ServerSession, sp *sessionPr
 	if opts.Eras == nil {
 		opts.Eras = s.eras
 	}
+	// The session's own era (a process of its own exists only for
+	// initialize-era sessions), from a server that speaks both.
+	opts.PreferLegacy = !modernSession(ss)
 	sp.up, sp.err = upstream.Start(s.life, opts)
 	if sp.err == nil {
 		// Before the first call: it may log at the level the client set.

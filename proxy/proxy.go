@@ -188,10 +188,11 @@ type Server struct {
 	bridge       bridges  // sealed states and parked calls (mrtr.go)
 	audit        *auditor // the client's logging/setLevel, for servers that start later
 
-	capsMu     sync.Mutex
-	clientCaps *mcp.ClientCapabilities // guarded by capsMu; offered to upstreams
-	clientUp   chan struct{}           // closed at the first downstream initialize
-	clientOnce sync.Once
+	capsMu       sync.Mutex
+	clientCaps   *mcp.ClientCapabilities // guarded by capsMu; offered to upstreams
+	clientUp     chan struct{}           // closed at the first downstream initialize
+	clientOnce   sync.Once
+	clientModern atomic.Bool // the stdio client speaks 2026-07-28 (set with clientOnce)
 
 	ready     chan struct{} // closed when every upstream's initial start has finished
 	startOnce sync.Once

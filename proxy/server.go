@@ -104,7 +104,7 @@ func (s *Server) routingMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		// A modern client declares its capabilities on every request; over
 		// stdio the first one fixes what upstreams are offered, as
 		// initialize does for a legacy client.
-		s.learnClient(clientCapsOf(ss))
+		s.learnClient(clientCapsOf(ss), true)
 		res, err := s.route(ctx, next, method, req)
 		if err != nil {
 			return res, err
@@ -120,7 +120,7 @@ func (s *Server) route(ctx context.Context, next mcp.MethodHandler, method strin
 		res, err := next(ctx, method, req)
 		if dr, ok := res.(*mcp.DiscoverResult); ok && err == nil {
 			// discover set the session up: learn the client now.
-			s.learnClient(clientCapsOf(req.GetSession().(*mcp.ServerSession)))
+			s.learnClient(clientCapsOf(req.GetSession().(*mcp.ServerSession)), true)
 			if text := s.instructions(ctx); text != "" {
 				out := *dr
 				out.Instructions = text

@@ -19,7 +19,7 @@ import (
 // result carries the instructions of the servers that opted in.
 func (s *Server) initialize(ctx context.Context, next mcp.MethodHandler, method string, req mcp.Request) (mcp.Result, error) {
 	if p, ok := req.GetParams().(*mcp.InitializeParams); ok && p != nil {
-		s.learnClient(p.Capabilities)
+		s.learnClient(p.Capabilities, false)
 	}
 	res, err := next(ctx, method, req)
 	ir, ok := res.(*mcp.InitializeResult)
@@ -36,12 +36,14 @@ func (s *Server) initialize(ctx context.Context, next mcp.MethodHandler, method 
 
 // learnClient records, once, the capabilities of the first downstream client
 // (its initialize, or its first modern request) as those offered to upstreams,
-// and lets them start (Options.WaitForClient; a no-op without it).
-func (s *Server) learnClient(caps *mcp.ClientCapabilities) {
+// and its era (a server that speaks both is spoken to in it), and lets them
+// start (Options.WaitForClient; a no-op without it).
+func (s *Server) learnClient(caps *mcp.ClientCapabilities, modern bool) {
 	if !s.opts.WaitForClient {
 		return
 	}
 	s.clientOnce.Do(func() {
+		s.clientModern.Store(modern)
 		s.setClientCaps(caps)
 		close(s.clientUp)
 	})

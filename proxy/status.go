@@ -30,6 +30,10 @@ type ServerStatus struct {
 	Era       string `json:"era,omitempty"`
 	Protocol  string `json:"protocol,omitempty"`
 	EraSource string `json:"era_source,omitempty"`
+	// BothEras: the server speaks both eras, and is spoken to in the era of
+	// the client its process serves (stdio: the client's; a session's own
+	// process: the session's; a shared HTTP process: 2026-07-28).
+	BothEras bool `json:"both_eras,omitempty"`
 	// Probe says what the last probe of the server saw and ProbeMS what it
 	// cost, in milliseconds; the probe is paid once, so these stay after
 	// later starts are served from the cache. Empty without a probe.
@@ -85,7 +89,7 @@ func (s *Server) Status() []ServerStatus {
 			st.PID = b.up.PID()
 			st.Uptime = time.Since(b.since)
 			e := b.up.Era()
-			st.Era, st.Protocol, st.EraSource = "legacy", e.Version, e.Source
+			st.Era, st.Protocol, st.EraSource, st.BothEras = "legacy", e.Version, e.Source, e.Dual
 			if e.Modern {
 				st.Era = "modern"
 			}

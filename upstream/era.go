@@ -61,6 +61,10 @@ type EraInfo struct {
 	Version string `json:"version"`
 	// Source is SourceProbe, SourceCache or SourcePin.
 	Source string `json:"source"`
+	// Dual is true for a server that speaks both eras (its DiscoverResult
+	// lists an initialize-era version too); it is then spoken to in the era
+	// of the client it serves when Options.PreferLegacy says so.
+	Dual bool `json:"dual,omitempty"`
 	// Probe says what the probe saw ("discover result", "error -32601",
 	// "no answer within 2s", …); empty when there was no probe.
 	Probe string `json:"probe,omitempty"`
@@ -93,8 +97,11 @@ type EraCache struct {
 }
 
 type eraEntry struct {
-	Modern bool      `json:"modern"`
-	At     time.Time `json:"at"`
+	Modern bool `json:"modern"`
+	// Dual: a modern server whose DiscoverResult also lists an
+	// initialize-era version (see Options.PreferLegacy).
+	Dual bool      `json:"dual,omitempty"`
+	At   time.Time `json:"at"`
 }
 
 // NewEraCache returns an empty cache kept in memory.
@@ -134,17 +141,33 @@ func (c *EraCache) get(key string) (modern, ok bool) {
 	return e.Modern, ok
 }
 
-func (c *EraCache) put(key string, modern bool) {
+func (c *EraCache) put(key string, modern bool) { c.putVerdict(key, modern, false) }
+
+// dual reports whether the cache holds key as a modern server that speaks
+// the initialize era too.
+func (c *EraCache) dual(key string) bool {
 	if c == nil || key == "" {
-		return
+		return false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	h := hashKey(key)
-	if e, ok := c.m[h]; ok && e.Modern == modern && (c.path == "" || time.Since(e.At) < c.maxAge/2) {
+	e, ok := c.m[hashKey(key)]
+	return ok && e.Modern && e.Dual && (c.path == "" || time.Since(e.At) <= c.maxAge)
+}
+
+// putVerdict records key's era; dual only with modern.
+func (c *EraCache) putVerdict(key string, modern, dual bool) {
+	if c == nil || key == "" {
 		return
 	}
-	c.m[h] = eraEntry{Modern: modern, At: time.Now().UTC()}
+	dual = dual && modern
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h := hashKey(key)
+	if e, ok := c.m[h]; ok && e.Modern == modern && e.Dual == dual && (c.path == "" || time.Since(e.At) < c.maxAge/2) {
+		return
+	}
+	c.m[h] = eraEntry{Modern: modern, Dual: dual, At: time.Now().UTC()}
 	if c.path != "" {
 		c.writeFile(h)
 	}
@@ -481,6 +504,7 @@ type probeOutcome struct {
 	// initialize goes to it) or verdictLegacy (anything else: the process is
 	// stopped and a fresh one initialized).
 	verdict int
+	dual    bool            // verdictModern, and the result lists an initialize-era version too
 	what    string          // for EraInfo.Probe and errors
 	result  json.RawMessage // the DiscoverResult, for verdictModern
 	err     *jsonrpc.Error  // the error answer, if any
@@ -522,10 +546,18 @@ func classify(result json.RawMessage, err error, timeout time.Duration) probeOut
 	if !slices.Contains(dr.SupportedVersions, ModernVersion) {
 		return probeOutcome{what: fmt.Sprintf("a DiscoverResult without %s (supported: %s)", ModernVersion, clean(strings.Join(dr.SupportedVersions, ", "), 200))}
 	}
-	return probeOutcome{verdict: verdictModern, what: "discover result", result: result}
+	dual := slices.ContainsFunc(dr.SupportedVersions, func(v string) bool { return slices.Contains(legacyVersions, v) })
+	what := "discover result"
+	if dual {
+		what = "discover result (both eras)"
+	}
+	return probeOutcome{verdict: verdictModern, dual: dual, what: what, result: result}
 }
 
 var errProbeTimeout = errors.New("probe timeout")
+
+// legacyVersions are the initialize-era versions the proxy speaks upstream.
+var legacyVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
 
 // Bounds on what a server says about itself, which the proxy shows to
 // clients (instructions) and people (status, logs).
@@ -632,6 +664,13 @@ func (u *Upstream) startChild(ctx context.Context, opts Options) error {
 				probe = false
 				break
 			}
+			if opts.PreferLegacy && opts.Eras.dual(key) {
+				// Both eras, and the client this process serves speaks
+				// the initialize era: no probe, no bridge.
+				u.era.Dual = true
+				probe = false
+				break
+			}
 			// Believed modern: its discover is its handshake, so it is
 			// given the startup timeout; one that fails it falls back.
 			probeTimeout = opts.StartupTimeout
@@ -662,6 +701,27 @@ func (u *Upstream) startChild(ctx context.Context, opts Options) error {
 	u.era.Probe = o.what
 	switch o.verdict {
 	case verdictModern:
+		if o.dual && opts.PreferLegacy && !pinned {
+			// Both eras, for a client of the initialize era: that era
+			// end to end (a server's legacy-style sampling or elicitation
+			// does not work in 2026-07-28), on a fresh process, since the
+			// probe has set this one up for 2026-07-28.
+			u.era.ProbeCost = time.Since(began)
+			u.era.Dual = true
+			c.probeStop.Store(true)
+			c.abort()
+			u.log.Info("server speaks both eras; starting a fresh process in the initialize era of the client it serves", "probe_ms", u.era.ProbeCost.Milliseconds(), "probe_pid", c.pid)
+			u.reset()
+			if c, err = u.spawnChild(opts); err != nil {
+				return err
+			}
+			if err := u.connectChild(ctx, c, opts, protocolVersion); err != nil {
+				return err
+			}
+			opts.Eras.putVerdict(key, true, true)
+			return nil
+		}
+		u.era.Dual = o.dual
 		u.era.ProbeCost = time.Since(began)
 		c.probing.Store(false)
 		c.replay.Store(&o.result)
@@ -670,7 +730,7 @@ func (u *Upstream) startChild(ctx context.Context, opts Options) error {
 			opts.Eras.forget(key) // probe again next time
 			return err
 		}
-		opts.Eras.put(key, u.Modern())
+		opts.Eras.putVerdict(key, u.Modern(), o.dual)
 		return nil
 	case verdictKnows:
 		if pinned {

@@ -444,3 +444,44 @@ func TestCachedLegacyFailsProbesAgain(t *testing.T) {
 		t.Errorf("Era() = %+v, want modern from a probe", era)
 	}
 }
+
+// TestDualPrefersLegacy: a server that speaks both eras is spoken to in the
+// initialize era when Options.PreferLegacy says its client speaks that era:
+// on a fresh process after the probe (the probe process is gone), and from
+// the cache at the next start with no probe at all. Without PreferLegacy it
+// is modern, and says it speaks both.
+func TestDualPrefersLegacy(t *testing.T) {
+	opts := fixtureOptions(t, "dual")
+	opts.Eras = NewEraCache()
+	opts.PreferLegacy = true
+	u := start(t, opts)
+	if era := u.Era(); era.Modern || era.Version != "2025-11-25" || !era.Dual || era.Source != SourceProbe {
+		t.Errorf("Era() = %+v, want 2025-11-25, dual, from a probe", era)
+	}
+	starts, discovers := eraEvents(t, opts)
+	if len(starts) != 2 || len(discovers) != 1 || u.PID() != starts[1] || discovers[0] != starts[0] {
+		t.Fatalf("starts %v, discovers %v, PID %d: want the probe on a first process and the session on a fresh second one", starts, discovers, u.PID())
+	}
+	waitFor(t, "the probe process to be gone", func() bool { return processGone(starts[0]) })
+	if !opts.Eras.dual(childEraKey(opts)) {
+		t.Error("cache does not hold the server as speaking both eras")
+	}
+	if err := u.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	u = start(t, opts)
+	if era := u.Era(); era.Modern || !era.Dual || era.Source != SourceCache {
+		t.Errorf("second start: Era() = %+v, want legacy, dual, from the cache", era)
+	}
+	if starts, discovers := eraEvents(t, opts); len(starts) != 3 || len(discovers) != 1 {
+		t.Errorf("second start: starts %v, discovers %v; want one more start and no more probes", starts, discovers)
+	}
+	_ = u.Close()
+
+	opts.PreferLegacy = false
+	u = start(t, opts)
+	if era := u.Era(); !era.Modern || !era.Dual {
+		t.Errorf("without PreferLegacy: Era() = %+v, want modern, dual", era)
+	}
+}

@@ -90,6 +90,13 @@ type Options struct {
 	// DefaultProbeTimeout. A server pinned or cached as modern is given
 	// StartupTimeout instead.
 	ProbeTimeout time.Duration
+	// PreferLegacy asks for the initialize era from a server that speaks
+	// both (its DiscoverResult lists an initialize-era version too): the
+	// proxy sets it when the one client this process serves speaks that
+	// era, so that the server's own server->client requests work as they do
+	// directly, with no bridge. A server that speaks only 2026-07-28 is
+	// still spoken to in that era.
+	PreferLegacy bool
 	// Eras caches the era of each server across starts. If nil, every start
 	// of an auto server probes.
 	Eras *EraCache

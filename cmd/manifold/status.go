@@ -135,6 +135,9 @@ func protocolColumn(st proxy.ServerStatus) string {
 			how += fmt.Sprintf("; probe %dms", *st.ProbeMS)
 		}
 	}
+	if st.BothEras {
+		how += "; speaks both eras"
+	}
 	return fmt.Sprintf("%s %s (%s)", st.Protocol, st.Era, how)
 }
 
