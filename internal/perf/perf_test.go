@@ -78,6 +78,13 @@ type conn struct {
 
 func connect(tb testing.TB, name string, args ...string) *conn {
 	tb.Helper()
+	return connectAt(tb, "2025-11-25", name, args...)
+}
+
+// connectAt is connect for a client that offers version: "2026-07-28"
+// opens with server/discover and speaks that era when the server does.
+func connectAt(tb testing.TB, version, name string, args ...string) *conn {
+	tb.Helper()
 	if bins.err != nil {
 		tb.Fatal(bins.err)
 	}
@@ -87,7 +94,7 @@ func connect(tb testing.TB, name string, args ...string) *conn {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second},
-		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		&mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		tb.Fatalf("connect %s: %v", name, err)
 	}
@@ -98,16 +105,23 @@ func connect(tb testing.TB, name string, args ...string) *conn {
 // proxied starts manifold with n fixture upstreams (prefixes s0, s1, ...).
 func proxied(tb testing.TB, n int) *conn {
 	tb.Helper()
+	return connect(tb, bins.manifold, "serve", "--config", proxyConfig(tb, n, "legacy"))
+}
+
+// proxyConfig writes a config of n fixture upstreams of the given era
+// (the fixture's -era: legacy, dual or modern).
+func proxyConfig(tb testing.TB, n int, era string) string {
+	tb.Helper()
 	var cfg strings.Builder
 	cfg.WriteString("log_level = \"error\"\n")
 	for i := range n {
-		fmt.Fprintf(&cfg, "[servers.s%d]\ncommand = %q\nargs = [\"-name\", \"s%d\"]\n", i, bins.fixture, i)
+		fmt.Fprintf(&cfg, "[servers.s%d]\ncommand = %q\nargs = [\"-name\", \"s%d\", \"-era\", %q]\n", i, bins.fixture, i, era)
 	}
 	path := filepath.Join(tb.TempDir(), "proxy.toml")
 	if err := os.WriteFile(path, []byte(cfg.String()), 0o644); err != nil {
 		tb.Fatal(err)
 	}
-	return connect(tb, bins.manifold, "serve", "--config", path)
+	return path
 }
 
 func direct(tb testing.TB) *conn {
@@ -164,6 +178,55 @@ func BenchmarkToolsCallSequential(b *testing.B) {
 	b.ReportMetric(float64(dp.Microseconds()), "direct-p50-µs")
 	b.ReportMetric(float64(pp.Microseconds()), "proxy-p50-µs")
 	b.ReportMetric(float64(pp)/float64(dp), "p50-ratio")
+}
+
+// BenchmarkToolsCallModern is BenchmarkToolsCallSequential for a client of
+// 2026-07-28: through Manifold to a server of the initialize era (the
+// modern face in front of a legacy upstream) and to a modern one, each
+// against the same client directly to a modern server (a direct connection
+// of the same era; a modern client cannot reach a legacy server directly).
+func BenchmarkToolsCallModern(b *testing.B) {
+	const modern = "2026-07-28"
+	for _, upstreamEra := range []string{"legacy", "modern"} {
+		b.Run(upstreamEra+"-server", func(b *testing.B) {
+			d := connectAt(b, modern, bins.fixture, "-name", "s0", "-era", "modern")
+			p := connectAt(b, modern, bins.manifold, "serve", "--config", proxyConfig(b, 1, upstreamEra))
+			for _, c := range []*conn{d, p} {
+				if v := c.cs.InitializeResult().ProtocolVersion; v != modern {
+					b.Fatalf("negotiated %s, want %s", v, modern)
+				}
+			}
+			ctx := context.Background()
+			for range 50 {
+				if err := call(ctx, d, "echo"); err != nil {
+					b.Fatal(err)
+				}
+				if err := call(ctx, p, "s0__echo"); err != nil {
+					b.Fatal(err)
+				}
+			}
+			var dl, pl []time.Duration
+			b.ResetTimer()
+			for range b.N {
+				t0 := time.Now()
+				if err := call(ctx, d, "echo"); err != nil {
+					b.Fatal(err)
+				}
+				t1 := time.Now()
+				if err := call(ctx, p, "s0__echo"); err != nil {
+					b.Fatal(err)
+				}
+				t2 := time.Now()
+				dl = append(dl, t1.Sub(t0))
+				pl = append(pl, t2.Sub(t1))
+			}
+			b.StopTimer()
+			dp, pp := p50(dl), p50(pl)
+			b.ReportMetric(float64(dp.Microseconds()), "direct-p50-µs")
+			b.ReportMetric(float64(pp.Microseconds()), "proxy-p50-µs")
+			b.ReportMetric(float64(pp)/float64(dp), "p50-ratio")
+		})
+	}
 }
 
 // BenchmarkToolsCallParallel8 keeps 8 calls in flight, first on the direct
