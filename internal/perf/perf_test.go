@@ -148,7 +148,12 @@ func p50(d []time.Duration) time.Duration {
 // iteration (so both see the same machine state) and reports their p50
 // latencies and the ratio proxied/direct.
 func BenchmarkToolsCallSequential(b *testing.B) {
-	d, p := direct(b), proxied(b, 1)
+	alternate(b, direct(b), proxied(b, 1))
+}
+
+// alternate is the loop of BenchmarkToolsCallSequential: echo on d and
+// s0__echo on p, one each per iteration, after a warm-up of both.
+func alternate(b *testing.B, d, p *conn) {
 	ctx := context.Background()
 	for range 50 { // warm up both paths
 		if err := call(ctx, d, "echo"); err != nil {
@@ -196,35 +201,7 @@ func BenchmarkToolsCallModern(b *testing.B) {
 					b.Fatalf("negotiated %s, want %s", v, modern)
 				}
 			}
-			ctx := context.Background()
-			for range 50 {
-				if err := call(ctx, d, "echo"); err != nil {
-					b.Fatal(err)
-				}
-				if err := call(ctx, p, "s0__echo"); err != nil {
-					b.Fatal(err)
-				}
-			}
-			var dl, pl []time.Duration
-			b.ResetTimer()
-			for range b.N {
-				t0 := time.Now()
-				if err := call(ctx, d, "echo"); err != nil {
-					b.Fatal(err)
-				}
-				t1 := time.Now()
-				if err := call(ctx, p, "s0__echo"); err != nil {
-					b.Fatal(err)
-				}
-				t2 := time.Now()
-				dl = append(dl, t1.Sub(t0))
-				pl = append(pl, t2.Sub(t1))
-			}
-			b.StopTimer()
-			dp, pp := p50(dl), p50(pl)
-			b.ReportMetric(float64(dp.Microseconds()), "direct-p50-µs")
-			b.ReportMetric(float64(pp.Microseconds()), "proxy-p50-µs")
-			b.ReportMetric(float64(pp)/float64(dp), "p50-ratio")
+			alternate(b, d, p)
 		})
 	}
 }
