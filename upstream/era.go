@@ -647,6 +647,7 @@ func (u *Upstream) startChild(ctx context.Context, opts Options) error {
 	if probeTimeout <= 0 {
 		probeTimeout = DefaultProbeTimeout
 	}
+	probeTimeout = min(probeTimeout, opts.StartupTimeout) // the start is bounded as a whole
 	pinned := opts.Protocol == ProtocolModern
 	probe := true
 	u.era.Source = SourceProbe

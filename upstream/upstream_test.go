@@ -40,6 +40,9 @@ func fixtureOptions(t testing.TB, mode string) Options {
 			"GORACE=atexit_sleep_ms=0", // a -race child would otherwise take 1s to exit
 		},
 		StopGrace: 200 * time.Millisecond,
+		// Servers that answer server/discover do so however loaded the
+		// machine; tests of silence set a short one.
+		ProbeTimeout: 30 * time.Second,
 	}
 }
 
