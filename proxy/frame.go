@@ -9,6 +9,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/manifold-mcp/manifold/internal/jsonscan"
 )
 
 // This file decides what one downstream stdio line means before anything else
@@ -97,16 +99,16 @@ func checkFrame(line []byte) frame {
 	seen := 0         // bit i: envelopeKeys[i] was present
 	keyProblem := ""  // the first duplicate or variant envelope key
 	idUnsure := false // "id" was repeated or spelled oddly
-	for i := skipSpace(msg, 1); i < len(msg) && msg[i] == '"'; {
-		end := skipString(msg, i)
+	for i := jsonscan.SkipSpace(msg, 1); i < len(msg) && msg[i] == '"'; {
+		end := jsonscan.SkipString(msg, i)
 		key := msg[i+1 : end-1]
-		i = skipSpace(msg, end) + 1 // past ':'
-		i = skipSpace(msg, i)
-		vend := skipValue(msg, i)
+		i = jsonscan.SkipSpace(msg, end) + 1 // past ':'
+		i = jsonscan.SkipSpace(msg, i)
+		vend := jsonscan.SkipValue(msg, i)
 		val := msg[i:vend]
 		at := i
-		if i = skipSpace(msg, vend); i < len(msg) && msg[i] == ',' {
-			i = skipSpace(msg, i+1)
+		if i = jsonscan.SkipSpace(msg, vend); i < len(msg) && msg[i] == ',' {
+			i = jsonscan.SkipSpace(msg, i+1)
 		}
 		k := envelopeKey(key)
 		if k >= 0 {
@@ -252,7 +254,7 @@ func depth(msg []byte) int {
 	for i := 0; i < len(msg); i++ {
 		switch msg[i] {
 		case '"':
-			i = skipString(msg, i) - 1
+			i = jsonscan.SkipString(msg, i) - 1
 		case '{', '[':
 			d++
 			deepest = max(deepest, d)
@@ -261,57 +263,4 @@ func depth(msg []byte) int {
 		}
 	}
 	return deepest
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
-		i++
-	}
-	return i
-}
-
-// skipString returns the index just past the string that starts at b[i].
-func skipString(b []byte, i int) int {
-	for j := i + 1; j < len(b); j++ {
-		switch b[j] {
-		case '\\':
-			j++
-		case '"':
-			return j + 1
-		}
-	}
-	return len(b)
-}
-
-// skipValue returns the index just past the valid JSON value at b[i].
-func skipValue(b []byte, i int) int {
-	if i >= len(b) {
-		return i
-	}
-	switch b[i] {
-	case '"':
-		return skipString(b, i)
-	case '{', '[':
-		d := 0
-		for ; i < len(b); i++ {
-			switch b[i] {
-			case '"':
-				i = skipString(b, i) - 1
-			case '{', '[':
-				d++
-			case '}', ']':
-				d--
-				if d == 0 {
-					return i + 1
-				}
-			}
-		}
-		return i
-	default: // number, true, false, null
-		for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' &&
-			b[i] != ' ' && b[i] != '\t' && b[i] != '\r' && b[i] != '\n' {
-			i++
-		}
-		return i
-	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/manifold-mcp/manifold/internal/jsonscan"
 	"github.com/manifold-mcp/manifold/proxy/era"
 )
 
@@ -228,7 +229,7 @@ func (w *sdkWriter) Write(p []byte) (int, error) {
 	// (a request of its own) or result/error (a response).
 	if bytes.HasPrefix(p, sdkFramePrefix) {
 		at := len(sdkFramePrefix)
-		end := skipValue(p, at)
+		end := jsonscan.SkipValue(p, at)
 		if !bytes.HasPrefix(p[end:], []byte(`,"method"`)) {
 			id := w.ids.answered(p[at:end])
 			if !bytes.Equal(id, p[at:end]) {
@@ -606,17 +607,17 @@ func member(obj []byte, key string) []byte {
 		return nil
 	}
 	var val []byte
-	for i := skipSpace(obj, 1); i < len(obj) && obj[i] == '"'; {
-		end := skipString(obj, i)
+	for i := jsonscan.SkipSpace(obj, 1); i < len(obj) && obj[i] == '"'; {
+		end := jsonscan.SkipString(obj, i)
 		k := obj[i+1 : end-1]
-		i = skipSpace(obj, skipSpace(obj, end)+1)
-		vend := skipValue(obj, i)
+		i = jsonscan.SkipSpace(obj, jsonscan.SkipSpace(obj, end)+1)
+		vend := jsonscan.SkipValue(obj, i)
 		if string(k) == key {
 			val = obj[i:vend]
 		}
-		i = skipSpace(obj, vend)
+		i = jsonscan.SkipSpace(obj, vend)
 		if i < len(obj) && obj[i] == ',' {
-			i = skipSpace(obj, i+1)
+			i = jsonscan.SkipSpace(obj, i+1)
 		}
 	}
 	return val

@@ -23,6 +23,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/manifold-mcp/manifold/internal/jsonscan"
 )
 
 // child is a stdio server process and the line mux on its pipes.
@@ -729,23 +731,23 @@ type members struct {
 // splitObject finds the top-level members of msg, which must be valid JSON.
 // Keys written with escapes are not recognised.
 func splitObject(msg []byte) (m members, ok bool) {
-	i := skipSpace(msg, 0)
+	i := jsonscan.SkipSpace(msg, 0)
 	if i >= len(msg) || msg[i] != '{' {
 		return m, false
 	}
-	i = skipSpace(msg, i+1)
+	i = jsonscan.SkipSpace(msg, i+1)
 	if i < len(msg) && msg[i] == '}' {
 		return m, true
 	}
 	for i < len(msg) && msg[i] == '"' {
-		end := skipString(msg, i)
+		end := jsonscan.SkipString(msg, i)
 		key := msg[i+1 : end-1]
-		i = skipSpace(msg, end)
+		i = jsonscan.SkipSpace(msg, end)
 		if i >= len(msg) || msg[i] != ':' {
 			return m, false
 		}
-		i = skipSpace(msg, i+1)
-		end = skipValue(msg, i)
+		i = jsonscan.SkipSpace(msg, i+1)
+		end = jsonscan.SkipValue(msg, i)
 		switch string(key) {
 		case "id":
 			m.id = msg[i:end]
@@ -756,7 +758,7 @@ func splitObject(msg []byte) (m members, ok bool) {
 		case "error":
 			m.err = msg[i:end]
 		}
-		i = skipSpace(msg, end)
+		i = jsonscan.SkipSpace(msg, end)
 		if i >= len(msg) {
 			break
 		}
@@ -764,72 +766,12 @@ func splitObject(msg []byte) (m members, ok bool) {
 		case '}':
 			return m, true
 		case ',':
-			i = skipSpace(msg, i+1)
+			i = jsonscan.SkipSpace(msg, i+1)
 		default:
 			return m, false
 		}
 	}
 	return m, false
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
-		i++
-	}
-	return i
-}
-
-// skipString returns the index just past the string that starts at b[i].
-func skipString(b []byte, i int) int {
-	for j := i + 1; j < len(b); {
-		k := bytes.IndexByte(b[j:], '"')
-		if k < 0 {
-			break
-		}
-		k += j
-		n := 0 // backslashes before the quote
-		for m := k - 1; m > i && b[m] == '\\'; m-- {
-			n++
-		}
-		if n%2 == 0 {
-			return k + 1
-		}
-		j = k + 1
-	}
-	return len(b)
-}
-
-// skipValue returns the index just past the valid JSON value at b[i].
-func skipValue(b []byte, i int) int {
-	if i >= len(b) {
-		return i
-	}
-	switch b[i] {
-	case '"':
-		return skipString(b, i)
-	case '{', '[':
-		depth := 0
-		for ; i < len(b); i++ {
-			switch b[i] {
-			case '"':
-				i = skipString(b, i) - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
-		}
-		return i
-	default: // number, true, false, null
-		for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' &&
-			b[i] != ' ' && b[i] != '\t' && b[i] != '\r' && b[i] != '\n' {
-			i++
-		}
-		return i
-	}
 }
 
 // dropOversized logs a stdout line over the limit and, if it was the

@@ -30,6 +30,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/manifold-mcp/manifold/internal/jsonscan"
 )
 
 // Values of Options.Protocol.
@@ -444,54 +446,54 @@ func withMetaSlow(params []byte, m []metaMember) []byte {
 // findMember finds the value of the top-level member key of obj, a valid
 // JSON object. Keys written with escapes are not recognised.
 func findMember(obj []byte, key string) (start, end int, ok bool) {
-	i := skipSpace(obj, 0)
+	i := jsonscan.SkipSpace(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
 		return 0, 0, false
 	}
-	i = skipSpace(obj, i+1)
+	i = jsonscan.SkipSpace(obj, i+1)
 	for i < len(obj) && obj[i] == '"' {
-		kend := skipString(obj, i)
+		kend := jsonscan.SkipString(obj, i)
 		k := obj[i+1 : kend-1]
-		i = skipSpace(obj, kend)
+		i = jsonscan.SkipSpace(obj, kend)
 		if i >= len(obj) || obj[i] != ':' {
 			return 0, 0, false
 		}
-		i = skipSpace(obj, i+1)
-		vend := skipValue(obj, i)
+		i = jsonscan.SkipSpace(obj, i+1)
+		vend := jsonscan.SkipValue(obj, i)
 		if string(k) == key {
 			return i, vend, true
 		}
-		i = skipSpace(obj, vend)
+		i = jsonscan.SkipSpace(obj, vend)
 		if i >= len(obj) || obj[i] != ',' {
 			return 0, 0, false
 		}
-		i = skipSpace(obj, i+1)
+		i = jsonscan.SkipSpace(obj, i+1)
 	}
 	return 0, 0, false
 }
 
 // hasEscapedKey reports whether a top-level key of obj holds a backslash.
 func hasEscapedKey(obj []byte) bool {
-	i := skipSpace(obj, 0)
+	i := jsonscan.SkipSpace(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
 		return false
 	}
-	i = skipSpace(obj, i+1)
+	i = jsonscan.SkipSpace(obj, i+1)
 	for i < len(obj) && obj[i] == '"' {
-		kend := skipString(obj, i)
+		kend := jsonscan.SkipString(obj, i)
 		if bytes.IndexByte(obj[i:kend], '\\') >= 0 {
 			return true
 		}
-		i = skipSpace(obj, kend)
+		i = jsonscan.SkipSpace(obj, kend)
 		if i >= len(obj) || obj[i] != ':' {
 			return false
 		}
-		i = skipValue(obj, skipSpace(obj, i+1))
-		i = skipSpace(obj, i)
+		i = jsonscan.SkipValue(obj, jsonscan.SkipSpace(obj, i+1))
+		i = jsonscan.SkipSpace(obj, i)
 		if i >= len(obj) || obj[i] != ',' {
 			return false
 		}
-		i = skipSpace(obj, i+1)
+		i = jsonscan.SkipSpace(obj, i+1)
 	}
 	return false
 }

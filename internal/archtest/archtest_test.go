@@ -44,6 +44,9 @@ var rules = []rule{
 	// internal/redact hides secrets in what every other package shows, so it
 	// may depend on none of them.
 	{dir: "internal/redact", stdlibOnly: true},
+	// internal/jsonscan is the raw JSON scanner of the stdio hot paths,
+	// shared by proxy and upstream.
+	{dir: "internal/jsonscan", stdlibOnly: true},
 	{dir: "upstream", forbidden: []string{
 		module + "/proxy", module + "/policy", module + "/plugins", module + "/internal/config",
 		module + "/cmd", toml, goPlugin,
