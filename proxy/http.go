@@ -214,8 +214,35 @@ func (m *mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// upstream (the SDK would wait for them before closing it).
 		m.s.sessionCalls.cancel(id)
 	}
+	if r.Method == http.MethodDelete {
+		dw := &statusWriter{ResponseWriter: w}
+		m.sdk.ServeHTTP(dw, r)
+		if dw.code == http.StatusNoContent {
+			// The SDK closed the session before it answered: its place is
+			// free now, not when the watcher of the session gets to it, so
+			// that an initialize right after the DELETE is not refused at
+			// the cap.
+			m.sessions.remove(e)
+		}
+		return
+	}
 	m.sdk.ServeHTTP(w, r)
 }
+
+// statusWriter records the status code of a response.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (sw *statusWriter) WriteHeader(code int) {
+	if sw.code == 0 {
+		sw.code = code
+	}
+	sw.ResponseWriter.WriteHeader(code)
+}
+
+func (sw *statusWriter) Unwrap() http.ResponseWriter { return sw.ResponseWriter }
 
 // serveNew serves a request without a session id: a POST creates a session
 // (if the cap allows), anything else the SDK refuses.
