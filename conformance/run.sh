@@ -52,9 +52,7 @@ KNOWN_GAPS=()
 KNOWN_GAPS_2026=(
 	"server-stateless/sep-2575-server-sends-tools-list-changed-on-subscription: Manifold sends list_changed only when the merged list changed (clients re-register on each); the everything-server's test_trigger_tool_change re-adds the same tool, which changes the list only on the scenario's first call (a SHOULD, a warning directly too when nothing changes)"
 )
-KNOWN_GAPS_2025=(
-	"server-sse-polling/server-sse-retry-field: Manifold keeps no SSE event store (no resumability), so its streams carry no retry field (a warning)"
-)
+KNOWN_GAPS_2025=()
 
 limit="${CONFORMANCE_TIMEOUT:-600}"
 if [[ -z "${MANIFOLD_CONFORMANCE_INNER:-}" ]]; then

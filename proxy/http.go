@@ -52,6 +52,12 @@ type HTTPOptions struct {
 	// length counts as MaxRequestBytes); a request that finds no room within
 	// BodyTimeout is refused with 503. If zero, 16 × MaxRequestBytes.
 	MaxBufferedBytes int64
+	// MaxEventBytes bounds the SSE events kept so that a client of the
+	// initialize era can resume a dropped stream (GET with Last-Event-ID),
+	// all sessions together: past it the oldest events of every stream are
+	// dropped first, and a resume that needs them is refused. A session's
+	// events are dropped when it ends. If zero, 10 MiB.
+	MaxEventBytes int
 }
 
 // Config keys of the limits, named in errors so that the operator knows what
@@ -82,7 +88,15 @@ func (o *HTTPOptions) setDefaults() {
 		o.MaxBufferedBytes = 16 * o.MaxRequestBytes
 	}
 	o.MaxBufferedBytes = max(o.MaxBufferedBytes, o.MaxRequestBytes)
+	if o.MaxEventBytes == 0 {
+		o.MaxEventBytes = 10 << 20
+	}
 }
+
+// sseRetry is the reconnection delay sent with the priming event of every
+// resumable SSE stream (the SSE retry field): how long a client whose stream
+// dropped waits before it resumes it.
+const sseRetry = "1000"
 
 // HTTPServer returns an http.Server for [Server.HTTPHandler]: it bounds the
 // time to read request headers and keeps per connection what a session is
@@ -107,8 +121,27 @@ func (s *Server) HTTPServer(opts HTTPOptions) *http.Server {
 // (see peer).
 func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 	opts.setDefaults()
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", s.newMCPEndpoint(opts))
+	health := s.HealthHandler()
+	mux.Handle("GET /healthz", health)
+	mux.Handle("GET /readyz", health)
+	mux.Handle("GET /status", health)
+	return checkHostOrigin(opts, mux)
+}
+
+// newMCPEndpoint returns /mcp, for options with their defaults set.
+func (s *Server) newMCPEndpoint(opts HTTPOptions) *mcpEndpoint {
+	// The events of the initialize era's streams, for resumption: keyed by
+	// session and stream, so a resume replays only its own session's events
+	// (and reaches a session only past the owner check, as every request
+	// with a session id does); bounded for all sessions together, and a
+	// session's events are dropped when the SDK closes its connection.
+	events := mcp.NewMemoryEventStore(nil)
+	events.SetMaxBytes(opts.MaxEventBytes)
 	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.server }, &mcp.StreamableHTTPOptions{
 		MaxRequestBodyBytes: opts.MaxRequestBytes,
+		EventStore:          events,
 		Logger:              slog.New(quietHandler{s.log.Handler(), slog.LevelWarn}).With("component", "http"),
 		// The checks below replace the SDK's loopback-only Host check, so that
 		// AllowedHosts can extend it, and its idle timeout, which would close
@@ -123,23 +156,17 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 		Logger:                     slog.New(quietHandler{s.log.Handler(), slog.LevelWarn}).With("component", "http"),
 		DisableLocalhostProtection: true,
 	})
-	m := &mcpEndpoint{
+	return &mcpEndpoint{
 		s:         s,
 		opts:      opts,
 		sdk:       sdk,
 		stateless: stateless,
+		events:    events,
 		sessions:  &httpSessions{s: s, max: opts.MaxSessions, idle: opts.SessionTimeout},
 		buffered:  semaphore.NewWeighted(opts.MaxBufferedBytes),
 		modern:    semaphore.NewWeighted(int64(modernRequestsPerSession * opts.MaxSessions)),
 		listens:   semaphore.NewWeighted(int64(opts.MaxSessions)),
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", m)
-	health := s.HealthHandler()
-	mux.Handle("GET /healthz", health)
-	mux.Handle("GET /readyz", health)
-	mux.Handle("GET /status", health)
-	return checkHostOrigin(opts, mux)
 }
 
 // checkHostOrigin refuses requests whose Host is not a loopback name or an
@@ -166,6 +193,7 @@ type mcpEndpoint struct {
 	opts      HTTPOptions
 	sdk       *mcp.StreamableHTTPHandler // stateful: the initialize era
 	stateless *mcp.StreamableHTTPHandler // 2026-07-28 requests
+	events    *mcp.MemoryEventStore      // the stateful handler's, for resumption
 	sessions  *httpSessions
 	buffered  *semaphore.Weighted // bytes of request bodies held, at most opts.MaxBufferedBytes
 	modern    *semaphore.Weighted // 2026-07-28 requests being served
@@ -185,7 +213,7 @@ func (m *mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		m.serveNew(w, r)
 		return
 	}
-	stream := r.Method == http.MethodGet
+	stream := opensGETStream(r)
 	e, res := m.sessions.enter(id, peerOf(r), stream)
 	if res != entered && r.ContentLength != 0 {
 		m.boundUnread(w) // refused unread: the body must not hold the answer
@@ -226,7 +254,20 @@ func (m *mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	m.sdk.ServeHTTP(w, r)
+	m.sdk.ServeHTTP(&retryWriter{ResponseWriter: w}, r)
+}
+
+// opensGETStream reports whether r opens (or resumes) a session's one GET
+// stream: a GET without Last-Event-ID, or resuming the GET stream, whose
+// event ids the SDK writes as "_N" (a stream id, "" for the GET stream, "_",
+// the index). A GET resuming a request's stream is not it: the SDK lets
+// one request at a time resume each stream.
+func opensGETStream(r *http.Request) bool {
+	if r.Method != http.MethodGet {
+		return false
+	}
+	last := r.Header.Values("Last-Event-ID")
+	return len(last) == 0 || strings.HasPrefix(last[0], "_")
 }
 
 // statusWriter records the status code of a response.
@@ -280,7 +321,7 @@ func (m *mcpEndpoint) serveNew(w http.ResponseWriter, r *http.Request) {
 			m.sessions.unreserve()
 		}
 	}()
-	m.sdk.ServeHTTP(nw, r)
+	m.sdk.ServeHTTP(&retryWriter{ResponseWriter: nw}, r)
 }
 
 // serveModern serves a 2026-07-28 request (no session) on the stateless
@@ -481,6 +522,42 @@ func (nw *newSessionWriter) Flush() {
 
 // Unwrap lets http.ResponseController reach the connection.
 func (nw *newSessionWriter) Unwrap() http.ResponseWriter { return nw.ResponseWriter }
+
+// retryWriter adds the SSE retry field (sseRetry) to the priming event that
+// the SDK writes first on a resumable stream (an event id and no data, in one
+// write: "event: prime\nid: ...\ndata: \n\n"), as the SDK offers no option
+// for it: a client then knows how soon to resume a stream that dropped.
+type retryWriter struct {
+	http.ResponseWriter
+	started bool
+}
+
+func (rw *retryWriter) Write(p []byte) (int, error) {
+	if rw.started {
+		return rw.ResponseWriter.Write(p)
+	}
+	rw.started = true
+	const prime = "event: prime\nid: "
+	end := bytes.IndexByte(p[min(len(prime), len(p)):], '\n')
+	if !bytes.HasPrefix(p, []byte(prime)) || end < 0 {
+		return rw.ResponseWriter.Write(p)
+	}
+	i := len(prime) + end + 1 // past the id line
+	out := make([]byte, 0, len(p)+len("retry: \n")+len(sseRetry))
+	out = append(append(append(append(out, p[:i]...), "retry: "...), sseRetry...), '\n')
+	out = append(out, p[i:]...)
+	if _, err := rw.ResponseWriter.Write(out); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+func (rw *retryWriter) WriteHeader(code int) { rw.ResponseWriter.WriteHeader(code) }
+
+func (rw *retryWriter) Flush() { _ = http.NewResponseController(rw.ResponseWriter).Flush() }
+
+// Unwrap lets http.ResponseController reach the connection.
+func (rw *retryWriter) Unwrap() http.ResponseWriter { return rw.ResponseWriter }
 
 // JSON-RPC error codes of the HTTP face's own errors.
 const (
