@@ -49,9 +49,7 @@ set -euo pipefail
 # Manifold, per set: the name, then why. Delete the entry when the gap is fixed
 # (the run fails until then).
 KNOWN_GAPS=()
-KNOWN_GAPS_2026=(
-	"server-stateless/sep-2575-server-sends-tools-list-changed-on-subscription: Manifold sends list_changed only when the merged list changed (clients re-register on each); the everything-server's test_trigger_tool_change re-adds the same tool, which changes the list only on the scenario's first call (a SHOULD, a warning directly too when nothing changes)"
-)
+KNOWN_GAPS_2026=()
 KNOWN_GAPS_2025=()
 
 limit="${CONFORMANCE_TIMEOUT:-600}"

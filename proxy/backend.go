@@ -604,6 +604,7 @@ func (s *Server) requestRefresh(b *backend, kinds listKind) {
 			b.lists = l
 			b.mu.Unlock()
 			s.rebuild()
+			s.relayListChanged(b, kinds)
 		}
 	}()
 }

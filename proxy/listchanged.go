@@ -3,6 +3,8 @@ package proxy
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -18,6 +20,15 @@ import (
 // once it has listed that kind, and the notifications of a burst of changes
 // (servers joining one after the other, an upstream re-listing) are
 // coalesced: one per kind per session per listChangedWindow.
+//
+// An upstream's own list_changed is passed on even when the merged list did
+// not change (the server may have re-registered the same definitions, as the
+// conformance server does, or changed what a tool does): a client of that
+// server directly would be told, and would list again. It takes the same path
+// as any other (relayListChanged), so it too waits for the session's first
+// list, reaches only the sessions that listed or listen for the kind, in
+// either era, and a burst of them is coalesced, first upstream (one re-listing
+// per burst, requestRefresh) and then per session.
 
 // listChangedWindow is how long a session's notification of one kind waits
 // for further changes of that kind before it is sent.
@@ -187,6 +198,71 @@ func (s *Server) listen(req mcp.Request) {
 	for k, want := range map[catalogKind]bool{catTools: n.ToolsListChanged, catPrompts: n.PromptsListChanged, catResources: n.ResourcesListChanged} {
 		if want {
 			s.markListed(ss, k)
+		}
+	}
+}
+
+// relayListChanged passes on the list_changed of kinds that server b sent,
+// once its lists were fetched again and the catalog rebuilt: it registers one
+// of b's entries of each kind with the SDK again, unchanged, so that the SDK
+// schedules its notification for every session (if the rebuild changed the
+// list, that notification was scheduled already and this merges into it).
+// A kind of which b exposes nothing is not passed on: the lists a client sees
+// hold nothing of b's to change.
+func (s *Server) relayListChanged(b *backend, kinds listKind) {
+	b.mu.Lock()
+	l := b.lists
+	b.mu.Unlock()
+	s.catMu.Lock()
+	defer s.catMu.Unlock()
+	c := s.catalog.Load()
+	if c == nil || s.isClosed() {
+		return
+	}
+	again := func(kind, key string, reg map[string][]byte, add func()) bool {
+		if _, ok := reg[key]; !ok {
+			return false // not registered: nothing of it is listed
+		}
+		if err := catchPanic(add); err != nil {
+			s.log.Warn(kind+" rejected on re-registering; list_changed not passed on", "name", key, "err", err)
+		}
+		return true
+	}
+	if kinds&kindTools != 0 {
+		for _, t := range l.tools {
+			exposed, ok := c.tools.Exposed(b.name, t.Name)
+			if def := c.toolDefs[exposed]; ok && def != nil &&
+				again("tool", exposed, s.reg.tools, func() { s.server.AddTool(def, s.handleCallTool) }) {
+				break
+			}
+		}
+	}
+	if kinds&kindPrompts != 0 {
+		for _, p := range l.prompts {
+			exposed, ok := c.prompts.Exposed(b.name, p.Name)
+			if def := c.promptDefs[exposed]; ok && def != nil &&
+				again("prompt", exposed, s.reg.prompts, func() { s.server.AddPrompt(def, s.handleGetPrompt) }) {
+				break
+			}
+		}
+	}
+	if kinds&(kindResources|kindTemplates) != 0 {
+		done := false
+		for _, uri := range slices.Sorted(maps.Keys(c.resOwner)) {
+			if def := c.resources[uri]; c.resOwner[uri] == b.name && def != nil &&
+				again("resource", uri, s.reg.resources, func() { s.server.AddResource(def, s.handleReadResource) }) {
+				done = true
+				break
+			}
+		}
+		for _, tmpl := range slices.Sorted(maps.Keys(c.tmplOwner)) {
+			if done {
+				break
+			}
+			if def := c.templates[tmpl]; c.tmplOwner[tmpl] == b.name && def != nil &&
+				again("resource template", tmpl, s.reg.templates, func() { s.server.AddResourceTemplate(def, s.handleReadResource) }) {
+				done = true
+			}
 		}
 	}
 }
