@@ -18,7 +18,7 @@ var commandFlags = []struct {
 	{"status", []string{"--config", "--url", "--fresh", "--json", "--log-level"}},
 	{"explain", []string{"--config", "--log-level"}},
 	{"import", []string{"--config", "--write", "--as", "--log-level"}},
-	{"connect", []string{"--config", "--scope", "--replace", "--http", "--undo", "--yes", "--name", "--always-load", "--log-level"}},
+	{"connect", []string{"--config", "--scope", "--replace", "--http", "--undo", "--yes", "--name", "--always-load", "--modern", "--log-level"}},
 	{"doctor", []string{"--config", "--json", "--log-level"}},
 	{"init", []string{"--config", "--import", "--force", "--log-level"}},
 	{"completion", nil},

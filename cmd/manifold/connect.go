@@ -36,6 +36,7 @@ func cmdConnect(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	scope := fs.String("scope", "user", "which of the client's files: user (every project) or project (the current folder's)")
 	name := fs.String("name", "manifold", "the name of Manifold's entry in the client")
 	alwaysLoad := fs.Bool("always-load", false, "Claude Code: alwaysLoad, every tool of Manifold always in the prompt instead of behind tool search")
+	modern := fs.Bool("modern", false, "Codex: speak MCP 2026-07-28 with Manifold (turns on Codex's feature mcp_2026_07_28, under development in Codex, and sets the entry's CODEX_MCP_PROTOCOL_VERSION)")
 	pos, ok, err := parse(fs, args)
 	if !ok {
 		return err
@@ -66,7 +67,10 @@ func cmdConnect(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 		return undoConnect(client, loc, target, env, *yes, stdin, stdout, stderr)
 	}
 
-	s := clientconf.Server{Name: *name, URL: *httpURL, AlwaysLoad: *alwaysLoad}
+	if *modern && client != clientconf.Codex {
+		return argError("connect", "--modern is for Codex; %s chooses its protocol version itself", client.Title())
+	}
+	s := clientconf.Server{Name: *name, URL: *httpURL, AlwaysLoad: *alwaysLoad, Modern: *modern}
 	if s.URL == "" {
 		cfgPath, err := filepath.Abs(configPath(c.config))
 		if err != nil {
@@ -123,7 +127,7 @@ func cmdConnect(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 		return err
 	}
 	fmt.Fprintf(stderr, "Connected %s: %s (backup %s; undo with manifold connect --undo %s)\n", client.Title(), target, backup, client)
-	if hint := connectHint(client); hint != "" {
+	if hint := connectHint(client, s); hint != "" {
 		fmt.Fprintln(stderr, hint)
 	}
 	return nil
@@ -137,9 +141,13 @@ func fileSecrets(loc clientconf.Location, data []byte, env clientconf.Env) []str
 	return im.Secrets()
 }
 
-// connectHint is what the user does next in client c.
-func connectHint(c clientconf.Client) string {
+// connectHint is what the user does next in client c, given the entry s.
+func connectHint(c clientconf.Client, s clientconf.Server) string {
 	switch c {
+	case clientconf.Codex:
+		if !s.Modern {
+			return "Codex speaks the initialize era (2025-06-18) with Manifold; manifold connect codex --modern opts it into 2026-07-28 (a Codex feature still under development)."
+		}
 	case clientconf.ClaudeDesktop, clientconf.Cursor, clientconf.Windsurf, clientconf.Zed, clientconf.VSCode:
 		return "Restart " + c.Title() + " (or reload its MCP servers) to start Manifold."
 	case clientconf.Gemini:

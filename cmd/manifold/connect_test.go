@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/BurntSushi/toml"
 )
 
 // clientHome makes a throwaway home for the client files and a proxy.toml,
@@ -194,5 +196,42 @@ func TestConnectPreviewHidesSecrets(t *testing.T) {
 		if strings.Contains(out+stderr, s) {
 			t.Errorf("the preview shows the secret %q:\n%s%s", s, out, stderr)
 		}
+	}
+}
+
+// TestConnectCodexModern opts Codex into 2026-07-28: the feature flag and
+// the entry's protocol variable are written, which the config Codex reads
+// back holds; a plain connect says how to opt in; --modern is refused for a
+// client that chooses its version itself.
+func TestConnectCodexModern(t *testing.T) {
+	home, cfg := clientHome(t)
+	file := filepath.Join(home, ".codex", "config.toml")
+	_, stderr, err := runCmd(t, "connect", "codex", "--config", cfg, "--yes")
+	if err != nil {
+		t.Fatalf("connect: %v\n%s", err, stderr)
+	}
+	if !strings.Contains(stderr, "--modern") {
+		t.Errorf("a plain Codex connect does not say how to opt into 2026-07-28:\n%s", stderr)
+	}
+	if got, _ := os.ReadFile(file); strings.Contains(string(got), "mcp_2026_07_28") {
+		t.Errorf("the feature was turned on without --modern:\n%s", got)
+	}
+	if _, stderr, err := runCmd(t, "connect", "codex", "--config", cfg, "--modern", "--yes"); err != nil {
+		t.Fatalf("connect --modern: %v\n%s", err, stderr)
+	}
+	var doc struct {
+		Features map[string]bool `toml:"features"`
+		Servers  map[string]struct {
+			Env map[string]string `toml:"env"`
+		} `toml:"mcp_servers"`
+	}
+	if _, err := toml.DecodeFile(file, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if !doc.Features["mcp_2026_07_28"] || doc.Servers["manifold"].Env["CODEX_MCP_PROTOCOL_VERSION"] != "2026-07-28" {
+		t.Errorf("Codex config after --modern: %+v", doc)
+	}
+	if _, _, err := runCmd(t, "connect", "claude-code", "--config", cfg, "--modern", "--yes"); err == nil || !strings.Contains(err.Error(), "for Codex") {
+		t.Errorf("--modern for Claude Code: %v, want refused", err)
 	}
 }

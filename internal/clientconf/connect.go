@@ -3,6 +3,7 @@ package clientconf
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"regexp"
 	"slices"
@@ -32,7 +33,21 @@ type Server struct {
 	// AlwaysLoad sets Claude Code's alwaysLoad: every tool always in the
 	// prompt, never deferred behind tool search.
 	AlwaysLoad bool
+	// Modern opts Codex into MCP 2026-07-28 with Manifold: its feature
+	// flag ([features] mcp_2026_07_28, under development in Codex and off
+	// by default) and, for a stdio entry, the entry's
+	// CODEX_MCP_PROTOCOL_VERSION, without which Codex stays in the
+	// initialize era over stdio. Other clients choose their era
+	// themselves.
+	Modern bool
 }
+
+// codexFeature is Codex's feature flag for MCP 2026-07-28, and
+// codexVersionEnv the variable of a stdio entry that makes Codex speak it.
+const (
+	codexFeature    = "mcp_2026_07_28"
+	codexVersionEnv = "CODEX_MCP_PROTOCOL_VERSION"
+)
 
 // clientTimeout is the per-call timeout to give a client: Manifold's
 // longest call plus a margin for its own answer.
@@ -88,6 +103,9 @@ func Snippet(c Client, s Server) string {
 		s.Name = "manifold"
 	}
 	if c == Codex {
+		if s.Modern {
+			return codexTable(s) + "\n[features]\n" + codexFeature + " = true\n"
+		}
 		return codexTable(s)
 	}
 	return strconv.Quote(s.Name) + ": " + renderJSON(entryValue(c, s), "  ", 0)
@@ -483,7 +501,52 @@ func codexTable(s Server) string {
 	}
 	b.WriteString("startup_timeout_sec = 60\n")
 	fmt.Fprintf(&b, "tool_timeout_sec = %d\n", int(s.clientTimeout()/time.Second))
+	if s.Modern && s.URL == "" {
+		fmt.Fprintf(&b, "env = { %s = %s }\n", codexVersionEnv, str(modernVersion))
+	}
 	return b.String()
+}
+
+// modernVersion is the protocol version Modern asks Codex for.
+const modernVersion = "2026-07-28"
+
+// setCodexFeature returns src with [features] mcp_2026_07_28 = true: the
+// key's line replaced where the [features] table has it, else added under
+// the table's header, else a new table at the end.
+func setCodexFeature(src string) string {
+	lines := splitKeepNL(src)
+	keyLine := regexp.MustCompile(`^\s*` + codexFeature + `\s*=`)
+	for i, l := range lines {
+		m := tomlHeader.FindStringSubmatch(strings.TrimRight(l, "\r\n"))
+		if m == nil || m[1] != "features" || strings.HasPrefix(strings.TrimSpace(l), "[[") {
+			continue
+		}
+		for j := i + 1; j < len(lines); j++ {
+			if tomlHeader.MatchString(strings.TrimRight(lines[j], "\r\n")) {
+				break
+			}
+			if keyLine.MatchString(lines[j]) {
+				lines[j] = codexFeature + " = true\n"
+				return strings.Join(lines, "")
+			}
+		}
+		lines[i] = strings.TrimRight(l, "\r\n") + "\n" + codexFeature + " = true\n"
+		return strings.Join(lines, "")
+	}
+	if src != "" && !strings.HasSuffix(src, "\n") {
+		src += "\n"
+	}
+	if strings.TrimSpace(src) != "" && !strings.HasSuffix(src, "\n\n") {
+		src += "\n"
+	}
+	return src + "[features]\n" + codexFeature + " = true\n"
+}
+
+// codexFeatureOn reports whether a decoded Codex config has the feature on.
+func codexFeatureOn(doc map[string]any) bool {
+	f, _ := doc["features"].(map[string]any)
+	on, _ := f[codexFeature].(bool)
+	return on
 }
 
 // tableKeyIs reports whether the header key hk (as written between the
@@ -555,7 +618,8 @@ func connectTOML(data []byte, s Server, remove []string) ([]byte, error) {
 	}
 	wantEntry := want["mcp_servers"].(map[string]any)[s.Name]
 	servers, _ := before["mcp_servers"].(map[string]any)
-	if reflect.DeepEqual(servers[s.Name], wantEntry) && !slices.ContainsFunc(remove, func(n string) bool { _, ok := servers[n]; return ok && n != s.Name }) {
+	if reflect.DeepEqual(servers[s.Name], wantEntry) && !slices.ContainsFunc(remove, func(n string) bool { _, ok := servers[n]; return ok && n != s.Name }) &&
+		(!s.Modern || codexFeatureOn(before)) {
 		return data, nil // already there, as it would be written
 	}
 	lines := splitKeepNL(src)
@@ -599,9 +663,16 @@ func connectTOML(data []byte, s Server, remove []string) ([]byte, error) {
 		b.WriteString(out + table)
 	}
 	out := b.String()
+	hand := table
+	if s.Modern {
+		hand += "\n[features]\n" + codexFeature + " = true\n"
+		if !codexFeatureOn(before) {
+			out = setCodexFeature(out)
+		}
+	}
 	var after map[string]any
 	if _, err := toml.Decode(out, &after); err != nil {
-		return nil, fmt.Errorf("cannot edit this file safely (%v); add this by hand:\n%s", err, table)
+		return nil, fmt.Errorf("cannot edit this file safely (%v); add this by hand:\n%s", err, hand)
 	}
 	expect := make(map[string]any)
 	for k, v := range servers {
@@ -611,8 +682,17 @@ func connectTOML(data []byte, s Server, remove []string) ([]byte, error) {
 	}
 	expect[s.Name] = wantEntry
 	before["mcp_servers"] = expect
+	if s.Modern {
+		f, _ := before["features"].(map[string]any)
+		f = maps.Clone(f)
+		if f == nil {
+			f = map[string]any{}
+		}
+		f[codexFeature] = true
+		before["features"] = f
+	}
 	if !reflect.DeepEqual(after, before) {
-		return nil, fmt.Errorf("cannot edit this file safely (its mcp_servers are not all [mcp_servers.NAME] tables); add this by hand:\n%s", table)
+		return nil, fmt.Errorf("cannot edit this file safely (its mcp_servers are not all [mcp_servers.NAME] tables, or its features are not one [features] table); add this by hand:\n%s", hand)
 	}
 	if out == src {
 		return data, nil

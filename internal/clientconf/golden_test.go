@@ -155,7 +155,7 @@ var connectServer = Server{
 // TestConnectGolden edits the client file of each archive in
 // testdata/clients/connect ("-- CLIENT --", absent for a new file; an
 // optional "-- remove --" lists entries to remove, "-- url --" makes the
-// entry remote) and compares the result with "-- connected --". Connecting
+// entry remote, "-- modern --" sets Server.Modern) and compares the result with "-- connected --". Connecting
 // the result again changes nothing.
 func TestConnectGolden(t *testing.T) {
 	paths, err := filepath.Glob(filepath.Join(goldenDir, "connect", "*.txtar"))
@@ -186,6 +186,7 @@ func TestConnectGolden(t *testing.T) {
 			if u, ok := a.get("url"); ok {
 				s = Server{URL: strings.TrimSpace(u)}
 			}
+			_, s.Modern = a.get("modern")
 			removeText, _ := a.get("remove")
 			remove := strings.Fields(removeText)
 			out, err := Connect(c, []byte(before), s, remove)
