@@ -1,9 +1,12 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -59,6 +62,37 @@ func TestHelpAndCompletion(t *testing.T) {
 	if err != nil || !strings.Contains(out, "-undo") {
 		t.Errorf("help connect: %v\n%s", err, out)
 	}
+	// Each shell completes a subcommand, a flag of connect and a client
+	// name with the script sourced (zsh's compadd and _files are stubbed
+	// to print what they would offer: the completion system itself is
+	// zsh's).
+	complete := map[string]func(f, line string) []string{
+		"bash": func(f, line string) []string {
+			words := strings.Fields(line)
+			if strings.HasSuffix(line, " ") {
+				words = append(words, "")
+			}
+			q := make([]string, len(words))
+			for i, w := range words {
+				q[i] = strconv.Quote(w)
+			}
+			return []string{"-c", fmt.Sprintf(`source %q; COMP_WORDS=(%s); COMP_CWORD=%d; _manifold; printf '%%s\n' "${COMPREPLY[@]}"`, f, strings.Join(q, " "), len(words)-1)}
+		},
+		"zsh": func(f, line string) []string {
+			words := strings.Fields(line)
+			if strings.HasSuffix(line, " ") {
+				words = append(words, "")
+			}
+			q := make([]string, len(words))
+			for i, w := range words {
+				q[i] = strconv.Quote(w)
+			}
+			return []string{"-fc", fmt.Sprintf(`compadd() { [[ $1 == -- ]] && shift; print -rl -- "$@" }; _files() { }; words=(%s); CURRENT=%d; source %q`, strings.Join(q, " "), len(words), f)}
+		},
+		"fish": func(f, line string) []string {
+			return []string{"--no-config", "-c", fmt.Sprintf("source %q; complete -C %q", f, line)}
+		},
+	}
 	for _, sh := range []string{"bash", "zsh", "fish"} {
 		script, _, err := runCmd(t, "completion", sh)
 		if err != nil || !strings.Contains(script, "connect") {
@@ -66,7 +100,10 @@ func TestHelpAndCompletion(t *testing.T) {
 		}
 		bin, err := exec.LookPath(sh)
 		if err != nil {
-			continue // not installed here
+			if os.Getenv("CI") != "" {
+				t.Errorf("%s is not installed; .ci/run installs it", sh)
+			}
+			continue // not installed on this developer's machine
 		}
 		f := filepath.Join(t.TempDir(), "c."+sh)
 		if err := os.WriteFile(f, []byte(script), 0o600); err != nil {
@@ -74,6 +111,16 @@ func TestHelpAndCompletion(t *testing.T) {
 		}
 		if out, err := exec.Command(bin, "-n", f).CombinedOutput(); err != nil {
 			t.Errorf("%s -n: %v\n%s", sh, err, out)
+		}
+		for line, want := range map[string]string{"manifold conn": "connect", "manifold connect --mo": "--modern", "manifold connect co": "codex"} {
+			out, err := exec.Command(bin, complete[sh](f, line)...).CombinedOutput()
+			var got []string
+			for _, l := range strings.Split(string(out), "\n") {
+				got = append(got, strings.Fields(l+" ")...)
+			}
+			if err != nil || !slices.Contains(got, want) {
+				t.Errorf("%s completes %q with %q (err %v), want %q among them", sh, line, out, err, want)
+			}
 		}
 	}
 }
