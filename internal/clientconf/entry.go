@@ -724,7 +724,7 @@ func (e *Entry) duration(k string, n float64, unit time.Duration) time.Duration 
 // --- Codex ----------------------------------------------------------------
 
 func (im *Importer) addCodex(loc Location, data []byte) error {
-	if err := checkTOMLDepth(string(data)); err != nil {
+	if err := config.CheckTOMLDepth(string(data)); err != nil {
 		return fmt.Errorf("%s:%w", loc.Path, err)
 	}
 	var doc map[string]any

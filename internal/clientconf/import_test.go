@@ -171,7 +171,7 @@ func TestHostileSizes(t *testing.T) {
 	}
 	// Strings and comments do not count.
 	ok := "# [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\nx = \"" + strings.Repeat("{", 100) + "\"\ny = '''\n" + strings.Repeat("[", 100) + "'''\n"
-	if err := checkTOMLDepth(ok); err != nil {
+	if err := config.CheckTOMLDepth(ok); err != nil {
 		t.Errorf("brackets in comments and strings counted: %v", err)
 	}
 }

@@ -115,7 +115,7 @@ func existingServers(data []byte) (servers, error) {
 	if len(data) == 0 {
 		return s, nil
 	}
-	if err := checkTOMLDepth(string(data)); err != nil {
+	if err := config.CheckTOMLDepth(string(data)); err != nil {
 		return s, fmt.Errorf("proxy.toml:%w", err)
 	}
 	var doc struct {

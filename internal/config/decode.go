@@ -60,6 +60,9 @@ func decode(file, abs string, data []byte, lookup func(string) (string, bool), l
 		}
 	}
 
+	if err := d.depth(); err != nil {
+		return nil, err
+	}
 	var top map[string]toml.Primitive
 	md, err := toml.Decode(src, &top)
 	if err != nil {
@@ -93,6 +96,17 @@ func decode(file, abs string, data []byte, lookup func(string) (string, bool), l
 }
 
 // syntaxError turns an error of the TOML parser into a problem.
+// depth refuses a document nested so deep that the TOML decoder would take
+// minutes on it (CheckTOMLDepth), before the decoder sees it.
+func (d *decoder) depth() error {
+	var de *DepthError
+	if err := CheckTOMLDepth(d.src); errors.As(err, &de) {
+		return &problem{file: d.file, line: de.Line, col: 1, off: -1,
+			msg: fmt.Sprintf("arrays or inline tables nested more than %d deep; the file is not read. Write nested settings as [tables] instead", de.Max)}
+	}
+	return nil
+}
+
 func (d *decoder) syntaxError(err error) error {
 	var pe toml.ParseError
 	if !errors.As(err, &pe) {

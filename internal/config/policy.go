@@ -554,6 +554,9 @@ func newDecoder(file string, data []byte) (*decoder, map[string]toml.Primitive, 
 			d.lines = append(d.lines, i+1)
 		}
 	}
+	if err := d.depth(); err != nil {
+		return nil, nil, err
+	}
 	var top map[string]toml.Primitive
 	md, err := toml.Decode(src, &top)
 	if err != nil {

@@ -1,4 +1,4 @@
-package clientconf
+package config
 
 import (
 	"fmt"
@@ -11,9 +11,22 @@ import (
 // refused before it sees them; real configurations nest a few levels.
 const maxTOMLDepth = 64
 
-// checkTOMLDepth reports a TOML document nested deeper than maxTOMLDepth,
-// counting the brackets and braces outside strings and comments.
-func checkTOMLDepth(src string) error {
+// DepthError is a TOML document nested deeper than maxTOMLDepth; its text
+// starts with the line ("12: arrays or …"), for callers to prefix with the
+// file.
+type DepthError struct {
+	Line, Max int
+}
+
+func (e *DepthError) Error() string {
+	return fmt.Sprintf("%d: arrays or tables nested more than %d deep; not read", e.Line, e.Max)
+}
+
+// CheckTOMLDepth reports (as a *DepthError) a TOML document nested deeper
+// than maxTOMLDepth, counting the brackets and braces outside strings and
+// comments. Every TOML file Manifold reads passes it before the decoder
+// sees it: proxy.toml, policy files, and the clients' files.
+func CheckTOMLDepth(src string) error {
 	depth, line := 0, 1
 	for i := 0; i < len(src); i++ {
 		switch c := src[i]; c {
@@ -44,7 +57,7 @@ func checkTOMLDepth(src string) error {
 		case '[', '{':
 			depth++
 			if depth > maxTOMLDepth {
-				return fmt.Errorf("%d: arrays or tables nested more than %d deep; not read", line, maxTOMLDepth)
+				return &DepthError{Line: line, Max: maxTOMLDepth}
 			}
 		case ']', '}':
 			if depth > 0 {
