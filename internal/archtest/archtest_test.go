@@ -47,6 +47,9 @@ var rules = []rule{
 	// internal/jsonscan is the raw JSON scanner of the stdio hot paths,
 	// shared by proxy and upstream.
 	{dir: "internal/jsonscan", stdlibOnly: true},
+	// proxy/search ranks catalog entries; pure, so it can be tested and
+	// benchmarked alone (ARCHITECTURE §1 "Where new capabilities live").
+	{dir: "proxy/search", stdlibOnly: true},
 	{dir: "upstream", forbidden: []string{
 		module + "/proxy", module + "/policy", module + "/plugins", module + "/internal/config",
 		module + "/cmd", toml, goPlugin,

@@ -1,0 +1,293 @@
+package search
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"strings"
+)
+
+// Doc is one catalog entry as the index sees it.
+type Doc struct {
+	ID          string  // the exposed tool name; what a Hit returns
+	Name        string  // exposed name (tokenised: "files__read_text_file" -> files read text file)
+	Title       string  // the tool's title, if any
+	Description string  // the tool's description
+	Params      []Param // the input schema's top-level properties
+	Server      string  // server key
+	ServerText  string  // the server's description (proxy.toml `description`) or first line of its instructions
+}
+
+// Param is one top-level property of a tool's input schema.
+type Param struct{ Name, Description string }
+
+// Hit is one ranked entry.
+type Hit struct {
+	ID    string
+	Score float64 // comparable within one Search call only
+}
+
+// The fields of a Doc, in the order of options.weights.
+const (
+	fieldName = iota
+	fieldTitle
+	fieldDescription
+	fieldParams
+	fieldServer
+	numFields
+)
+
+// options are the ranker's knobs. New uses defaultOptions; the evaluation
+// also builds the plain BM25 baseline from them.
+type options struct {
+	// weights scales each field's term frequency (BM25F).
+	weights [numFields]float64
+	// k1 and b are BM25's saturation and length normalisation.
+	k1, b float64
+	// plain indexes all fields as one and analyses text without case or digit
+	// splits, stop words, stemming, phrases or synonyms; a doc is a hit when
+	// it contains any query word.
+	plain bool
+	// minCover is the share of the query's weight (the idf of its words) that
+	// the best hit must cover, or Search returns no hits.
+	minCover float64
+	// unknown scales the weight of a query word no doc contains (see weight).
+	unknown float64
+}
+
+var defaultOptions = options{
+	weights:  [numFields]float64{fieldName: 3, fieldTitle: 2, fieldDescription: 1, fieldParams: 0.4, fieldServer: 0.6},
+	k1:       1.2,
+	b:        0.75,
+	minCover: 0.5,
+	unknown:  0.5,
+}
+
+// Index ranks a fixed set of Docs. It is immutable; Search is safe for
+// concurrent use.
+type Index struct {
+	opt      options
+	ids      []string
+	postings map[string][]posting // term → docs containing it, by doc
+	synonyms map[string][]string  // analysed word → analysed words of its groups
+	phrases  map[[2]string]string // analysed pair → analysed single word
+}
+
+type posting struct {
+	doc int32
+	tfn float32 // the weighted, length-normalised term frequency (BM25F)
+}
+
+// New builds an index (immutable, safe for concurrent Search).
+func New(docs []Doc) *Index { return build(docs, defaultOptions) }
+
+func build(docs []Doc, opt options) *Index {
+	ix := &Index{opt: opt, ids: make([]string, len(docs)), postings: map[string][]posting{}}
+	if !opt.plain {
+		ix.phrases = make(map[[2]string]string, len(phrases))
+		for k, v := range phrases {
+			ix.phrases[[2]string{stem(k[0]), stem(k[1])}] = stem(v)
+		}
+		ix.synonyms = map[string][]string{}
+		for _, group := range synonyms {
+			for _, w := range group {
+				for _, o := range group {
+					if o != w {
+						ix.synonyms[stem(w)] = appendNew(ix.synonyms[stem(w)], stem(o))
+					}
+				}
+			}
+		}
+	}
+
+	// Term frequencies per doc and field, and field lengths.
+	tfs := make([]map[string]*[numFields]float64, len(docs))
+	lens := make([][numFields]float64, len(docs))
+	var total [numFields]float64
+	for i, d := range docs {
+		ix.ids[i] = d.ID
+		tf := map[string]*[numFields]float64{}
+		for f, text := range ix.fieldTexts(d) {
+			for _, t := range ix.analyse(text) {
+				c := tf[t]
+				if c == nil {
+					c = new([numFields]float64)
+					tf[t] = c
+				}
+				c[f]++
+				lens[i][f]++
+				total[f]++
+			}
+		}
+		tfs[i] = tf
+	}
+	var avg [numFields]float64
+	for f := range avg {
+		avg[f] = max(total[f]/float64(max(len(docs), 1)), 1)
+	}
+	for i, tf := range tfs {
+		for t, c := range tf {
+			var tfn float64
+			for f := range numFields {
+				if c[f] > 0 {
+					tfn += opt.weights[f] * c[f] / (1 - opt.b + opt.b*lens[i][f]/avg[f])
+				}
+			}
+			ix.postings[t] = append(ix.postings[t], posting{doc: int32(i), tfn: float32(tfn)})
+		}
+	}
+	return ix
+}
+
+// fieldTexts returns a Doc's text per field.
+func (ix *Index) fieldTexts(d Doc) [numFields]string {
+	name := d.Name
+	if d.Server != "" {
+		// The server key is the server field's; the name field holds the tool's own name.
+		name = strings.TrimPrefix(name, d.Server+"__")
+	}
+	var params strings.Builder
+	for _, p := range d.Params {
+		params.WriteString(p.Name + " " + p.Description + " ")
+	}
+	texts := [numFields]string{
+		fieldName:        name,
+		fieldTitle:       d.Title,
+		fieldDescription: d.Description,
+		fieldParams:      params.String(),
+		fieldServer:      d.Server + " " + d.ServerText,
+	}
+	if ix.opt.plain {
+		return [numFields]string{fieldName: strings.Join(texts[:], " ")}
+	}
+	return texts
+}
+
+// analyse turns text into index terms: tokens, stemmed, with the single word
+// of each phrase added, less stop words.
+func (ix *Index) analyse(text string) []string {
+	if ix.opt.plain {
+		return strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !isWordRune(r) })
+	}
+	raw := tokens(text)
+	stems := make([]string, len(raw))
+	for i, t := range raw {
+		stems[i] = stem(t)
+	}
+	out := make([]string, 0, len(raw))
+	for i, t := range raw {
+		if i > 0 {
+			if p, ok := ix.phrases[[2]string{stems[i-1], stems[i]}]; ok {
+				out = append(out, p)
+			}
+		}
+		if !stopWords[t] {
+			out = append(out, stems[i])
+		}
+	}
+	return out
+}
+
+// weight is a query word's share of the query: its idf; for a word no doc
+// contains, the highest idf of its synonyms that some doc contains, or else
+// opt.unknown times the idf of a word in one doc (a word the catalog does not
+// know counts against every doc, but need not sink a query whose other words
+// match well: "time in Tokyo").
+func (ix *Index) weight(w string) float64 {
+	if ps := ix.postings[w]; len(ps) > 0 {
+		return ix.idf(len(ps))
+	}
+	var best float64
+	for _, s := range ix.synonyms[w] {
+		if ps := ix.postings[s]; len(ps) > 0 {
+			best = max(best, ix.idf(len(ps)))
+		}
+	}
+	if best > 0 {
+		return best
+	}
+	return ix.opt.unknown * ix.idf(1)
+}
+
+func (ix *Index) idf(df int) float64 {
+	n := float64(len(ix.ids))
+	return math.Log(1 + (n-float64(df)+0.5)/(float64(df)+0.5))
+}
+
+// Search returns at most k hits, best first. It returns NO hits when nothing
+// scores well enough (the caller then says plainly "no tool matches").
+func (ix *Index) Search(query string, k int) []Hit {
+	if k <= 0 || len(ix.ids) == 0 {
+		return nil
+	}
+	var words []string
+	for _, w := range ix.analyse(query) {
+		words = appendNew(words, w)
+	}
+	if len(words) == 0 {
+		return nil
+	}
+	score := make([]float64, len(ix.ids))
+	cover := make([]float64, len(ix.ids)) // the idf of the query words each doc matches
+	best := make([]float64, len(ix.ids))
+	factor := make([]float64, len(ix.ids))
+	var weight float64 // the query's total weight: the idf of its words
+	for _, w := range words {
+		wIDF := ix.weight(w)
+		weight += wIDF
+		// A word scores in each doc by its best match: itself, or a synonym
+		// at synonymWeight; it covers its idf, or synonymWeight of it.
+		clear(best)
+		clear(factor)
+		ix.match(w, 1, best, factor)
+		for _, s := range ix.synonyms[w] {
+			ix.match(s, synonymWeight, best, factor)
+		}
+		for d, s := range best {
+			score[d] += s
+			cover[d] += wIDF * factor[d]
+		}
+	}
+	var ranked []int
+	for d, s := range score {
+		if s > 0 {
+			ranked = append(ranked, d)
+		}
+	}
+	slices.SortFunc(ranked, func(a, b int) int {
+		if c := cmp.Compare(score[b], score[a]); c != 0 {
+			return c
+		}
+		return strings.Compare(ix.ids[a], ix.ids[b])
+	})
+	if len(ranked) == 0 || cover[ranked[0]] < ix.opt.minCover*weight {
+		return nil
+	}
+	hits := make([]Hit, min(k, len(ranked)))
+	for i := range hits {
+		hits[i] = Hit{ID: ix.ids[ranked[i]], Score: score[ranked[i]]}
+	}
+	return hits
+}
+
+// match raises best[d] to the score of term t in each doc d containing it,
+// scaled by scale, and factor[d] to scale.
+func (ix *Index) match(t string, scale float64, best, factor []float64) {
+	ps := ix.postings[t]
+	if len(ps) == 0 {
+		return
+	}
+	idf := ix.idf(len(ps))
+	for _, p := range ps {
+		tfn := float64(p.tfn)
+		best[p.doc] = max(best[p.doc], scale*idf*tfn/(ix.opt.k1+tfn))
+		factor[p.doc] = max(factor[p.doc], scale)
+	}
+}
+
+func appendNew(list []string, s string) []string {
+	if slices.Contains(list, s) {
+		return list
+	}
+	return append(list, s)
+}
