@@ -71,6 +71,11 @@ type ServerConfig struct {
 	// whose fingerprint is unchanged keeps its process. If empty, the fields
 	// are compared (a server with Upstream.Dial then always restarts).
 	Fingerprint string
+	// Description says what the server is for, in a sentence: its line in
+	// the proxy's instructions summary and its text in search. If empty, the
+	// first sentence of the server's initialize instructions stands in. A
+	// reload that changes only the description keeps the server's process.
+	Description string
 	// Instructions merges the server's initialize instructions into the
 	// proxy's, under the server's name. If false, they are left out: they go
 	// into the model's system prompt, so including them is an opt-in.

@@ -17,12 +17,20 @@ type generation struct {
 	backends []*backend          // in config order
 	byName   map[string]*backend // server name -> backend
 	uris     *naming.URIMap      // resource URI rewriting
+	// desc holds each server's ServerConfig.Description in this
+	// generation: a kept backend's cfg is the one it was started with, so a
+	// reload that changes only a description keeps the process and the new
+	// text lives here.
+	desc map[string]string
 }
+
+// description returns the configured description of b's server in g.
+func (g *generation) description(b *backend) string { return g.desc[b.name] }
 
 // newGeneration validates servers and builds a generation, reusing the
 // backends of old whose config is unchanged.
 func (s *Server) newGeneration(servers []ServerConfig, old *generation) (*generation, error) {
-	g := &generation{byName: make(map[string]*backend)}
+	g := &generation{byName: make(map[string]*backend), desc: make(map[string]string)}
 	var errs []error
 	prefixes := make(map[string]string)
 	for i := range servers {
@@ -57,6 +65,7 @@ func (s *Server) newGeneration(servers []ServerConfig, old *generation) (*genera
 		}
 		g.backends = append(g.backends, b)
 		g.byName[name] = b
+		g.desc[name] = sc.Description
 	}
 	var us []naming.URIServer
 	for _, b := range g.backends {
@@ -74,7 +83,8 @@ func (s *Server) newGeneration(servers []ServerConfig, old *generation) (*genera
 }
 
 // sameConfig reports whether a server's config is unchanged, so that a reload
-// keeps its process.
+// keeps its process. The description is not compared: it changes what the
+// proxy says about the server, not the server (see generation.desc).
 func sameConfig(a, b ServerConfig) bool {
 	if a.Fingerprint != "" || b.Fingerprint != "" {
 		return a.Fingerprint == b.Fingerprint

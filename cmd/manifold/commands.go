@@ -199,6 +199,7 @@ func proxyOptions(cfg *config.Config, log *slog.Logger) proxy.Options {
 			Prefix:       s.Prefix,
 			Required:     s.Required,
 			CallTimeout:  s.CallTimeout,
+			Description:  s.Description,
 			Instructions: s.Instructions,
 			Restart: proxy.RestartPolicy{
 				Disabled:    s.Restart.Disabled,

@@ -46,6 +46,7 @@ var configKeys = []configKey{
 	{"prefix", "server", `Namespace of its tool and prompt names (prefix__name) and resource URIs; default the server's name; "" keeps names unchanged.`},
 	{"required", "server", "Fail manifold serve when this server cannot start."},
 	{"disabled", "server", "Keep the entry, start nothing."},
+	{"description", "server", "What the server is for, in one sentence (at most 300 characters): its line in Manifold's instructions and in search."},
 	{"instructions", "server", "Merge the server's initialize instructions into Manifold's (opt-in: they reach the model's system prompt)."},
 	{"isolation", "server", `"session": a process per HTTP client session; default "shared".`},
 	{"allow_unsolicited", "server", `["sampling"], ["elicitation"] or both: let the server ask its client outside any call.`},

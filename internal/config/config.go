@@ -33,6 +33,10 @@ const (
 	// DefaultMaxNameLength is 64 - len("mcp__manifold__"): Claude Code's
 	// name for a tool of the entry "manifold" then fits the model API's 64.
 	DefaultMaxNameLength = 49
+	// MaxDescriptionLength bounds a server's description, in characters:
+	// it is one line of Manifold's instructions, which must stay under the
+	// 2 KB that clients keep.
+	MaxDescriptionLength = 300
 	// MinMaxNameLength and MaxMaxNameLength bound max_name_length.
 	MinMaxNameLength       = 16
 	MaxMaxNameLength       = 64
@@ -178,6 +182,11 @@ type Server struct {
 	StartupTimeout time.Duration
 	CallTimeout    time.Duration
 	Required       bool
+	// Description says in a sentence what the server is for (description);
+	// Manifold's instructions summary and the search surface use it before
+	// the server's own instructions. At most MaxDescriptionLength characters;
+	// empty when absent.
+	Description string
 	// Instructions merges the server's initialize instructions into the
 	// proxy's (opt-in: they reach the model's system prompt).
 	Instructions    bool

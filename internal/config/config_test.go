@@ -142,6 +142,22 @@ args = ["-y", "@modelcontextprotocol/server-filesystem", "."]
 			},
 		},
 		{
+			name: "description is trimmed; 300 characters fit",
+			doc: `[servers.a]
+command = "/usr/bin/a"
+description = "  Read and write the project's files.  "
+[servers.b]
+command = "/usr/bin/b"
+description = "` + strings.Repeat("é", MaxDescriptionLength) + `"
+`,
+			want: func(c *Config) {
+				a, b := stdio("a", "/usr/bin/a"), stdio("b", "/usr/bin/b")
+				a.Description = "Read and write the project's files."
+				b.Description = strings.Repeat("é", MaxDescriptionLength)
+				c.Servers = []Server{a, b}
+			},
+		},
+		{
 			name: "allow_unsolicited",
 			doc: `[servers.a]
 command = "/usr/bin/a"
@@ -343,6 +359,21 @@ func TestParseErrors(t *testing.T) {
 			want: `proxy.toml:3:2: invalid TOML: Key 'servers.x' has already been defined.`,
 		},
 
+		{
+			name: "description is at most 300 characters",
+			doc:  "[servers.a]\ncommand = \"/usr/bin/a\"\ndescription = \"" + strings.Repeat("x", MaxDescriptionLength+1) + "\"\n",
+			want: `proxy.toml:3:1: servers.a.description: 301 characters is too long; say in at most 300 characters what the server is for (it becomes one line of Manifold's instructions, which clients cut at 2 KB)`,
+		},
+		{
+			name: "description is a string",
+			doc:  "[servers.a]\ncommand = \"/usr/bin/a\"\ndescription = [\"files\"]\n",
+			want: `proxy.toml:3:1: servers.a.description: expected a string, found array`,
+		},
+		{
+			name: "description misspelt",
+			doc:  "[servers.a]\ncommand = \"/usr/bin/a\"\ndescripton = \"files\"\n",
+			want: `proxy.toml:3:1: servers.a.descripton: unknown key; did you mean "description"?`,
+		},
 		{
 			name: "allow_unsolicited names a request kind",
 			doc:  "[servers.a]\ncommand = \"/usr/bin/a\"\nallow_unsolicited = [\"sampling\", \"roots\"]\n",

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/BurntSushi/toml"
 
@@ -339,6 +340,7 @@ func (d *decoder) server(t *table, name string, cfg *Config) (entry, bool) {
 	s.StartupTimeout = t.duration("startup_timeout", cfg.StartupTimeout)
 	s.CallTimeout = t.duration("call_timeout", cfg.CallTimeout)
 	s.Required, _ = t.boolean("required")
+	s.Description = t.description("description")
 	s.Instructions, _ = t.boolean("instructions")
 	s.MaxMessageBytes = t.size("max_message_bytes", cfg.MaxMessageBytes)
 	d.serverPolicy(t, name, disabled)
@@ -839,6 +841,21 @@ func (t *table) size(name string, def int) int {
 		return def
 	}
 	return int(n)
+}
+
+// description reads a server's description: a string of at most
+// MaxDescriptionLength characters, its surrounding space trimmed.
+func (t *table) description(name string) string {
+	s, ok := t.str(name)
+	if !ok {
+		return ""
+	}
+	s = strings.TrimSpace(s)
+	if n := utf8.RuneCountInString(s); n > MaxDescriptionLength {
+		t.errorf(name, "%d characters is too long; say in at most %d characters what the server is for (it becomes one line of Manifold's instructions, which clients cut at 2 KB)", n, MaxDescriptionLength)
+		return ""
+	}
+	return s
 }
 
 // finish reports every key of the table that no accessor asked for, and
