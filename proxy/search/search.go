@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Doc is one catalog entry as the index sees it.
@@ -40,27 +42,35 @@ const (
 // options are the ranker's knobs. New uses defaultOptions; the evaluation
 // also builds the plain BM25 baseline from them.
 type options struct {
-	// weights scales each field's term frequency (BM25F).
-	weights [numFields]float64
-	// k1 and b are BM25's saturation and length normalisation.
-	k1, b float64
-	// plain indexes all fields as one and analyses text without case or digit
+	// Weights scales each field's term frequency (BM25F).
+	Weights [numFields]float64
+	// K1 and B are BM25's saturation and length normalisation.
+	K1, B float64
+	// Plain indexes all fields as one and analyses text without case or digit
 	// splits, stop words, stemming, phrases or synonyms; a doc is a hit when
 	// it contains any query word.
-	plain bool
-	// minCover is the share of the query's weight (the idf of its words) that
+	Plain bool
+	// MinCover is the share of the query's weight (the idf of its words) that
 	// the best hit must cover, or Search returns no hits.
-	minCover float64
-	// unknown scales the weight of a query word no doc contains (see weight).
-	unknown float64
+	MinCover float64
+	// Unknown scales the weight of a query word no doc contains (see weight).
+	Unknown float64
+	// Synonym scales the score of a word matched through a synonym, and the
+	// share of its weight that the match covers.
+	Synonym float64
+	// Value scales the weight and score of a word of an argument value (see
+	// term).
+	Value float64
 }
 
 var defaultOptions = options{
-	weights:  [numFields]float64{fieldName: 3, fieldTitle: 2, fieldDescription: 1, fieldParams: 0.4, fieldServer: 0.6},
-	k1:       1.2,
-	b:        0.75,
-	minCover: 0.5,
-	unknown:  0.5,
+	Weights:  [numFields]float64{fieldName: 3, fieldTitle: 2, fieldDescription: 1, fieldParams: 0.4, fieldServer: 0.6},
+	K1:       1.2,
+	B:        0.75,
+	MinCover: 0.5,
+	Unknown:  0.5,
+	Synonym:  0.6,
+	Value:    0.3,
 }
 
 // Index ranks a fixed set of Docs. It is immutable; Search is safe for
@@ -83,7 +93,7 @@ func New(docs []Doc) *Index { return build(docs, defaultOptions) }
 
 func build(docs []Doc, opt options) *Index {
 	ix := &Index{opt: opt, ids: make([]string, len(docs)), postings: map[string][]posting{}}
-	if !opt.plain {
+	if !opt.Plain {
 		ix.phrases = make(map[[2]string]string, len(phrases))
 		for k, v := range phrases {
 			ix.phrases[[2]string{stem(k[0]), stem(k[1])}] = stem(v)
@@ -130,7 +140,7 @@ func build(docs []Doc, opt options) *Index {
 			var tfn float64
 			for f := range numFields {
 				if c[f] > 0 {
-					tfn += opt.weights[f] * c[f] / (1 - opt.b + opt.b*lens[i][f]/avg[f])
+					tfn += opt.Weights[f] * c[f] / (1 - opt.B + opt.B*lens[i][f]/avg[f])
 				}
 			}
 			ix.postings[t] = append(ix.postings[t], posting{doc: int32(i), tfn: float32(tfn)})
@@ -157,7 +167,7 @@ func (ix *Index) fieldTexts(d Doc) [numFields]string {
 		fieldParams:      params.String(),
 		fieldServer:      d.Server + " " + d.ServerText,
 	}
-	if ix.opt.plain {
+	if ix.opt.Plain {
 		return [numFields]string{fieldName: strings.Join(texts[:], " ")}
 	}
 	return texts
@@ -166,31 +176,109 @@ func (ix *Index) fieldTexts(d Doc) [numFields]string {
 // analyse turns text into index terms: tokens, stemmed, with the single word
 // of each phrase added, less stop words.
 func (ix *Index) analyse(text string) []string {
-	if ix.opt.plain {
+	if ix.opt.Plain {
 		return strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !isWordRune(r) })
 	}
-	raw := tokens(text)
-	stems := make([]string, len(raw))
-	for i, t := range raw {
-		stems[i] = stem(t)
+	var ts []term
+	for _, t := range tokens(text) {
+		ts = append(ts, term{word: t})
 	}
-	out := make([]string, 0, len(raw))
+	var out []string
+	for _, t := range ix.terms(ts) {
+		out = append(out, t.word)
+	}
+	return out
+}
+
+// A term is a word of a query or a doc.
+type term struct {
+	word string
+	// value marks a word of an argument value the query carries (a path, a
+	// URL, a file name, quoted text: "read notes.txt"), which says little
+	// about which tool is meant and so weighs opt.Value of a word.
+	value bool
+}
+
+// terms stems raw tokens, adds the single word of each phrase and drops stop
+// words.
+func (ix *Index) terms(raw []term) []term {
+	out := make([]term, 0, len(raw))
+	var prev string
 	for i, t := range raw {
+		s := stem(t.word)
 		if i > 0 {
-			if p, ok := ix.phrases[[2]string{stems[i-1], stems[i]}]; ok {
-				out = append(out, p)
+			if p, ok := ix.phrases[[2]string{prev, s}]; ok {
+				out = append(out, term{word: p, value: t.value})
 			}
 		}
-		if !stopWords[t] {
-			out = append(out, stems[i])
+		prev = s
+		if !stopWords[t.word] {
+			out = append(out, term{word: s, value: t.value})
 		}
 	}
 	return out
 }
 
+// analyseQuery is analyse for a query. A word split by case or digits is
+// taken whole when the catalog knows it whole ("GitHub"), else as its parts;
+// words of values (see term) are marked.
+func (ix *Index) analyseQuery(q string) []term {
+	if ix.opt.Plain {
+		var out []term
+		for _, w := range ix.analyse(q) {
+			out = append(out, term{word: w})
+		}
+		return out
+	}
+	var raw []term
+	for _, seg := range segments(q) {
+		for _, chunk := range strings.Fields(seg.text) {
+			value := seg.quoted || isValue(chunk)
+			for _, ps := range words(chunk) {
+				if whole := strings.Join(ps, ""); len(ps) == 1 || ix.postings[stem(whole)] != nil {
+					raw = append(raw, term{word: whole, value: value})
+					continue
+				}
+				for _, p := range ps {
+					raw = append(raw, term{word: p, value: value})
+				}
+			}
+		}
+	}
+	return ix.terms(raw)
+}
+
+type segment struct {
+	text   string
+	quoted bool
+}
+
+// segments splits a query at double quotes and backticks into the text
+// outside and the text inside them.
+func segments(q string) []segment {
+	var out []segment
+	quoted, start := false, 0
+	for i, r := range q {
+		if r == '"' || r == '`' || r == '“' || r == '”' {
+			out = append(out, segment{q[start:i], quoted})
+			quoted, start = !quoted, i+utf8.RuneLen(r)
+		}
+	}
+	return append(out, segment{q[start:], quoted})
+}
+
+// isValue reports whether a chunk of a query (between spaces) is an argument
+// value rather than words: a path, URL, file or domain name, e-mail address,
+// #channel or @handle, that is, with one of ./\:@# inside once the
+// punctuation around it is trimmed.
+func isValue(chunk string) bool {
+	chunk = strings.TrimFunc(chunk, func(r rune) bool { return unicode.IsPunct(r) && r != '#' && r != '@' && r != '/' })
+	return strings.ContainsAny(chunk, "./\\:@#")
+}
+
 // weight is a query word's share of the query: its idf; for a word no doc
 // contains, the highest idf of its synonyms that some doc contains, or else
-// opt.unknown times the idf of a word in one doc (a word the catalog does not
+// opt.Unknown times the idf of a word in one doc (a word the catalog does not
 // know counts against every doc, but need not sink a query whose other words
 // match well: "time in Tokyo").
 func (ix *Index) weight(w string) float64 {
@@ -206,7 +294,7 @@ func (ix *Index) weight(w string) float64 {
 	if best > 0 {
 		return best
 	}
-	return ix.opt.unknown * ix.idf(1)
+	return ix.opt.Unknown * ix.idf(1)
 }
 
 func (ix *Index) idf(df int) float64 {
@@ -220,9 +308,13 @@ func (ix *Index) Search(query string, k int) []Hit {
 	if k <= 0 || len(ix.ids) == 0 {
 		return nil
 	}
-	var words []string
-	for _, w := range ix.analyse(query) {
-		words = appendNew(words, w)
+	var words []term
+	for _, t := range ix.analyseQuery(query) {
+		if i := slices.IndexFunc(words, func(u term) bool { return u.word == t.word }); i >= 0 {
+			words[i].value = words[i].value && t.value
+			continue
+		}
+		words = append(words, t)
 	}
 	if len(words) == 0 {
 		return nil
@@ -232,16 +324,20 @@ func (ix *Index) Search(query string, k int) []Hit {
 	best := make([]float64, len(ix.ids))
 	factor := make([]float64, len(ix.ids))
 	var weight float64 // the query's total weight: the idf of its words
-	for _, w := range words {
-		wIDF := ix.weight(w)
+	for _, t := range words {
+		w, scale := t.word, 1.0
+		if t.value {
+			scale = ix.opt.Value
+		}
+		wIDF := scale * ix.weight(w)
 		weight += wIDF
 		// A word scores in each doc by its best match: itself, or a synonym
-		// at synonymWeight; it covers its idf, or synonymWeight of it.
+		// at ix.opt.Synonym; it covers its idf, or ix.opt.Synonym of it.
 		clear(best)
 		clear(factor)
-		ix.match(w, 1, best, factor)
+		ix.match(w, scale, 1, best, factor)
 		for _, s := range ix.synonyms[w] {
-			ix.match(s, synonymWeight, best, factor)
+			ix.match(s, scale*ix.opt.Synonym, ix.opt.Synonym, best, factor)
 		}
 		for d, s := range best {
 			score[d] += s
@@ -260,7 +356,7 @@ func (ix *Index) Search(query string, k int) []Hit {
 		}
 		return strings.Compare(ix.ids[a], ix.ids[b])
 	})
-	if len(ranked) == 0 || cover[ranked[0]] < ix.opt.minCover*weight {
+	if len(ranked) == 0 || cover[ranked[0]] < ix.opt.MinCover*weight {
 		return nil
 	}
 	hits := make([]Hit, min(k, len(ranked)))
@@ -271,8 +367,9 @@ func (ix *Index) Search(query string, k int) []Hit {
 }
 
 // match raises best[d] to the score of term t in each doc d containing it,
-// scaled by scale, and factor[d] to scale.
-func (ix *Index) match(t string, scale float64, best, factor []float64) {
+// scaled by scale, and factor[d] to share (the share of the word's weight
+// that the match covers).
+func (ix *Index) match(t string, scale, share float64, best, factor []float64) {
 	ps := ix.postings[t]
 	if len(ps) == 0 {
 		return
@@ -280,8 +377,8 @@ func (ix *Index) match(t string, scale float64, best, factor []float64) {
 	idf := ix.idf(len(ps))
 	for _, p := range ps {
 		tfn := float64(p.tfn)
-		best[p.doc] = max(best[p.doc], scale*idf*tfn/(ix.opt.k1+tfn))
-		factor[p.doc] = max(factor[p.doc], scale)
+		best[p.doc] = max(best[p.doc], scale*idf*tfn/(ix.opt.K1+tfn))
+		factor[p.doc] = max(factor[p.doc], share)
 	}
 }
 

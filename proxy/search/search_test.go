@@ -78,6 +78,10 @@ func TestSearchRanksTheObviousMatchFirst(t *testing.T) {
 		{query: "capture the page as an image", want: "browser__browser_take_screenshot"},
 		{query: "what time is it in Tokyo", want: "time__get_current_time"},
 		{query: "CAFÉ", want: "wiki__recherche_café"},
+		{query: "read the file notes.txt", want: "files__read_text_file"},
+		{query: "read /home/me/notes.txt", want: "files__read_text_file"},
+		{query: `read "my notes about the timezone"`, want: "files__read_text_file"},
+		{query: "list the files in ./src/time", want: "files__list_directory"},
 		{query: "検索する記事", want: "wiki__recherche_café"},
 	}
 	for _, tt := range tests {
@@ -187,6 +191,29 @@ func TestTokens(t *testing.T) {
 		t.Run(tt.in, func(t *testing.T) {
 			if diff := cmp.Diff(tt.want, tokens(tt.in)); diff != "" {
 				t.Errorf("tokens(%q) (-want +got):\n%s", tt.in, diff)
+			}
+		})
+	}
+}
+
+func TestAnalyseQuery(t *testing.T) {
+	ix := New(testDocs)
+	tests := []struct {
+		query string
+		want  []term
+	}{
+		{query: "GitHub", want: []term{{word: "github"}}},             // the catalog knows it whole
+		{query: "FooBar", want: []term{{word: "foo"}, {word: "bar"}}}, // it does not
+		{query: "read notes.txt", want: []term{{word: "read"}, {word: "not", value: true}, {word: "txt", value: true}}},
+		{query: `find "open files" now`, want: []term{{word: "find"}, {word: "open", value: true}, {word: "fil", value: true}}},
+		{query: "post in #general, ask @ann", want: []term{{word: "post"}, {word: "general", value: true}, {word: "ask"}, {word: "ann", value: true}}},
+		{query: "open a pull request.", want: []term{{word: "open"}, {word: "pull"}, {word: "pr"}, {word: "request"}}},
+		{query: `"unclosed quote`, want: []term{{word: "unclos", value: true}, {word: "quot", value: true}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.query, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, ix.analyseQuery(tt.query), cmp.AllowUnexported(term{})); diff != "" {
+				t.Errorf("analyseQuery(%q) (-want +got):\n%s", tt.query, diff)
 			}
 		})
 	}

@@ -15,6 +15,19 @@ import (
 // walked rune by rune, and invalid UTF-8 becomes a separator.
 func tokens(s string) []string {
 	var out []string
+	for _, parts := range words(s) {
+		out = append(out, parts...)
+		if len(parts) > 1 {
+			out = append(out, strings.Join(parts, ""))
+		}
+	}
+	return out
+}
+
+// words returns the runs of letters and digits of s, each as its case-folded
+// parts (see tokens).
+func words(s string) [][]string {
+	var out [][]string
 	rs := []rune(s)
 	for i := 0; i < len(rs); {
 		if !isWordRune(rs[i]) {
@@ -25,7 +38,7 @@ func tokens(s string) []string {
 		for j < len(rs) && isWordRune(rs[j]) {
 			j++
 		}
-		out = appendWord(out, rs[i:j])
+		out = append(out, parts(rs[i:j]))
 		i = j
 	}
 	return out
@@ -35,20 +48,16 @@ func isWordRune(r rune) bool {
 	return r != unicode.ReplacementChar && (unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Mn, r))
 }
 
-// appendWord appends the parts of one run of letters and digits, and the
-// whole run when it has more than one part.
-func appendWord(out []string, w []rune) []string {
-	start, parts := 0, 0
+// parts splits one run of letters and digits at case and digit changes.
+func parts(w []rune) []string {
+	var out []string
+	start := 0
 	for k := 1; k <= len(w); k++ {
 		if k < len(w) && !isBoundary(w, k) {
 			continue
 		}
 		out = append(out, fold(w[start:k]))
-		parts++
 		start = k
-	}
-	if parts > 1 {
-		out = append(out, fold(w))
 	}
 	return out
 }

@@ -23,7 +23,7 @@ var stopWords = setOf(
 
 // synonyms are groups of words a person uses for the same thing when asking
 // for a tool. A query word matches the other words of its groups at
-// synonymWeight. Words are stemmed when the index is built.
+// options.Synonym. Words are stemmed when the index is built.
 var synonyms = [][]string{
 	{"get", "fetch", "read", "retrieve", "show", "view", "display", "load", "obtain", "see"},
 	{"create", "add", "new", "make", "insert", "generate"},
@@ -99,9 +99,6 @@ var phrases = map[[2]string]string{
 	{"look", "up"}:       "lookup",
 	{"file", "system"}:   "filesystem",
 }
-
-// synonymWeight scales the score of a word matched through a synonym.
-const synonymWeight = 0.6
 
 func setOf(words ...string) map[string]bool {
 	m := make(map[string]bool, len(words))

@@ -1,0 +1,361 @@
+package search_test
+
+import (
+	"cmp"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"unicode"
+
+	"github.com/manifold-mcp/manifold/proxy/search"
+)
+
+// The retrieval evaluation of issue 12: real tools/list answers recorded under
+// testdata/catalog and labelled queries in testdata/queries.json (see
+// testdata/README.md). TestRetrievalTargets asserts the targets; bash eval.sh
+// prints the full comparison (TestRetrievalReport with -report).
+
+var (
+	evalReport = flag.Bool("report", false, "TestRetrievalReport: print the comparison table and every miss of ours")
+	evalData   = flag.String("evaldata", "testdata", "the folder of catalog/*.json and queries.json")
+)
+
+// The issue's targets.
+const (
+	evalTargetTop5    = 0.90
+	evalTargetTop1    = 0.75
+	evalTargetNoMatch = 0.10 // most share of no-match queries answered with a hit
+)
+
+type evalQuery struct {
+	ID    string   `json:"id"`
+	Query string   `json:"query"`
+	Want  string   `json:"want"` // "" when no tool of the catalog fits
+	Also  []string `json:"also"` // tools as right as Want, rarely
+	Split string   `json:"split"`
+	Note  string   `json:"note"`
+}
+
+type evalCatalogFile struct {
+	Server       string `json:"server"`
+	Instructions string `json:"instructions"`
+	Tools        []struct {
+		Name        string `json:"name"`
+		Title       string `json:"title"`
+		Description string `json:"description"`
+		InputSchema struct {
+			Properties map[string]struct {
+				Description string `json:"description"`
+			} `json:"properties"`
+		} `json:"inputSchema"`
+		Annotations struct {
+			Title string `json:"title"`
+		} `json:"annotations"`
+	} `json:"tools"`
+}
+
+// loadEvalCatalog reads every recorded catalog into Docs, named as Manifold
+// exposes them: <server>__<tool>.
+func loadEvalCatalog(tb testing.TB) []search.Doc {
+	tb.Helper()
+	files, err := filepath.Glob(filepath.Join(*evalData, "catalog", "*.json"))
+	if err != nil || len(files) == 0 {
+		tb.Fatalf("no recorded catalogs in %s/catalog (err %v): the evaluation needs them", *evalData, err)
+	}
+	var docs []search.Doc
+	seen := map[string]string{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		var c evalCatalogFile
+		if err := json.Unmarshal(b, &c); err != nil {
+			tb.Fatalf("%s: %v", f, err)
+		}
+		if c.Server == "" || len(c.Tools) == 0 {
+			tb.Fatalf("%s: no server key or no tools", f)
+		}
+		serverText, _, _ := strings.Cut(strings.TrimSpace(c.Instructions), "\n")
+		for _, t := range c.Tools {
+			id := c.Server + "__" + t.Name
+			if other, dup := seen[id]; dup {
+				tb.Fatalf("%s: tool %q also in %s", f, id, other)
+			}
+			seen[id] = f
+			title := t.Title
+			if title == "" {
+				title = t.Annotations.Title
+			}
+			var params []search.Param
+			for name, p := range t.InputSchema.Properties {
+				params = append(params, search.Param{Name: name, Description: p.Description})
+			}
+			slices.SortFunc(params, func(a, b search.Param) int { return cmp.Compare(a.Name, b.Name) })
+			docs = append(docs, search.Doc{
+				ID: id, Name: id, Title: title, Description: t.Description,
+				Params: params, Server: c.Server, ServerText: serverText,
+			})
+		}
+	}
+	return docs
+}
+
+func loadEvalQueries(tb testing.TB, docs []search.Doc) []evalQuery {
+	tb.Helper()
+	b, err := os.ReadFile(filepath.Join(*evalData, "queries.json"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var qs []evalQuery
+	if err := json.Unmarshal(b, &qs); err != nil {
+		tb.Fatalf("testdata/queries.json: %v", err)
+	}
+	known := map[string]bool{}
+	for _, d := range docs {
+		known[d.ID] = true
+	}
+	ids := map[string]bool{}
+	for _, q := range qs {
+		switch {
+		case q.ID == "" || ids[q.ID]:
+			tb.Fatalf("queries.json: missing or repeated id %q", q.ID)
+		case q.Split != "dev" && q.Split != "test":
+			tb.Fatalf("queries.json: %s: split %q is neither dev nor test", q.ID, q.Split)
+		case q.Want != "" && !known[q.Want]:
+			tb.Fatalf("queries.json: %s: want %q is no recorded tool", q.ID, q.Want)
+		case q.Want == "" && len(q.Also) > 0:
+			tb.Fatalf("queries.json: %s: also without want", q.ID)
+		}
+		for _, a := range q.Also {
+			if !known[a] {
+				tb.Fatalf("queries.json: %s: also %q is no recorded tool", q.ID, a)
+			}
+		}
+		ids[q.ID] = true
+	}
+	return qs
+}
+
+// An evalRanker answers a query with at most k tool IDs, best first.
+type evalRanker struct {
+	name   string
+	search func(q string, k int) []string
+}
+
+func evalOurs(docs []search.Doc) evalRanker {
+	ix := search.New(docs)
+	return evalRanker{"ours (BM25F)", func(q string, k int) []string { return evalHitIDs(ix.Search(q, k)) }}
+}
+
+func evalPlainBM25(docs []search.Doc) evalRanker {
+	ix := search.NewPlainBM25(docs)
+	return evalRanker{"plain BM25", func(q string, k int) []string { return evalHitIDs(ix.Search(q, k)) }}
+}
+
+// evalSubstring is the naive baseline: the query's words (split at non-letters,
+// lower-cased, less a few function words) and, per tool, how many of them
+// occur as substrings of its lower-cased name, title and description; every
+// tool with one or more is a hit, most words first, ties by name.
+func evalSubstring(docs []search.Doc) evalRanker {
+	texts := make([]string, len(docs))
+	for i, d := range docs {
+		texts[i] = strings.ToLower(d.Name + " " + d.Title + " " + d.Description)
+	}
+	function := map[string]bool{}
+	for _, w := range strings.Fields("a an the and or of to in on at by for from with is are be it this that i me my you your can could would please do what which how") {
+		function[w] = true
+	}
+	return evalRanker{"substring", func(q string, k int) []string {
+		var words []string
+		for _, w := range strings.FieldsFunc(strings.ToLower(q), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+			if !function[w] && !slices.Contains(words, w) {
+				words = append(words, w)
+			}
+		}
+		type hit struct {
+			id string
+			n  int
+		}
+		var hits []hit
+		for i, t := range texts {
+			n := 0
+			for _, w := range words {
+				if strings.Contains(t, w) {
+					n++
+				}
+			}
+			if n > 0 {
+				hits = append(hits, hit{docs[i].ID, n})
+			}
+		}
+		slices.SortFunc(hits, func(a, b hit) int {
+			if c := cmp.Compare(b.n, a.n); c != 0 {
+				return c
+			}
+			return strings.Compare(a.id, b.id)
+		})
+		var out []string
+		for _, h := range hits[:min(k, len(hits))] {
+			out = append(out, h.id)
+		}
+		return out
+	}}
+}
+
+func evalHitIDs(hits []search.Hit) []string {
+	var out []string
+	for _, h := range hits {
+		out = append(out, h.ID)
+	}
+	return out
+}
+
+// evalFigures are one ranker's results on one set of queries.
+type evalFigures struct {
+	positives, top1, top5 int // queries with a right tool; right tool first; in the first five
+	noMatch, wrong        int // queries without one; answered with a hit anyway
+	misses                []string
+}
+
+func (f evalFigures) rate(n, of int) float64 {
+	if of == 0 {
+		return 0
+	}
+	return float64(n) / float64(of)
+}
+func (f evalFigures) top1Rate() float64  { return f.rate(f.top1, f.positives) }
+func (f evalFigures) top5Rate() float64  { return f.rate(f.top5, f.positives) }
+func (f evalFigures) wrongRate() float64 { return f.rate(f.wrong, f.noMatch) }
+
+func (f evalFigures) String() string {
+	return fmt.Sprintf("top-1 %5.1f %% (%d/%d)  top-5 %5.1f %% (%d/%d)  no-match answered %5.1f %% (%d/%d)",
+		100*f.top1Rate(), f.top1, f.positives, 100*f.top5Rate(), f.top5, f.positives, 100*f.wrongRate(), f.wrong, f.noMatch)
+}
+
+// evalRun runs r over the queries of one split ("" = all).
+func evalRun(r evalRanker, qs []evalQuery, split string) evalFigures {
+	var f evalFigures
+	for _, q := range qs {
+		if split != "" && q.Split != split {
+			continue
+		}
+		got := r.search(q.Query, 5)
+		if q.Want == "" {
+			f.noMatch++
+			if len(got) > 0 {
+				f.wrong++
+				f.misses = append(f.misses, fmt.Sprintf("%s: no tool fits, answered %s", q.ID, got[0]))
+			}
+			continue
+		}
+		f.positives++
+		i := slices.IndexFunc(got, func(id string) bool { return id == q.Want || slices.Contains(q.Also, id) })
+		switch {
+		case i == 0:
+			f.top1++
+		case i < 0:
+			f.misses = append(f.misses, fmt.Sprintf("%s: want %s, not in top 5 %v", q.ID, q.Want, got))
+		default:
+			f.misses = append(f.misses, fmt.Sprintf("%s: want %s, at %d of %v", q.ID, q.Want, i+1, got))
+		}
+		if i >= 0 {
+			f.top5++
+		}
+	}
+	return f
+}
+
+// TestRetrievalTargets asserts issue 12's targets for our ranker on the test
+// split (never used for tuning) and on all queries.
+func TestRetrievalTargets(t *testing.T) {
+	docs := loadEvalCatalog(t)
+	qs := loadEvalQueries(t, docs)
+	r := evalOurs(docs)
+	for _, split := range []string{"test", ""} {
+		f := evalRun(r, qs, split)
+		name := cmp.Or(split, "all")
+		t.Logf("%s: %d tools, %s", name, len(docs), f)
+		if f.positives == 0 || f.noMatch == 0 {
+			t.Fatalf("%s: %d queries with a right tool, %d without: the evaluation needs both", name, f.positives, f.noMatch)
+		}
+		if f.top5Rate() < evalTargetTop5 {
+			t.Errorf("%s: top-5 %.1f %%, target ≥ %.0f %%", name, 100*f.top5Rate(), 100*evalTargetTop5)
+		}
+		if f.top1Rate() < evalTargetTop1 {
+			t.Errorf("%s: top-1 %.1f %%, target ≥ %.0f %%", name, 100*f.top1Rate(), 100*evalTargetTop1)
+		}
+		if f.wrongRate() > evalTargetNoMatch {
+			t.Errorf("%s: %.1f %% of no-match queries answered with a tool, target ≤ %.0f %%", name, 100*f.wrongRate(), 100*evalTargetNoMatch)
+		}
+	}
+}
+
+// TestRetrievalReport prints, with -report, the three rankers side by side
+// per split and every miss of ours (run: bash proxy/search/eval.sh).
+func TestRetrievalReport(t *testing.T) {
+	if !*evalReport {
+		t.Skip("the full comparison runs with -report (bash proxy/search/eval.sh)")
+	}
+	docs := loadEvalCatalog(t)
+	qs := loadEvalQueries(t, docs)
+	servers := map[string]bool{}
+	for _, d := range docs {
+		servers[d.Server] = true
+	}
+	count := func(split string, noMatch bool) int {
+		n := 0
+		for _, q := range qs {
+			if (split == "" || q.Split == split) && (q.Want == "") == noMatch {
+				n++
+			}
+		}
+		return n
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "catalog: %d tools from %d servers; queries: %d (dev %d+%d, test %d+%d with a right tool + without)\n\n",
+		len(docs), len(servers), len(qs), count("dev", false), count("dev", true), count("test", false), count("test", true))
+	fmt.Fprintf(&b, "| split | ranker | top-1 | top-5 | no-match answered |\n|---|---|---|---|---|\n")
+	rankers := []evalRanker{evalSubstring(docs), evalPlainBM25(docs), evalOurs(docs)}
+	for _, split := range []string{"dev", "test", ""} {
+		for _, r := range rankers {
+			f := evalRun(r, qs, split)
+			fmt.Fprintf(&b, "| %s | %s | %.1f %% (%d/%d) | %.1f %% (%d/%d) | %.1f %% (%d/%d) |\n", cmp.Or(split, "all"), r.name,
+				100*f.top1Rate(), f.top1, f.positives, 100*f.top5Rate(), f.top5, f.positives, 100*f.wrongRate(), f.wrong, f.noMatch)
+		}
+	}
+	for _, split := range []string{"dev", "test"} {
+		f := evalRun(rankers[2], qs, split)
+		fmt.Fprintf(&b, "\nmisses of ours, %s (%d):\n", split, len(f.misses))
+		for _, m := range f.misses {
+			fmt.Fprintf(&b, "  %s\n", m)
+		}
+	}
+	t.Log("\n" + b.String())
+}
+
+func BenchmarkNew(b *testing.B) {
+	docs := loadEvalCatalog(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		search.New(docs)
+	}
+}
+
+// BenchmarkSearch is the time of one query over the recorded catalog.
+func BenchmarkSearch(b *testing.B) {
+	docs := loadEvalCatalog(b)
+	qs := loadEvalQueries(b, docs)
+	ix := search.New(docs)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		ix.Search(qs[i%len(qs)].Query, 5)
+		i++
+	}
+}

@@ -1,0 +1,47 @@
+package search
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Options exposes the ranker's knobs to the evaluation (tuned on the dev split
+// only).
+type Options = options
+
+// The fields of Options.Weights.
+const (
+	FieldName        = fieldName
+	FieldTitle       = fieldTitle
+	FieldDescription = fieldDescription
+	FieldParams      = fieldParams
+	FieldServer      = fieldServer
+)
+
+// DefaultOptions are New's.
+var DefaultOptions = defaultOptions
+
+// NewWith builds an index with other options.
+func NewWith(docs []Doc, o Options) *Index { return build(docs, o) }
+
+// NewPlainBM25 builds the evaluation's plain BM25 baseline: all fields as one,
+// words split only at non-letters and case-folded, no field weights, stop
+// words, stemming, phrases or synonyms, and a hit whenever a query word
+// matches.
+func NewPlainBM25(docs []Doc) *Index {
+	return build(docs, options{Weights: [numFields]float64{fieldName: 1}, K1: 1.2, B: 0.75, Plain: true})
+}
+
+// Explain tells how a query is read: its words with their weight and
+// document frequency. A tuning aid.
+func (ix *Index) Explain(q string) string {
+	var b strings.Builder
+	for _, t := range ix.analyseQuery(q) {
+		v := ""
+		if t.value {
+			v = " value"
+		}
+		fmt.Fprintf(&b, "%s(w%.2f df%d%s) ", t.word, ix.weight(t.word), len(ix.postings[t.word]), v)
+	}
+	return b.String()
+}

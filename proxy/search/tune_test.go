@@ -1,0 +1,59 @@
+package search_test
+
+import (
+	"flag"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/manifold-mcp/manifold/proxy/search"
+)
+
+var evalTune = flag.Bool("tune", false, "TestTuneDev: print the dev split's misses in full and a sweep of the ranker's knobs, on dev only")
+
+// TestTuneDev is the tuning aid: it reads only the dev split (the test split
+// must not steer the ranker), printing each miss with its query and hits, and
+// the dev figures as each knob moves around its default.
+func TestTuneDev(t *testing.T) {
+	if !*evalTune {
+		t.Skip("a tuning aid: go test -run TestTuneDev -v ./proxy/search/ -args -tune")
+	}
+	docs := loadEvalCatalog(t)
+	var dev []evalQuery
+	for _, q := range loadEvalQueries(t, docs) {
+		if q.Split == "dev" {
+			dev = append(dev, q)
+		}
+	}
+	with := func(o search.Options) evalRanker {
+		ix := search.NewWith(docs, o)
+		return evalRanker{"", func(q string, k int) []string { return evalHitIDs(ix.Search(q, k)) }}
+	}
+	base := search.DefaultOptions
+	var b strings.Builder
+	fmt.Fprintf(&b, "dev, defaults: %s\n", evalRun(with(base), dev, "dev"))
+	ix := search.NewWith(docs, base)
+	r := evalRanker{"", func(q string, k int) []string { return evalHitIDs(ix.Search(q, k)) }}
+	for _, q := range dev {
+		got := r.search(q.Query, 5)
+		if (q.Want == "" && len(got) > 0) || (q.Want != "" && (len(got) == 0 || got[0] != q.Want)) {
+			fmt.Fprintf(&b, "  %s %q want %q got %v\n      %s\n", q.ID, q.Query, q.Want, got, ix.Explain(q.Query))
+		}
+	}
+	sweep := func(name string, vals []float64, set func(o *search.Options, v float64)) {
+		for _, v := range vals {
+			o := base
+			set(&o, v)
+			fmt.Fprintf(&b, "%s=%-5g %s\n", name, v, evalRun(with(o), dev, "dev"))
+		}
+	}
+	sweep("MinCover", []float64{0.3, 0.4, 0.5, 0.6, 0.7}, func(o *search.Options, v float64) { o.MinCover = v })
+	sweep("Unknown", []float64{0.25, 0.5, 0.75, 1}, func(o *search.Options, v float64) { o.Unknown = v })
+	sweep("Synonym", []float64{0.3, 0.5, 0.6, 0.8}, func(o *search.Options, v float64) { o.Synonym = v })
+	sweep("K1", []float64{0.8, 1.2, 2}, func(o *search.Options, v float64) { o.K1 = v })
+	sweep("B", []float64{0.3, 0.5, 0.75, 1}, func(o *search.Options, v float64) { o.B = v })
+	for f, name := range []string{"wName", "wTitle", "wDesc", "wParams", "wServer"} {
+		sweep(name, []float64{0, 0.5, 1, 2, 3, 5}, func(o *search.Options, v float64) { o.Weights[f] = v })
+	}
+	t.Log("\n" + b.String())
+}
