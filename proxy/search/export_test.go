@@ -45,3 +45,13 @@ func (ix *Index) Explain(q string) string {
 	}
 	return b.String()
 }
+
+// Top returns the best doc for q and the share of the query's weight it
+// covers, before the no-match decision.
+func (ix *Index) Top(q string) (id string, cover float64) {
+	r := ix.rank(q)
+	if len(r.docs) == 0 {
+		return "", 0
+	}
+	return ix.ids[r.docs[0]], r.cover[r.docs[0]] / r.weight
+}

@@ -212,7 +212,7 @@ func (ix *Index) terms(raw []term) []term {
 			}
 		}
 		prev = s
-		if !stopWords[t.word] {
+		if !stopWords[t.word] && !namingWords[t.word] {
 			out = append(out, term{word: s, value: t.value})
 		}
 	}
@@ -231,21 +231,47 @@ func (ix *Index) analyseQuery(q string) []term {
 		return out
 	}
 	var raw []term
+	first, valueNext := true, false
 	for _, seg := range segments(q) {
 		for _, chunk := range strings.Fields(seg.text) {
-			value := seg.quoted || isValue(chunk)
+			value := seg.quoted || isValue(chunk) || valueNext
+			if kind := valueKind(chunk); kind != "" && !seg.quoted {
+				raw = append(raw, term{word: kind})
+			}
+			// A capitalised word the catalog does not know, past the first, is
+			// a name ("Berlin", "Alice"); the word after "called" or "named" is
+			// one too.
+			proper := !first && startsUpper(chunk)
+			first = false
+			valueNext = false
 			for _, ps := range words(chunk) {
-				if whole := strings.Join(ps, ""); len(ps) == 1 || ix.postings[stem(whole)] != nil {
-					raw = append(raw, term{word: whole, value: value})
+				whole := strings.Join(ps, "")
+				known := ix.known(stem(whole))
+				if name := value || (proper && !known); len(ps) == 1 || known {
+					raw = append(raw, term{word: whole, value: name})
+					valueNext = valueNext || namingWords[whole]
 					continue
 				}
 				for _, p := range ps {
-					raw = append(raw, term{word: p, value: value})
+					raw = append(raw, term{word: p, value: value || proper})
 				}
 			}
 		}
 	}
 	return ix.terms(raw)
+}
+
+// known reports whether some doc contains w or one of its synonyms.
+func (ix *Index) known(w string) bool {
+	if ix.postings[w] != nil {
+		return true
+	}
+	return slices.ContainsFunc(ix.synonyms[w], func(s string) bool { return ix.postings[s] != nil })
+}
+
+func startsUpper(s string) bool {
+	r, _ := utf8.DecodeRuneInString(s)
+	return unicode.IsUpper(r)
 }
 
 type segment struct {
@@ -276,8 +302,46 @@ func isValue(chunk string) bool {
 	return strings.ContainsAny(chunk, "./\\:@#")
 }
 
+// topLevelDomains are the common ones, which tell a domain from a file name.
+var topLevelDomains = setOf("com", "org", "net", "io", "dev", "app", "ai", "co", "edu", "gov", "info", "me", "uk", "de", "fr", "eu")
+
+// valueKind names what an argument value is, as a word the catalog would use
+// for it: "url" for a URL or domain, "file" for a path or file name, "email"
+// for an e-mail address, "channel" for #name, "user" for @name; or "".
+func valueKind(chunk string) string {
+	chunk = strings.TrimFunc(chunk, func(r rune) bool {
+		return unicode.IsPunct(r) && r != '#' && r != '@' && r != '/' && r != '.' && r != '~'
+	})
+	chunk = strings.TrimRight(chunk, ".")
+	if !strings.ContainsFunc(chunk, isWordRune) {
+		return ""
+	}
+	switch {
+	case strings.Contains(chunk, "://"), strings.HasPrefix(chunk, "www."):
+		return "url"
+	case strings.HasPrefix(chunk, "#") && len(chunk) > 1:
+		return "channel"
+	case strings.HasPrefix(chunk, "@") && len(chunk) > 1:
+		return "user"
+	case strings.Contains(chunk, "@"):
+		return "email"
+	case strings.ContainsAny(chunk, "/\\"):
+		return "file"
+	}
+	if i := strings.LastIndexByte(chunk, '.'); i > 0 && i < len(chunk)-1 {
+		ext := strings.ToLower(chunk[i+1:])
+		if topLevelDomains[ext] {
+			return "url"
+		}
+		if i > 1 && len(ext) <= 5 && unicode.IsLetter(rune(ext[0])) && !strings.ContainsFunc(ext, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+			return "file"
+		}
+	}
+	return ""
+}
+
 // weight is a query word's share of the query: its idf; for a word no doc
-// contains, the highest idf of its synonyms that some doc contains, or else
+// contains, the idf of its most common synonym, if some doc has one, or else
 // opt.Unknown times the idf of a word in one doc (a word the catalog does not
 // know counts against every doc, but need not sink a query whose other words
 // match well: "time in Tokyo").
@@ -285,14 +349,12 @@ func (ix *Index) weight(w string) float64 {
 	if ps := ix.postings[w]; len(ps) > 0 {
 		return ix.idf(len(ps))
 	}
-	var best float64
+	df := 0
 	for _, s := range ix.synonyms[w] {
-		if ps := ix.postings[s]; len(ps) > 0 {
-			best = max(best, ix.idf(len(ps)))
-		}
+		df = max(df, len(ix.postings[s]))
 	}
-	if best > 0 {
-		return best
+	if df > 0 {
+		return ix.idf(df)
 	}
 	return ix.opt.Unknown * ix.idf(1)
 }
@@ -305,8 +367,33 @@ func (ix *Index) idf(df int) float64 {
 // Search returns at most k hits, best first. It returns NO hits when nothing
 // scores well enough (the caller then says plainly "no tool matches").
 func (ix *Index) Search(query string, k int) []Hit {
-	if k <= 0 || len(ix.ids) == 0 {
+	if k <= 0 {
 		return nil
+	}
+	r := ix.rank(query)
+	if len(r.docs) == 0 || r.cover[r.docs[0]] < ix.opt.MinCover*r.weight {
+		return nil
+	}
+	hits := make([]Hit, min(k, len(r.docs)))
+	for i := range hits {
+		d := r.docs[i]
+		hits[i] = Hit{ID: ix.ids[d], Score: r.score[d]}
+	}
+	return hits
+}
+
+// ranking is a query's result before the no-match decision.
+type ranking struct {
+	docs   []int     // every doc that matched a word, best first
+	score  []float64 // by doc
+	cover  []float64 // by doc: the weight of the query words it matches
+	weight float64   // the query's total weight
+}
+
+func (ix *Index) rank(query string) ranking {
+	var r ranking
+	if len(ix.ids) == 0 {
+		return r
 	}
 	var words []term
 	for _, t := range ix.analyseQuery(query) {
@@ -317,53 +404,49 @@ func (ix *Index) Search(query string, k int) []Hit {
 		words = append(words, t)
 	}
 	if len(words) == 0 {
-		return nil
+		return r
 	}
-	score := make([]float64, len(ix.ids))
-	cover := make([]float64, len(ix.ids)) // the idf of the query words each doc matches
+	r.score = make([]float64, len(ix.ids))
+	r.cover = make([]float64, len(ix.ids))
 	best := make([]float64, len(ix.ids))
 	factor := make([]float64, len(ix.ids))
-	var weight float64 // the query's total weight: the idf of its words
 	for _, t := range words {
 		w, scale := t.word, 1.0
 		if t.value {
 			scale = ix.opt.Value
 		}
 		wIDF := scale * ix.weight(w)
-		weight += wIDF
+		r.weight += wIDF
 		// A word scores in each doc by its best match: itself, or a synonym
-		// at ix.opt.Synonym; it covers its idf, or ix.opt.Synonym of it.
+		// at opt.Synonym (in full when no doc has the word itself); it
+		// covers its weight, or opt.Synonym of it.
 		clear(best)
 		clear(factor)
 		ix.match(w, scale, 1, best, factor)
+		syn := ix.opt.Synonym
+		if ix.postings[w] == nil {
+			syn = 1
+		}
 		for _, s := range ix.synonyms[w] {
-			ix.match(s, scale*ix.opt.Synonym, ix.opt.Synonym, best, factor)
+			ix.match(s, scale*syn, syn, best, factor)
 		}
 		for d, s := range best {
-			score[d] += s
-			cover[d] += wIDF * factor[d]
+			r.score[d] += s
+			r.cover[d] += wIDF * factor[d]
 		}
 	}
-	var ranked []int
-	for d, s := range score {
+	for d, s := range r.score {
 		if s > 0 {
-			ranked = append(ranked, d)
+			r.docs = append(r.docs, d)
 		}
 	}
-	slices.SortFunc(ranked, func(a, b int) int {
-		if c := cmp.Compare(score[b], score[a]); c != 0 {
+	slices.SortFunc(r.docs, func(a, b int) int {
+		if c := cmp.Compare(r.score[b], r.score[a]); c != 0 {
 			return c
 		}
 		return strings.Compare(ix.ids[a], ix.ids[b])
 	})
-	if len(ranked) == 0 || cover[ranked[0]] < ix.opt.MinCover*weight {
-		return nil
-	}
-	hits := make([]Hit, min(k, len(ranked)))
-	for i := range hits {
-		hits[i] = Hit{ID: ix.ids[ranked[i]], Score: score[ranked[i]]}
-	}
-	return hits
+	return r
 }
 
 // match raises best[d] to the score of term t in each doc d containing it,
@@ -377,8 +460,11 @@ func (ix *Index) match(t string, scale, share float64, best, factor []float64) {
 	idf := ix.idf(len(ps))
 	for _, p := range ps {
 		tfn := float64(p.tfn)
-		best[p.doc] = max(best[p.doc], scale*idf*tfn/(ix.opt.K1+tfn))
-		factor[p.doc] = max(factor[p.doc], share)
+		sat := tfn / (ix.opt.K1 + tfn)
+		best[p.doc] = max(best[p.doc], scale*idf*sat)
+		// A word once in a description of average length covers its weight
+		// in full; one only in weaker fields (parameters, server) less.
+		factor[p.doc] = max(factor[p.doc], share*min(1, sat*(ix.opt.K1+1)))
 	}
 }
 

@@ -204,9 +204,11 @@ func TestAnalyseQuery(t *testing.T) {
 	}{
 		{query: "GitHub", want: []term{{word: "github"}}},             // the catalog knows it whole
 		{query: "FooBar", want: []term{{word: "foo"}, {word: "bar"}}}, // it does not
-		{query: "read notes.txt", want: []term{{word: "read"}, {word: "not", value: true}, {word: "txt", value: true}}},
+		{query: "read notes.txt", want: []term{{word: "read"}, {word: "fil"}, {word: "not", value: true}, {word: "txt", value: true}}},
 		{query: `find "open files" now`, want: []term{{word: "find"}, {word: "open", value: true}, {word: "fil", value: true}}},
-		{query: "post in #general, ask @ann", want: []term{{word: "post"}, {word: "general", value: true}, {word: "ask"}, {word: "ann", value: true}}},
+		{query: "post in #general, ask @ann", want: []term{{word: "post"}, {word: "channel"}, {word: "general", value: true}, {word: "ask"}, {word: "user"}, {word: "ann", value: true}}},
+		{query: "a folder called Build now", want: []term{{word: "folder"}, {word: "build", value: true}}},
+		{query: "Weather in Berlin and GitHub", want: []term{{word: "weather"}, {word: "berlin", value: true}, {word: "github"}}},
 		{query: "open a pull request.", want: []term{{word: "open"}, {word: "pull"}, {word: "pr"}, {word: "request"}}},
 		{query: `"unclosed quote`, want: []term{{word: "unclos", value: true}, {word: "quot", value: true}}},
 	}
@@ -216,6 +218,20 @@ func TestAnalyseQuery(t *testing.T) {
 				t.Errorf("analyseQuery(%q) (-want +got):\n%s", tt.query, diff)
 			}
 		})
+	}
+}
+
+func TestValueKind(t *testing.T) {
+	tests := map[string]string{
+		"https://example.com/a": "url", "www.example.org": "url", "example.com": "url", "(example.io),": "url",
+		"notes.txt": "file", "./src/main.go": "file", "/etc/hosts": "file", `C:\\x`: "file", "~/notes": "file", "report.md.": "file",
+		"#general": "channel", "@ann": "user", "ann@example.com": "email",
+		"hello": "", "#": "", "e.g.": "", "v1.2": "", "3.14": "",
+	}
+	for in, want := range tests {
+		if got := valueKind(in); got != want {
+			t.Errorf("valueKind(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
 

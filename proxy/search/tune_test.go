@@ -40,11 +40,31 @@ func TestTuneDev(t *testing.T) {
 			fmt.Fprintf(&b, "  %s %q want %q got %v\n      %s\n", q.ID, q.Query, q.Want, got, ix.Explain(q.Query))
 		}
 	}
+	// The no-match decision: the top hit's cover, for right top hits, wrong
+	// ones and no-match queries.
+	for _, q := range dev {
+		id, cover := ix.Top(q.Query)
+		kind := "right"
+		switch {
+		case q.Want == "":
+			kind = "NOMATCH"
+		case id != q.Want:
+			kind = "wrong"
+		}
+		fmt.Fprintf(&b, "cover %.2f %-7s %s %q -> %s\n", cover, kind, q.ID, q.Query, id)
+	}
 	sweep := func(name string, vals []float64, set func(o *search.Options, v float64)) {
 		for _, v := range vals {
 			o := base
 			set(&o, v)
 			fmt.Fprintf(&b, "%s=%-5g %s\n", name, v, evalRun(with(o), dev, "dev"))
+		}
+	}
+	for _, u := range []float64{0.25, 0.5, 0.75, 1} {
+		for _, c := range []float64{0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6} {
+			o := base
+			o.Unknown, o.MinCover = u, c
+			fmt.Fprintf(&b, "Unknown=%-4g MinCover=%-4g %s\n", u, c, evalRun(with(o), dev, "dev"))
 		}
 	}
 	sweep("MinCover", []float64{0.3, 0.4, 0.5, 0.6, 0.7}, func(o *search.Options, v float64) { o.MinCover = v })

@@ -21,6 +21,10 @@ var stopWords = setOf(
 	"etc", "eg", "ie", "s", "t", "way", "try", "help", "tell",
 )
 
+// namingWords announce a name: the word after them is an argument value
+// ("a folder called build").
+var namingWords = setOf("called", "named", "titled", "labelled", "labeled")
+
 // synonyms are groups of words a person uses for the same thing when asking
 // for a tool. A query word matches the other words of its groups at
 // options.Synonym. Words are stemmed when the index is built.
@@ -53,9 +57,13 @@ var synonyms = [][]string{
 	{"close", "quit", "exit", "shut"},
 	{"wait", "sleep", "pause", "delay"},
 	{"image", "picture", "photo", "img"},
-	{"download", "fetch", "pull"},
-	{"upload", "push"},
-	{"error", "failure", "problem", "exception", "fail"},
+	{"download", "fetch"},
+	{"upload", "attach"},
+	{"error", "failure", "problem", "exception", "fail", "crash", "broken"},
+	{"fix", "resolve", "repair", "solve"},
+	{"latest", "recent", "newest", "last", "current"},
+	{"distance", "far", "route", "directions"},
+	{"address", "location", "place", "coordinates", "where"},
 	{"email", "mail", "inbox"},
 	{"remember", "memorize", "memory", "recall", "knowledge"},
 	{"stop", "halt", "kill", "terminate", "cancel", "abort"},
@@ -71,7 +79,7 @@ var synonyms = [][]string{
 	{"entity", "node", "object", "item"},
 	{"relation", "relationship", "link", "connection", "edge"},
 	{"observation", "fact", "note"},
-	{"convert", "transform", "translate"},
+	{"convert", "transform"},
 	{"console", "terminal", "shell", "command"},
 	{"network", "request", "http"},
 	{"key", "keyboard"},
