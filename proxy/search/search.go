@@ -231,30 +231,33 @@ func (ix *Index) analyseQuery(q string) []term {
 		return out
 	}
 	var raw []term
-	first, valueNext := true, false
+	first := true
+	// valueNext: the next chunk is a name ("called build"); argument: past a
+	// preposition, where an unknown word is most likely an argument ("search
+	// the web for Go release notes", "how far from Berlin").
+	var valueNext, argument bool
 	for _, seg := range segments(q) {
 		for _, chunk := range strings.Fields(seg.text) {
 			value := seg.quoted || isValue(chunk) || valueNext
+			valueNext = false
 			if kind := valueKind(chunk); kind != "" && !seg.quoted {
 				raw = append(raw, term{word: kind})
 			}
-			// A capitalised word the catalog does not know, past the first, is
-			// a name ("Berlin", "Alice"); the word after "called" or "named" is
-			// one too.
+			// A capitalised word past the first that the catalog does not
+			// know is a name ("Berlin", "Alice").
 			proper := !first && startsUpper(chunk)
 			first = false
-			valueNext = false
 			for _, ps := range words(chunk) {
 				whole := strings.Join(ps, "")
-				known := ix.known(stem(whole))
-				if name := value || (proper && !known); len(ps) == 1 || known {
-					raw = append(raw, term{word: whole, value: name})
-					valueNext = valueNext || namingWords[whole]
-					continue
+				if len(ps) > 1 && !ix.known(stem(whole)) {
+					for _, p := range ps {
+						raw = append(raw, term{word: p, value: value || (!ix.known(stem(p)) && (proper || argument))})
+					}
+				} else {
+					raw = append(raw, term{word: whole, value: value || (!ix.known(stem(whole)) && (proper || argument))})
 				}
-				for _, p := range ps {
-					raw = append(raw, term{word: p, value: value || proper})
-				}
+				valueNext = valueNext || namingWords[whole]
+				argument = argument || prepositions[whole]
 			}
 		}
 	}

@@ -206,8 +206,9 @@ func TestAnalyseQuery(t *testing.T) {
 		{query: "FooBar", want: []term{{word: "foo"}, {word: "bar"}}}, // it does not
 		{query: "read notes.txt", want: []term{{word: "read"}, {word: "fil"}, {word: "not", value: true}, {word: "txt", value: true}}},
 		{query: `find "open files" now`, want: []term{{word: "find"}, {word: "open", value: true}, {word: "fil", value: true}}},
-		{query: "post in #general, ask @ann", want: []term{{word: "post"}, {word: "channel"}, {word: "general", value: true}, {word: "ask"}, {word: "user"}, {word: "ann", value: true}}},
+		{query: "post in #general, ask @ann", want: []term{{word: "post"}, {word: "channel"}, {word: "general", value: true}, {word: "ask", value: true}, {word: "user"}, {word: "ann", value: true}}},
 		{query: "a folder called Build now", want: []term{{word: "folder"}, {word: "build", value: true}}},
+		{query: "search the web for weather in London", want: []term{{word: "search"}, {word: "web"}, {word: "weather", value: true}, {word: "london", value: true}}},
 		{query: "Weather in Berlin and GitHub", want: []term{{word: "weather"}, {word: "berlin", value: true}, {word: "github"}}},
 		{query: "open a pull request.", want: []term{{word: "open"}, {word: "pull"}, {word: "pr"}, {word: "request"}}},
 		{query: `"unclosed quote`, want: []term{{word: "unclos", value: true}, {word: "quot", value: true}}},

@@ -25,6 +25,10 @@ var stopWords = setOf(
 // ("a folder called build").
 var namingWords = setOf("called", "named", "titled", "labelled", "labeled")
 
+// prepositions start the part of a request that holds its arguments.
+var prepositions = setOf("for", "about", "near", "to", "from", "by", "into", "with", "of", "on", "at",
+	"in", "under", "over", "between", "like", "as", "saying", "containing", "where", "whose", "that")
+
 // synonyms are groups of words a person uses for the same thing when asking
 // for a tool. A query word matches the other words of its groups at
 // options.Synonym. Words are stemmed when the index is built.
