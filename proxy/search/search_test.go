@@ -253,6 +253,8 @@ func TestStem(t *testing.T) {
 		{"string", "strings"},
 		{"process", "processes"},
 		{"box", "boxes"},
+		{"recent", "recently"},
+		{"week", "weekly"},
 	}
 	seen := map[string]string{}
 	for _, g := range groups {

@@ -4,7 +4,7 @@ import "strings"
 
 // stem reduces an English word to a crude common form, so that "files",
 // "file", "creating" and "created" meet: plural -s/-es/-ies, -ing and -ed
-// (undoubling a final consonant: "running" → run) and a final -e. It only has
+// (undoubling a final consonant: "running" → run), -ly and a final -e. It only has
 // to map the forms of one word to one string, on both the catalog's side and
 // the query's; the result need not be a word. Words of other scripts, with
 // digits, or of three letters or less are returned as they are.
@@ -29,6 +29,8 @@ func stem(w string) string {
 		w = undouble(w[:len(w)-3])
 	case strings.HasSuffix(w, "ed") && len(w) > 4 && hasVowel(w[:len(w)-2]):
 		w = undouble(w[:len(w)-2])
+	case strings.HasSuffix(w, "ly") && len(w) > 5:
+		w = w[:len(w)-2]
 	}
 	if len(w) > 3 && strings.HasSuffix(w, "e") {
 		w = w[:len(w)-1]
