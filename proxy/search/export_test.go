@@ -2,6 +2,7 @@ package search
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -54,4 +55,23 @@ func (ix *Index) Top(q string) (id string, cover float64) {
 		return "", 0
 	}
 	return ix.ids[r.docs[0]], r.cover[r.docs[0]] / r.weight
+}
+
+// ExplainDoc tells how each query word scores in the doc with that ID.
+func (ix *Index) ExplainDoc(q, id string) string {
+	d := slices.Index(ix.ids, id)
+	if d < 0 {
+		return "no doc " + id
+	}
+	var b strings.Builder
+	for _, t := range ix.analyseQuery(q) {
+		for _, w := range append([]string{t.word}, ix.synonyms[t.word]...) {
+			for _, p := range ix.postings[w] {
+				if int(p.doc) == d {
+					fmt.Fprintf(&b, "%s:%s tfn%.2f idf%.2f ", t.word, w, p.tfn, ix.idf(len(ix.postings[w])))
+				}
+			}
+		}
+	}
+	return b.String()
 }

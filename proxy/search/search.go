@@ -58,6 +58,9 @@ type options struct {
 	// Synonym scales the score of a word matched through a synonym, and the
 	// share of its weight that the match covers.
 	Synonym float64
+	// Profile is the share of a server's tools that must use a word for it
+	// to join the server field of all of them (see addProfiles); 0 adds none.
+	Profile float64
 	// Value scales the weight and score of a word of an argument value (see
 	// term).
 	Value float64
@@ -71,6 +74,7 @@ var defaultOptions = options{
 	Unknown:  0.5,
 	Synonym:  0.6,
 	Value:    0.3,
+	Profile:  0.3,
 }
 
 // Index ranks a fixed set of Docs. It is immutable; Search is safe for
@@ -131,6 +135,9 @@ func build(docs []Doc, opt options) *Index {
 		}
 		tfs[i] = tf
 	}
+	if !opt.Plain && opt.Profile > 0 {
+		ix.addProfiles(docs, tfs, lens, &total)
+	}
 	var avg [numFields]float64
 	for f := range avg {
 		avg[f] = max(total[f]/float64(max(len(docs), 1)), 1)
@@ -147,6 +154,47 @@ func build(docs []Doc, opt options) *Index {
 		}
 	}
 	return ix
+}
+
+// addProfiles adds to each doc's server field the words that most tools of
+// its server use (in Profile of them or more, and in two at least): what the
+// server is about ("mongo" for a MongoDB server whose every tool does not say
+// so), so that a request naming it reaches all its tools.
+func (ix *Index) addProfiles(docs []Doc, tfs []map[string]*[numFields]float64, lens [][numFields]float64, total *[numFields]float64) {
+	byServer := map[string][]int{}
+	for i, d := range docs {
+		byServer[d.Server] = append(byServer[d.Server], i)
+	}
+	for server, members := range byServer {
+		if server == "" || len(members) < 3 {
+			continue
+		}
+		df := map[string]int{}
+		for _, i := range members {
+			for t, c := range tfs[i] {
+				if c[fieldName]+c[fieldTitle]+c[fieldDescription] > 0 {
+					df[t]++
+				}
+			}
+		}
+		for t, n := range df {
+			if n < 2 || float64(n) < ix.opt.Profile*float64(len(members)) {
+				continue
+			}
+			for _, i := range members {
+				c := tfs[i][t]
+				if c == nil {
+					c = new([numFields]float64)
+					tfs[i][t] = c
+				}
+				if c[fieldServer] == 0 {
+					c[fieldServer]++
+					lens[i][fieldServer]++
+					total[fieldServer]++
+				}
+			}
+		}
+	}
 }
 
 // fieldTexts returns a Doc's text per field.

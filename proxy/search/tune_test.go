@@ -3,6 +3,7 @@ package search_test
 import (
 	"flag"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -30,6 +31,15 @@ func TestTuneDev(t *testing.T) {
 		return evalRanker{"", func(q string, k int) []string { return evalHitIDs(ix.Search(q, k)) }}
 	}
 	base := search.DefaultOptions
+	if q := os.Getenv("EXPLAIN"); q != "" {
+		ix := search.NewWith(docs, base)
+		hits := ix.Search(q, 5)
+		t.Log(ix.Explain(q))
+		for _, id := range append(evalHitIDs(hits), strings.Fields(os.Getenv("DOCS"))...) {
+			t.Logf("%s: %s", id, ix.ExplainDoc(q, id))
+		}
+		return
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "dev, defaults: %s\n", evalRun(with(base), dev, "dev"))
 	ix := search.NewWith(docs, base)
@@ -68,6 +78,7 @@ func TestTuneDev(t *testing.T) {
 		}
 	}
 	sweep("MinCover", []float64{0.3, 0.4, 0.5, 0.6, 0.7}, func(o *search.Options, v float64) { o.MinCover = v })
+	sweep("Profile", []float64{0, 0.2, 0.3, 0.5, 0.7}, func(o *search.Options, v float64) { o.Profile = v })
 	sweep("Unknown", []float64{0.25, 0.5, 0.75, 1}, func(o *search.Options, v float64) { o.Unknown = v })
 	sweep("Synonym", []float64{0.3, 0.5, 0.6, 0.8}, func(o *search.Options, v float64) { o.Synonym = v })
 	sweep("K1", []float64{0.8, 1.2, 2}, func(o *search.Options, v float64) { o.K1 = v })
