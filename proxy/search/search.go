@@ -227,14 +227,26 @@ func (ix *Index) analyse(text string) []string {
 	if ix.opt.Plain {
 		return strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !isWordRune(r) })
 	}
-	var ts []term
-	for _, t := range tokens(text) {
-		ts = append(ts, term{word: t})
-	}
 	var out []string
-	for _, t := range ix.terms(ts) {
-		out = append(out, t.word)
+	prev := ""
+	add := func(tok string) {
+		s := stem(tok)
+		if p, ok := ix.phrases[[2]string{prev, s}]; ok && prev != "" {
+			out = append(out, p)
+		}
+		prev = s
+		if !stopWords[tok] && !namingWords[tok] {
+			out = append(out, s)
+		}
 	}
+	eachWord(text, func(parts []string) {
+		for _, p := range parts {
+			add(p)
+		}
+		if len(parts) > 1 {
+			add(strings.Join(parts, ""))
+		}
+	})
 	return out
 }
 

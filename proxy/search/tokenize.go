@@ -1,8 +1,10 @@
 package search
 
 import (
+	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // tokens splits s into case-folded words. Words break at every rune that is
@@ -15,12 +17,12 @@ import (
 // walked rune by rune, and invalid UTF-8 becomes a separator.
 func tokens(s string) []string {
 	var out []string
-	for _, parts := range words(s) {
+	eachWord(s, func(parts []string) {
 		out = append(out, parts...)
 		if len(parts) > 1 {
 			out = append(out, strings.Join(parts, ""))
 		}
-	}
+	})
 	return out
 }
 
@@ -28,38 +30,51 @@ func tokens(s string) []string {
 // parts (see tokens).
 func words(s string) [][]string {
 	var out [][]string
-	rs := []rune(s)
-	for i := 0; i < len(rs); {
-		if !isWordRune(rs[i]) {
-			i++
-			continue
-		}
-		j := i
-		for j < len(rs) && isWordRune(rs[j]) {
-			j++
-		}
-		out = append(out, parts(rs[i:j]))
-		i = j
-	}
+	eachWord(s, func(parts []string) { out = append(out, slices.Clone(parts)) })
 	return out
+}
+
+// eachWord calls fn with the case-folded parts of each run of letters and
+// digits of s, in order. fn must not keep parts.
+func eachWord(s string, fn func(parts []string)) {
+	var rs []rune  // the run's runes
+	var offs []int // their byte offsets in s
+	var parts []string
+	flush := func(end int) {
+		if len(rs) == 0 {
+			return
+		}
+		parts = parts[:0]
+		start := 0
+		for k := 1; k <= len(rs); k++ {
+			if k < len(rs) && !isBoundary(rs, k) {
+				continue
+			}
+			stop := end
+			if k < len(rs) {
+				stop = offs[k]
+			}
+			parts = append(parts, strings.ToLower(s[offs[start]:stop]))
+			start = k
+		}
+		fn(parts)
+		rs, offs = rs[:0], offs[:0]
+	}
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if isWordRune(r) {
+			rs = append(rs, r)
+			offs = append(offs, i)
+		} else {
+			flush(i)
+		}
+		i += size
+	}
+	flush(len(s))
 }
 
 func isWordRune(r rune) bool {
 	return r != unicode.ReplacementChar && (unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Mn, r))
-}
-
-// parts splits one run of letters and digits at case and digit changes.
-func parts(w []rune) []string {
-	var out []string
-	start := 0
-	for k := 1; k <= len(w); k++ {
-		if k < len(w) && !isBoundary(w, k) {
-			continue
-		}
-		out = append(out, fold(w[start:k]))
-		start = k
-	}
-	return out
 }
 
 // isBoundary reports whether a word part starts at w[k] (0 < k < len(w)).
@@ -74,13 +89,4 @@ func isBoundary(w []rune, k int) bool {
 		return k+1 < len(w) && unicode.IsLower(w[k+1])
 	}
 	return false
-}
-
-// fold lower-cases a word part rune by rune.
-func fold(w []rune) string {
-	var b strings.Builder
-	for _, r := range w {
-		b.WriteRune(unicode.ToLower(r))
-	}
-	return b.String()
 }
