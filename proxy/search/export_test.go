@@ -47,14 +47,14 @@ func (ix *Index) Explain(q string) string {
 	return b.String()
 }
 
-// Top returns the best doc for q and the share of the query's weight it
-// covers, before the no-match decision.
+// Top returns the best doc for q and the share of the query's weight that
+// the no-match decision sees covered.
 func (ix *Index) Top(q string) (id string, cover float64) {
 	r := ix.rank(q)
 	if len(r.docs) == 0 {
 		return "", 0
 	}
-	return ix.ids[r.docs[0]], r.cover[r.docs[0]] / r.weight
+	return ix.ids[r.docs[0]], r.bestCover(ix.opt.CoverDepth) / r.weight
 }
 
 // ExplainDoc tells how each query word scores in the doc with that ID.

@@ -61,20 +61,28 @@ type options struct {
 	// Profile is the share of a server's tools that must use a word for it
 	// to join the server field of all of them (see addProfiles); 0 adds none.
 	Profile float64
+	// CoverDepth is how many of the best docs may show that the query is
+	// covered enough (MinCover); 0 or 1 means the best alone.
+	CoverDepth int
+	// Pair scales the bonus of two consecutive query words that a tool's
+	// name has in a row (see matchPairs); 0 gives none.
+	Pair float64
 	// Value scales the weight and score of a word of an argument value (see
 	// term).
 	Value float64
 }
 
 var defaultOptions = options{
-	Weights:  [numFields]float64{fieldName: 3, fieldTitle: 2, fieldDescription: 1, fieldParams: 0.4, fieldServer: 0.6},
-	K1:       1.2,
-	B:        0.75,
-	MinCover: 0.5,
-	Unknown:  0.5,
-	Synonym:  0.6,
-	Value:    0.3,
-	Profile:  0.3,
+	Weights:    [numFields]float64{fieldName: 3, fieldTitle: 2, fieldDescription: 1, fieldParams: 0.4, fieldServer: 0.6},
+	K1:         1.2,
+	B:          0.75,
+	MinCover:   0.5,
+	Unknown:    0.5,
+	Synonym:    0.6,
+	Value:      0.3,
+	Profile:    0.3,
+	Pair:       0,
+	CoverDepth: 3,
 }
 
 // Index ranks a fixed set of Docs. It is immutable; Search is safe for
@@ -83,6 +91,7 @@ type Index struct {
 	opt      options
 	ids      []string
 	postings map[string][]posting // term → docs containing it, by doc
+	pairs    map[string][]int32   // "term term" → docs whose name has the two in a row
 	synonyms map[string][]string  // analysed word → analysed words of its groups
 	phrases  map[[2]string]string // analysed pair → analysed single word
 }
@@ -96,7 +105,7 @@ type posting struct {
 func New(docs []Doc) *Index { return build(docs, defaultOptions) }
 
 func build(docs []Doc, opt options) *Index {
-	ix := &Index{opt: opt, ids: make([]string, len(docs)), postings: map[string][]posting{}}
+	ix := &Index{opt: opt, ids: make([]string, len(docs)), postings: map[string][]posting{}, pairs: map[string][]int32{}}
 	if !opt.Plain {
 		ix.phrases = make(map[[2]string]string, len(phrases))
 		for k, v := range phrases {
@@ -134,6 +143,15 @@ func build(docs []Doc, opt options) *Index {
 			}
 		}
 		tfs[i] = tf
+		if !opt.Plain && opt.Pair > 0 {
+			var pairs []string
+			for _, p := range ix.pairsOf(ix.fieldTexts(d)[fieldName]) {
+				if !slices.Contains(pairs, p) {
+					pairs = append(pairs, p)
+					ix.pairs[p] = append(ix.pairs[p], int32(i))
+				}
+			}
+		}
 	}
 	if !opt.Plain && opt.Profile > 0 {
 		ix.addProfiles(docs, tfs, lens, &total)
@@ -154,6 +172,23 @@ func build(docs []Doc, opt options) *Index {
 		}
 	}
 	return ix
+}
+
+// pairsOf returns the pairs of consecutive words of a tool's name
+// ("list_collections" → "list collection").
+func (ix *Index) pairsOf(name string) []string {
+	var stems, out []string
+	eachWord(name, func(parts []string) {
+		for _, p := range parts {
+			if !stopWords[p] {
+				stems = append(stems, stem(p))
+			}
+		}
+	})
+	for i := 1; i < len(stems); i++ {
+		out = append(out, stems[i-1]+" "+stems[i])
+	}
+	return out
 }
 
 // addProfiles adds to each doc's server field the words that most tools of
@@ -434,7 +469,7 @@ func (ix *Index) Search(query string, k int) []Hit {
 		return nil
 	}
 	r := ix.rank(query)
-	if len(r.docs) == 0 || r.cover[r.docs[0]] < ix.opt.MinCover*r.weight {
+	if len(r.docs) == 0 || r.bestCover(ix.opt.CoverDepth) < ix.opt.MinCover*r.weight {
 		return nil
 	}
 	hits := make([]Hit, min(k, len(r.docs)))
@@ -451,6 +486,15 @@ type ranking struct {
 	score  []float64 // by doc
 	cover  []float64 // by doc: the weight of the query words it matches
 	weight float64   // the query's total weight
+}
+
+// bestCover is the most cover among the first n docs (at least one).
+func (r ranking) bestCover(n int) float64 {
+	var c float64
+	for _, d := range r.docs[:min(max(n, 1), len(r.docs))] {
+		c = max(c, r.cover[d])
+	}
+	return c
 }
 
 func (ix *Index) rank(query string) ranking {
@@ -498,6 +542,9 @@ func (ix *Index) rank(query string) ranking {
 			r.cover[d] += wIDF * factor[d]
 		}
 	}
+	if ix.opt.Pair > 0 {
+		ix.matchPairs(words, r.score)
+	}
 	for d, s := range r.score {
 		if s > 0 {
 			r.docs = append(r.docs, d)
@@ -510,6 +557,39 @@ func (ix *Index) rank(query string) ranking {
 		return strings.Compare(ix.ids[a], ix.ids[b])
 	})
 	return r
+}
+
+// matchPairs adds to score[d] opt.Pair times the idf of each pair of
+// consecutive query words (not values) that doc d's name has in a row ("list
+// the collections" and list_collections), or a pair of their synonyms at
+// opt.Synonym of that.
+func (ix *Index) matchPairs(words []term, score []float64) {
+	best := map[int32]float64{}
+	for i := 1; i < len(words); i++ {
+		a, b := words[i-1], words[i]
+		if a.value || b.value {
+			continue
+		}
+		clear(best)
+		for _, x := range append([]string{a.word}, ix.synonyms[a.word]...) {
+			for _, y := range append([]string{b.word}, ix.synonyms[b.word]...) {
+				docs := ix.pairs[x+" "+y]
+				if len(docs) == 0 {
+					continue
+				}
+				s := ix.opt.Pair * ix.idf(len(docs))
+				if x != a.word || y != b.word {
+					s *= ix.opt.Synonym
+				}
+				for _, d := range docs {
+					best[d] = max(best[d], s)
+				}
+			}
+		}
+		for d, s := range best {
+			score[d] += s
+		}
+	}
 }
 
 // match raises best[d] to the score of term t in each doc d containing it,
