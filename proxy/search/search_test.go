@@ -294,3 +294,25 @@ func FuzzSearch(f *testing.F) {
 		_ = fmt.Sprint(hits)
 	})
 }
+
+func TestSearchServerProfile(t *testing.T) {
+	// Most tools of server s9 say "Acme"; the one that does not is found by
+	// the word too, below its siblings that say it themselves.
+	docs := []Doc{
+		{ID: "s9__x", Name: "s9__x", Server: "s9", Description: "Frobnicate widgets in Acme."},
+		{ID: "s9__y", Name: "s9__y", Server: "s9", Description: "List the gadgets of an Acme account."},
+		{ID: "s9__z", Name: "s9__z", Server: "s9", Description: "Delete a gadget."},
+		{ID: "s2__z", Name: "s2__z", Server: "s2", Description: "Delete a gadget."},
+		{ID: "s2__w", Name: "s2__w", Server: "s2", Description: "Polish a gadget."},
+		{ID: "s2__v", Name: "s2__v", Server: "s2", Description: "Paint a gadget."},
+	}
+	got := ids(New(docs).Search("delete an acme gadget", 5))
+	if len(got) < 2 || got[0] != "s9__z" {
+		t.Errorf("Search = %v, want s9__z first (its server's profile has acme)", got)
+	}
+	o := defaultOptions
+	o.Profile = 0
+	if got := ids(build(docs, o).Search("delete an acme gadget", 5)); len(got) > 0 && got[0] == "s9__z" {
+		t.Errorf("without profiles Search = %v; the test does not test profiles", got)
+	}
+}
