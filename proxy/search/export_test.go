@@ -39,10 +39,10 @@ func (ix *Index) Explain(q string) string {
 	var b strings.Builder
 	for _, t := range ix.analyseQuery(q) {
 		v := ""
-		if t.value {
-			v = " value"
+		if t.role != roleWord {
+			v = []string{"", " value", " name", " arg"}[t.role]
 		}
-		fmt.Fprintf(&b, "%s(w%.2f df%d%s) ", t.word, ix.weight(t.word), len(ix.postings[t.word]), v)
+		fmt.Fprintf(&b, "%s(w%.2f df%d%s) ", t.word, ix.weight(t), len(ix.postings[t.word]), v)
 	}
 	return b.String()
 }
@@ -71,6 +71,31 @@ func (ix *Index) ExplainDoc(q, id string) string {
 					fmt.Fprintf(&b, "%s:%s tfn%.2f idf%.2f ", t.word, w, p.tfn, ix.idf(len(ix.postings[w])))
 				}
 			}
+		}
+	}
+	return b.String()
+}
+
+// Uncovered lists the query words the best doc does not match (directly or
+// through a related word), with their roles and weights.
+func (ix *Index) Uncovered(q string) string {
+	r := ix.rank(q)
+	if len(r.docs) == 0 {
+		return "-"
+	}
+	top := r.docs[0]
+	best := make([]float64, len(ix.ids))
+	factor := make([]float64, len(ix.ids))
+	var b strings.Builder
+	for _, t := range ix.analyseQuery(q) {
+		clear(best)
+		clear(factor)
+		ix.match(t.word, 1, 1, best, factor)
+		for _, s := range ix.synonyms[t.word] {
+			ix.match(s, 1, 0.5, best, factor)
+		}
+		if factor[top] < 1 {
+			fmt.Fprintf(&b, "%s[%d %.1f %.2f] ", t.word, t.role, ix.weight(t), factor[top])
 		}
 	}
 	return b.String()

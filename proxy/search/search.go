@@ -53,8 +53,6 @@ type options struct {
 	// MinCover is the share of the query's weight (the idf of its words) that
 	// the best hit must cover, or Search returns no hits.
 	MinCover float64
-	// Unknown scales the weight of a query word no doc contains (see weight).
-	Unknown float64
 	// Synonym scales the score of a word matched through a synonym, and the
 	// share of its weight that the match covers.
 	Synonym float64
@@ -64,25 +62,23 @@ type options struct {
 	// CoverDepth is how many of the best docs may show that the query is
 	// covered enough (MinCover); 0 or 1 means the best alone.
 	CoverDepth int
-	// Pair scales the bonus of two consecutive query words that a tool's
-	// name has in a row (see matchPairs); 0 gives none.
-	Pair float64
-	// Value scales the weight and score of a word of an argument value (see
-	// term).
-	Value float64
+	// Value, Name and Arg are the weight of a query word in that role (see
+	// role), in the no-match decision and as a factor of its score; a word
+	// weighs 1.
+	Value, Name, Arg float64
 }
 
 var defaultOptions = options{
 	Weights:    [numFields]float64{fieldName: 3, fieldTitle: 2, fieldDescription: 1, fieldParams: 0.4, fieldServer: 0.6},
-	K1:         1.2,
-	B:          0.75,
-	MinCover:   0.5,
-	Unknown:    0.5,
-	Synonym:    0.6,
-	Value:      0.3,
-	Profile:    0.3,
-	Pair:       0,
+	K1:         1.6,
+	B:          0.3,
+	MinCover:   0.45,
+	Synonym:    0.7,
+	Profile:    0.5,
 	CoverDepth: 3,
+	Value:      0.2,
+	Name:       0.6,
+	Arg:        0.1,
 }
 
 // Index ranks a fixed set of Docs. It is immutable; Search is safe for
@@ -91,7 +87,6 @@ type Index struct {
 	opt      options
 	ids      []string
 	postings map[string][]posting // term → docs containing it, by doc
-	pairs    map[string][]int32   // "term term" → docs whose name has the two in a row
 	synonyms map[string][]string  // analysed word → analysed words of its groups
 	phrases  map[[2]string]string // analysed pair → analysed single word
 }
@@ -105,7 +100,7 @@ type posting struct {
 func New(docs []Doc) *Index { return build(docs, defaultOptions) }
 
 func build(docs []Doc, opt options) *Index {
-	ix := &Index{opt: opt, ids: make([]string, len(docs)), postings: map[string][]posting{}, pairs: map[string][]int32{}}
+	ix := &Index{opt: opt, ids: make([]string, len(docs)), postings: map[string][]posting{}}
 	if !opt.Plain {
 		ix.phrases = make(map[[2]string]string, len(phrases))
 		for k, v := range phrases {
@@ -143,15 +138,6 @@ func build(docs []Doc, opt options) *Index {
 			}
 		}
 		tfs[i] = tf
-		if !opt.Plain && opt.Pair > 0 {
-			var pairs []string
-			for _, p := range ix.pairsOf(ix.fieldTexts(d)[fieldName]) {
-				if !slices.Contains(pairs, p) {
-					pairs = append(pairs, p)
-					ix.pairs[p] = append(ix.pairs[p], int32(i))
-				}
-			}
-		}
 	}
 	if !opt.Plain && opt.Profile > 0 {
 		ix.addProfiles(docs, tfs, lens, &total)
@@ -172,23 +158,6 @@ func build(docs []Doc, opt options) *Index {
 		}
 	}
 	return ix
-}
-
-// pairsOf returns the pairs of consecutive words of a tool's name
-// ("list_collections" → "list collection").
-func (ix *Index) pairsOf(name string) []string {
-	var stems, out []string
-	eachWord(name, func(parts []string) {
-		for _, p := range parts {
-			if !stopWords[p] {
-				stems = append(stems, stem(p))
-			}
-		}
-	})
-	for i := 1; i < len(stems); i++ {
-		out = append(out, stems[i-1]+" "+stems[i])
-	}
-	return out
 }
 
 // addProfiles adds to each doc's server field the words that most tools of
@@ -288,11 +257,25 @@ func (ix *Index) analyse(text string) []string {
 // A term is a word of a query or a doc.
 type term struct {
 	word string
-	// value marks a word of an argument value the query carries (a path, a
-	// URL, a file name, quoted text: "read notes.txt"), which says little
-	// about which tool is meant and so weighs opt.Value of a word.
-	value bool
+	role role
 }
+
+// role is what a query word is to the request.
+type role uint8
+
+const (
+	roleWord role = iota
+	// roleValue: a word of an argument value the query carries (a path, a
+	// URL, a file name, a number, quoted text: "read notes.txt"), which says
+	// little about which tool is meant; it weighs opt.Value of a word.
+	roleValue
+	// roleName: a capitalised word, past the first, that the catalog does
+	// not know ("Berlin", "Bitbucket"); it weighs opt.Name of a word.
+	roleName
+	// roleArg: a word the catalog does not know past a preposition ("search
+	// the web for Go release notes"); it weighs opt.Arg of a word.
+	roleArg
+)
 
 // terms stems raw tokens, adds the single word of each phrase and drops stop
 // words.
@@ -303,12 +286,12 @@ func (ix *Index) terms(raw []term) []term {
 		s := stem(t.word)
 		if i > 0 {
 			if p, ok := ix.phrases[[2]string{prev, s}]; ok {
-				out = append(out, term{word: p, value: t.value})
+				out = append(out, term{word: p, role: t.role})
 			}
 		}
 		prev = s
 		if !stopWords[t.word] && !namingWords[t.word] {
-			out = append(out, term{word: s, value: t.value})
+			out = append(out, term{word: s, role: t.role})
 		}
 	}
 	return out
@@ -338,18 +321,33 @@ func (ix *Index) analyseQuery(q string) []term {
 			if kind := valueKind(chunk); kind != "" && !seg.quoted {
 				raw = append(raw, term{word: kind})
 			}
-			// A capitalised word past the first that the catalog does not
-			// know is a name ("Berlin", "Alice").
 			proper := !first && startsUpper(chunk)
 			first = false
+			roleOf := func(w string) role {
+				switch {
+				case value || isNumber(w):
+					return roleValue
+				case ix.known(stem(w)):
+					return roleWord
+				case proper:
+					return roleName
+				case argument:
+					return roleArg
+				}
+				return roleWord
+			}
 			for _, ps := range words(chunk) {
 				whole := strings.Join(ps, "")
 				if len(ps) > 1 && !ix.known(stem(whole)) {
+					r := roleValue // an unknown mix of letters and digits is an ID ("4bf92f35", "api-7d9")
+					if len(ps) == 2 {
+						r = roleOf(whole) // "b2", "ec2", "mp4"
+					}
 					for _, p := range ps {
-						raw = append(raw, term{word: p, value: value || (!ix.known(stem(p)) && (proper || argument))})
+						raw = append(raw, term{word: p, role: max(r, roleOf(p))})
 					}
 				} else {
-					raw = append(raw, term{word: whole, value: value || (!ix.known(stem(whole)) && (proper || argument))})
+					raw = append(raw, term{word: whole, role: roleOf(whole)})
 				}
 				valueNext = valueNext || namingWords[whole]
 				argument = argument || prepositions[whole]
@@ -365,6 +363,11 @@ func (ix *Index) known(w string) bool {
 		return true
 	}
 	return slices.ContainsFunc(ix.synonyms[w], func(s string) bool { return ix.postings[s] != nil })
+}
+
+// isNumber reports whether w is all digits.
+func isNumber(w string) bool {
+	return w != "" && !strings.ContainsFunc(w, func(r rune) bool { return !unicode.IsDigit(r) })
 }
 
 func startsUpper(s string) bool {
@@ -438,23 +441,21 @@ func valueKind(chunk string) string {
 	return ""
 }
 
-// weight is a query word's share of the query: its idf; for a word no doc
-// contains, the idf of its most common synonym, if some doc has one, or else
-// opt.Unknown times the idf of a word in one doc (a word the catalog does not
-// know counts against every doc, but need not sink a query whose other words
-// match well: "time in Tokyo").
-func (ix *Index) weight(w string) float64 {
-	if ps := ix.postings[w]; len(ps) > 0 {
-		return ix.idf(len(ps))
+// weight is a query word's share of the query in the no-match decision: 1,
+// scaled by its role. Counting words served better than weighing them by
+// idf on the dev queries: a rare word that some unrelated tool happens to
+// use ("column", "stale") is often an argument of the request, not its
+// subject.
+func (ix *Index) weight(t term) float64 {
+	switch t.role {
+	case roleValue:
+		return ix.opt.Value
+	case roleName:
+		return ix.opt.Name
+	case roleArg:
+		return ix.opt.Arg
 	}
-	df := 0
-	for _, s := range ix.synonyms[w] {
-		df = max(df, len(ix.postings[s]))
-	}
-	if df > 0 {
-		return ix.idf(df)
-	}
-	return ix.opt.Unknown * ix.idf(1)
+	return 1
 }
 
 func (ix *Index) idf(df int) float64 {
@@ -505,7 +506,7 @@ func (ix *Index) rank(query string) ranking {
 	var words []term
 	for _, t := range ix.analyseQuery(query) {
 		if i := slices.IndexFunc(words, func(u term) bool { return u.word == t.word }); i >= 0 {
-			words[i].value = words[i].value && t.value
+			words[i].role = min(words[i].role, t.role)
 			continue
 		}
 		words = append(words, t)
@@ -518,32 +519,25 @@ func (ix *Index) rank(query string) ranking {
 	best := make([]float64, len(ix.ids))
 	factor := make([]float64, len(ix.ids))
 	for _, t := range words {
-		w, scale := t.word, 1.0
-		if t.value {
-			scale = ix.opt.Value
-		}
-		wIDF := scale * ix.weight(w)
-		r.weight += wIDF
+		w, weight := t.word, ix.weight(t)
+		r.weight += weight
 		// A word scores in each doc by its best match: itself, or a synonym
 		// at opt.Synonym (in full when no doc has the word itself); it
 		// covers its weight, or opt.Synonym of it.
 		clear(best)
 		clear(factor)
-		ix.match(w, scale, 1, best, factor)
+		ix.match(w, weight, 1, best, factor)
 		syn := ix.opt.Synonym
 		if ix.postings[w] == nil {
 			syn = 1
 		}
 		for _, s := range ix.synonyms[w] {
-			ix.match(s, scale*syn, syn, best, factor)
+			ix.match(s, weight*syn, syn, best, factor)
 		}
 		for d, s := range best {
 			r.score[d] += s
-			r.cover[d] += wIDF * factor[d]
+			r.cover[d] += weight * factor[d]
 		}
-	}
-	if ix.opt.Pair > 0 {
-		ix.matchPairs(words, r.score)
 	}
 	for d, s := range r.score {
 		if s > 0 {
@@ -557,39 +551,6 @@ func (ix *Index) rank(query string) ranking {
 		return strings.Compare(ix.ids[a], ix.ids[b])
 	})
 	return r
-}
-
-// matchPairs adds to score[d] opt.Pair times the idf of each pair of
-// consecutive query words (not values) that doc d's name has in a row ("list
-// the collections" and list_collections), or a pair of their synonyms at
-// opt.Synonym of that.
-func (ix *Index) matchPairs(words []term, score []float64) {
-	best := map[int32]float64{}
-	for i := 1; i < len(words); i++ {
-		a, b := words[i-1], words[i]
-		if a.value || b.value {
-			continue
-		}
-		clear(best)
-		for _, x := range append([]string{a.word}, ix.synonyms[a.word]...) {
-			for _, y := range append([]string{b.word}, ix.synonyms[b.word]...) {
-				docs := ix.pairs[x+" "+y]
-				if len(docs) == 0 {
-					continue
-				}
-				s := ix.opt.Pair * ix.idf(len(docs))
-				if x != a.word || y != b.word {
-					s *= ix.opt.Synonym
-				}
-				for _, d := range docs {
-					best[d] = max(best[d], s)
-				}
-			}
-		}
-		for d, s := range best {
-			score[d] += s
-		}
-	}
 }
 
 // match raises best[d] to the score of term t in each doc d containing it,

@@ -204,14 +204,15 @@ func TestAnalyseQuery(t *testing.T) {
 	}{
 		{query: "GitHub", want: []term{{word: "github"}}},             // the catalog knows it whole
 		{query: "FooBar", want: []term{{word: "foo"}, {word: "bar"}}}, // it does not
-		{query: "read notes.txt", want: []term{{word: "read"}, {word: "fil"}, {word: "not", value: true}, {word: "txt", value: true}}},
-		{query: `find "open files" now`, want: []term{{word: "find"}, {word: "open", value: true}, {word: "fil", value: true}}},
-		{query: "post in #general, ask @ann", want: []term{{word: "post"}, {word: "channel"}, {word: "general", value: true}, {word: "ask", value: true}, {word: "user"}, {word: "ann", value: true}}},
-		{query: "a folder called Build now", want: []term{{word: "folder"}, {word: "build", value: true}}},
-		{query: "search the web for weather in London", want: []term{{word: "search"}, {word: "web"}, {word: "weather", value: true}, {word: "london", value: true}}},
-		{query: "Weather in Berlin and GitHub", want: []term{{word: "weather"}, {word: "berlin", value: true}, {word: "github"}}},
+		{query: "read notes.txt", want: []term{{word: "read"}, {word: "fil"}, {word: "not", role: roleValue}, {word: "txt", role: roleValue}}},
+		{query: `find "open files" now`, want: []term{{word: "find"}, {word: "open", role: roleValue}, {word: "fil", role: roleValue}}},
+		{query: "post in #general, ask @ann", want: []term{{word: "post"}, {word: "channel"}, {word: "general", role: roleValue}, {word: "ask", role: roleArg}, {word: "user"}, {word: "ann", role: roleValue}}},
+		{query: "a folder called Build now", want: []term{{word: "folder"}, {word: "build", role: roleValue}}},
+		{query: "search the web for weather in London", want: []term{{word: "search"}, {word: "web"}, {word: "weather", role: roleArg}, {word: "london", role: roleName}}},
+		{query: "Weather in Berlin and GitHub", want: []term{{word: "weather"}, {word: "berlin", role: roleName}, {word: "github"}}},
+		{query: "look up trace 4bf92f3577b3 for issue 55", want: []term{{word: "look"}, {word: "lookup"}, {word: "up"}, {word: "trac"}, {word: "4", role: roleValue}, {word: "bf", role: roleValue}, {word: "92", role: roleValue}, {word: "f", role: roleValue}, {word: "3577", role: roleValue}, {word: "b", role: roleValue}, {word: "3", role: roleValue}, {word: "issu"}, {word: "55", role: roleValue}}},
 		{query: "open a pull request.", want: []term{{word: "open"}, {word: "pull"}, {word: "pr"}, {word: "request"}}},
-		{query: `"unclosed quote`, want: []term{{word: "unclos", value: true}, {word: "quot", value: true}}},
+		{query: `"unclosed quote`, want: []term{{word: "unclos", role: roleValue}, {word: "quot", role: roleValue}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.query, func(t *testing.T) {

@@ -8,17 +8,30 @@ package search
 // stopWords carry no meaning for choosing a tool; they are dropped from the
 // catalog and the query alike.
 var stopWords = setOf(
-	"a", "an", "the", "and", "or", "of", "to", "in", "on", "at", "by", "for", "from", "with",
-	"into", "onto", "as", "is", "are", "was", "be", "been", "it", "its", "this", "that",
-	"these", "those", "there", "here", "i", "me", "my", "we", "our", "us", "you", "your",
-	"he", "she", "they", "them", "their", "please", "can", "could", "would", "should", "will",
-	"shall", "may", "might", "must", "do", "does", "did", "done", "want", "wanna", "need",
-	"like", "let", "lets", "just", "some", "any", "so", "if", "then", "than", "also", "about",
-	"what", "whats", "which", "who", "whom", "how", "when", "where", "why", "up", "out",
-	"via", "using", "use", "tool", "tools", "able", "something", "thing", "things", "kind",
-	"hey", "hi", "ok", "okay", "now", "currently", "given", "specified", "specific",
-	"have", "has", "had", "get's", "am", "im", "not", "no", "yes", "one", "very", "really",
-	"etc", "eg", "ie", "s", "t", "way", "try", "help", "tell",
+	// The usual English list (NLTK's, less "all", "no", "not" and "off"
+	// kept or dropped below, and less words tools are named by: "before",
+	// "after", "above", "below", "over", "down", "up").
+	"i", "me", "my", "myself", "we", "our", "ours", "ourselves", "you", "your", "yours",
+	"yourself", "yourselves", "he", "him", "his", "himself", "she", "her", "hers", "herself",
+	"it", "its", "itself", "they", "them", "their", "theirs", "themselves", "what", "which",
+	"who", "whom", "whose", "this", "that", "these", "those", "am", "is", "are", "was", "were", "be",
+	"been", "being", "have", "has", "had", "having", "do", "does", "did", "doing", "a", "an",
+	"the", "and", "but", "if", "or", "because", "as", "until", "while", "of", "at", "by",
+	"for", "with", "about", "against", "between", "into", "through", "during", "to", "from",
+	"in", "out", "on", "under", "again", "further", "then", "once", "here", "there", "when",
+	"where", "why", "how", "any", "both", "each", "few", "more", "most", "other", "some",
+	"such", "nor", "only", "own", "same", "so", "than", "too", "very", "can", "will", "just",
+	"should", "now", "onto", "upon", "within", "without", "yet", "still",
+	// Contractions, split at the apostrophe: "doesn't" → doesn, t.
+	"s", "t", "d", "ll", "m", "re", "ve", "don", "doesn", "didn", "isn", "aren", "wasn",
+	"weren", "won", "wouldn", "shouldn", "couldn", "hasn", "haven", "hadn", "can't", "im",
+	"whats", "lets", "thats", "theres",
+	// Requests to an agent.
+	"please", "could", "would", "shall", "may", "might", "must", "want", "wanna", "need",
+	"like", "let", "also", "via", "using", "use", "tool", "tools", "able", "something",
+	"thing", "things", "kind", "hey", "hi", "ok", "okay", "currently", "given", "specified",
+	"specific", "really", "etc", "eg", "ie", "way", "try", "help", "tell", "give", "much",
+	"many", "every", "one", "yes", "no", "not", "done",
 )
 
 // namingWords announce a name: the word after them is an argument value
