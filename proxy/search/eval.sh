@@ -4,5 +4,5 @@
 # and the ranker's benchmarks. Run from anywhere: bash proxy/search/eval.sh
 set -euo pipefail
 cd "$(dirname "$0")"
-go test -count=1 -run 'TestRetrievalReport|TestRetrievalTargets' -v . -args -report
+go test -count=1 -run 'TestRetrievalReport|TestRetrievalQuality' -v . -args -report
 go test -run '^$' -bench 'BenchmarkSearch|BenchmarkNew' -benchmem .
