@@ -223,6 +223,18 @@ func (s *Server) startCall(ctx context.Context, ss *mcp.ServerSession, name stri
 			return
 		}
 		finish = pc.finish
+		if fixed == nil && s.perCall(b, ss, up) {
+			// No session to tie the server's requests to: a process
+			// for this call alone, stopped when it ends.
+			one, err := s.callUpstream(b, ss)
+			if err != nil {
+				rec.Outcome = "unavailable"
+				done(toolError("upstream %q could not start a process for this call: %v; nothing was executed", b.name, err), nil)
+				return
+			}
+			cleanups = append(cleanups, func() { go func() { _ = one.Close() }() })
+			up, fixed = one, ss
+		}
 	}
 
 	var err error

@@ -16,6 +16,12 @@ import (
 // while several HTTP clients share the proxy, then serves exactly one client.
 // The shared process still runs: it provides the catalog (and subscriptions
 // and completions).
+//
+// A 2026-07-28 client over HTTP has no session: each of its requests is one.
+// For it a server with isolation = "session" that speaks the initialize era
+// runs a process per call (callUpstream), so that the server's sampling,
+// elicitation and roots requests during the call belong to that call alone
+// and become its input_required rounds; the process stops when the call ends.
 
 // sessionProc is one session's own process of a server.
 type sessionProc struct {
@@ -71,10 +77,69 @@ func (s *Server) sessionUpstream(ctx context.Context, b *backend, ss *mcp.Server
 	return sp.up, nil
 }
 
-// runSessionProc starts ss's process of b and stops it when the session ends.
-func (s *Server) runSessionProc(b *backend, ss *mcp.ServerSession, sp *sessionProc) {
+// maxCallProcs bounds the processes of one server run for single calls of
+// 2026-07-28 clients at once (callUpstream): each call of such a client costs
+// a process, and a client must not be able to start them without end.
+const maxCallProcs = 16
+
+// perCall reports whether a call of a modern client on session ss to b
+// (whose shared process is up) runs in a process of its own: over HTTP (the
+// request has no session) for a server with isolation = "session" that
+// speaks the initialize era, whose requests could otherwise not be tied to
+// the call.
+func (s *Server) perCall(b *backend, ss *mcp.ServerSession, up *upstream.Upstream) bool {
+	return b.cfg.PerSession && ss != nil && ss.ID() == "" && !s.opts.WaitForClient && !up.Modern()
+}
+
+// callUpstream starts a process of b for one call of the modern client whose
+// request is ss, bounded by maxCallProcs. The caller stops it (Close, off the
+// goroutine that reads its output) when the call ends; it is also stopped
+// with the proxy or the server.
+func (s *Server) callUpstream(b *backend, ss *mcp.ServerSession) (*upstream.Upstream, error) {
+	b.mu.Lock()
+	if b.callProcs >= maxCallProcs {
+		b.mu.Unlock()
+		return nil, fmt.Errorf("%d calls of 2026-07-28 clients are running on it, each in a process of its own (isolation = \"session\"); retry when one has ended", maxCallProcs)
+	}
+	b.callProcs++
+	b.mu.Unlock()
+	release := func() {
+		b.mu.Lock()
+		b.callProcs--
+		b.mu.Unlock()
+	}
+	up, err := upstream.Start(s.life, s.procOptions(b, ss, "call"))
+	if err != nil {
+		release()
+		return nil, err
+	}
+	if ir := up.InitializeResult(); ir != nil {
+		s.applyLogLevel(s.life, b, up, ir.Capabilities)
+	}
+	b.log.Info("started a process for one call of a 2026-07-28 client", "pid", up.PID())
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer release()
+		select {
+		case <-up.Done():
+		case <-s.closed:
+		case <-b.quit:
+		}
+		_ = up.Close()
+	}()
+	return up, nil
+}
+
+// procOptions are the options of b's own process for ss: a session's
+// (kind "session") or a single call's ("call").
+func (s *Server) procOptions(b *backend, ss *mcp.ServerSession, kind string) upstream.Options {
 	opts := b.cfg.Upstream
-	opts.Logger = s.log.With("session", ss.ID())
+	if kind == "session" {
+		opts.Logger = s.log.With("session", ss.ID())
+	} else {
+		opts.Logger = s.log.With("process", "one call")
+	}
 	opts.ClientInfo = &mcp.Implementation{Name: "manifold", Version: Version}
 	opts.Client, opts.Middleware = s.clientOptions(b, ss)
 	opts.Progress = func(p *mcp.ProgressNotificationParams) { s.progress.forward(b, ss, p) }
@@ -88,9 +153,16 @@ func (s *Server) runSessionProc(b *backend, ss *mcp.ServerSession, sp *sessionPr
 	if opts.Eras == nil {
 		opts.Eras = s.eras
 	}
-	// The session's own era (a process of its own exists only for
-	// initialize-era sessions), from a server that speaks both.
-	opts.PreferLegacy = !modernSession(ss)
+	// The session's own era, from a server that speaks both (a process of
+	// its own exists only for initialize-era sessions, and for the calls of
+	// modern clients to initialize-era servers).
+	opts.PreferLegacy = kind == "call" || !modernSession(ss)
+	return opts
+}
+
+// runSessionProc starts ss's process of b and stops it when the session ends.
+func (s *Server) runSessionProc(b *backend, ss *mcp.ServerSession, sp *sessionProc) {
+	opts := s.procOptions(b, ss, "session")
 	sp.up, sp.err = upstream.Start(s.life, opts)
 	if sp.err == nil {
 		// Before the first call: it may log at the level the client set.

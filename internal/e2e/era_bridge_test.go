@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -582,23 +583,107 @@ func TestBridgeLegacyClientModernServerCancel(t *testing.T) {
 }
 
 // Cell 3 over HTTP: a modern client's request carries no session, so a
-// legacy server's request cannot be tied to its call (README "Limits"): the
-// server is not offered the capability, and the call ends with the server's
-// own error instead of waiting.
+// server with isolation = "session" runs each of its calls in a process of
+// its own, whose requests belong to that call alone: the rounds of input
+// work as over stdio, and the process is gone when the call ends. A shared
+// server cannot tie its requests to a call: it is not offered the
+// capability, and the call ends with the server's own error instead of
+// waiting.
 func TestBridgeModernClientLegacyServerHTTP(t *testing.T) {
 	t.Parallel()
 	bc := &bridgeClient{name: "modern-http"}
-	cs := connectModern(t, "http", bridgeConfig(t), bc.client(true, allCaps()))
+	cfg := writeConfig(t, "[audit]\nfile = \"audit.jsonl\"\n"+
+		fixture("alpha", []string{"-tools", "echo,pid", "-extra", "interview,fanout,elicit,sample,roots"}, `isolation = "session"`)+
+		fixture("shared", []string{"-tools", "echo", "-extra", "elicit"}))
+	cs := connectModern(t, "http", cfg, bc.client(true, allCaps()))
 	ctx := testCtx(t)
-	waitTool(ctx, t, cs, "alpha__elicit")
-	res, err := callRaw(ctx, cs, "alpha__elicit", map[string]any{"message": "why?"}, nil)
-	if err != nil {
-		t.Fatalf("alpha__elicit: %v", err)
-	}
-	if got := text(res); !res.IsError || !strings.Contains(got, "elicitation") {
-		t.Errorf("alpha__elicit = %q (isError %v), want the server's error that it may not elicit", got, res.IsError)
-	}
-	if n := bc.count(); n != 0 {
-		t.Errorf("the client was asked %d times, want 0", n)
-	}
+	waitTool(ctx, t, cs, "alpha__interview")
+	waitTool(ctx, t, cs, "shared__elicit")
+
+	t.Run("rounds", func(t *testing.T) {
+		res, err := callRaw(ctx, cs, "alpha__interview", map[string]any{"steps": "elicit,sample,roots,url"}, nil)
+		if err != nil {
+			t.Fatalf("alpha__interview: %v", err)
+		}
+		want := "alpha: interview\n" +
+			`elicit action=accept content={"answer":"modern-http 1"}` + "\n" +
+			`sample model=e2e-model text=sampled by modern-http` + "\n" +
+			"roots file:///tmp/bridge-root\n" +
+			"url action=accept"
+		if got := text(res); got != want || res.IsError {
+			t.Errorf("alpha__interview = %q (isError %v), want %q", got, res.IsError, want)
+		}
+		eventually(ctx, t, func() string {
+			if got := auditRounds(cfg, "alpha__interview"); len(got) != 1 || got[0] != "ok/4" {
+				return fmt.Sprintf("audit of alpha__interview (outcome/input_rounds) = %v, want [ok/4] (one round per step)", got)
+			}
+			return ""
+		})
+	})
+
+	t.Run("concurrent calls", func(t *testing.T) {
+		// Two calls in flight at once, each asking: each request reaches
+		// its own call (no answer crosses over).
+		var wg sync.WaitGroup
+		got := make([]string, 2)
+		for i := range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				res, err := callRaw(ctx, cs, "alpha__elicit", map[string]any{"message": fmt.Sprintf("q%d", i)}, nil)
+				if err != nil {
+					got[i] = err.Error()
+					return
+				}
+				got[i] = text(res)
+			}()
+		}
+		wg.Wait()
+		for i, g := range got {
+			if !strings.Contains(g, "accept") {
+				t.Errorf("call %d = %q, want its elicitation accepted", i, g)
+			}
+		}
+	})
+
+	t.Run("a process per call, gone after it", func(t *testing.T) {
+		var pids []int
+		for range 2 {
+			res, err := callRaw(ctx, cs, "alpha__pid", map[string]any{}, nil)
+			if err != nil || res.IsError {
+				t.Fatalf("alpha__pid: %v %v", err, res)
+			}
+			pid, err := strconv.Atoi(text(res))
+			if err != nil {
+				t.Fatalf("alpha__pid = %q", text(res))
+			}
+			pids = append(pids, pid)
+		}
+		if pids[0] == pids[1] {
+			t.Errorf("two calls ran in the same process %d, want one each", pids[0])
+		}
+		for _, pid := range pids {
+			p, ok := readProc(pid)
+			if !ok {
+				continue // already gone
+			}
+			if left := waitGone([]procInfo{p}, awaitBound); len(left) > 0 {
+				t.Errorf("the process %d of a call that ended still runs", pid)
+			}
+		}
+	})
+
+	t.Run("shared server", func(t *testing.T) {
+		before := bc.count()
+		res, err := callRaw(ctx, cs, "shared__elicit", map[string]any{"message": "why?"}, nil)
+		if err != nil {
+			t.Fatalf("shared__elicit: %v", err)
+		}
+		if got := text(res); !res.IsError || !strings.Contains(got, "elicitation") {
+			t.Errorf("shared__elicit = %q (isError %v), want the server's error that it may not elicit", got, res.IsError)
+		}
+		if n := bc.count() - before; n != 0 {
+			t.Errorf("the client was asked %d times for the shared server, want 0", n)
+		}
+	})
 }
