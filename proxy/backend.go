@@ -86,7 +86,7 @@ type backend struct {
 	retryAt    time.Time                           // guarded by mu; next start attempt while down
 	restarts   int                                 // guarded by mu; times it exited and was restarted
 	perSession map[*mcp.ServerSession]*sessionProc // guarded by mu; isolation = "session"
-	callProcs  int                                  // guarded by mu; processes running one modern call each (callUpstream)
+	callProcs  int                                 // guarded by mu; processes running one modern call each (callUpstream)
 	wakeCh     chan struct{}                       // a call needs the server: start it (capacity 1)
 	woken      atomic.Bool                         // a call woke it and waits for it
 	lastUsed   atomic.Int64                        // unix nanos of the last call
