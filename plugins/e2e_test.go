@@ -33,7 +33,12 @@ func serveManifold(t *testing.T) (*mcp.ClientSession, *exec.Cmd, *logBuffer) {
 		}
 	}
 	config := filepath.Join(dir, "proxy.toml")
-	doc := `[plugins.iban]
+	// The first list waits for the plugins (a loaded machine starts them
+	// in more than the default first_list_wait): this test is about what
+	// they serve, not about a first list that comes before them.
+	doc := `first_list_wait = "30s"
+
+[plugins.iban]
 path = "bin/iban"
 
 [plugins.test]
