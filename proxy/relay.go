@@ -66,8 +66,9 @@ var relayMethods = map[string]string{
 // offer says which client capabilities one upstream process is offered and,
 // for those it is not, why.
 type offer struct {
-	caps *mcp.ClientCapabilities // what the process's client declared; nil: no client known
-	why  string                  // why nothing is offered when caps is nil
+	caps   *mcp.ClientCapabilities // what the process's client declared; nil: no client known
+	why    string                  // why nothing is offered when caps is nil
+	modern bool                    // the client speaks 2026-07-28: it declares capabilities per request
 }
 
 // offerFor returns what b's process is offered: fixed's declared
@@ -82,7 +83,7 @@ func (s *Server) offerFor(b *backend, fixed *mcp.ServerSession) offer {
 		if caps == nil {
 			caps = &mcp.ClientCapabilities{}
 		}
-		return offer{caps: caps}
+		return offer{caps: caps, modern: modernSession(fixed)}
 	}
 	if !s.opts.WaitForClient {
 		return offer{why: fmt.Sprintf("%q is shared by every HTTP client session, and a request from it cannot be attributed to one of them; set isolation = \"session\" for it in the proxy config to relay requests to the client whose call asks", b.name)}
@@ -91,7 +92,7 @@ func (s *Server) offerFor(b *backend, fixed *mcp.ServerSession) offer {
 	if caps == nil {
 		caps = &mcp.ClientCapabilities{}
 	}
-	return offer{caps: caps}
+	return offer{caps: caps, modern: s.clientModern.Load()}
 }
 
 // refusal is the error for a server->client request that b's process was not
@@ -103,6 +104,8 @@ func (o offer) refusal(b *backend, method string) error {
 	case why != "":
 	case capName == "roots" && !b.cfg.PerSession:
 		why = fmt.Sprintf("roots are relayed only to a server with isolation = \"session\", whose process serves one client; %q is shared, so it uses the folders of its config", b.name)
+	case o.modern:
+		why = fmt.Sprintf("the client did not declare the %s capability (in the _meta clientCapabilities of the request that set this process up)", capName)
 	default:
 		why = fmt.Sprintf("the client did not declare the %s capability in initialize", capName)
 	}
