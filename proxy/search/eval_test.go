@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -166,7 +167,7 @@ func evalOurs(docs []search.Doc) evalRanker {
 // ranking alone finds, and what the decision costs.
 func evalOursAlways(docs []search.Doc) evalRanker {
 	o := search.DefaultOptions
-	o.MinCover = 0
+	o.MinConfidence = math.Inf(-1)
 	ix := search.NewWith(docs, o)
 	return evalRanker{"ours, never no-match", func(q string, k int) []string { return evalHitIDs(ix.Search(q, k)) }}
 }

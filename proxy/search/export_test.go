@@ -2,6 +2,7 @@ package search
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 )
@@ -47,14 +48,14 @@ func (ix *Index) Explain(q string) string {
 	return b.String()
 }
 
-// Top returns the best doc for q and the share of the query's weight that
-// the no-match decision sees covered.
-func (ix *Index) Top(q string) (id string, cover float64) {
+// Top returns the best doc for q and the confidence the no-match decision
+// sees.
+func (ix *Index) Top(q string) (id string, confidence float64) {
 	r := ix.rank(q)
 	if len(r.docs) == 0 {
 		return "", 0
 	}
-	return ix.ids[r.docs[0]], r.bestCover(ix.opt.CoverDepth) / r.weight
+	return ix.ids[r.docs[0]], r.confidence(ix.opt)
 }
 
 // ExplainDoc tells how each query word scores in the doc with that ID.
@@ -76,26 +77,23 @@ func (ix *Index) ExplainDoc(q, id string) string {
 	return b.String()
 }
 
-// Uncovered lists the query words the best doc does not match (directly or
-// through a related word), with their roles and weights.
+// Uncovered lists the query words the best doc does not match, directly or
+// through a synonym.
 func (ix *Index) Uncovered(q string) string {
 	r := ix.rank(q)
 	if len(r.docs) == 0 {
 		return "-"
 	}
-	top := r.docs[0]
 	best := make([]float64, len(ix.ids))
-	factor := make([]float64, len(ix.ids))
 	var b strings.Builder
 	for _, t := range ix.analyseQuery(q) {
 		clear(best)
-		clear(factor)
-		ix.match(t.word, 1, 1, best, factor)
+		ix.match(t.word, math.Inf(1), 1, best)
 		for _, s := range ix.synonyms[t.word] {
-			ix.match(s, 1, 0.5, best, factor)
+			ix.match(s, math.Inf(1), 1, best)
 		}
-		if factor[top] < 1 {
-			fmt.Fprintf(&b, "%s[%d %.1f %.2f] ", t.word, t.role, ix.weight(t), factor[top])
+		if best[r.docs[0]] == 0 {
+			fmt.Fprintf(&b, "%s[%d] ", t.word, t.role)
 		}
 	}
 	return b.String()

@@ -50,35 +50,34 @@ type options struct {
 	// splits, stop words, stemming, phrases or synonyms; a doc is a hit when
 	// it contains any query word.
 	Plain bool
-	// MinCover is the share of the query's weight (the idf of its words) that
-	// the best hit must cover, or Search returns no hits.
-	MinCover float64
-	// Synonym scales the score of a word matched through a synonym, and the
-	// share of its weight that the match covers.
+	// MinConfidence is the confidence (see ranking.confidence) below which
+	// Search returns no hits.
+	MinConfidence float64
+	// Unknown is the confidence a query loses per share of its words the
+	// catalog does not know.
+	Unknown float64
+	// Synonym scales the score of a word matched through a synonym.
 	Synonym float64
 	// Profile is the share of a server's tools that must use a word for it
 	// to join the server field of all of them (see addProfiles); 0 adds none.
 	Profile float64
-	// CoverDepth is how many of the best docs may show that the query is
-	// covered enough (MinCover); 0 or 1 means the best alone.
-	CoverDepth int
 	// Value, Name and Arg are the weight of a query word in that role (see
-	// role), in the no-match decision and as a factor of its score; a word
-	// weighs 1.
+	// role): a factor of its score and its part of the query's weight in the
+	// confidence; a plain word weighs 1.
 	Value, Name, Arg float64
 }
 
 var defaultOptions = options{
-	Weights:    [numFields]float64{fieldName: 3, fieldTitle: 2, fieldDescription: 1, fieldParams: 0.4, fieldServer: 0.6},
-	K1:         1.6,
-	B:          0.3,
-	MinCover:   0.45,
-	Synonym:    0.7,
-	Profile:    0.5,
-	CoverDepth: 3,
-	Value:      0.2,
-	Name:       0.6,
-	Arg:        0.1,
+	Weights:       [numFields]float64{fieldName: 3, fieldTitle: 1, fieldDescription: 1, fieldParams: 0.4, fieldServer: 0.6},
+	K1:            1.6,
+	B:             0.3,
+	MinConfidence: 0.14,
+	Unknown:       0.26,
+	Synonym:       0.7,
+	Profile:       0.5,
+	Value:         0.1,
+	Name:          0.3,
+	Arg:           0.6,
 }
 
 // Index ranks a fixed set of Docs. It is immutable; Search is safe for
@@ -470,7 +469,7 @@ func (ix *Index) Search(query string, k int) []Hit {
 		return nil
 	}
 	r := ix.rank(query)
-	if len(r.docs) == 0 || r.bestCover(ix.opt.CoverDepth) < ix.opt.MinCover*r.weight {
+	if len(r.docs) == 0 || r.confidence(ix.opt) < ix.opt.MinConfidence {
 		return nil
 	}
 	hits := make([]Hit, min(k, len(r.docs)))
@@ -483,19 +482,26 @@ func (ix *Index) Search(query string, k int) []Hit {
 
 // ranking is a query's result before the no-match decision.
 type ranking struct {
-	docs   []int     // every doc that matched a word, best first
-	score  []float64 // by doc
-	cover  []float64 // by doc: the weight of the query words it matches
-	weight float64   // the query's total weight
+	docs    []int     // every doc that matched a word, best first
+	score   []float64 // by doc
+	weight  float64   // the query's total weight
+	words   int       // the query's words
+	unknown int       // those, not values or arguments, that no doc has
+	maxIDF  float64   // the idf of a word in one doc
 }
 
-// bestCover is the most cover among the first n docs (at least one).
-func (r ranking) bestCover(n int) float64 {
-	var c float64
-	for _, d := range r.docs[:min(max(n, 1), len(r.docs))] {
-		c = max(c, r.cover[d])
+// confidence is how well the best doc answers the query: its score per unit
+// of the query's weight (the mean idf-weighted, saturated match of a query
+// word) over the idf of a word in one doc (so that it does not depend on the
+// catalog's size), less opt.Unknown times the share of the query's words that no doc
+// has (nor any synonym), names included: a request in words the catalog
+// does not know ("book a flight", "message them on Teams") is for a tool it
+// does not have.
+func (r ranking) confidence(opt options) float64 {
+	if len(r.docs) == 0 || r.weight == 0 {
+		return 0
 	}
-	return c
+	return r.score[r.docs[0]]/r.weight/r.maxIDF - opt.Unknown*float64(r.unknown)/float64(r.words)
 }
 
 func (ix *Index) rank(query string) ranking {
@@ -515,28 +521,31 @@ func (ix *Index) rank(query string) ranking {
 		return r
 	}
 	r.score = make([]float64, len(ix.ids))
-	r.cover = make([]float64, len(ix.ids))
 	best := make([]float64, len(ix.ids))
-	factor := make([]float64, len(ix.ids))
+	r.words, r.maxIDF = len(words), ix.idf(1)
 	for _, t := range words {
+		if (t.role == roleWord || t.role == roleName) && !ix.known(t.word) {
+			r.unknown++
+		}
 		w, weight := t.word, ix.weight(t)
 		r.weight += weight
 		// A word scores in each doc by its best match: itself, or a synonym
-		// at opt.Synonym (in full when no doc has the word itself); it
-		// covers its weight, or opt.Synonym of it.
+		// at opt.Synonym (in full when no doc has the word itself), and a
+		// synonym scores no more than the word itself would: a rarer
+		// synonym is no better evidence.
 		clear(best)
-		clear(factor)
-		ix.match(w, weight, 1, best, factor)
-		syn := ix.opt.Synonym
-		if ix.postings[w] == nil {
+		ix.match(w, math.Inf(1), weight, best)
+		syn, maxIDF := ix.opt.Synonym, math.Inf(1)
+		if ps := ix.postings[w]; ps == nil {
 			syn = 1
+		} else {
+			maxIDF = ix.idf(len(ps))
 		}
 		for _, s := range ix.synonyms[w] {
-			ix.match(s, weight*syn, syn, best, factor)
+			ix.match(s, maxIDF, weight*syn, best)
 		}
 		for d, s := range best {
 			r.score[d] += s
-			r.cover[d] += weight * factor[d]
 		}
 	}
 	for d, s := range r.score {
@@ -553,22 +562,17 @@ func (ix *Index) rank(query string) ranking {
 	return r
 }
 
-// match raises best[d] to the score of term t in each doc d containing it,
-// scaled by scale, and factor[d] to share (the share of the word's weight
-// that the match covers).
-func (ix *Index) match(t string, scale, share float64, best, factor []float64) {
+// match raises best[d] to the score of term t in each doc d containing it
+// (its idf capped at maxIDF), scaled by scale.
+func (ix *Index) match(t string, maxIDF, scale float64, best []float64) {
 	ps := ix.postings[t]
 	if len(ps) == 0 {
 		return
 	}
-	idf := ix.idf(len(ps))
+	idf := min(maxIDF, ix.idf(len(ps)))
 	for _, p := range ps {
 		tfn := float64(p.tfn)
-		sat := tfn / (ix.opt.K1 + tfn)
-		best[p.doc] = max(best[p.doc], scale*idf*sat)
-		// A word once in a description of average length covers its weight
-		// in full; one only in weaker fields (parameters, server) less.
-		factor[p.doc] = max(factor[p.doc], share*min(1, sat*(ix.opt.K1+1)))
+		best[p.doc] = max(best[p.doc], scale*idf*tfn/(ix.opt.K1+tfn))
 	}
 }
 

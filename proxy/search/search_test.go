@@ -2,6 +2,7 @@ package search
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -140,7 +141,8 @@ func TestSearchIsDeterministic(t *testing.T) {
 	// Two docs with the same text tie; the tie breaks by ID, whatever the order of the docs.
 	a := Doc{ID: "b__x", Name: "b__x", Description: "frobnicate widgets"}
 	b := Doc{ID: "a__x", Name: "a__x", Description: "frobnicate widgets"}
-	for _, docs := range [][]Doc{{a, b}, {b, a}} {
+	others := []Doc{{ID: "c__y", Name: "c__y", Description: "paint fences"}, {ID: "c__z", Name: "c__z", Description: "mow lawns"}}
+	for _, docs := range [][]Doc{append([]Doc{a, b}, others...), append([]Doc{b, a}, others...)} {
 		got := ids(New(docs).Search("frobnicate widgets", 5))
 		if diff := cmp.Diff([]string{"a__x", "b__x"}, got); diff != "" {
 			t.Errorf("ties (-want +got):\n%s", diff)
@@ -307,11 +309,12 @@ func TestSearchServerProfile(t *testing.T) {
 		{ID: "s2__w", Name: "s2__w", Server: "s2", Description: "Polish a gadget."},
 		{ID: "s2__v", Name: "s2__v", Server: "s2", Description: "Paint a gadget."},
 	}
-	got := ids(New(docs).Search("delete an acme gadget", 5))
+	o := defaultOptions
+	o.MinConfidence = math.Inf(-1) // this tests the ranking alone
+	got := ids(build(docs, o).Search("delete an acme gadget", 5))
 	if len(got) < 2 || got[0] != "s9__z" {
 		t.Errorf("Search = %v, want s9__z first (its server's profile has acme)", got)
 	}
-	o := defaultOptions
 	o.Profile = 0
 	if got := ids(build(docs, o).Search("delete an acme gadget", 5)); len(got) > 0 && got[0] == "s9__z" {
 		t.Errorf("without profiles Search = %v; the test does not test profiles", got)

@@ -15,8 +15,7 @@ var evalTune = flag.Bool("tune", false, "TestTuneDev: print the dev split's miss
 
 // TestTuneDev is the tuning aid: it reads only the dev split (the test split
 // must not steer the ranker). It prints each miss of ours with how the query
-// was read, the share of the query the no-match decision saw covered for
-// every query, and the dev figures as each knob moves from its default.
+// was read, the confidence the no-match decision saw for every query, and the dev figures as each knob moves from its default.
 // EXPLAIN="a query" DOCS="id …" explains one query instead; DESCEND=1 runs a
 // coordinate descent on the shortfall from the targets and shows the result
 // on each half of dev, to see how much it leans on the queries it was fit to.
@@ -55,7 +54,7 @@ func TestTuneDev(t *testing.T) {
 		}
 	}
 	for _, q := range dev {
-		id, cover := ix.Top(q.Query)
+		id, conf := ix.Top(q.Query)
 		kind := "right"
 		switch {
 		case q.Want == "":
@@ -63,7 +62,7 @@ func TestTuneDev(t *testing.T) {
 		case !right(q, id):
 			kind = "wrong"
 		}
-		fmt.Fprintf(&b, "cover %.2f %-7s %s %q -> %s   uncovered: %s\n", cover, kind, q.ID, q.Query, id, ix.Uncovered(q.Query))
+		fmt.Fprintf(&b, "confidence %5.2f %-7s %s %q -> %s   unmatched: %s\n", conf, kind, q.ID, q.Query, id, ix.Uncovered(q.Query))
 	}
 
 	knobs := []struct {
@@ -71,12 +70,12 @@ func TestTuneDev(t *testing.T) {
 		vals []float64
 		set  func(o *search.Options, v float64)
 	}{
-		{"MinCover", []float64{0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6}, func(o *search.Options, v float64) { o.MinCover = v }},
+		{"MinConfidence", []float64{0.1, 0.11, 0.12, 0.13, 0.14, 0.15, 0.16, 0.18}, func(o *search.Options, v float64) { o.MinConfidence = v }},
+		{"Unknown", []float64{0.1, 0.15, 0.2, 0.26, 0.3, 0.4, 0.5}, func(o *search.Options, v float64) { o.Unknown = v }},
 		{"Name", []float64{0.3, 0.6, 1, 2, 3}, func(o *search.Options, v float64) { o.Name = v }},
 		{"Arg", []float64{0.1, 0.3, 0.6, 1}, func(o *search.Options, v float64) { o.Arg = v }},
 		{"Value", []float64{0.1, 0.2, 0.3, 0.5}, func(o *search.Options, v float64) { o.Value = v }},
 		{"Synonym", []float64{0.4, 0.5, 0.6, 0.7, 0.8}, func(o *search.Options, v float64) { o.Synonym = v }},
-		{"CoverDepth", []float64{1, 3, 5}, func(o *search.Options, v float64) { o.CoverDepth = int(v) }},
 		{"B", []float64{0.3, 0.5, 0.75}, func(o *search.Options, v float64) { o.B = v }},
 		{"K1", []float64{0.8, 1.2, 1.6, 2}, func(o *search.Options, v float64) { o.K1 = v }},
 		{"Profile", []float64{0, 0.3, 0.5, 0.7}, func(o *search.Options, v float64) { o.Profile = v }},
