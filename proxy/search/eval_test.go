@@ -39,7 +39,7 @@ const (
 const (
 	evalFloorTop5    = 0.60
 	evalFloorTop1    = 0.45
-	evalFloorNoMatch = 0.40
+	evalFloorNoMatch = 0.20
 )
 
 type evalQuery struct {
