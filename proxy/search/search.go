@@ -281,16 +281,24 @@ const (
 func (ix *Index) terms(raw []term) []term {
 	out := make([]term, 0, len(raw))
 	var prev string
+	prevOut := false // whether the previous token is out's last term
 	for i, t := range raw {
 		s := stem(t.word)
 		if i > 0 {
 			if p, ok := ix.phrases[[2]string{prev, s}]; ok {
+				// The pair is one word of the query: "look up" → lookup.
+				if prevOut {
+					out = out[:len(out)-1]
+				}
 				out = append(out, term{word: p, role: t.role})
+				prev, prevOut = s, false
+				continue
 			}
 		}
-		prev = s
+		prev, prevOut = s, false
 		if !stopWords[t.word] && !namingWords[t.word] {
 			out = append(out, term{word: s, role: t.role})
+			prevOut = true
 		}
 	}
 	return out

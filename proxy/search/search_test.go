@@ -113,6 +113,8 @@ func TestSearchReturnsNoHits(t *testing.T) {
 		{name: "punctuation only", query: "?!-_/.", k: 5},
 		{name: "stop words only", query: "can you please do it for me", k: 5},
 		{name: "one common word among unknown ones", query: "book a flight to Paris in a file", k: 5},
+		{name: "a task for a tool the catalog lacks", query: "send an email to my boss", k: 5},
+		{name: "a product the catalog lacks", query: "play some music on Spotify", k: 5},
 		{name: "k zero", query: "read a text file", k: 0},
 		{name: "k negative", query: "read a text file", k: -1},
 	}
@@ -212,8 +214,9 @@ func TestAnalyseQuery(t *testing.T) {
 		{query: "a folder called Build now", want: []term{{word: "folder"}, {word: "build", role: roleValue}}},
 		{query: "search the web for weather in London", want: []term{{word: "search"}, {word: "web"}, {word: "weather", role: roleArg}, {word: "london", role: roleName}}},
 		{query: "Weather in Berlin and GitHub", want: []term{{word: "weather"}, {word: "berlin", role: roleName}, {word: "github"}}},
-		{query: "look up trace 4bf92f3577b3 for issue 55", want: []term{{word: "look"}, {word: "lookup"}, {word: "up"}, {word: "trac"}, {word: "4", role: roleValue}, {word: "bf", role: roleValue}, {word: "92", role: roleValue}, {word: "f", role: roleValue}, {word: "3577", role: roleValue}, {word: "b", role: roleValue}, {word: "3", role: roleValue}, {word: "issu"}, {word: "55", role: roleValue}}},
-		{query: "open a pull request.", want: []term{{word: "open"}, {word: "pull"}, {word: "pr"}, {word: "request"}}},
+		{query: "look up trace 4bf92f3577b3 for issue 55", want: []term{{word: "lookup"}, {word: "trac"}, {word: "4", role: roleValue}, {word: "bf", role: roleValue}, {word: "92", role: roleValue}, {word: "f", role: roleValue}, {word: "3577", role: roleValue}, {word: "b", role: roleValue}, {word: "3", role: roleValue}, {word: "issu"}, {word: "55", role: roleValue}}},
+		{query: "open a pull request.", want: []term{{word: "open"}, {word: "pr"}}},
+		{query: "pull the request", want: []term{{word: "pull"}, {word: "request"}}},
 		{query: `"unclosed quote`, want: []term{{word: "unclos", role: roleValue}, {word: "quot", role: roleValue}}},
 	}
 	for _, tt := range tests {

@@ -3,6 +3,7 @@ package search_test
 import (
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -47,6 +48,21 @@ func TestTuneDev(t *testing.T) {
 	right := func(q evalQuery, id string) bool { return id == q.Want || slices.Contains(q.Also, id) }
 	var b strings.Builder
 	fmt.Fprintf(&b, "dev, defaults: %s\n", evalRun(with(base), dev, "dev"))
+	if os.Getenv("RANKMISS") != "" {
+		// Where the right tool ranks, the no-match decision aside.
+		o := base
+		o.MinConfidence = math.Inf(-1)
+		ix0 := search.NewWith(docs, o)
+		for _, q := range dev {
+			got := evalHitIDs(ix0.Search(q.Query, 5))
+			if q.Want != "" && (len(got) == 0 || !right(q, got[0])) {
+				at := slices.IndexFunc(got, func(id string) bool { return right(q, id) })
+				fmt.Fprintf(&b, "rank %d %s %q want %s got %v\n    want: %s\n    got:  %s\n", at+1, q.ID, q.Query, q.Want, got,
+					ix0.ExplainDoc(q.Query, q.Want), ix0.ExplainDoc(q.Query, got[0]))
+			}
+		}
+	}
+
 	for _, q := range dev {
 		got := evalHitIDs(ix.Search(q.Query, 5))
 		if (q.Want == "" && len(got) > 0) || (q.Want != "" && (len(got) == 0 || !right(q, got[0]))) {
