@@ -2,15 +2,28 @@
 // the search surface.
 //
 // An Index is built once from a catalog snapshot (New) and is immutable, so any
-// number of goroutines may Search it. The ranking is BM25F: each field of a
-// Doc (name, title, description, parameters, server) is tokenised on word,
-// snake_case, kebab-case, camelCase and digit boundaries, case-folded, stemmed
-// lightly and weighted; a query word also matches a small table of generic
-// synonyms at a lower weight. Search returns no hits when the best entry covers
-// too little of the query's weight (its rare words), so the caller can say
-// plainly that no tool matches instead of offering a wrong one.
+// number of goroutines may Search it. The ranking is BM25F over five fields of
+// a Doc: the tool's own name, its title, description, parameters (names and
+// descriptions) and its server (key, description, and the words most of the
+// server's tools use). Text is cut into words at every non-letter and at
+// snake_case, kebab-case, camelCase and digit boundaries, case-folded rune by
+// rune, stemmed lightly (plurals, -ing, -ed, -ly) and cleared of stop words; a
+// query word also matches a small table of generic synonyms, at a lower score.
+//
+// A query is read before it is matched: paths, URLs, file names, numbers,
+// #channels, @handles and quoted text are argument values and weigh little
+// (a value also adds the word for its kind: "notes.txt" adds "file");
+// capitalised words and words after a preposition that the catalog does not
+// know are names and arguments and weigh less too.
+//
+// Search returns no hits when its confidence is too low: the best hit's score
+// per query word, less a penalty for the share of the query's words that the
+// catalog does not know at all. The caller then says plainly that no tool
+// matches instead of offering a wrong one.
 //
 // The package is pure: standard library only, no SDK types, no I/O, no
 // goroutines. It knows nothing of policy; the caller indexes only what the
-// client may see.
+// client may see. The knobs (defaultOptions) were tuned on the dev split of
+// the recorded evaluation (testdata/, eval_test.go); the test split is not
+// used for tuning.
 package search
