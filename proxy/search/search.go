@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -29,7 +30,7 @@ type Hit struct {
 	Score float64 // comparable within one Search call only
 }
 
-// The fields of a Doc, in the order of options.weights.
+// The fields of a Doc, in the order of options.Weights.
 const (
 	fieldName = iota
 	fieldTitle
@@ -101,20 +102,7 @@ func New(docs []Doc) *Index { return build(docs, defaultOptions) }
 func build(docs []Doc, opt options) *Index {
 	ix := &Index{opt: opt, ids: make([]string, len(docs)), postings: map[string][]posting{}}
 	if !opt.Plain {
-		ix.phrases = make(map[[2]string]string, len(phrases))
-		for k, v := range phrases {
-			ix.phrases[[2]string{stem(k[0]), stem(k[1])}] = stem(v)
-		}
-		ix.synonyms = map[string][]string{}
-		for _, group := range synonyms {
-			for _, w := range group {
-				for _, o := range group {
-					if o != w {
-						ix.synonyms[stem(w)] = appendNew(ix.synonyms[stem(w)], stem(o))
-					}
-				}
-			}
-		}
+		ix.synonyms, ix.phrases = analysedWords()
 	}
 
 	// Term frequencies per doc and field, and field lengths.
@@ -158,6 +146,26 @@ func build(docs []Doc, opt options) *Index {
 	}
 	return ix
 }
+
+// analysedWords returns the synonyms and phrases tables (words.go) as the
+// analyser sees them: stemmed. The maps are shared and never written.
+var analysedWords = sync.OnceValues(func() (map[string][]string, map[[2]string]string) {
+	syn := map[string][]string{}
+	for _, group := range synonyms {
+		for _, w := range group {
+			for _, o := range group {
+				if o != w {
+					syn[stem(w)] = appendNew(syn[stem(w)], stem(o))
+				}
+			}
+		}
+	}
+	phr := make(map[[2]string]string, len(phrases))
+	for k, v := range phrases {
+		phr[[2]string{stem(k[0]), stem(k[1])}] = stem(v)
+	}
+	return syn, phr
+})
 
 // addProfiles adds to each doc's server field the words that most tools of
 // its server use (in Profile of them or more, and in two at least): what the
@@ -224,8 +232,8 @@ func (ix *Index) fieldTexts(d Doc) [numFields]string {
 	return texts
 }
 
-// analyse turns text into index terms: tokens, stemmed, with the single word
-// of each phrase added, less stop words.
+// analyse turns a doc's text into index terms: tokens, stemmed, with the
+// single word of each phrase added, less stop words.
 func (ix *Index) analyse(text string) []string {
 	if ix.opt.Plain {
 		return strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !isWordRune(r) })
@@ -276,8 +284,8 @@ const (
 	roleArg
 )
 
-// terms stems raw tokens, adds the single word of each phrase and drops stop
-// words.
+// terms stems a query's raw tokens, replaces each phrase by its single word
+// and drops stop words.
 func (ix *Index) terms(raw []term) []term {
 	out := make([]term, 0, len(raw))
 	var prev string
@@ -501,10 +509,12 @@ type ranking struct {
 // confidence is how well the best doc answers the query: its score per unit
 // of the query's weight (the mean idf-weighted, saturated match of a query
 // word) over the idf of a word in one doc (so that it does not depend on the
-// catalog's size), less opt.Unknown times the share of the query's words that no doc
-// has (nor any synonym), names included: a request in words the catalog
-// does not know ("book a flight", "message them on Teams") is for a tool it
-// does not have.
+// catalog's size), less opt.Unknown times the share of the query's words
+// that no doc has (nor any synonym of it), names included: a request in
+// words the catalog does not know ("book a flight", "message them on
+// Teams") is for a tool it does not have. On the dev queries this told
+// requests with a right tool from those without better than the share of
+// the query's words the best doc covers.
 func (r ranking) confidence(opt options) float64 {
 	if len(r.docs) == 0 || r.weight == 0 {
 		return 0
