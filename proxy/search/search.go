@@ -69,15 +69,15 @@ type options struct {
 }
 
 var defaultOptions = options{
-	Weights:       [numFields]float64{fieldName: 3, fieldTitle: 1, fieldDescription: 1, fieldParams: 0.4, fieldServer: 0.6},
+	Weights:       [numFields]float64{fieldName: 4, fieldTitle: 1, fieldDescription: 1, fieldParams: 0.2, fieldServer: 0.6},
 	K1:            1.6,
-	B:             0.3,
+	B:             0.5,
 	MinConfidence: 0.14,
-	Unknown:       0.26,
+	Unknown:       0.15,
 	Synonym:       0.7,
 	Profile:       0.5,
 	Value:         0.1,
-	Name:          0.3,
+	Name:          0.6,
 	Arg:           0.6,
 }
 

@@ -113,7 +113,7 @@ func TestSearchReturnsNoHits(t *testing.T) {
 		{name: "punctuation only", query: "?!-_/.", k: 5},
 		{name: "stop words only", query: "can you please do it for me", k: 5},
 		{name: "one common word among unknown ones", query: "book a flight to Paris in a file", k: 5},
-		{name: "a task for a tool the catalog lacks", query: "send an email with the time to my boss", k: 5},
+		{name: "a task for a tool the catalog lacks", query: "send an email to my boss about the file", k: 5},
 		{name: "a product the catalog lacks", query: "play the music files on Spotify", k: 5},
 		{name: "k zero", query: "read a text file", k: 0},
 		{name: "k negative", query: "read a text file", k: -1},
