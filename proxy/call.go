@@ -255,11 +255,15 @@ func (s *Server) startCall(ctx context.Context, ss *mcp.ServerSession, name stri
 	}
 	if meta, ok := fields["_meta"]; ok {
 		var release func()
-		if fields["_meta"], release, err = s.progress.mapToken(callCtx, ss, meta, b, fixed); err != nil {
+		var route string
+		if fields["_meta"], route, release, err = s.progress.mapToken(callCtx, ss, meta, b, fixed); err != nil {
 			done(nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid _meta: %v", err)})
 			return
 		}
 		cleanups = append(cleanups, release)
+		if pc != nil {
+			pc.setProgressRoute(route)
+		}
 	}
 	params, err := json.Marshal(fields)
 	if err != nil {
@@ -435,26 +439,27 @@ type progressRoute struct {
 
 // mapToken replaces a progress token in a raw _meta object with a token unique
 // across upstreams and sessions, for a call sent to b's process (fixed's own,
-// if fixed is set), and returns a func that forgets it.
-func (p *progressRoutes) mapToken(ctx context.Context, ss *mcp.ServerSession, meta json.RawMessage, b *backend, fixed *mcp.ServerSession) (json.RawMessage, func(), error) {
+// if fixed is set), and returns it (the route's id; empty when there is no
+// token) and a func that forgets it.
+func (p *progressRoutes) mapToken(ctx context.Context, ss *mcp.ServerSession, meta json.RawMessage, b *backend, fixed *mcp.ServerSession) (json.RawMessage, string, func(), error) {
 	noop := func() {}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(meta, &m); err != nil {
-		return nil, noop, err
+		return nil, "", noop, err
 	}
 	rawTok, ok := m["progressToken"]
 	if !ok || ss == nil {
-		return meta, noop, nil
+		return meta, "", noop, nil
 	}
 	var tok any
 	if err := json.Unmarshal(rawTok, &tok); err != nil {
-		return nil, noop, err
+		return nil, "", noop, err
 	}
 	id := "mf-progress-" + rand.Text()
 	m["progressToken"], _ = json.Marshal(id)
 	out, err := json.Marshal(m)
 	if err != nil {
-		return nil, noop, err
+		return nil, "", noop, err
 	}
 	p.mu.Lock()
 	if p.routes == nil {
@@ -462,11 +467,37 @@ func (p *progressRoutes) mapToken(ctx context.Context, ss *mcp.ServerSession, me
 	}
 	p.routes[id] = progressRoute{ctx: ctx, ss: ss, token: tok, b: b, fixed: fixed}
 	p.mu.Unlock()
-	return out, func() {
+	return out, id, func() {
 		p.mu.Lock()
 		delete(p.routes, id)
 		p.mu.Unlock()
 	}, nil
+}
+
+// rebind sends the progress of route id from now on to the request that
+// resumed a bridged call (a modern client's retry: over HTTP a request of
+// its own, whose stream is the one the client reads), with that request's
+// token if it has one, else the call's first.
+func (p *progressRoutes) rebind(id string, ctx context.Context, ss *mcp.ServerSession, meta json.RawMessage) {
+	if id == "" || ss == nil {
+		return
+	}
+	var m struct {
+		Token json.RawMessage `json:"progressToken"`
+	}
+	var tok any
+	hasTok := len(meta) > 0 && json.Unmarshal(meta, &m) == nil && len(m.Token) > 0 && json.Unmarshal(m.Token, &tok) == nil && tok != nil
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	rt, ok := p.routes[id]
+	if !ok {
+		return
+	}
+	rt.ctx, rt.ss = ctx, ss
+	if hasTok {
+		rt.token = tok
+	}
+	p.routes[id] = rt
 }
 
 // forward sends a progress notification from b's process (fixed's own, if

@@ -249,6 +249,15 @@ type parkedCall struct {
 	gather   *time.Timer     // pending flush; guarded by mu
 	parked   bool            // registered in br; guarded by mu
 	done     bool            // the call has ended for the client; guarded by mu
+	progress string          // the call's progress route (progressRoutes), if it has one; guarded by mu
+}
+
+// setProgressRoute records the call's progress route, which each retry
+// rebinds to itself (resumeCall).
+func (pc *parkedCall) setProgressRoute(id string) {
+	pc.mu.Lock()
+	pc.progress = id
+	pc.mu.Unlock()
 }
 
 type ask struct {
@@ -447,12 +456,16 @@ func (pc *parkedCall) rounds() int {
 // resume serves a retry of the parked call: st is its opened state, ctx and
 // finish the retry's request. The answers go to the waiting upstream
 // requests; the retry is answered by the next event.
-func (pc *parkedCall) resume(ctx context.Context, st era.State, caps *mcp.ClientCapabilities, responses map[string]json.RawMessage, finish func(json.RawMessage, error)) error {
+//
+// rebind is called with the call's progress route once the state is found
+// good, before the answers go to the server.
+func (pc *parkedCall) resume(ctx context.Context, st era.State, caps *mcp.ClientCapabilities, responses map[string]json.RawMessage, finish func(json.RawMessage, error), rebind func(route string)) error {
 	pc.mu.Lock()
 	if pc.done || pc.attached != nil || st.Round != pc.round {
 		pc.mu.Unlock()
 		return errors.New("it was already used (a requestState is valid for one retry); use the requestState of the latest result")
 	}
+	rebind(pc.progress)
 	if pc.expiry != nil {
 		pc.expiry.Stop()
 	}
@@ -538,7 +551,11 @@ func (s *Server) resumeCall(ctx context.Context, ss *mcp.ServerSession, e reqEra
 			return true
 		}
 	}
-	if err := pc.resume(ctx, st, e.caps, responses, finish); err != nil {
+	// Progress from here on goes to this retry, once its state is found
+	// good and before its answers reach the server (which may report
+	// progress at once).
+	rebind := func(route string) { s.progress.rebind(route, ctx, ss, fields["_meta"]) }
+	if err := pc.resume(ctx, st, e.caps, responses, finish, rebind); err != nil {
 		finish(nil, stateError(name, err))
 	}
 	return true

@@ -621,6 +621,39 @@ func TestBridgeModernClientLegacyServerHTTP(t *testing.T) {
 		})
 	})
 
+	t.Run("progress across rounds", func(t *testing.T) {
+		// Each retry is a request of its own: the progress after a round
+		// of input reaches the client on the retry's stream.
+		bc.mu.Lock()
+		bc.progress = nil
+		bc.mu.Unlock()
+		res, err := callRaw(ctx, cs, "alpha__interview", map[string]any{"steps": "progress,elicit,progress"}, mcp.Meta{"progressToken": "bridge-tok"})
+		if err != nil || res.IsError {
+			t.Fatalf("alpha__interview: %v %v", err, res)
+		}
+		deadline := time.Now().Add(awaitBound)
+		for {
+			bc.mu.Lock()
+			got := append([]mcp.ProgressNotificationParams(nil), bc.progress...)
+			bc.mu.Unlock()
+			if len(got) == 2 {
+				for _, p := range got {
+					if p.ProgressToken != "bridge-tok" {
+						t.Errorf("progress token = %v, want the client's own", p.ProgressToken)
+					}
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("progress notifications = %+v, want 2 (one before and one after the round of input)", got)
+			}
+			select {
+			case <-bc.more:
+			case <-time.After(pollEvery):
+			}
+		}
+	})
+
 	t.Run("concurrent calls", func(t *testing.T) {
 		// Two calls in flight at once, each asking: each request reaches
 		// its own call (no answer crosses over).
