@@ -68,26 +68,12 @@ func TestHelpAndCompletion(t *testing.T) {
 	// zsh's).
 	complete := map[string]func(f, line string) []string{
 		"bash": func(f, line string) []string {
-			words := strings.Fields(line)
-			if strings.HasSuffix(line, " ") {
-				words = append(words, "")
-			}
-			q := make([]string, len(words))
-			for i, w := range words {
-				q[i] = strconv.Quote(w)
-			}
-			return []string{"-c", fmt.Sprintf(`source %q; COMP_WORDS=(%s); COMP_CWORD=%d; _manifold; printf '%%s\n' "${COMPREPLY[@]}"`, f, strings.Join(q, " "), len(words)-1)}
+			q := quotedWords(line)
+			return []string{"-c", fmt.Sprintf(`source %q; COMP_WORDS=(%s); COMP_CWORD=%d; _manifold; printf '%%s\n' "${COMPREPLY[@]}"`, f, strings.Join(q, " "), len(q)-1)}
 		},
 		"zsh": func(f, line string) []string {
-			words := strings.Fields(line)
-			if strings.HasSuffix(line, " ") {
-				words = append(words, "")
-			}
-			q := make([]string, len(words))
-			for i, w := range words {
-				q[i] = strconv.Quote(w)
-			}
-			return []string{"-fc", fmt.Sprintf(`compadd() { [[ $1 == -- ]] && shift; print -rl -- "$@" }; _files() { }; words=(%s); CURRENT=%d; source %q`, strings.Join(q, " "), len(words), f)}
+			q := quotedWords(line)
+			return []string{"-fc", fmt.Sprintf(`compadd() { [[ $1 == -- ]] && shift; print -rl -- "$@" }; _files() { }; words=(%s); CURRENT=%d; source %q`, strings.Join(q, " "), len(q), f)}
 		},
 		"fish": func(f, line string) []string {
 			return []string{"--no-config", "-c", fmt.Sprintf("source %q; complete -C %q", f, line)}
@@ -123,6 +109,20 @@ func TestHelpAndCompletion(t *testing.T) {
 			}
 		}
 	}
+}
+
+// quotedWords splits a command line as a shell's completion sees it (a
+// trailing space starts an empty word), each word quoted for the shell.
+func quotedWords(line string) []string {
+	words := strings.Fields(line)
+	if strings.HasSuffix(line, " ") {
+		words = append(words, "")
+	}
+	q := make([]string, len(words))
+	for i, w := range words {
+		q[i] = strconv.Quote(w)
+	}
+	return q
 }
 
 // TestHelpKeysAreKeys: every key manifold help documents is one the config

@@ -127,6 +127,41 @@ func auditRounds(cfg, exposed string) []string {
 	return out
 }
 
+// progressAcrossRounds calls alpha__interview with a progress token, for a
+// round of input between two progress notifications, and checks that both
+// reach the client with its own token.
+func progressAcrossRounds(ctx context.Context, t *testing.T, cs *mcp.ClientSession, bc *bridgeClient) {
+	t.Helper()
+	bc.mu.Lock()
+	bc.progress = nil
+	bc.mu.Unlock()
+	res, err := callRaw(ctx, cs, "alpha__interview", map[string]any{"steps": "progress,elicit,progress"}, mcp.Meta{"progressToken": "bridge-tok"})
+	if err != nil || res.IsError {
+		t.Fatalf("alpha__interview: %v %v", err, res)
+	}
+	deadline := time.Now().Add(awaitBound)
+	for {
+		bc.mu.Lock()
+		got := append([]mcp.ProgressNotificationParams(nil), bc.progress...)
+		bc.mu.Unlock()
+		if len(got) == 2 {
+			for _, p := range got {
+				if p.ProgressToken != "bridge-tok" {
+					t.Errorf("progress token = %v, want the client's own", p.ProgressToken)
+				}
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("progress notifications = %+v, want 2 (one before and one after the round of input)", got)
+		}
+		select {
+		case <-bc.more:
+		case <-time.After(pollEvery):
+		}
+	}
+}
+
 func callRaw(ctx context.Context, cs *mcp.ClientSession, name string, args any, meta mcp.Meta) (*mcp.CallToolResult, error) {
 	return cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args, Meta: meta})
 }
@@ -181,34 +216,7 @@ func TestBridgeModernClientLegacyServerAuto(t *testing.T) {
 	})
 
 	t.Run("progress across rounds", func(t *testing.T) {
-		bc.mu.Lock()
-		bc.progress = nil
-		bc.mu.Unlock()
-		res, err := callRaw(ctx, sp.cs, "alpha__interview", map[string]any{"steps": "progress,elicit,progress"}, mcp.Meta{"progressToken": "bridge-tok"})
-		if err != nil || res.IsError {
-			t.Fatalf("alpha__interview: %v %v", err, res)
-		}
-		deadline := time.Now().Add(awaitBound)
-		for {
-			bc.mu.Lock()
-			got := append([]mcp.ProgressNotificationParams(nil), bc.progress...)
-			bc.mu.Unlock()
-			if len(got) == 2 {
-				for _, p := range got {
-					if p.ProgressToken != "bridge-tok" {
-						t.Errorf("progress token = %v, want the client's own", p.ProgressToken)
-					}
-				}
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("progress notifications = %+v, want 2 (one before and one after the round of input)", got)
-			}
-			select {
-			case <-bc.more:
-			case <-time.After(pollEvery):
-			}
-		}
+		progressAcrossRounds(ctx, t, sp.cs, bc)
 	})
 
 	t.Run("missing capability", func(t *testing.T) {
@@ -624,34 +632,7 @@ func TestBridgeModernClientLegacyServerHTTP(t *testing.T) {
 	t.Run("progress across rounds", func(t *testing.T) {
 		// Each retry is a request of its own: the progress after a round
 		// of input reaches the client on the retry's stream.
-		bc.mu.Lock()
-		bc.progress = nil
-		bc.mu.Unlock()
-		res, err := callRaw(ctx, cs, "alpha__interview", map[string]any{"steps": "progress,elicit,progress"}, mcp.Meta{"progressToken": "bridge-tok"})
-		if err != nil || res.IsError {
-			t.Fatalf("alpha__interview: %v %v", err, res)
-		}
-		deadline := time.Now().Add(awaitBound)
-		for {
-			bc.mu.Lock()
-			got := append([]mcp.ProgressNotificationParams(nil), bc.progress...)
-			bc.mu.Unlock()
-			if len(got) == 2 {
-				for _, p := range got {
-					if p.ProgressToken != "bridge-tok" {
-						t.Errorf("progress token = %v, want the client's own", p.ProgressToken)
-					}
-				}
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("progress notifications = %+v, want 2 (one before and one after the round of input)", got)
-			}
-			select {
-			case <-bc.more:
-			case <-time.After(pollEvery):
-			}
-		}
+		progressAcrossRounds(ctx, t, cs, bc)
 	})
 
 	t.Run("concurrent calls", func(t *testing.T) {
