@@ -163,12 +163,18 @@ func evalOurs(docs []search.Doc) evalRanker {
 	return evalRanker{"ours (BM25F)", func(q string, k int) []string { return evalHitIDs(ix.Search(q, k)) }}
 }
 
+// evalOursSemantic is ours with the word-vector signal (Options.Semantic).
+func evalOursSemantic(docs []search.Doc) evalRanker {
+	ix := search.NewWith(docs, search.Options{Semantic: true})
+	return evalRanker{"ours + semantic", func(q string, k int) []string { return evalHitIDs(ix.Search(q, k)) }}
+}
+
 // evalOursAlways is our ranking without the no-match decision: what the
 // ranking alone finds, and what the decision costs.
 func evalOursAlways(docs []search.Doc) evalRanker {
-	o := search.DefaultOptions
+	o := search.DefaultKnobs
 	o.MinConfidence = math.Inf(-1)
-	ix := search.NewWith(docs, o)
+	ix := search.NewWithKnobs(docs, o)
 	return evalRanker{"ours, never no-match", func(q string, k int) []string { return evalHitIDs(ix.Search(q, k)) }}
 }
 
@@ -351,7 +357,7 @@ func TestRetrievalReport(t *testing.T) {
 	fmt.Fprintf(&b, "catalog: %d tools from %d servers; queries: %d (dev %d+%d, test %d+%d with a right tool + without)\n\n",
 		len(docs), len(servers), len(qs), count("dev", false), count("dev", true), count("test", false), count("test", true))
 	fmt.Fprintf(&b, "| split | ranker | top-1 | top-5 | no-match answered |\n|---|---|---|---|---|\n")
-	rankers := []evalRanker{evalSubstring(docs), evalPlainBM25(docs), evalOurs(docs), evalOursAlways(docs)}
+	rankers := []evalRanker{evalSubstring(docs), evalPlainBM25(docs), evalOurs(docs), evalOursAlways(docs), evalOursSemantic(docs)}
 	for _, split := range []string{"dev", "test", ""} {
 		for _, r := range rankers {
 			f := evalRun(r, qs, split)
@@ -359,11 +365,13 @@ func TestRetrievalReport(t *testing.T) {
 				100*f.top1Rate(), f.top1, f.positives, 100*f.top5Rate(), f.top5, f.positives, 100*f.wrongRate(), f.wrong, f.noMatch)
 		}
 	}
-	for _, split := range []string{"dev", "test"} {
-		f := evalRun(rankers[2], qs, split)
-		fmt.Fprintf(&b, "\nmisses of ours (BM25F), %s (%d):\n", split, len(f.misses))
-		for _, m := range f.misses {
-			fmt.Fprintf(&b, "  %s\n", m)
+	for _, r := range []evalRanker{rankers[2], rankers[4]} {
+		for _, split := range []string{"dev", "test"} {
+			f := evalRun(r, qs, split)
+			fmt.Fprintf(&b, "\nmisses of %s, %s (%d):\n", r.name, split, len(f.misses))
+			for _, m := range f.misses {
+				fmt.Fprintf(&b, "  %s\n", m)
+			}
 		}
 	}
 	t.Log("\n" + b.String())

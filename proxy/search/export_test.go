@@ -7,9 +7,9 @@ import (
 	"strings"
 )
 
-// Options exposes the ranker's knobs to the evaluation (tuned on the dev split
+// Knobs exposes the ranker's knobs to the evaluation (tuned on the dev split
 // only).
-type Options = options
+type Knobs = options
 
 // The fields of Options.Weights.
 const (
@@ -20,11 +20,37 @@ const (
 	FieldServer      = fieldServer
 )
 
-// DefaultOptions are New's.
-var DefaultOptions = defaultOptions
+// DefaultKnobs are New's; SemanticKnobs NewWith's with Options.Semantic.
+var DefaultKnobs, SemanticKnobs = defaultOptions, semanticOptions
 
-// NewWith builds an index with other options.
-func NewWith(docs []Doc, o Options) *Index { return build(docs, o) }
+// NewWithKnobs builds an index with other knobs.
+func NewWithKnobs(docs []Doc, o Knobs) *Index { return build(docs, o) }
+
+// VectorsDecoded tells whether the word-vector table has been decoded in
+// this process.
+func VectorsDecoded() bool { return vectorsDecoded.Load() }
+
+// Neighbours lists the catalog terms the semantic signal matches for a
+// query word (analysed as a query), with their cosines.
+func (ix *Index) Neighbours(word string) string {
+	var b strings.Builder
+	for _, t := range ix.analyseQuery(word) {
+		for _, n := range ix.neighbours(t.word) {
+			fmt.Fprintf(&b, "%s→%s %.2f ", t.word, n.term, n.cos)
+		}
+	}
+	return b.String()
+}
+
+// Similarity is the cosine of two words' vectors in the embedded table (each
+// stemmed as the analyser does), and whether both have one.
+func Similarity(a, b string) (float64, bool) {
+	va, vb := vectors().vector(stem(a)), vectors().vector(stem(b))
+	if va == nil || vb == nil {
+		return 0, false
+	}
+	return float64(dot(va, vb)), true
+}
 
 // NewPlainBM25 builds the evaluation's plain BM25 baseline: all fields as one,
 // words split only at non-letters and case-folded, no field weights, stop
@@ -97,4 +123,11 @@ func (ix *Index) Uncovered(q string) string {
 		}
 	}
 	return b.String()
+}
+
+// DecodeVectors decodes the embedded table afresh (for its benchmark).
+func DecodeVectors() {
+	if _, err := decodeVectors(vectorsBin); err != nil {
+		panic(err)
+	}
 }

@@ -66,6 +66,16 @@ type options struct {
 	// role): a factor of its score and its part of the query's weight in the
 	// confidence; a plain word weighs 1.
 	Value, Name, Arg float64
+	// Semantic scales the score of a word matched through a word-vector
+	// neighbour (vectors.go): a catalog word whose cosine with the query
+	// word is SemanticMin or more, the SemanticTop nearest; 0 turns the
+	// semantic signal off.
+	Semantic    float64
+	SemanticMin float64
+	SemanticTop int
+	// SemanticKnown: a query word with a neighbour does not count as unknown
+	// to the catalog in the no-match decision.
+	SemanticKnown bool
 }
 
 var defaultOptions = options{
@@ -81,6 +91,33 @@ var defaultOptions = options{
 	Arg:           0.6,
 }
 
+// semanticOptions are NewWith's when Options.Semantic is set: the defaults
+// plus the semantic signal, tuned on the dev split.
+var semanticOptions = func() options {
+	o := defaultOptions
+	o.Semantic, o.SemanticMin, o.SemanticTop = 0.5, 0.6, 3
+	return o
+}()
+
+// Options choose the optional parts of the ranker; the zero value is New's.
+type Options struct {
+	// Semantic adds a word-vector signal: a query word also matches the
+	// catalog words nearest to it in meaning ("erase" → delete), from a
+	// table of generic English word vectors embedded in the binary (GloVe,
+	// vectors.go) and decoded on the first such index. It bridges words the
+	// synonym table lacks, at a cost in memory and time (see the README).
+	Semantic bool
+}
+
+// NewWith builds an index with optional parts (immutable, safe for
+// concurrent Search). NewWith(docs, Options{}) is New(docs).
+func NewWith(docs []Doc, o Options) *Index {
+	if o.Semantic {
+		return build(docs, semanticOptions)
+	}
+	return build(docs, defaultOptions)
+}
+
 // Index ranks a fixed set of Docs. It is immutable; Search is safe for
 // concurrent use.
 type Index struct {
@@ -89,6 +126,10 @@ type Index struct {
 	postings map[string][]posting // term → docs containing it, by doc
 	synonyms map[string][]string  // analysed word → analysed words of its groups
 	phrases  map[[2]string]string // analysed pair → analysed single word
+	// The semantic signal's catalog side (nil when off): the terms of the
+	// postings that have a vector, and their unit vectors.
+	semTerms []string
+	semVecs  [][]float32
 }
 
 type posting struct {
@@ -144,7 +185,55 @@ func build(docs []Doc, opt options) *Index {
 			ix.postings[t] = append(ix.postings[t], posting{doc: int32(i), tfn: float32(tfn)})
 		}
 	}
+	if opt.Semantic > 0 && !opt.Plain {
+		vt := vectors()
+		for t := range ix.postings {
+			if v := vt.vector(t); v != nil {
+				ix.semTerms = append(ix.semTerms, t)
+			}
+		}
+		slices.Sort(ix.semTerms)
+		ix.semVecs = make([][]float32, len(ix.semTerms))
+		for i, t := range ix.semTerms {
+			ix.semVecs[i] = vt.vector(t)
+		}
+	}
 	return ix
+}
+
+// neighbour is a catalog term near a query word in meaning.
+type neighbour struct {
+	term string
+	cos  float32
+}
+
+// neighbours returns the catalog terms nearest to the analysed query word w
+// (opt.SemanticTop of them at most, opt.SemanticMin or nearer), best first,
+// less w itself and its synonyms, which match anyway.
+func (ix *Index) neighbours(w string) []neighbour {
+	if ix.semVecs == nil {
+		return nil
+	}
+	q := vectors().vector(w)
+	if q == nil {
+		return nil
+	}
+	var out []neighbour
+	for i, v := range ix.semVecs {
+		c := dot(q, v)
+		t := ix.semTerms[i]
+		if c < float32(ix.opt.SemanticMin) || t == w || slices.Contains(ix.synonyms[w], t) {
+			continue
+		}
+		out = append(out, neighbour{t, c})
+	}
+	slices.SortFunc(out, func(a, b neighbour) int {
+		if c := cmp.Compare(b.cos, a.cos); c != 0 {
+			return c
+		}
+		return strings.Compare(a.term, b.term)
+	})
+	return out[:min(len(out), ix.opt.SemanticTop)]
 }
 
 // analysedWords returns the synonyms and phrases tables (words.go) as the
@@ -542,7 +631,11 @@ func (ix *Index) rank(query string) ranking {
 	best := make([]float64, len(ix.ids))
 	r.words, r.maxIDF = len(words), ix.idf(1)
 	for _, t := range words {
-		if (t.role == roleWord || t.role == roleName) && !ix.known(t.word) {
+		var near []neighbour
+		if t.role == roleWord {
+			near = ix.neighbours(t.word)
+		}
+		if (t.role == roleWord || t.role == roleName) && !ix.known(t.word) && !(ix.opt.SemanticKnown && len(near) > 0) {
 			r.unknown++
 		}
 		w, weight := t.word, ix.weight(t)
@@ -561,6 +654,10 @@ func (ix *Index) rank(query string) ranking {
 		}
 		for _, s := range ix.synonyms[w] {
 			ix.match(s, maxIDF, weight*syn, best)
+		}
+		// A neighbour in meaning scores like a synonym, scaled by its cosine.
+		for _, n := range near {
+			ix.match(n.term, maxIDF, weight*ix.opt.Semantic*float64(n.cos), best)
 		}
 		for d, s := range best {
 			r.score[d] += s

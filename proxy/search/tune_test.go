@@ -31,12 +31,15 @@ func TestTuneDev(t *testing.T) {
 			dev = append(dev, q)
 		}
 	}
-	with := func(o search.Options) evalRanker {
-		ix := search.NewWith(docs, o)
+	with := func(o search.Knobs) evalRanker {
+		ix := search.NewWithKnobs(docs, o)
 		return evalRanker{"", func(q string, k int) []string { return evalHitIDs(ix.Search(q, k)) }}
 	}
-	base := search.DefaultOptions
-	ix := search.NewWith(docs, base)
+	base := search.DefaultKnobs
+	if os.Getenv("SEMANTIC") != "" {
+		base = search.SemanticKnobs
+	}
+	ix := search.NewWithKnobs(docs, base)
 	if q := os.Getenv("EXPLAIN"); q != "" {
 		hits := ix.Search(q, 5)
 		t.Log(ix.Explain(q))
@@ -52,7 +55,7 @@ func TestTuneDev(t *testing.T) {
 		// Where the right tool ranks, the no-match decision aside.
 		o := base
 		o.MinConfidence = math.Inf(-1)
-		ix0 := search.NewWith(docs, o)
+		ix0 := search.NewWithKnobs(docs, o)
 		for _, q := range dev {
 			got := evalHitIDs(ix0.Search(q.Query, 5))
 			if q.Want != "" && (len(got) == 0 || !right(q, got[0])) {
@@ -84,22 +87,26 @@ func TestTuneDev(t *testing.T) {
 	knobs := []struct {
 		name string
 		vals []float64
-		set  func(o *search.Options, v float64)
+		set  func(o *search.Knobs, v float64)
 	}{
-		{"MinConfidence", []float64{0.1, 0.11, 0.12, 0.13, 0.14, 0.15, 0.16, 0.18}, func(o *search.Options, v float64) { o.MinConfidence = v }},
-		{"Unknown", []float64{0.1, 0.15, 0.2, 0.26, 0.3, 0.4, 0.5}, func(o *search.Options, v float64) { o.Unknown = v }},
-		{"Name", []float64{0.3, 0.6, 1, 2, 3}, func(o *search.Options, v float64) { o.Name = v }},
-		{"Arg", []float64{0.1, 0.3, 0.6, 1}, func(o *search.Options, v float64) { o.Arg = v }},
-		{"Value", []float64{0.1, 0.2, 0.3, 0.5}, func(o *search.Options, v float64) { o.Value = v }},
-		{"Synonym", []float64{0.4, 0.5, 0.6, 0.7, 0.8}, func(o *search.Options, v float64) { o.Synonym = v }},
-		{"B", []float64{0.3, 0.5, 0.75}, func(o *search.Options, v float64) { o.B = v }},
-		{"K1", []float64{0.8, 1.2, 1.6, 2}, func(o *search.Options, v float64) { o.K1 = v }},
-		{"Profile", []float64{0, 0.3, 0.5, 0.7}, func(o *search.Options, v float64) { o.Profile = v }},
-		{"wName", []float64{1, 2, 3, 4}, func(o *search.Options, v float64) { o.Weights[search.FieldName] = v }},
-		{"wTitle", []float64{0.5, 1, 2, 3}, func(o *search.Options, v float64) { o.Weights[search.FieldTitle] = v }},
-		{"wDesc", []float64{0.5, 1, 1.5}, func(o *search.Options, v float64) { o.Weights[search.FieldDescription] = v }},
-		{"wParams", []float64{0.2, 0.4, 0.7, 1}, func(o *search.Options, v float64) { o.Weights[search.FieldParams] = v }},
-		{"wServer", []float64{0.3, 0.6, 1, 1.5}, func(o *search.Options, v float64) { o.Weights[search.FieldServer] = v }},
+		{"Semantic", []float64{0, 0.3, 0.5, 0.7, 0.9, 1}, func(o *search.Knobs, v float64) { o.Semantic = v }},
+		{"SemanticMin", []float64{0.4, 0.5, 0.55, 0.6, 0.65, 0.7, 0.8}, func(o *search.Knobs, v float64) { o.SemanticMin = v }},
+		{"SemanticTop", []float64{1, 2, 3, 5, 8}, func(o *search.Knobs, v float64) { o.SemanticTop = int(v) }},
+		{"SemanticKnown", []float64{0, 1}, func(o *search.Knobs, v float64) { o.SemanticKnown = v == 1 }},
+		{"MinConfidence", []float64{0.1, 0.11, 0.12, 0.13, 0.14, 0.15, 0.16, 0.18}, func(o *search.Knobs, v float64) { o.MinConfidence = v }},
+		{"Unknown", []float64{0.1, 0.15, 0.2, 0.26, 0.3, 0.4, 0.5}, func(o *search.Knobs, v float64) { o.Unknown = v }},
+		{"Name", []float64{0.3, 0.6, 1, 2, 3}, func(o *search.Knobs, v float64) { o.Name = v }},
+		{"Arg", []float64{0.1, 0.3, 0.6, 1}, func(o *search.Knobs, v float64) { o.Arg = v }},
+		{"Value", []float64{0.1, 0.2, 0.3, 0.5}, func(o *search.Knobs, v float64) { o.Value = v }},
+		{"Synonym", []float64{0.4, 0.5, 0.6, 0.7, 0.8}, func(o *search.Knobs, v float64) { o.Synonym = v }},
+		{"B", []float64{0.3, 0.5, 0.75}, func(o *search.Knobs, v float64) { o.B = v }},
+		{"K1", []float64{0.8, 1.2, 1.6, 2}, func(o *search.Knobs, v float64) { o.K1 = v }},
+		{"Profile", []float64{0, 0.3, 0.5, 0.7}, func(o *search.Knobs, v float64) { o.Profile = v }},
+		{"wName", []float64{1, 2, 3, 4}, func(o *search.Knobs, v float64) { o.Weights[search.FieldName] = v }},
+		{"wTitle", []float64{0.5, 1, 2, 3}, func(o *search.Knobs, v float64) { o.Weights[search.FieldTitle] = v }},
+		{"wDesc", []float64{0.5, 1, 1.5}, func(o *search.Knobs, v float64) { o.Weights[search.FieldDescription] = v }},
+		{"wParams", []float64{0.2, 0.4, 0.7, 1}, func(o *search.Knobs, v float64) { o.Weights[search.FieldParams] = v }},
+		{"wServer", []float64{0.3, 0.6, 1, 1.5}, func(o *search.Knobs, v float64) { o.Weights[search.FieldServer] = v }},
 	}
 	shortfall := func(f evalFigures) float64 {
 		return max(0, evalTargetTop5-f.top5Rate()) + max(0, evalTargetTop1-f.top1Rate()) + max(0, f.wrongRate()-evalTargetNoMatch)

@@ -1,0 +1,97 @@
+package search_test
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/manifold-mcp/manifold/proxy/search"
+)
+
+// TestSimilarity checks the embedded word vectors decode to something that
+// knows English: related words are nearer than unrelated ones, a word is
+// nearest itself, and a word outside the table has no vector.
+func TestSimilarity(t *testing.T) {
+	tests := []struct{ a, b, unrelated string }{
+		{"delete", "remove", "banana"},
+		{"file", "document", "banana"},
+		{"folder", "directory", "banana"},
+		{"image", "picture", "tax"},
+		{"previous", "earlier", "coffee"},
+		{"browser", "web", "wheat"},
+	}
+	for _, tc := range tests {
+		near, ok1 := search.Similarity(tc.a, tc.b)
+		far, ok2 := search.Similarity(tc.a, tc.unrelated)
+		self, ok3 := search.Similarity(tc.a, tc.a)
+		if !ok1 || !ok2 || !ok3 {
+			t.Fatalf("%s, %s, %s: a word has no vector", tc.a, tc.b, tc.unrelated)
+		}
+		if near <= far+0.2 {
+			t.Errorf("cos(%s, %s) = %.3f, not clearly above cos(%s, %s) = %.3f", tc.a, tc.b, near, tc.a, tc.unrelated, far)
+		}
+		if self < 0.999 || self > 1.001 {
+			t.Errorf("cos(%s, %s) = %.4f, want 1: the vectors are not unit length", tc.a, tc.a, self)
+		}
+	}
+	if _, ok := search.Similarity("delete", "qzxvbnq"); ok {
+		t.Error("a made-up word has a vector")
+	}
+}
+
+// TestSemanticOffDecodesNothing: an index without the semantic signal never
+// decodes the vector table, and one with it does. It runs in a child process
+// of the test binary, so that no other test has decoded the table before.
+func TestSemanticOffDecodesNothing(t *testing.T) {
+	if os.Getenv("SEARCH_DECODE_CHILD") == "1" {
+		docs := []search.Doc{{ID: "a__read_file", Name: "a__read_file", Description: "Reads a file.", Server: "a"}}
+		search.New(docs).Search("read the file", 5)
+		search.NewWith(docs, search.Options{}).Search("read the file", 5)
+		if search.VectorsDecoded() {
+			t.Fatal("an index without the semantic signal decoded the vector table")
+		}
+		search.NewWith(docs, search.Options{Semantic: true}).Search("read the file", 5)
+		if !search.VectorsDecoded() {
+			t.Fatal("an index with the semantic signal did not decode the vector table")
+		}
+		return
+	}
+	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestSemanticOffDecodesNothing$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), "SEARCH_DECODE_CHILD=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: TestSemanticOffDecodesNothing") {
+		t.Fatalf("child test: %v\n%s", err, out)
+	}
+}
+
+func BenchmarkNewSemantic(b *testing.B) {
+	docs := loadEvalCatalog(b)
+	search.NewWith(docs, search.Options{Semantic: true}) // the table's one-time decoding is not New's
+	b.ReportAllocs()
+	for b.Loop() {
+		search.NewWith(docs, search.Options{Semantic: true})
+	}
+}
+
+// BenchmarkSearchSemantic is the time of one query over the recorded catalog
+// with the semantic signal.
+func BenchmarkSearchSemantic(b *testing.B) {
+	docs := loadEvalCatalog(b)
+	qs := loadEvalQueries(b, docs)
+	ix := search.NewWith(docs, search.Options{Semantic: true})
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		ix.Search(qs[i%len(qs)].Query, 5)
+		i++
+	}
+}
+
+// BenchmarkDecodeVectors is the one-time decoding of the embedded table.
+func BenchmarkDecodeVectors(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		search.DecodeVectors()
+	}
+}
