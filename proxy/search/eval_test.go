@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -33,14 +34,15 @@ const (
 	evalTargetNoMatch = 0.10 // most share of no-match queries answered with a hit
 )
 
-// The floors TestRetrievalQuality holds the ranker to, on the test split and
-// on all queries: a few points under what it does today, so that a change
-// that makes it worse fails.
-const (
-	evalFloorTop5    = 0.60
-	evalFloorTop1    = 0.45
-	evalFloorNoMatch = 0.20
-)
+// The floors TestRetrievalQuality holds the rankers to, on the test split
+// and on all queries: a few points under what they do today (ours: test
+// 53.8 / 65.0 / 8 %, all 55.8 / 70.1 / 10 %; ours + semantic: test
+// 55.6 / 65.8 / 8 %, all 58.4 / 71.0 / 10 %), so that a change that makes
+// one worse fails.
+var evalFloors = map[string]struct{ top5, top1, noMatch float64 }{
+	"ours (BM25F)":    {top5: 0.62, top1: 0.50, noMatch: 0.16},
+	"ours + semantic": {top5: 0.62, top1: 0.52, noMatch: 0.16},
+}
 
 type evalQuery struct {
 	ID    string   `json:"id"`
@@ -167,6 +169,14 @@ func evalOurs(docs []search.Doc) evalRanker {
 func evalOursSemantic(docs []search.Doc) evalRanker {
 	ix := search.NewWith(docs, search.Options{Semantic: true})
 	return evalRanker{"ours + semantic", func(q string, k int) []string { return evalHitIDs(ix.Search(q, k)) }}
+}
+
+// evalOursSemanticAlways is ours + semantic without the no-match decision.
+func evalOursSemanticAlways(docs []search.Doc) evalRanker {
+	o := search.SemanticKnobs
+	o.MinConfidence = math.Inf(-1)
+	ix := search.NewWithKnobs(docs, o)
+	return evalRanker{"ours + semantic, never no-match", func(q string, k int) []string { return evalHitIDs(ix.Search(q, k)) }}
 }
 
 // evalOursAlways is our ranking without the no-match decision: what the
@@ -296,38 +306,48 @@ func evalRun(r evalRanker, qs []evalQuery, split string) evalFigures {
 	return f
 }
 
-// TestRetrievalQuality runs every labelled query through our ranker and
-// prints the figures for the test split (never used for tuning) and for all
-// queries against issue 12's targets. The ranker does not meet the targets
-// yet (see eval.sh and the README), so what fails here is a regression: a
-// figure below the floor it holds today, or no fewer wrong answers to
-// no-match queries than plain BM25.
+// TestRetrievalQuality runs every labelled query through our ranker, with
+// and without the semantic signal, and prints the figures for the test split
+// (never used for tuning) and for all queries against issue 12's targets.
+// The rankers do not meet the targets yet (see eval.sh and the README), so
+// what fails here is a regression: a figure below the floor it holds today,
+// no fewer than half plain BM25's wrong answers to no-match queries, or the
+// semantic signal ranking worse than ours without it.
 func TestRetrievalQuality(t *testing.T) {
 	docs := loadEvalCatalog(t)
 	qs := loadEvalQueries(t, docs)
-	r, plain := evalOurs(docs), evalPlainBM25(docs)
+	ours, sem, plain := evalOurs(docs), evalOursSemantic(docs), evalPlainBM25(docs)
 	for _, split := range []string{"test", ""} {
-		f := evalRun(r, qs, split)
 		name := cmp.Or(split, "all")
-		if f.positives == 0 || f.noMatch == 0 {
-			t.Fatalf("%s: %d queries with a right tool, %d without: the evaluation needs both", name, f.positives, f.noMatch)
+		p := evalRun(plain, qs, split)
+		figures := map[string]evalFigures{}
+		for _, r := range []evalRanker{ours, sem} {
+			f := evalRun(r, qs, split)
+			figures[r.name] = f
+			if f.positives == 0 || f.noMatch == 0 {
+				t.Fatalf("%s: %d queries with a right tool, %d without: the evaluation needs both", name, f.positives, f.noMatch)
+			}
+			met := func(ok bool) string { return map[bool]string{true: "met", false: "NOT MET"}[ok] }
+			t.Logf("%s, %s: %d tools, %s", name, r.name, len(docs), f)
+			t.Logf("%s, %s: targets: top-5 ≥ %.0f %% %s, top-1 ≥ %.0f %% %s, no-match answered ≤ %.0f %% %s", name, r.name,
+				100*evalTargetTop5, met(f.top5Rate() >= evalTargetTop5), 100*evalTargetTop1, met(f.top1Rate() >= evalTargetTop1),
+				100*evalTargetNoMatch, met(f.wrongRate() <= evalTargetNoMatch))
+			floor := evalFloors[r.name]
+			if f.top5Rate() < floor.top5 {
+				t.Errorf("%s, %s: top-5 %.1f %%, below the floor of %.0f %%", name, r.name, 100*f.top5Rate(), 100*floor.top5)
+			}
+			if f.top1Rate() < floor.top1 {
+				t.Errorf("%s, %s: top-1 %.1f %%, below the floor of %.0f %%", name, r.name, 100*f.top1Rate(), 100*floor.top1)
+			}
+			if f.wrongRate() > floor.noMatch {
+				t.Errorf("%s, %s: %.1f %% of no-match queries answered with a tool, above the ceiling of %.0f %%", name, r.name, 100*f.wrongRate(), 100*floor.noMatch)
+			}
+			if f.wrong*2 > p.wrong {
+				t.Errorf("%s, %s: %d no-match queries answered, plain BM25 %d: ours must answer at most half as many", name, r.name, f.wrong, p.wrong)
+			}
 		}
-		met := func(ok bool) string { return map[bool]string{true: "met", false: "NOT MET"}[ok] }
-		t.Logf("%s: %d tools, %s", name, len(docs), f)
-		t.Logf("%s: targets: top-5 ≥ %.0f %% %s, top-1 ≥ %.0f %% %s, no-match answered ≤ %.0f %% %s", name,
-			100*evalTargetTop5, met(f.top5Rate() >= evalTargetTop5), 100*evalTargetTop1, met(f.top1Rate() >= evalTargetTop1),
-			100*evalTargetNoMatch, met(f.wrongRate() <= evalTargetNoMatch))
-		if f.top5Rate() < evalFloorTop5 {
-			t.Errorf("%s: top-5 %.1f %%, below the floor of %.0f %%", name, 100*f.top5Rate(), 100*evalFloorTop5)
-		}
-		if f.top1Rate() < evalFloorTop1 {
-			t.Errorf("%s: top-1 %.1f %%, below the floor of %.0f %%", name, 100*f.top1Rate(), 100*evalFloorTop1)
-		}
-		if f.wrongRate() > evalFloorNoMatch {
-			t.Errorf("%s: %.1f %% of no-match queries answered with a tool, above the ceiling of %.0f %%", name, 100*f.wrongRate(), 100*evalFloorNoMatch)
-		}
-		if p := evalRun(plain, qs, split); f.wrong*2 > p.wrong {
-			t.Errorf("%s: %d no-match queries answered, plain BM25 %d: ours must answer at most half as many", name, f.wrong, p.wrong)
+		if o, s := figures[ours.name], figures[sem.name]; s.top1 < o.top1 || s.top5 < o.top5 || s.wrong > o.wrong {
+			t.Errorf("%s: ours + semantic (%s) does worse than ours (%s) on some figure", name, s, o)
 		}
 	}
 }
@@ -357,7 +377,7 @@ func TestRetrievalReport(t *testing.T) {
 	fmt.Fprintf(&b, "catalog: %d tools from %d servers; queries: %d (dev %d+%d, test %d+%d with a right tool + without)\n\n",
 		len(docs), len(servers), len(qs), count("dev", false), count("dev", true), count("test", false), count("test", true))
 	fmt.Fprintf(&b, "| split | ranker | top-1 | top-5 | no-match answered |\n|---|---|---|---|---|\n")
-	rankers := []evalRanker{evalSubstring(docs), evalPlainBM25(docs), evalOurs(docs), evalOursAlways(docs), evalOursSemantic(docs)}
+	rankers := []evalRanker{evalSubstring(docs), evalPlainBM25(docs), evalOurs(docs), evalOursAlways(docs), evalOursSemantic(docs), evalOursSemanticAlways(docs)}
 	for _, split := range []string{"dev", "test", ""} {
 		for _, r := range rankers {
 			f := evalRun(r, qs, split)
@@ -374,7 +394,29 @@ func TestRetrievalReport(t *testing.T) {
 			}
 		}
 	}
+	b.WriteString("\n" + evalHeap(docs))
 	t.Log("\n" + b.String())
+}
+
+// evalHeap tells the live heap an index holds, with and without the semantic
+// signal (the vector table is decoded by then: BenchmarkDecodeVectors has its
+// own allocation).
+func evalHeap(docs []search.Doc) string {
+	live := func() uint64 {
+		var m runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	h0 := live()
+	ix := search.New(docs)
+	h1 := live()
+	sem := search.NewWith(docs, search.Options{Semantic: true})
+	h2 := live()
+	runtime.KeepAlive(ix)
+	runtime.KeepAlive(sem)
+	return fmt.Sprintf("live heap of an index of %d tools: %.2f MB, with the semantic signal %.2f MB (decoded vector table not counted)\n",
+		len(docs), float64(h1-h0)/1e6, float64(h2-h1)/1e6)
 }
 
 func BenchmarkNew(b *testing.B) {

@@ -30,18 +30,6 @@ func NewWithKnobs(docs []Doc, o Knobs) *Index { return build(docs, o) }
 // this process.
 func VectorsDecoded() bool { return vectorsDecoded.Load() }
 
-// Neighbours lists the catalog terms the semantic signal matches for a
-// query word (analysed as a query), with their cosines.
-func (ix *Index) Neighbours(word string) string {
-	var b strings.Builder
-	for _, t := range ix.analyseQuery(word) {
-		for _, n := range ix.neighbours(t.word) {
-			fmt.Fprintf(&b, "%s→%s %.2f ", t.word, n.term, n.cos)
-		}
-	}
-	return b.String()
-}
-
 // Similarity is the cosine of two words' vectors in the embedded table (each
 // stemmed as the analyser does), and whether both have one.
 func Similarity(a, b string) (float64, bool) {
@@ -130,4 +118,23 @@ func DecodeVectors() {
 	if _, err := decodeVectors(vectorsBin); err != nil {
 		panic(err)
 	}
+}
+
+// TopMean returns the best doc for q, the confidence, and the mean-vector
+// cosine of the query with that doc (a tuning aid).
+func (ix *Index) TopMean(q string) (id string, confidence, cos float64) {
+	r := ix.rank(q)
+	if len(r.docs) == 0 {
+		return "", 0, 0
+	}
+	var ws []string
+	for _, t := range ix.analyseQuery(q) {
+		if t.role != roleValue {
+			ws = append(ws, t.word)
+		}
+	}
+	if qv := centred(meanVector(ws), ix.centre); qv != nil && ix.docVecs != nil && ix.docVecs[r.docs[0]] != nil {
+		cos = float64(dot(qv, ix.docVecs[r.docs[0]]))
+	}
+	return ix.ids[r.docs[0]], r.confidence(ix.opt), cos
 }

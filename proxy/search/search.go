@@ -66,16 +66,12 @@ type options struct {
 	// role): a factor of its score and its part of the query's weight in the
 	// confidence; a plain word weighs 1.
 	Value, Name, Arg float64
-	// Semantic scales the score of a word matched through a word-vector
-	// neighbour (vectors.go): a catalog word whose cosine with the query
-	// word is SemanticMin or more, the SemanticTop nearest; 0 turns the
-	// semantic signal off.
-	Semantic    float64
-	SemanticMin float64
-	SemanticTop int
-	// SemanticKnown: a query word with a neighbour does not count as unknown
-	// to the catalog in the no-match decision.
-	SemanticKnown bool
+	// Mean and MeanFloor are the semantic signal: a doc also scores by the
+	// cosine of its mean word vector with the query's (see meanVector),
+	// above MeanFloor and scaled to 0…1 from there, times Mean per unit of
+	// the query's weight and idf scale. It ranks only: the no-match decision
+	// does not count it. 0 turns it off.
+	Mean, MeanFloor float64
 }
 
 var defaultOptions = options{
@@ -95,17 +91,19 @@ var defaultOptions = options{
 // plus the semantic signal, tuned on the dev split.
 var semanticOptions = func() options {
 	o := defaultOptions
-	o.Semantic, o.SemanticMin, o.SemanticTop = 0.5, 0.6, 3
+	o.Mean, o.MeanFloor = 0.05, 0.1
 	return o
 }()
 
 // Options choose the optional parts of the ranker; the zero value is New's.
 type Options struct {
-	// Semantic adds a word-vector signal: a query word also matches the
-	// catalog words nearest to it in meaning ("erase" → delete), from a
-	// table of generic English word vectors embedded in the binary (GloVe,
-	// vectors.go) and decoded on the first such index. It bridges words the
-	// synonym table lacks, at a cost in memory and time (see the README).
+	// Semantic adds a word-vector signal to the ranking: a tool also scores
+	// by how near in meaning its name, title and description are to the
+	// request (the cosine of their mean word vectors), which bridges some
+	// words the catalog does not use ("previous" for "recent"). The vectors
+	// are generic English ones embedded in the binary (GloVe, vectors.go),
+	// decoded on the first such index. The signal only ranks: whether any
+	// tool matches is decided as without it.
 	Semantic bool
 }
 
@@ -126,10 +124,11 @@ type Index struct {
 	postings map[string][]posting // term → docs containing it, by doc
 	synonyms map[string][]string  // analysed word → analysed words of its groups
 	phrases  map[[2]string]string // analysed pair → analysed single word
-	// The semantic signal's catalog side (nil when off): the terms of the
-	// postings that have a vector, and their unit vectors.
-	semTerms []string
-	semVecs  [][]float32
+	// The semantic signal (nil when off): by doc, the mean vector of its
+	// name, title and description less centre, the mean of those over the
+	// catalog, which is taken out of a query's vector too.
+	docVecs [][]float32
+	centre  []float32
 }
 
 type posting struct {
@@ -185,55 +184,101 @@ func build(docs []Doc, opt options) *Index {
 			ix.postings[t] = append(ix.postings[t], posting{doc: int32(i), tfn: float32(tfn)})
 		}
 	}
-	if opt.Semantic > 0 && !opt.Plain {
-		vt := vectors()
-		for t := range ix.postings {
-			if v := vt.vector(t); v != nil {
-				ix.semTerms = append(ix.semTerms, t)
+	if opt.Mean > 0 && !opt.Plain {
+		ix.docVecs = make([][]float32, len(docs))
+		for i, d := range docs {
+			texts := ix.fieldTexts(d)
+			var ws []string
+			for _, f := range []int{fieldName, fieldTitle, fieldDescription} {
+				ws = append(ws, ix.analyse(texts[f])...)
 			}
+			ix.docVecs[i] = meanVector(ws)
 		}
-		slices.Sort(ix.semTerms)
-		ix.semVecs = make([][]float32, len(ix.semTerms))
-		for i, t := range ix.semTerms {
-			ix.semVecs[i] = vt.vector(t)
+		// What all docs share ("this is about software") says nothing
+		// about which one is meant: on the dev queries the cosine of
+		// centred vectors ranked better.
+		ix.centre = centroid(ix.docVecs)
+		for i, v := range ix.docVecs {
+			ix.docVecs[i] = centred(v, ix.centre)
 		}
 	}
 	return ix
 }
 
-// neighbour is a catalog term near a query word in meaning.
-type neighbour struct {
-	term string
-	cos  float32
-}
-
-// neighbours returns the catalog terms nearest to the analysed query word w
-// (opt.SemanticTop of them at most, opt.SemanticMin or nearer), best first,
-// less w itself and its synonyms, which match anyway.
-func (ix *Index) neighbours(w string) []neighbour {
-	if ix.semVecs == nil {
-		return nil
-	}
-	q := vectors().vector(w)
-	if q == nil {
-		return nil
-	}
-	var out []neighbour
-	for i, v := range ix.semVecs {
-		c := dot(q, v)
-		t := ix.semTerms[i]
-		if c < float32(ix.opt.SemanticMin) || t == w || slices.Contains(ix.synonyms[w], t) {
+// centroid is the mean of vs (nil ones left out), or nil.
+func centroid(vs [][]float32) []float32 {
+	var sum []float32
+	n := 0
+	for _, v := range vs {
+		if v == nil {
 			continue
 		}
-		out = append(out, neighbour{t, c})
-	}
-	slices.SortFunc(out, func(a, b neighbour) int {
-		if c := cmp.Compare(b.cos, a.cos); c != 0 {
-			return c
+		if sum == nil {
+			sum = make([]float32, len(v))
 		}
-		return strings.Compare(a.term, b.term)
-	})
-	return out[:min(len(out), ix.opt.SemanticTop)]
+		for i := range v {
+			sum[i] += v[i]
+		}
+		n++
+	}
+	for i := range sum {
+		sum[i] /= float32(n)
+	}
+	return sum
+}
+
+// centred returns v less c, at unit length (nil if v is nil or equals c;
+// v if c is nil).
+func centred(v, c []float32) []float32 {
+	if v == nil || c == nil {
+		return v
+	}
+	out := make([]float32, len(v))
+	var norm float64
+	for i := range v {
+		out[i] = v[i] - c[i]
+		norm += float64(out[i]) * float64(out[i])
+	}
+	if norm < 1e-12 {
+		return nil
+	}
+	inv := float32(1 / math.Sqrt(norm))
+	for i := range out {
+		out[i] *= inv
+	}
+	return out
+}
+
+// meanVector is the SIF-weighted mean (Arora et al., 2017) of the vectors of
+// analysed words, at unit length, or nil if none has one: a word weighs
+// a/(a+p), p its frequency in English estimated from its rank in the table
+// (Zipf), so that common words count little.
+func meanVector(ws []string) []float32 {
+	vt := vectors()
+	const a = 1e-3
+	harmonic := math.Log(400000) + 0.5772 // the package's vocabulary is ~400k words
+	var sum []float32
+	for _, w := range ws {
+		if r, ok := vt.rank(w); ok {
+			p := 1 / (float64(r+1) * harmonic)
+			sum = vt.addTo(sum, w, float32(a/(a+p)))
+		}
+	}
+	if sum == nil {
+		return nil
+	}
+	var norm float64
+	for _, x := range sum {
+		norm += float64(x) * float64(x)
+	}
+	if norm == 0 {
+		return nil
+	}
+	inv := float32(1 / math.Sqrt(norm))
+	for i := range sum {
+		sum[i] *= inv
+	}
+	return sum
 }
 
 // analysedWords returns the synonyms and phrases tables (words.go) as the
@@ -593,6 +638,7 @@ type ranking struct {
 	words   int       // the query's words
 	unknown int       // those, not values or arguments, that no doc has
 	maxIDF  float64   // the idf of a word in one doc
+	mean    []float64 // by doc: the part of score from the mean vectors, nil without
 }
 
 // confidence is how well the best doc answers the query: its score per unit
@@ -608,7 +654,11 @@ func (r ranking) confidence(opt options) float64 {
 	if len(r.docs) == 0 || r.weight == 0 {
 		return 0
 	}
-	return r.score[r.docs[0]]/r.weight/r.maxIDF - opt.Unknown*float64(r.unknown)/float64(r.words)
+	s := r.score[r.docs[0]]
+	if r.mean != nil {
+		s -= r.mean[r.docs[0]] // the semantic signal ranks only
+	}
+	return s/r.weight/r.maxIDF - opt.Unknown*float64(r.unknown)/float64(r.words)
 }
 
 func (ix *Index) rank(query string) ranking {
@@ -631,11 +681,7 @@ func (ix *Index) rank(query string) ranking {
 	best := make([]float64, len(ix.ids))
 	r.words, r.maxIDF = len(words), ix.idf(1)
 	for _, t := range words {
-		var near []neighbour
-		if t.role == roleWord {
-			near = ix.neighbours(t.word)
-		}
-		if (t.role == roleWord || t.role == roleName) && !ix.known(t.word) && !(ix.opt.SemanticKnown && len(near) > 0) {
+		if (t.role == roleWord || t.role == roleName) && !ix.known(t.word) {
 			r.unknown++
 		}
 		w, weight := t.word, ix.weight(t)
@@ -655,12 +701,31 @@ func (ix *Index) rank(query string) ranking {
 		for _, s := range ix.synonyms[w] {
 			ix.match(s, maxIDF, weight*syn, best)
 		}
-		// A neighbour in meaning scores like a synonym, scaled by its cosine.
-		for _, n := range near {
-			ix.match(n.term, maxIDF, weight*ix.opt.Semantic*float64(n.cos), best)
-		}
 		for d, s := range best {
 			r.score[d] += s
+		}
+	}
+	if ix.docVecs != nil {
+		var ws []string
+		for _, t := range words {
+			if t.role != roleValue {
+				ws = append(ws, t.word)
+			}
+		}
+		if qv := centred(meanVector(ws), ix.centre); qv != nil {
+			floor := ix.opt.MeanFloor
+			for d, dv := range ix.docVecs {
+				if dv == nil {
+					continue
+				}
+				if c := float64(dot(qv, dv)); c > floor {
+					if r.mean == nil {
+						r.mean = make([]float64, len(ix.ids))
+					}
+					r.mean[d] = ix.opt.Mean * r.weight * r.maxIDF * (c - floor) / (1 - floor)
+					r.score[d] += r.mean[d]
+				}
+			}
 		}
 	}
 	for d, s := range r.score {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/manifold-mcp/manifold/proxy/search"
 )
 
@@ -37,6 +39,50 @@ func TestSimilarity(t *testing.T) {
 	}
 	if _, ok := search.Similarity("delete", "qzxvbnq"); ok {
 		t.Error("a made-up word has a vector")
+	}
+}
+
+// TestSemanticRanksByMeaning: two tools match a request's words equally, and
+// the one that says its other word in other terms ("recent" for
+// "previous") comes first only with the semantic signal.
+func TestSemanticRanksByMeaning(t *testing.T) {
+	docs := []search.Doc{
+		{ID: "x__list_config", Name: "x__list_config", Description: "Lists the configuration entries.", Server: "x"},
+		{ID: "x__list_recent", Name: "x__list_recent", Description: "Lists the recent entries.", Server: "x"},
+		{ID: "x__get_weather", Name: "x__get_weather", Description: "Returns the weather forecast for a city.", Server: "x"},
+		{ID: "x__send_mail", Name: "x__send_mail", Description: "Sends an email message.", Server: "x"},
+		{ID: "x__read_file", Name: "x__read_file", Description: "Reads a file from disk.", Server: "x"},
+		{ID: "x__create_user", Name: "x__create_user", Description: "Creates a user account.", Server: "x"},
+		{ID: "x__take_screenshot", Name: "x__take_screenshot", Description: "Captures the screen as an image.", Server: "x"},
+	}
+	const q = "list the previous entries"
+	if hits := search.New(docs).Search(q, 5); len(hits) < 2 || hits[0].ID != "x__list_config" || hits[0].Score != hits[1].Score {
+		t.Errorf("without the semantic signal: %v, want x__list_config and x__list_recent tied (by ID)", hits)
+	}
+	hits := search.NewWith(docs, search.Options{Semantic: true}).Search(q, 5)
+	if len(hits) == 0 || hits[0].ID != "x__list_recent" {
+		t.Errorf("with the semantic signal: %v, want x__list_recent first", hits)
+	}
+	// The signal ranks, it does not answer: a request in words no tool
+	// has gets no hits either way.
+	if hits := search.NewWith(docs, search.Options{Semantic: true}).Search("previous", 5); len(hits) != 0 {
+		t.Errorf("previous: %v, want no hits", hits)
+	}
+}
+
+// TestSemanticWithoutVectors: a catalog in words the table lacks (another
+// script, made-up words) and queries with or without vectors rank as
+// without the signal, and nothing breaks.
+func TestSemanticWithoutVectors(t *testing.T) {
+	docs := []search.Doc{
+		{ID: "a__検索", Name: "a__検索", Description: "ウェブを検索する", Server: "a"},
+		{ID: "a__zqxj", Name: "a__zqxj", Description: "Qzxv the vbnm.", Server: "a"},
+	}
+	plain, sem := search.New(docs), search.NewWith(docs, search.Options{Semantic: true})
+	for _, q := range []string{"検索", "zqxj the vbnm", "read the file", "", "previous"} {
+		if diff := cmp.Diff(plain.Search(q, 5), sem.Search(q, 5)); diff != "" {
+			t.Errorf("%q: with the semantic signal (-without +with):\n%s", q, diff)
+		}
 	}
 }
 

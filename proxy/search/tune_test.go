@@ -39,6 +39,9 @@ func TestTuneDev(t *testing.T) {
 	if os.Getenv("SEMANTIC") != "" {
 		base = search.SemanticKnobs
 	}
+	if os.Getenv("ALWAYS") != "" {
+		base.MinConfidence = math.Inf(-1)
+	}
 	ix := search.NewWithKnobs(docs, base)
 	if q := os.Getenv("EXPLAIN"); q != "" {
 		hits := ix.Search(q, 5)
@@ -89,10 +92,8 @@ func TestTuneDev(t *testing.T) {
 		vals []float64
 		set  func(o *search.Knobs, v float64)
 	}{
-		{"Semantic", []float64{0, 0.3, 0.5, 0.7, 0.9, 1}, func(o *search.Knobs, v float64) { o.Semantic = v }},
-		{"SemanticMin", []float64{0.4, 0.5, 0.55, 0.6, 0.65, 0.7, 0.8}, func(o *search.Knobs, v float64) { o.SemanticMin = v }},
-		{"SemanticTop", []float64{1, 2, 3, 5, 8}, func(o *search.Knobs, v float64) { o.SemanticTop = int(v) }},
-		{"SemanticKnown", []float64{0, 1}, func(o *search.Knobs, v float64) { o.SemanticKnown = v == 1 }},
+		{"Mean", []float64{0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 0.8}, func(o *search.Knobs, v float64) { o.Mean = v }},
+		{"MeanFloor", []float64{-0.2, -0.1, 0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6}, func(o *search.Knobs, v float64) { o.MeanFloor = v }},
 		{"MinConfidence", []float64{0.1, 0.11, 0.12, 0.13, 0.14, 0.15, 0.16, 0.18}, func(o *search.Knobs, v float64) { o.MinConfidence = v }},
 		{"Unknown", []float64{0.1, 0.15, 0.2, 0.26, 0.3, 0.4, 0.5}, func(o *search.Knobs, v float64) { o.Unknown = v }},
 		{"Name", []float64{0.3, 0.6, 1, 2, 3}, func(o *search.Knobs, v float64) { o.Name = v }},

@@ -105,6 +105,33 @@ func (t *vectorTable) vector(stemmed string) []float32 {
 	return v
 }
 
+// addTo adds k times the vector of an analysed word to sum (allocated at
+// the table's dimensions if nil) and returns it, or returns sum unchanged
+// when the word has no vector. The stored vectors are at unit length to
+// within their quantisation.
+func (t *vectorTable) addTo(sum []float32, stemmed string, k float32) []float32 {
+	row, ok := t.byStem[stemmed]
+	if !ok {
+		return sum
+	}
+	if sum == nil {
+		sum = make([]float32, t.dims)
+	}
+	k *= t.scales[row]
+	raw := t.data[int(row)*t.dims : int(row+1)*t.dims]
+	for i := range sum {
+		sum[i] += k * float32(int8(raw[i]))
+	}
+	return sum
+}
+
+// rank is the word's place in the table's frequency order (0 the most
+// frequent), and whether it has one.
+func (t *vectorTable) rank(stemmed string) (int, bool) {
+	row, ok := t.byStem[stemmed]
+	return int(row), ok
+}
+
 func dot(a, b []float32) float32 {
 	var s float32
 	for i := range a {
