@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -590,9 +591,17 @@ func sanitize(ir *mcp.InitializeResult) *mcp.InitializeResult {
 // clean is s without control characters, at most n bytes.
 func clean(s string, n int) string { return bound(stripControls(s, false), n) }
 
-// stripControls drops control and bidi-formatting characters, except
-// newlines and tabs when keepLines.
+// escapes matches terminal escape sequences: CSI (ESC [ ... final byte),
+// OSC (ESC ] ... BEL or ESC \) and two-character ones, removed whole so
+// that no "[31m" is left behind.
+var escapes = regexp.MustCompile(`\x1b(?:\[[0-?]*[ -/]*[@-~]?|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-_]?)`)
+
+// stripControls drops terminal escape sequences and control and
+// bidi-formatting characters, except newlines and tabs when keepLines.
 func stripControls(s string, keepLines bool) string {
+	if strings.IndexByte(s, 0x1b) >= 0 {
+		s = escapes.ReplaceAllString(s, "")
+	}
 	ok := func(r rune) bool {
 		if keepLines && (r == '\n' || r == '\t') {
 			return true
