@@ -95,6 +95,7 @@ type backend struct {
 	checked    time.Time        // guarded by mu; last health check
 	healthErr  error            // guarded by mu; its failure, nil if it passed
 	probe      upstream.EraInfo // guarded by mu; the last start that probed its era
+	about      serverAbout      // guarded by mu; what it said of itself when last up (summary.go)
 }
 
 // eraCacheMaxAge is how long a server's cached era is trusted across runs:
@@ -294,7 +295,8 @@ func (s *Server) startUpstream(ctx context.Context, b *backend) (*upstream.Upstr
 		return nil, errStopped
 	}
 	b.up = up
-	if ir := up.InitializeResult(); ir != nil {
+	ir := up.InitializeResult()
+	if ir != nil {
 		b.caps = ir.Capabilities
 	}
 	caps := b.caps
@@ -305,9 +307,11 @@ func (s *Server) startUpstream(ctx context.Context, b *backend) (*upstream.Upstr
 	if err != nil {
 		b.log.Warn("listing failed after start; serving what was listed", "err", err)
 	}
-	s.saveCatalog(b, l)
+	about := newAbout(ir, l.tools)
+	s.saveCatalog(b, l, about)
 	b.mu.Lock()
 	b.lists = l
+	b.about = about
 	b.state = stateUp
 	b.err = nil
 	b.since = time.Now()
@@ -341,8 +345,15 @@ func (s *Server) supervise(b *backend, first chan<- error) {
 		}
 	}
 	defer report(nil)
+	cached, about, hasCache := s.loadCatalog(b)
+	if hasCache {
+		// Until it is up, the server is described as it was (summary.go).
+		b.mu.Lock()
+		b.about = about
+		b.mu.Unlock()
+	}
 	if b.cfg.Lazy {
-		if l, ok := s.loadCatalog(b); ok {
+		if l, ok := cached, hasCache; ok {
 			b.mu.Lock()
 			b.lists = l
 			b.mu.Unlock()

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -25,7 +26,11 @@ type cachedLists struct {
 	Prompts   []*mcp.Prompt           `json:"prompts,omitempty"`
 	Resources []*mcp.Resource         `json:"resources,omitempty"`
 	Templates []*mcp.ResourceTemplate `json:"resourceTemplates,omitempty"`
-	Saved     time.Time               `json:"saved"`
+	// What the server said of itself, for the instructions summary.
+	Title        string    `json:"title,omitempty"`
+	Name         string    `json:"name,omitempty"`
+	Instructions string    `json:"instructions,omitempty"`
+	Saved        time.Time `json:"saved"`
 }
 
 // cachePath is where b's catalog is cached: a file per server and config, so
@@ -38,13 +43,30 @@ func (s *Server) cachePath(b *backend) string {
 	return filepath.Join(s.opts.CacheDir, b.name+"-"+hex.EncodeToString(sum[:6])+".json")
 }
 
-// saveCatalog writes b's lists to its cache file, atomically.
-func (s *Server) saveCatalog(b *backend, l lists) {
+// saveCatalog writes b's lists and what it said of itself to its cache
+// file, atomically: a lazy server advertises the lists until it runs, and
+// every server is described by them in the instructions summary until it is
+// up. A file whose content would not change is left as it is.
+func (s *Server) saveCatalog(b *backend, l lists, about serverAbout) {
 	path := s.cachePath(b)
-	if path == "" || !b.cfg.Lazy { // only a lazy server advertises it
+	if path == "" {
 		return
 	}
-	data, err := json.Marshal(cachedLists{Tools: l.tools, Prompts: l.prompts, Resources: l.resources, Templates: l.templates, Saved: time.Now().UTC()})
+	c := cachedLists{Tools: l.tools, Prompts: l.prompts, Resources: l.resources, Templates: l.templates,
+		Title: about.title, Name: about.name, Instructions: about.instructions}
+	if old, err := os.ReadFile(path); err == nil {
+		var prev cachedLists
+		if json.Unmarshal(old, &prev) == nil {
+			prev.Saved = time.Time{}
+			a, errA := json.Marshal(prev)
+			n, errN := json.Marshal(c)
+			if errA == nil && errN == nil && bytes.Equal(a, n) {
+				return
+			}
+		}
+	}
+	c.Saved = time.Now().UTC()
+	data, err := json.Marshal(c)
 	if err != nil {
 		return
 	}
@@ -62,22 +84,27 @@ func (s *Server) saveCatalog(b *backend, l lists) {
 	}
 }
 
-// loadCatalog reads b's cached lists; ok is false when there are none.
-func (s *Server) loadCatalog(b *backend) (lists, bool) {
+// loadCatalog reads b's cached lists and what it said of itself; ok is
+// false when there are none.
+func (s *Server) loadCatalog(b *backend) (lists, serverAbout, bool) {
 	path := s.cachePath(b)
 	if path == "" {
-		return lists{}, false
+		return lists{}, serverAbout{}, false
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return lists{}, false
+		return lists{}, serverAbout{}, false
 	}
 	var c cachedLists
 	if err := json.Unmarshal(data, &c); err != nil {
 		b.log.Warn("ignoring an unreadable catalog cache", "file", path, "err", err)
-		return lists{}, false
+		return lists{}, serverAbout{}, false
 	}
-	return lists{tools: c.Tools, prompts: c.Prompts, resources: c.Resources, templates: c.Templates}, true
+	// The file is the proxy's own, but bound what it says as if the
+	// server said it.
+	about := serverAbout{title: bound(c.Title, maxAboutField), name: bound(c.Name, maxAboutField),
+		instructions: bound(c.Instructions, maxAboutInstructions), tools: c.Tools, known: true}
+	return lists{tools: c.Tools, prompts: c.Prompts, resources: c.Resources, templates: c.Templates}, about, true
 }
 
 // touch records that b was used now.

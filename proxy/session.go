@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -16,7 +14,7 @@ import (
 
 // initialize handles a downstream initialize: the first one fixes the client
 // capabilities offered to upstreams (Options.WaitForClient) and starts them; the
-// result carries the instructions of the servers that opted in.
+// result carries the summary of the servers (summary.go).
 func (s *Server) initialize(ctx context.Context, next mcp.MethodHandler, method string, req mcp.Request) (mcp.Result, error) {
 	if p, ok := req.GetParams().(*mcp.InitializeParams); ok && p != nil {
 		s.learnClient(p.Capabilities, false)
@@ -47,42 +45,6 @@ func (s *Server) learnClient(caps *mcp.ClientCapabilities, modern bool) {
 		s.setClientCaps(caps)
 		close(s.clientUp)
 	})
-}
-
-// instructions merges the initialize instructions of the servers that opted
-// in, each under its server's name, waiting (bounded by each server's startup
-// timeout) for those still starting.
-func (s *Server) instructions(ctx context.Context) string {
-	var parts []string
-	for _, b := range s.gen.Load().backends {
-		if !b.cfg.Instructions {
-			continue
-		}
-		wait := b.cfg.Upstream.StartupTimeout
-		if wait == 0 {
-			wait = 30 * time.Second
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-b.started:
-		case <-t.C:
-		case <-ctx.Done():
-		}
-		t.Stop()
-		_, up, _ := b.snapshot()
-		if up == nil || up.InitializeResult() == nil {
-			continue
-		}
-		if text := strings.TrimSpace(up.InitializeResult().Instructions); text != "" {
-			prefix := b.cfg.Prefix
-			note := ""
-			if prefix != "" {
-				note = fmt.Sprintf("\n(Its tools and prompts are exposed here as %s__<name>.)", prefix)
-			}
-			parts = append(parts, fmt.Sprintf("## %s%s\n\n%s", b.name, note, text))
-		}
-	}
-	return strings.Join(parts, "\n\n")
 }
 
 // sessionVersion is the protocol version negotiated with a downstream

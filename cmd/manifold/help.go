@@ -47,7 +47,7 @@ var configKeys = []configKey{
 	{"required", "server", "Fail manifold serve when this server cannot start."},
 	{"disabled", "server", "Keep the entry, start nothing."},
 	{"description", "server", "What the server is for, in one sentence (at most 300 characters): its line in Manifold's instructions and in search."},
-	{"instructions", "server", "Merge the server's initialize instructions into Manifold's (opt-in: they reach the model's system prompt)."},
+	{"instructions", "server", "Add the server's whole initialize instructions after Manifold's summary of servers, when they fit in its 2,000 bytes."},
 	{"isolation", "server", `"session": a process per HTTP client session; default "shared".`},
 	{"allow_unsolicited", "server", `["sampling"], ["elicitation"] or both: let the server ask its client outside any call.`},
 	{"start", "server", `"lazy" starts the server on the first call that needs it; default "eager".`},

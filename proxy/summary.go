@@ -1,0 +1,369 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/manifold-mcp/manifold/policy"
+	"github.com/manifold-mcp/manifold/proxy/naming"
+)
+
+// This file writes Manifold's own instructions: a summary, one line per
+// server, of what each server behind the one entry is for. Claude Code keeps
+// 2 KB of a server's instructions and Codex makes them the description of the
+// one namespace all of Manifold's tools land in, so the summary is what their
+// tool search reads to find a server's tools. It is always shorter than
+// InstructionsBudget, and it is the same bytes for the same config, policy
+// and servers: across calls, restarts (a server not yet up is described from
+// its cached catalog) and reloads that change nothing.
+
+// InstructionsBudget bounds Manifold's instructions, in bytes: under the
+// 2,048 that Claude Code keeps, with room to spare for a client that counts
+// otherwise.
+const InstructionsBudget = 2000
+
+// Bounds on one server's line: its text is cut to the first of these that
+// lets every line fit, the last (0) leaving only the server's name and tools.
+var lineTextCaps = []int{160, 100, 60, 0}
+
+// toolsNamed is how many of a server's tool names describe a server that has
+// no description and no instructions.
+const toolsNamed = 4
+
+// summaryLead opens the summary of a session in full mode.
+const summaryLead = "This one entry serves the tools of several servers. What each is for, and how its tools are named:"
+
+// serverAbout is what a server said about itself (in its initialize result)
+// and its tools, kept with the listing (and in the cache file) so that a
+// server not yet up is described as it was when last up.
+type serverAbout struct {
+	title, name  string // serverInfo, sanitised
+	instructions string // sanitised and bounded
+	tools        []*mcp.Tool
+	known        bool // it was up once (in this run or the cached one)
+}
+
+// Bounds on what a server said of itself, as kept and cached: its full
+// instructions only matter while they fit in the summary's budget.
+const (
+	maxAboutField        = 256
+	maxAboutInstructions = 2 * InstructionsBudget
+)
+
+// newAbout keeps what ir (already sanitised by package upstream) and the
+// listing say of a server.
+func newAbout(ir *mcp.InitializeResult, tools []*mcp.Tool) serverAbout {
+	a := serverAbout{tools: tools, known: true}
+	if ir == nil {
+		return a
+	}
+	a.instructions = bound(ir.Instructions, maxAboutInstructions)
+	if ir.ServerInfo != nil {
+		a.title = bound(ir.ServerInfo.Title, maxAboutField)
+		a.name = bound(ir.ServerInfo.Name, maxAboutField)
+	}
+	return a
+}
+
+// bound cuts s to at most n bytes at a rune boundary.
+func bound(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// aboutNow returns what describes b now: its live listing once it was up, else
+// the cached one.
+func (b *backend) aboutNow() serverAbout {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	a := b.about
+	if len(b.lists.tools) > 0 {
+		a.tools = b.lists.tools
+		a.known = true
+	}
+	return a
+}
+
+// instructions is Manifold's own instructions for a session in full mode;
+// it waits briefly (Options.FirstListWait) for servers still starting, and
+// for those that opted in to their full instructions as long as before
+// (bounded by each one's startup timeout).
+func (s *Server) instructions(ctx context.Context) string {
+	s.waitReadyFor(ctx, s.opts.FirstListWait)
+	for _, b := range s.gen.Load().backends {
+		if !b.cfg.Instructions {
+			continue
+		}
+		wait := b.cfg.Upstream.StartupTimeout
+		if wait == 0 {
+			wait = 30 * time.Second
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-b.started:
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+	}
+	return s.summary(summaryLead)
+}
+
+// summary renders the instructions summary under lead (a search-mode
+// session says there how to find tools): one line per server in config
+// order, "- NAME: TEXT (tools PREFIX__*)", where TEXT is the server's
+// description key, else the first sentence of its initialize instructions,
+// else its title and a few tool names. Servers whose every tool is hidden
+// are left out. Then, for the servers that opted in (instructions = true),
+// their whole instructions, each only if it fits entirely. Never longer than
+// InstructionsBudget; deterministic.
+func (s *Server) summary(lead string) string {
+	g := s.gen.Load()
+	rules := s.rules.Load()
+	red := s.opts.Redactor
+	type line struct{ name, text, tools string }
+	var lines []line
+	var full []string // "## NAME\n\nTEXT" of the servers that opted in, secrets not masked yet
+	for _, b := range g.backends {
+		a := b.aboutNow()
+		visible := s.visibleToolNames(rules, b, a.tools)
+		if a.known && len(a.tools) > 0 && len(visible) == 0 {
+			continue // every tool hidden: the server is not there for the client
+		}
+		text := s.serverText(g, b)
+		if text == "" {
+			title := a.title
+			if title == "" {
+				title = a.name
+			}
+			text = fallbackText(red.String(title), visible)
+		}
+		tools := "tools under their own names"
+		if b.cfg.Prefix != "" {
+			tools = "tools " + b.cfg.Prefix + naming.Separator + "*"
+		}
+		lines = append(lines, line{name: b.name, text: text, tools: tools})
+		if b.cfg.Instructions {
+			if ins := strings.TrimSpace(a.instructions); ins != "" {
+				full = append(full, "## "+b.name+"\n\n"+ins)
+			}
+		}
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	render := func(l line, max int) string {
+		text := cut(l.text, max)
+		if text == "" {
+			return "- " + l.name + " (" + l.tools + ")"
+		}
+		return "- " + l.name + ": " + text + " (" + l.tools + ")"
+	}
+	lead = cut(plainLine(lead), InstructionsBudget/4)
+	var out string
+	for _, max := range lineTextCaps {
+		var b strings.Builder
+		b.WriteString(lead)
+		for _, l := range lines {
+			b.WriteString("\n")
+			b.WriteString(render(l, max))
+		}
+		if out = b.String(); len(out) <= InstructionsBudget {
+			break
+		}
+	}
+	if len(out) > InstructionsBudget {
+		// Even bare lines do not fit: keep as many of the first servers as
+		// leave room to say how many more there are.
+		for k := len(lines) - 1; k >= 0; k-- {
+			var b strings.Builder
+			b.WriteString(lead)
+			for _, l := range lines[:k] {
+				b.WriteString("\n")
+				b.WriteString(render(l, 0))
+			}
+			fmt.Fprintf(&b, "\n…and %d more servers.", len(lines)-k)
+			if out = b.String(); len(out) <= InstructionsBudget {
+				break
+			}
+		}
+	}
+	for _, f := range full {
+		// One too long as it is is left out without the cost of masking
+		// its secrets; masking may lengthen it, so it is measured again.
+		if len(out)+2+len(f) > InstructionsBudget {
+			continue
+		}
+		if f = red.String(f); len(out)+2+len(f) <= InstructionsBudget {
+			out += "\n\n" + f
+		}
+	}
+	return out
+}
+
+// serverText says in one line what b's server is for: its description key
+// in g, else the first sentence of its initialize instructions (live, or
+// cached while it is not up), with escapes and control characters removed
+// and the config's secrets masked; "" when neither says anything. It is the
+// text of the server's line in the summary, and what search matches as the
+// server's description.
+func (s *Server) serverText(g *generation, b *backend) string {
+	if text := plainLine(s.opts.Redactor.String(g.description(b))); text != "" {
+		return text
+	}
+	// The sentence, not the whole text, is masked, and only its start (far
+	// more than a line shows): a secret cut at the sentence's end would be
+	// one with ". " or a blank line in it.
+	return plainLine(s.opts.Redactor.String(bound(firstSentence(b.aboutNow().instructions), maxSentence)))
+}
+
+// maxSentence bounds the first sentence of a server's instructions before
+// its secrets are masked: several times what a line of the summary shows.
+const maxSentence = 1024
+
+// visibleToolNames returns the names (as the server knows them, sorted) of
+// tools that the policy lets clients see; the same decision as the catalog's
+// (rebuild), so a cached listing gives the live one's answer.
+func (s *Server) visibleToolNames(rules *policy.Rules, b *backend, tools []*mcp.Tool) []string {
+	var out []string
+	for _, t := range tools {
+		if t == nil {
+			continue
+		}
+		exposed := naming.ExposeLimit(b.cfg.Prefix, t.Name, s.opts.MaxNameLength)
+		it := policy.Item{Kind: policy.Tool, Server: b.name, Original: t.Name, Exposed: exposed,
+			Annotations: rules.Annotations(b.name, t.Name, toPolicyAnnotations(t.Annotations)),
+			Full:        naming.Full(b.cfg.Prefix, t.Name)}
+		if o, ok := rules.Override(b.name, t.Name); ok && o.Name != "" {
+			it.Exposed, it.Qualified = o.Name, exposed
+		}
+		if rules.Decide(it).Visible {
+			out = append(out, t.Name)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// fallbackText describes a server by its title and a few of its tools.
+func fallbackText(title string, tools []string) string {
+	title = plainLine(title)
+	if len(tools) == 0 {
+		return title
+	}
+	names := make([]string, 0, toolsNamed)
+	for _, n := range tools[:min(len(tools), toolsNamed)] {
+		names = append(names, plainLine(n))
+	}
+	list := strings.Join(names, ", ")
+	if len(tools) > toolsNamed {
+		list += ", …"
+	}
+	if title == "" {
+		return "tools such as " + list
+	}
+	return title + "; tools such as " + list
+}
+
+// escapes matches terminal escape sequences: CSI (ESC [ … final), OSC
+// (ESC ] … BEL or ESC \) and two-character ones.
+var escapes = regexp.MustCompile(`\x1b(?:\[[0-?]*[ -/]*[@-~]?|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-_]?)`)
+
+// plainLine is s with terminal escapes and control or formatting characters
+// (bidi overrides among them) removed, and every run of white space made
+// one space.
+func plainLine(s string) string {
+	s = escapes.ReplaceAllString(s, "")
+	var b strings.Builder
+	space := false
+	for _, r := range s {
+		switch {
+		case unicode.IsSpace(r):
+			space = b.Len() > 0
+			continue
+		case unicode.IsControl(r), unicode.Is(unicode.Cf, r), r == utf8.RuneError:
+			continue
+		}
+		if space {
+			b.WriteByte(' ')
+			space = false
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// firstSentence returns the first sentence of the first paragraph of
+// instructions, as one line; Markdown headings are passed over (the first
+// one stands in when there is nothing else), and list and quote marks
+// dropped.
+func firstSentence(ins string) string {
+	ins = escapes.ReplaceAllString(ins, "")
+	var para []string
+	heading := ""
+	for _, raw := range strings.Split(ins, "\n") {
+		l := strings.TrimSpace(raw)
+		if strings.HasPrefix(l, "#") {
+			if heading == "" {
+				heading = strings.TrimSpace(strings.TrimLeft(l, "#"))
+			}
+			if len(para) > 0 {
+				break
+			}
+			continue
+		}
+		l = strings.TrimSpace(strings.TrimLeft(l, ">*-=+ "))
+		if l == "" {
+			if len(para) > 0 {
+				break
+			}
+			continue
+		}
+		para = append(para, l)
+	}
+	text := plainLine(strings.Join(para, " "))
+	if text == "" {
+		return plainLine(heading)
+	}
+	for i, r := range text {
+		if r == '.' || r == '!' || r == '?' || r == '。' {
+			end := i + utf8.RuneLen(r)
+			if end == len(text) || text[end] == ' ' {
+				return text[:end]
+			}
+		}
+	}
+	return text
+}
+
+// cut shortens s to at most max bytes, at a word boundary where one is
+// near, marking the cut with "…"; max 0 gives "".
+func cut(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	if max <= len("…") {
+		return ""
+	}
+	n := max - len("…")
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	if i := strings.LastIndexByte(s[:n], ' '); i > n*2/3 {
+		n = i
+	}
+	return strings.TrimRight(s[:n], " ,;:") + "…"
+}
