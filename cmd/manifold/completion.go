@@ -13,7 +13,7 @@ var commandFlags = []struct {
 }{
 	{"serve", []string{"--config", "--http", "--allow-remote", "--log-level"}},
 	{"check", []string{"--config", "--log-level"}},
-	{"tools", []string{"--config", "--json", "--log-level"}},
+	{"tools", []string{"--config", "--json", "--client", "--entry", "--log-level"}},
 	{"call", []string{"--config", "--json", "--log-level"}},
 	{"status", []string{"--config", "--url", "--fresh", "--json", "--log-level"}},
 	{"explain", []string{"--config", "--log-level"}},

@@ -93,6 +93,7 @@ Usage:
   manifold serve [--config FILE] [--http ADDR]          serve MCP on stdio (default) or streamable HTTP
   manifold check [--config FILE | FILE]                 validate the config without starting anything
   manifold tools [--config FILE | FILE] [--json]        start the servers and print the merged catalog
+                 [--client NAME [--entry NAME]]         ... or flag the names that client would refuse or mangle
   manifold call  [--config FILE] [--json] NAME [JSON]   call one tool through the full proxy path
   manifold status [--config FILE | FILE | --url URL]    each server's state, pid, uptime, restarts, health
   manifold explain [--config FILE] NAME|URI             the policy's decision for a tool, prompt or URI, and why

@@ -12,6 +12,7 @@ import (
 
 	"github.com/manifold-mcp/manifold/internal/config"
 	"github.com/manifold-mcp/manifold/proxy"
+	"github.com/manifold-mcp/manifold/proxy/naming"
 )
 
 // toolsWidth is the width `manifold tools` fits its table in.
@@ -19,8 +20,10 @@ const toolsWidth = 100
 
 func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var c common
-	fs := newFlags("tools", "tools [--config FILE | FILE] [--json]", levelOneShot, stderr, &c)
+	fs := newFlags("tools", "tools [--config FILE | FILE] [--json] [--client NAME [--entry NAME]]", levelOneShot, stderr, &c)
 	asJSON := fs.Bool("json", false, "print the catalog and the servers' states as JSON, with every verdict in full")
+	clientName := fs.String("client", "", "instead of the catalog, flag every exposed tool name that this client would refuse or mangle, and every cap on tools the catalog passes: "+strings.Join(naming.ClientKeys(), ", "))
+	entry := fs.String("entry", "manifold", "with --client: the name of Manifold's entry in that client (manifold connect --name)")
 	pos, ok, err := parse(fs, args)
 	if !ok {
 		return err
@@ -28,15 +31,25 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := configArg("tools", &c, pos); err != nil {
 		return err
 	}
+	client, err := clientFlags(fs, *clientName, *entry)
+	if err != nil {
+		return err
+	}
 	c.oneShot = true
-	p, err := startReady(ctx, c, stderr)
+	p, cfg, err := startProxy(ctx, c, levelOneShot, stderr)
 	if err != nil {
 		return err
 	}
 	defer p.Close()
+	if err := awaitReady(ctx, p, stderr); err != nil {
+		return err
+	}
 	entries, red := p.Catalog(), p.Redactor()
 	for i := range entries { // an upstream may echo a secret it was given in a description
 		entries[i].Description = red.String(entries[i].Description)
+	}
+	if client != nil {
+		return printClientCheck(stdout, *client, *entry, entries, cfg.MaxNameLength, *asJSON)
 	}
 	if *asJSON {
 		return printCatalogJSON(stdout, entries, p.Status())
