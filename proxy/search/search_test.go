@@ -286,9 +286,15 @@ func FuzzSearch(f *testing.F) {
 	for _, s := range []string{"read a file", "", "ÜNÏCÖDÉ", "検索", "\xff\xfe", "a\u0301b", "getHTTPServerV2_x-y", strings.Repeat("z", 300)} {
 		f.Add(s)
 	}
-	ix := New(append(testDocs, Doc{ID: "fuzz", Name: "fuzz", Description: "\xff broken \u0301 text"}))
+	docs := append(testDocs, Doc{ID: "fuzz", Name: "fuzz", Description: "\xff broken \u0301 text"})
+	ix, sem := New(docs), NewWith(docs, Options{Semantic: true})
 	f.Fuzz(func(t *testing.T, q string) {
 		hits := ix.Search(q, 3)
+		for _, h := range append(sem.Search(q, 3), hits...) {
+			if math.IsNaN(h.Score) || math.IsInf(h.Score, 0) {
+				t.Fatalf("Search(%q): hit %v", q, h)
+			}
+		}
 		if len(hits) > 3 {
 			t.Fatalf("Search(%q) returned %d hits", q, len(hits))
 		}

@@ -16,7 +16,7 @@ import (
 // no word was chosen from a catalog or a query. internal/genvec writes it
 // (its doc has the npm pack command and the layout).
 //
-//go:generate go run ./internal/genvec -in $WINK_EMBEDDINGS_JSON -out vectors.bin
+//go:generate go run ./internal/genvec -out vectors.bin -in=$WINK_EMBEDDINGS_JSON
 //go:embed vectors.bin
 var vectorsBin string
 
