@@ -259,6 +259,7 @@ func (s *Server) rebuild() {
 		b.mu.Lock()
 		l := b.lists
 		b.mu.Unlock()
+		l = canonicalLists(l)
 		snap[b.name] = l
 		tg := naming.Group{Server: b.name, Prefix: b.cfg.Prefix}
 		for _, t := range l.tools {
@@ -380,6 +381,49 @@ func (s *Server) rebuild() {
 	}
 	s.catalog.Store(c)
 	s.register(c)
+}
+
+// canonicalLists returns copies of l's lists in a fixed order: by name (URI,
+// template), ties broken by the item's JSON encoding. A server that lists
+// one name twice, with two definitions, then gives the same catalog (and
+// clients the same list bytes) whatever order it lists in; the one the
+// catalog keeps is the same every time.
+func canonicalLists(l lists) lists {
+	return lists{
+		tools:     sortedBy(l.tools, func(t *mcp.Tool) string { return t.Name }),
+		prompts:   sortedBy(l.prompts, func(p *mcp.Prompt) string { return p.Name }),
+		resources: sortedBy(l.resources, func(r *mcp.Resource) string { return r.URI }),
+		templates: sortedBy(l.templates, func(t *mcp.ResourceTemplate) string { return t.URITemplate }),
+	}
+}
+
+// sortedBy returns a copy of items sorted by key, then by JSON encoding;
+// nil items come first.
+func sortedBy[T any](items []*T, key func(*T) string) []*T {
+	out := slices.Clone(items)
+	slices.SortStableFunc(out, func(a, b *T) int {
+		if a == nil || b == nil {
+			return cmpBool(a != nil, b != nil)
+		}
+		if c := strings.Compare(key(a), key(b)); c != 0 {
+			return c
+		}
+		ja, _ := json.Marshal(a)
+		jb, _ := json.Marshal(b)
+		return bytes.Compare(ja, jb)
+	})
+	return out
+}
+
+// cmpBool orders false before true.
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case !a:
+		return -1
+	}
+	return 1
 }
 
 // modernToolList is a tools/list answer for a modern client: the same tools,

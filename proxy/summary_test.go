@@ -216,3 +216,46 @@ func TestSummaryBudget(t *testing.T) {
 		}
 	}
 }
+
+// TestCatalogIgnoresListingOrder: a server that lists a tool, prompt,
+// resource or template twice under one name (or URI), with different
+// definitions, gets the same catalog whatever the order of its listing: the
+// list bytes must not change when it lists again in another order.
+func TestCatalogIgnoresListingOrder(t *testing.T) {
+	toolA := &mcp.Tool{Name: "t", Description: "first", InputSchema: map[string]any{"type": "object"}}
+	toolB := &mcp.Tool{Name: "t", Description: "second", InputSchema: map[string]any{"type": "object"}}
+	other := &mcp.Tool{Name: "u", Description: "other", InputSchema: map[string]any{"type": "object"}}
+	promptA, promptB := &mcp.Prompt{Name: "p", Description: "first"}, &mcp.Prompt{Name: "p", Description: "second"}
+	resA := &mcp.Resource{URI: "file:///a.txt", Name: "a", Description: "first"}
+	resB := &mcp.Resource{URI: "file:///a.txt", Name: "a", Description: "second"}
+	tmplA := &mcp.ResourceTemplate{URITemplate: "file:///{x}", Name: "x", Description: "first"}
+	tmplB := &mcp.ResourceTemplate{URITemplate: "file:///{x}", Name: "x", Description: "second"}
+	catalogOf := func(l lists) string {
+		s := summaryServer(t, Options{}, []ServerConfig{srv("s", "s", "")}, nil)
+		b := s.gen.Load().byName["s"]
+		b.mu.Lock()
+		b.lists = l
+		b.mu.Unlock()
+		s.rebuild()
+		c := s.catalog.Load()
+		var out strings.Builder
+		for _, name := range []string{"s__t", "s__u"} {
+			fmt.Fprintf(&out, "%s=%s ", name, c.toolDefs[name].Description)
+		}
+		fmt.Fprintf(&out, "prompt=%s ", c.promptDefs["s__p"].Description)
+		for uri, r := range c.resources {
+			fmt.Fprintf(&out, "%s=%s ", uri, r.Description)
+		}
+		for tmpl, r := range c.templates {
+			fmt.Fprintf(&out, "%s=%s ", tmpl, r.Description)
+		}
+		return out.String()
+	}
+	one := catalogOf(lists{tools: []*mcp.Tool{toolA, other, toolB}, prompts: []*mcp.Prompt{promptA, promptB},
+		resources: []*mcp.Resource{resA, resB}, templates: []*mcp.ResourceTemplate{tmplA, tmplB}})
+	two := catalogOf(lists{tools: []*mcp.Tool{toolB, toolA, other}, prompts: []*mcp.Prompt{promptB, promptA},
+		resources: []*mcp.Resource{resB, resA}, templates: []*mcp.ResourceTemplate{tmplB, tmplA}})
+	if one != two {
+		t.Errorf("the catalog depends on the listing's order:\n%s\n%s", one, two)
+	}
+}
