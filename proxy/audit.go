@@ -36,6 +36,8 @@ type auditRecord struct {
 	Error       string         `json:"error,omitempty"`
 	ResultBytes int            `json:"result_bytes"`
 	Rounds      int            `json:"input_rounds,omitempty"` // input_required rounds of a bridged call
+	Via         string         `json:"via,omitempty"`          // the call tool of the search surface that made the call
+	Catalog     string         `json:"catalog,omitempty"`      // the client's catalog mode: full or search
 	Arguments   map[string]any `json:"arguments,omitempty"`
 }
 

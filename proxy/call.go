@@ -107,8 +107,12 @@ func (s *Server) callTool(ctx context.Context, ss *mcp.ServerSession, name strin
 // reads the server's output, so no goroutine waits per call (ARCHITECTURE §3
 // "The hot path is lean"); finish must not block for long.
 func (s *Server) startCall(ctx context.Context, ss *mcp.ServerSession, name string, fields map[string]json.RawMessage, finish func(json.RawMessage, error)) {
+	if s.serveSurface(ctx, ss, name, fields, finish) {
+		return
+	}
 	start := time.Now()
 	rec := auditRecord{Method: "tools/call", Exposed: name, Decision: "denied", Outcome: "unknown tool"}
+	rec.Via, _ = ctx.Value(innerCallKey{}).(string)
 	var cleanups []func()
 	var pc *parkedCall // the bridge of a modern client's call on a legacy server
 	rounds := 0        // rounds of input a legacy client gave a modern server
@@ -133,6 +137,7 @@ func (s *Server) startCall(ctx context.Context, ss *mcp.ServerSession, name stri
 				}
 			}
 			rec.ResultBytes = len(raw)
+			rec.Catalog = s.sessionMode(ctx, ss, nil, s.catalog.Load(), false)
 			s.audit.record(ss, rec, start, fields["arguments"])
 		}
 		finish(raw, err)

@@ -15,6 +15,7 @@ import (
 	"github.com/manifold-mcp/manifold/policy"
 	"github.com/manifold-mcp/manifold/proxy/era"
 	"github.com/manifold-mcp/manifold/proxy/naming"
+	"github.com/manifold-mcp/manifold/proxy/search"
 )
 
 // catalog is the merged, namespaced view of every upstream's lists. It is
@@ -56,6 +57,17 @@ type catalog struct {
 	// modernTools caches the tool definitions rewritten for modern clients
 	// (JSON Schema 2020-12), by the definition registered with the SDK.
 	modernTools sync.Map // *mcp.Tool -> *mcp.Tool
+
+	// surfOpts are the catalog options this catalog was built with;
+	// serverText is each server's text for the search index (the first
+	// line of its instructions). The search surface and its index are
+	// built at their first use (surface.go).
+	surfOpts   CatalogOptions
+	serverText map[string]string
+	surfOnce   sync.Once
+	surf       *surface
+	indexOnce  sync.Once
+	index      *search.Index
 }
 
 // toolDecision returns the decision of an exposed tool name that exists and
@@ -253,6 +265,8 @@ func (s *Server) rebuild() {
 	c := newCatalog(g)
 	rules := s.rules.Load()
 	c.rules = rules
+	c.surfOpts = *s.catalogOptions()
+	c.serverText = serverTexts(g)
 	var toolGroups, promptGroups []naming.Group
 	snap := make(map[string]lists, len(g.backends))
 	for _, b := range g.backends {
@@ -381,6 +395,7 @@ func (s *Server) rebuild() {
 	}
 	s.catalog.Store(c)
 	s.register(c)
+	s.warnAlways(c)
 }
 
 // canonicalLists returns copies of l's lists in a fixed order: by name (URI,

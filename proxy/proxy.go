@@ -158,6 +158,10 @@ type Options struct {
 	// discarded. Hiding secrets in it is the caller's job (Redactor.Writer
 	// under its handler).
 	Logger *slog.Logger
+	// Catalog says which tool list each client gets: every tool, or the
+	// search surface (surface.go). If zero, every client gets every tool.
+	// SetCatalog replaces it.
+	Catalog CatalogOptions
 	// Redactor hides secrets in what the proxy shows: Status, Explain, the
 	// /status and /readyz bodies and the audit lines. If nil, one that hides
 	// credential shapes only.
@@ -177,6 +181,10 @@ type Server struct {
 	reloadMu sync.Mutex                 // serialises Reload
 
 	catalog atomic.Pointer[catalog] // the merged view, swapped whole
+	catOpts atomic.Pointer[CatalogOptions]
+	clients clientRegistry // the clients that listed or called, and their catalog modes
+
+	alwaysWarned sync.Map // CatalogOptions.Always names already logged as not visible
 	catMu   sync.Mutex              // serialises catalog rebuilds and SDK registration
 	reg     registered              // what is registered with the SDK server; guarded by catMu
 
@@ -243,6 +251,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s.life, s.cancel = context.WithCancel(context.Background())
 	s.rules.Store(opts.Policy)
+	s.catOpts.Store(&opts.Catalog)
 	if opts.Audit != nil {
 		s.audit = &auditor{w: opts.Redactor.Writer(opts.Audit), args: opts.AuditArguments}
 	}

@@ -151,7 +151,16 @@ func (s *Server) route(ctx context.Context, next mcp.MethodHandler, method strin
 		s.waitReady(ctx)
 	case "tools/list":
 		s.listing(ctx, req, catTools)
-		res, err := next(ctx, method, req)
+		var res mcp.Result
+		var err error
+		ss, _ := req.GetSession().(*mcp.ServerSession)
+		if c := s.catalog.Load(); s.sessionMode(ctx, ss, listMeta(req), c, true) == ModeSearch {
+			// A search-mode session lists the search surface; the
+			// SDK's registry holds the full catalog, every session's.
+			res = s.surfaceList(c)
+		} else {
+			res, err = next(ctx, method, req)
+		}
 		lr, ok := res.(*mcp.ListToolsResult)
 		if !ok || err != nil {
 			return res, err
@@ -243,7 +252,9 @@ func (s *Server) setCacheable(_ context.Context, req mcp.Request, c *mcp.Cacheab
 	cat := s.catalog.Load()
 	switch req.(type) {
 	case *mcp.ListToolsRequest:
-		c.TTLMs, c.CacheScope = era.ListCache(cat.narrowed[catTools], ready)
+		// A list that depends on the client (its catalog mode) is
+		// no shared cache's to serve.
+		c.TTLMs, c.CacheScope = cat.listCache(ready)
 	case *mcp.ListPromptsRequest:
 		c.TTLMs, c.CacheScope = era.ListCache(cat.narrowed[catPrompts], ready)
 	case *mcp.ListResourcesRequest:
@@ -301,6 +312,7 @@ func (s *Server) readResource(ctx context.Context, ss *mcp.ServerSession, p *mcp
 					}
 				}
 			}
+			rec.Catalog = s.sessionMode(ctx, ss, nil, s.catalog.Load(), false)
 			s.audit.record(ss, rec, start, nil)
 		}()
 	}
@@ -395,6 +407,7 @@ func (s *Server) handleGetPrompt(ctx context.Context, req *mcp.GetPromptRequest)
 					rec.ResultBytes = len(b)
 				}
 			}
+			rec.Catalog = s.sessionMode(ctx, req.Session, nil, s.catalog.Load(), false)
 			s.audit.record(req.Session, rec, start, nil)
 		}()
 	}

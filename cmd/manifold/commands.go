@@ -170,6 +170,7 @@ func proxyOptions(cfg *config.Config, log *slog.Logger) proxy.Options {
 		StateKey:         cfg.Protocol.StateKey,
 		StateTTL:         cfg.Protocol.StateTTL,
 		MaxInputRounds:   cfg.Protocol.MaxInputRounds,
+		Catalog:          catalogOptions(cfg.Catalog),
 	}
 	for _, s := range cfg.Servers {
 		var env []string
@@ -631,4 +632,16 @@ func cacheDir() string {
 		return ""
 	}
 	return filepath.Join(dir, "manifold")
+}
+
+// catalogOptions maps the [catalog] table onto the proxy's options.
+func catalogOptions(c config.Catalog) proxy.CatalogOptions {
+	o := proxy.CatalogOptions{Mode: c.Mode, SearchAbove: c.SearchAbove, Always: c.Always, AlwaysAt: c.AlwaysAt}
+	if o.SearchAbove == 0 {
+		o.SearchAbove = -1 // search_above = 0: search at any size (the proxy's zero is its default)
+	}
+	for _, cl := range c.Clients {
+		o.Clients = append(o.Clients, proxy.ClientMode{Name: cl.Name, Mode: cl.Mode})
+	}
+	return o
 }

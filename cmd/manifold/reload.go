@@ -70,6 +70,7 @@ func watchConfig(ctx context.Context, p *proxy.Server, cfg *config.Config, inter
 			continue
 		}
 		p.SetPolicy(cfg.Policy)
+		p.SetCatalog(catalogOptions(cfg.Catalog))
 		globs = cfg.PolicyFiles
 		inForce, matched = sum, matchingGlobs(globs)
 		last = configSum(path, globs)

@@ -112,6 +112,9 @@ type Config struct {
 	// Protocol is the [protocol] table (bridging the protocol eras).
 	Protocol Protocol
 
+	// Catalog is the [catalog] table: which tool list each client gets.
+	Catalog Catalog
+
 	// Servers are the enabled servers in document order; servers with
 	// disabled = true are left out.
 	Servers []Server

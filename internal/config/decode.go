@@ -76,6 +76,7 @@ func decode(file, abs string, data []byte, lookup func(string) (string, bool), l
 	d.global(root, cfg)
 	cfg.HTTP = d.http(root)
 	cfg.Protocol = d.protocol(root, cfg)
+	cfg.Catalog = d.catalog(root)
 	cfg.Servers = d.servers(root, cfg)
 	cfg.Plugins = d.plugins(root, cfg) // after the servers: it checks names and prefixes against theirs
 	d.policyKeys(root, cfg)

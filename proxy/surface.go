@@ -1,0 +1,917 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/manifold-mcp/manifold/policy"
+	"github.com/manifold-mcp/manifold/proxy/era"
+	"github.com/manifold-mcp/manifold/proxy/search"
+)
+
+// This file holds the search surface: which tool list each client gets
+// (its catalog mode), and the five meta-tools a search-mode client gets
+// instead of the whole catalog. A client that loads every tool into its
+// context (VS Code, Cursor, Gemini CLI, Windsurf) is served, once the
+// catalog is large, search_tools, describe_tools and one call tool per
+// annotation class; a client that defers tools behind a search of its own
+// (Claude Code, Codex) gets the full list, since two searches stacked make
+// agents skip one or search twice. The mode is decided once per session and
+// kept: nothing changes a session's tools/list but a real catalog change.
+// Search is call-through: the call tools route the inner call through
+// startCall, so routing, policy, limits, progress, cancellation and audit are
+// those of a direct call.
+
+// Catalog modes.
+const (
+	ModeAuto   = "auto"
+	ModeFull   = "full"
+	ModeSearch = "search"
+)
+
+// DefaultSearchAbove is CatalogOptions.SearchAbove's default.
+const DefaultSearchAbove = 40
+
+// The meta-tools' names. They are fixed: models and tests know them.
+const (
+	toolSearch           = "search_tools"
+	toolDescribe         = "describe_tools"
+	toolCallRead         = "call_tool_read"
+	toolCallWrite        = "call_tool_write"
+	toolCallDestructive  = "call_tool_destructive"
+	searchDefaultLimit   = 8
+	searchMaxLimit       = 20
+	describeMaxNames     = 5
+	searchMaxQueryLength = 1000
+)
+
+// metaTools are the meta-tools in the order they are listed.
+var metaTools = []string{toolSearch, toolDescribe, toolCallRead, toolCallWrite, toolCallDestructive}
+
+// deferringClients are the clientInfo names of clients known to defer MCP
+// tools behind a search of their own: auto gives them the full list.
+// Codex sends "codex-mcp-client" (its rmcp client's clientInfo).
+var deferringClients = []string{"claude-code", "codex-mcp-client"}
+
+// CatalogOptions says which tool list each client gets.
+type CatalogOptions struct {
+	// Mode is ModeAuto, ModeFull or ModeSearch. If empty, ModeFull: every
+	// client gets every visible tool.
+	Mode string
+	// SearchAbove: ModeAuto serves the search surface only when more
+	// tools than this are visible. If zero, DefaultSearchAbove; if
+	// negative, at any size.
+	SearchAbove int
+	// Always are exposed tool names listed beside the meta-tools in search
+	// mode. A name that is not a visible tool is left out and logged once,
+	// naming AlwaysAt (where the list is configured, "proxy.toml:12:
+	// catalog.always"; if empty, "catalog.always").
+	Always   []string
+	AlwaysAt string
+	// Clients give a mode per client, by clientInfo name (case-insensitive;
+	// a glob of package policy); the first match wins. A client that
+	// matches none gets Mode.
+	Clients []ClientMode
+}
+
+// ClientMode is one entry of CatalogOptions.Clients.
+type ClientMode struct {
+	Name string // a clientInfo name or glob, compared case-insensitively
+	Mode string // ModeAuto, ModeFull or ModeSearch
+}
+
+// SetCatalog applies new catalog options (after a reload); sessions keep the
+// mode they were given, new ones get the new rules, and the catalog is
+// rebuilt (a search session's list changes with its always tools).
+func (s *Server) SetCatalog(o CatalogOptions) {
+	s.catOpts.Store(&o)
+	s.alwaysWarned.Clear()
+	s.rebuild()
+}
+
+// catalogOptions returns the options in force.
+func (s *Server) catalogOptions() *CatalogOptions {
+	if o := s.catOpts.Load(); o != nil {
+		return o
+	}
+	return &CatalogOptions{}
+}
+
+// modeFor returns the catalog mode (ModeFull or ModeSearch) of client name
+// against catalog c, by the options c was built with.
+func (c *catalog) modeFor(name string) string {
+	o := c.surfOpts
+	mode := o.Mode
+	lname := strings.ToLower(name)
+	for _, cm := range o.Clients {
+		p := strings.ToLower(cm.Name)
+		if p == lname || policy.Match(p, lname) {
+			mode = cm.Mode
+			break
+		}
+	}
+	switch mode {
+	case ModeSearch:
+		return ModeSearch
+	case ModeAuto:
+		if slices.Contains(deferringClients, lname) {
+			return ModeFull
+		}
+		above := o.SearchAbove
+		if above == 0 {
+			above = DefaultSearchAbove
+		}
+		if len(c.toolDefs) > above {
+			return ModeSearch
+		}
+	}
+	return ModeFull
+}
+
+// listVaries reports whether two clients may get different tool lists from
+// c: a modern client's list is then cacheScope "private".
+func (c *catalog) listVaries() bool {
+	o := c.surfOpts
+	modes := map[string]bool{c.modeFor(""): true}
+	if o.Mode == ModeAuto {
+		for _, n := range deferringClients {
+			modes[c.modeFor(n)] = true
+		}
+	}
+	for _, cm := range o.Clients {
+		switch cm.Mode {
+		case ModeAuto:
+			modes[ModeFull] = true
+			if c.modeFor("") == ModeFull { // auto may give search to an eager client
+				above := o.SearchAbove
+				if above == 0 {
+					above = DefaultSearchAbove
+				}
+				if len(c.toolDefs) > above {
+					modes[ModeSearch] = true
+				}
+			}
+		default:
+			modes[cm.Mode] = true
+		}
+	}
+	return len(modes) > 1
+}
+
+// clientIdent is who sent a request, as its session or its _meta says.
+type clientIdent struct {
+	name, version, protocol string
+	modern                  bool
+}
+
+// clientOf returns the client of a request on ss: a modern request's own
+// _meta clientInfo (a request carries it, and over stdio each may differ),
+// else the session's (initialize, or the request that set a modern session
+// up).
+func clientOf(ctx context.Context, ss *mcp.ServerSession, meta mcp.Meta) clientIdent {
+	var id clientIdent
+	if ss != nil {
+		if ip := ss.InitializeParams(); ip != nil {
+			id.protocol = ip.ProtocolVersion
+			if ip.ClientInfo != nil {
+				id.name, id.version = ip.ClientInfo.Name, ip.ClientInfo.Version
+			}
+		}
+	}
+	id.modern = modernSession(ss)
+	var raw json.RawMessage
+	if m, ok := ctx.Value(requestMetaKey{}).(json.RawMessage); ok {
+		raw = m
+	} else if meta != nil {
+		raw, _ = json.Marshal(meta)
+	}
+	if len(raw) > 0 {
+		var m struct {
+			Version string              `json:"io.modelcontextprotocol/protocolVersion"`
+			Info    *mcp.Implementation `json:"io.modelcontextprotocol/clientInfo"`
+		}
+		if json.Unmarshal(raw, &m) == nil && m.Version >= modernVersion {
+			id.modern, id.protocol = true, m.Version
+			if m.Info != nil {
+				id.name, id.version = m.Info.Name, m.Info.Version
+			}
+		}
+	}
+	return id
+}
+
+// sessionMode returns the catalog mode of the client of a request on ss,
+// deciding it at the session's first list or call (decide): a legacy
+// session keeps the mode it was given; a modern request is decided from its
+// own clientInfo every time, the same client getting the same answer. With
+// decide false nothing is recorded (an audit line of a session that never
+// listed says what it would get).
+func (s *Server) sessionMode(ctx context.Context, ss *mcp.ServerSession, meta mcp.Meta, c *catalog, decide bool) string {
+	id := clientOf(ctx, ss, meta)
+	if !id.modern && ss != nil {
+		if mode, ok := s.clients.modeOf(ss); ok {
+			return mode
+		}
+	}
+	mode := c.modeFor(id.name)
+	if decide {
+		s.clients.record(s, ss, id, mode)
+	}
+	return mode
+}
+
+// clientRegistry tracks the connected clients and the catalog mode each got,
+// for Clients (status) and to keep a legacy session's mode.
+type clientRegistry struct {
+	mu     sync.Mutex
+	legacy map[*mcp.ServerSession]*clientEntry // guarded by mu
+	modern map[clientIdent]*clientEntry        // recent modern clients; guarded by mu
+}
+
+type clientEntry struct {
+	id       clientIdent
+	session  string
+	mode     string
+	since    time.Time
+	lastSeen time.Time
+}
+
+// maxModernClients bounds the modern clients kept for status: each request
+// of one names its client, and nothing says when it is gone.
+const maxModernClients = 64
+
+// modernClientTTL is how long a modern client is listed after its last
+// request.
+const modernClientTTL = 10 * time.Minute
+
+func (r *clientRegistry) modeOf(ss *mcp.ServerSession) (string, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if e := r.legacy[ss]; e != nil {
+		return e.mode, true
+	}
+	return "", false
+}
+
+// record notes that the client id got mode, on ss; a legacy session is
+// forgotten when it ends.
+func (r *clientRegistry) record(s *Server, ss *mcp.ServerSession, id clientIdent, mode string) {
+	now := time.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !id.modern && ss != nil {
+		if r.legacy == nil {
+			r.legacy = make(map[*mcp.ServerSession]*clientEntry)
+		}
+		if r.legacy[ss] != nil {
+			return
+		}
+		r.legacy[ss] = &clientEntry{id: id, session: ss.ID(), mode: mode, since: now, lastSeen: now}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			done := make(chan struct{})
+			go func() { _ = ss.Wait(); close(done) }()
+			select {
+			case <-done:
+				r.mu.Lock()
+				delete(r.legacy, ss)
+				r.mu.Unlock()
+			case <-s.closed:
+			}
+		}()
+		return
+	}
+	if r.modern == nil {
+		r.modern = make(map[clientIdent]*clientEntry)
+	}
+	if e := r.modern[id]; e != nil {
+		e.mode, e.lastSeen = mode, now
+		return
+	}
+	for k, e := range r.modern {
+		if now.Sub(e.lastSeen) > modernClientTTL {
+			delete(r.modern, k)
+		}
+	}
+	if len(r.modern) >= maxModernClients {
+		var oldest clientIdent
+		var at time.Time
+		for k, e := range r.modern {
+			if at.IsZero() || e.lastSeen.Before(at) {
+				oldest, at = k, e.lastSeen
+			}
+		}
+		delete(r.modern, oldest)
+	}
+	r.modern[id] = &clientEntry{id: id, mode: mode, since: now, lastSeen: now}
+}
+
+// ClientStatus is one connected client, for status reports.
+type ClientStatus struct {
+	Name     string `json:"name"`
+	Version  string `json:"version,omitempty"`
+	Protocol string `json:"protocol,omitempty"`
+	// Session is the HTTP session id; empty over stdio and for 2026-07-28
+	// clients, which have no session.
+	Session string `json:"session,omitempty"`
+	// Catalog is the client's catalog mode, "full" or "search"; Tools is
+	// how many tools its tools/list holds now.
+	Catalog string `json:"catalog"`
+	Tools   int    `json:"tools"`
+	// Since is when the client first listed or called; LastSeen, for a
+	// 2026-07-28 client, its last request that did.
+	Since    time.Time `json:"since"`
+	LastSeen time.Time `json:"last_seen,omitempty"`
+}
+
+// Clients reports the clients that listed or called tools: the sessions
+// open now, and the 2026-07-28 clients seen in the last ten minutes, with
+// the catalog mode each got and the size of its tool list, oldest first.
+// Names are shown with secrets hidden (Options.Redactor).
+func (s *Server) Clients() []ClientStatus {
+	c := s.catalog.Load()
+	full, searchList := len(c.toolDefs), len(c.surface().list)
+	s.clients.mu.Lock()
+	var out []ClientStatus
+	add := func(e *clientEntry, modern bool) {
+		st := ClientStatus{Name: s.opts.Redactor.String(e.id.name), Version: s.opts.Redactor.String(e.id.version),
+			Protocol: e.id.protocol, Session: e.session, Catalog: e.mode, Since: e.since.UTC()}
+		st.Tools = full
+		if e.mode == ModeSearch {
+			st.Tools = searchList
+		}
+		if modern {
+			st.LastSeen = e.lastSeen.UTC()
+		}
+		out = append(out, st)
+	}
+	for _, e := range s.clients.legacy {
+		add(e, false)
+	}
+	now := time.Now()
+	for _, e := range s.clients.modern {
+		if now.Sub(e.lastSeen) <= modernClientTTL {
+			add(e, true)
+		}
+	}
+	s.clients.mu.Unlock()
+	sort.SliceStable(out, func(i, j int) bool {
+		if !out[i].Since.Equal(out[j].Since) {
+			return out[i].Since.Before(out[j].Since)
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+// surface is the search surface of one catalog: the list and the meta-tools'
+// definitions. Built at the first need, once per catalog; the index apart
+// (searchIndex), at the first search.
+type surface struct {
+	list    []*mcp.Tool          // the meta-tools, then the always tools
+	meta    map[string]*mcp.Tool // meta-tool name -> definition
+	servers []string             // the servers with visible tools, sorted
+}
+
+// surface returns c's search surface, building it once.
+func (c *catalog) surface() *surface {
+	c.surfOnce.Do(func() { c.surf = c.buildSurface() })
+	return c.surf
+}
+
+func (c *catalog) buildSurface() *surface {
+	sf := &surface{meta: map[string]*mcp.Tool{}}
+	servers := map[string]bool{}
+	for name := range c.toolDefs {
+		e, _ := c.tools.Lookup(name)
+		servers[e.Server] = true
+	}
+	sf.servers = slices.Sorted(maps.Keys(servers))
+	for _, def := range metaToolDefs(len(c.toolDefs), sf.servers) {
+		sf.meta[def.Name] = def
+		sf.list = append(sf.list, def)
+	}
+	for _, name := range c.surfOpts.Always {
+		if def, ok := c.toolDefs[name]; ok && sf.meta[name] == nil {
+			sf.list = append(sf.list, def)
+		}
+	}
+	return sf
+}
+
+// searchIndex returns the index of c's visible tools, building it once.
+func (c *catalog) searchIndex() *search.Index {
+	c.indexOnce.Do(func() { c.index = c.buildIndex() })
+	return c.index
+}
+
+func (c *catalog) buildIndex() *search.Index {
+	names := slices.Sorted(maps.Keys(c.toolDefs))
+	docs := make([]search.Doc, 0, len(names))
+	for _, name := range names {
+		def := c.toolDefs[name]
+		e, _ := c.tools.Lookup(name)
+		d := search.Doc{ID: name, Name: name, Title: def.Title, Description: def.Description, Server: e.Server,
+			ServerText: c.serverText[e.Server]}
+		if d.Title == "" && def.Annotations != nil {
+			d.Title = def.Annotations.Title
+		}
+		for _, p := range schemaParams(def.InputSchema) {
+			d.Params = append(d.Params, search.Param{Name: p.name, Description: p.description})
+		}
+		docs = append(docs, d)
+	}
+	return search.New(docs)
+}
+
+// warnAlways logs, once per name, the always names that are not visible
+// tools of c (unknown, hidden, or of a server that is not up), once the
+// initial start is over.
+func (s *Server) warnAlways(c *catalog) {
+	select {
+	case <-s.ready:
+	default:
+		return
+	}
+	at := c.surfOpts.AlwaysAt
+	if at == "" {
+		at = "catalog.always"
+	}
+	for _, name := range c.surfOpts.Always {
+		_, visible := c.toolDefs[name]
+		switch {
+		case slices.Contains(metaTools, name):
+			if _, warned := s.alwaysWarned.LoadOrStore(name, true); !warned {
+				s.log.Warn(at+": the name is a search tool's; the server's tool of that name stays reachable through call_tool_*, but cannot be listed beside them", "tool", name)
+			}
+		case !visible:
+			if _, warned := s.alwaysWarned.LoadOrStore(name, true); !warned {
+				s.log.Warn(at+": no visible tool has this name (unknown, hidden by policy, or its server is not up); it is left out of the search surface until one does. `manifold tools` lists the names", "tool", name)
+			}
+		default:
+			s.alwaysWarned.Delete(name) // warn again should it go away
+		}
+	}
+}
+
+// metaToolDefs are the meta-tools' definitions for a catalog of n visible
+// tools from servers.
+func metaToolDefs(n int, servers []string) []*mcp.Tool {
+	from := strings.Join(servers, ", ")
+	if len(servers) > 12 {
+		from = strings.Join(servers[:12], ", ") + fmt.Sprintf(" and %d more", len(servers)-12)
+	}
+	if from == "" {
+		from = "none yet"
+	}
+	t, f := true, false
+	callSchema := func(kind string) map[string]any {
+		return map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"name":      map[string]any{"type": "string", "description": "the tool's name, as search_tools gave it (a " + kind + " tool)"},
+				"arguments": map[string]any{"type": "object", "description": "the tool's arguments, as its parameters say (describe_tools gives them in full)"},
+			},
+			"required": []any{"name"},
+		}
+	}
+	return []*mcp.Tool{
+		{
+			Name:  toolSearch,
+			Title: "Search tools",
+			Description: fmt.Sprintf("Find the tool for a task among %d tools from the servers %s. Describe the task in a few words "+
+				"(\"read a file\", \"open a pull request\"); each match comes back as name(parameters, * = required) — what it does [read|write|destructive] → the call tool to use. "+
+				"Then call it with that call tool (call_tool_read, call_tool_write or call_tool_destructive), giving its name and arguments; use describe_tools first when you need its parameters in full.", n, from),
+			InputSchema: map[string]any{
+				"type": "object",
+				"properties": map[string]any{
+					"query": map[string]any{"type": "string", "description": "the task, in a few words"},
+					"limit": map[string]any{"type": "integer", "minimum": 1, "maximum": searchMaxLimit, "description": fmt.Sprintf("how many tools to return at most (default %d)", searchDefaultLimit)},
+				},
+				"required": []any{"query"},
+			},
+			Annotations: &mcp.ToolAnnotations{Title: "Search tools", ReadOnlyHint: true, DestructiveHint: &f, IdempotentHint: true, OpenWorldHint: &f},
+		},
+		{
+			Name:        toolDescribe,
+			Title:       "Describe tools",
+			Description: "Give the full definitions (parameters, output, annotations) of up to 5 tools that search_tools found, by name. Call them with the call tool search_tools named.",
+			InputSchema: map[string]any{
+				"type": "object",
+				"properties": map[string]any{
+					"names": map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "minItems": 1, "maxItems": describeMaxNames, "description": "tool names, as search_tools gave them"},
+				},
+				"required": []any{"names"},
+			},
+			Annotations: &mcp.ToolAnnotations{Title: "Describe tools", ReadOnlyHint: true, DestructiveHint: &f, IdempotentHint: true, OpenWorldHint: &f},
+		},
+		{
+			Name:        toolCallRead,
+			Title:       "Call a read-only tool",
+			Description: "Call a read-only tool that search_tools marked [read]: it only reads and changes nothing. Give its name and its arguments.",
+			InputSchema: callSchema("read"),
+			Annotations: &mcp.ToolAnnotations{Title: "Call a read-only tool", ReadOnlyHint: true, DestructiveHint: &f, OpenWorldHint: &t},
+		},
+		{
+			Name:        toolCallWrite,
+			Title:       "Call a tool that changes something",
+			Description: "Call a tool that search_tools marked [write]: it creates or changes something but deletes or overwrites nothing. Give its name and its arguments.",
+			InputSchema: callSchema("write"),
+			Annotations: &mcp.ToolAnnotations{Title: "Call a tool that changes something", ReadOnlyHint: false, DestructiveHint: &f, OpenWorldHint: &t},
+		},
+		{
+			Name:        toolCallDestructive,
+			Title:       "Call a destructive tool",
+			Description: "Call a tool that search_tools marked [destructive]: it may delete or overwrite (tools that say nothing of what they do count here). Give its name and its arguments.",
+			InputSchema: callSchema("destructive"),
+			Annotations: &mcp.ToolAnnotations{Title: "Call a destructive tool", ReadOnlyHint: false, DestructiveHint: &t, OpenWorldHint: &t},
+		},
+	}
+}
+
+// Annotation classes of a tool, for the call tools.
+const (
+	classRead        = "read"
+	classWrite       = "write"
+	classDestructive = "destructive"
+)
+
+// toolClass is the class of a tool by its effective annotations (after the
+// operator's overrides): read-only, else destructive when it says so or
+// says nothing (the protocol's default), else write.
+func toolClass(a *policy.Annotations) string {
+	switch {
+	case a.ReadOnlyHint():
+		return classRead
+	case a == nil || a.Destructive == nil || *a.Destructive:
+		return classDestructive
+	default:
+		return classWrite
+	}
+}
+
+// callToolOf is the call tool of a class.
+func callToolOf(class string) string {
+	switch class {
+	case classRead:
+		return toolCallRead
+	case classWrite:
+		return toolCallWrite
+	}
+	return toolCallDestructive
+}
+
+// classOfCallTool is the class a call tool runs.
+var classOfCallTool = map[string]string{toolCallRead: classRead, toolCallWrite: classWrite, toolCallDestructive: classDestructive}
+
+type param struct {
+	name, description string
+	required          bool
+}
+
+// schemaParams lists the top-level parameters of an input schema: the
+// required ones in the schema's order, then the others by name.
+func schemaParams(schema any) []param {
+	m, ok := schema.(map[string]any)
+	if !ok {
+		var err error
+		if m, err = toMap(schema); err != nil {
+			return nil
+		}
+	}
+	props, _ := m["properties"].(map[string]any)
+	req := map[string]bool{}
+	var out []param
+	if rs, ok := m["required"].([]any); ok {
+		for _, r := range rs {
+			if n, ok := r.(string); ok && props[n] != nil && !req[n] {
+				req[n] = true
+				out = append(out, param{name: n, required: true})
+			}
+		}
+	} else if rs, ok := m["required"].([]string); ok {
+		for _, n := range rs {
+			if props[n] != nil && !req[n] {
+				req[n] = true
+				out = append(out, param{name: n, required: true})
+			}
+		}
+	}
+	for _, n := range slices.Sorted(maps.Keys(props)) {
+		if !req[n] {
+			out = append(out, param{name: n})
+		}
+	}
+	for i := range out {
+		if p, ok := props[out[i].name].(map[string]any); ok {
+			out[i].description, _ = p["description"].(string)
+		}
+	}
+	return out
+}
+
+// firstSentence is the first sentence of a description, on one line, at
+// most 160 characters.
+func firstSentence(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	for i := 0; i+1 < len(s); i++ {
+		if (s[i] == '.' || s[i] == '!' || s[i] == '?') && s[i+1] == ' ' {
+			s = s[:i+1]
+			break
+		}
+	}
+	if r := []rune(s); len(r) > 160 {
+		s = string(r[:159]) + "…"
+	}
+	return s
+}
+
+// searchHit is one match of search_tools, in its structuredContent.
+type searchHit struct {
+	Name       string   `json:"name"`
+	Signature  string   `json:"signature"`
+	Summary    string   `json:"summary,omitempty"`
+	Server     string   `json:"server"`
+	Class      string   `json:"class"`
+	CallWith   string   `json:"call_with"`
+	Required   []string `json:"required,omitempty"`
+	Parameters []string `json:"parameters,omitempty"`
+}
+
+// signature is a tool's compact signature: name(required*, optional?).
+func signature(name string, ps []param) string {
+	parts := make([]string, len(ps))
+	for i, p := range ps {
+		if p.required {
+			parts[i] = p.name + "*"
+		} else {
+			parts[i] = p.name + "?"
+		}
+	}
+	return name + "(" + strings.Join(parts, ", ") + ")"
+}
+
+// toolResult is a successful tool result with text and structured content.
+func toolResult(text string, structured any) json.RawMessage {
+	b, _ := json.Marshal(struct {
+		Content           []mcp.TextContent `json:"content"`
+		StructuredContent any               `json:"structuredContent,omitempty"`
+	}{[]mcp.TextContent{{Text: text}}, structured})
+	return b
+}
+
+// innerCallKey marks the context of a call that a call tool makes: it is
+// routed as an upstream tool even when its name is a meta-tool's, and its
+// audit line names the call tool (via).
+type innerCallKey struct{}
+
+// serveSurface answers a tools/call of a meta-tool in a search-mode session
+// and reports whether it did; finish gets the outcome as startCall's does.
+func (s *Server) serveSurface(ctx context.Context, ss *mcp.ServerSession, name string, fields map[string]json.RawMessage, finish func(json.RawMessage, error)) bool {
+	if !slices.Contains(metaTools, name) || ctx.Value(innerCallKey{}) != nil {
+		return false
+	}
+	c := s.catalog.Load()
+	if s.sessionMode(ctx, ss, nil, c, true) != ModeSearch {
+		return false // a full-mode session: the name is an upstream's, or unknown
+	}
+	version := sessionVersion(ss)
+	if m, ok := ctx.Value(requestMetaKey{}).(json.RawMessage); ok && len(m) > 0 {
+		if id := clientOf(ctx, ss, nil); id.modern {
+			version = id.protocol
+		}
+	}
+	answer := func(raw json.RawMessage) {
+		if ss != nil {
+			raw = adaptCallResult(raw, version)
+		}
+		finish(raw, nil)
+	}
+	var args map[string]json.RawMessage
+	if a := fields["arguments"]; len(a) > 0 && string(a) != "null" {
+		if err := json.Unmarshal(a, &args); err != nil {
+			answer(toolError("%s: arguments must be an object: %v", name, err))
+			return true
+		}
+	}
+	switch name {
+	case toolSearch:
+		s.waitReadyFor(ctx, s.opts.FirstListWait)
+		answer(s.searchTools(s.catalog.Load(), args))
+	case toolDescribe:
+		s.waitReadyFor(ctx, s.opts.FirstListWait)
+		answer(s.describeTools(s.catalog.Load(), args, version))
+	default:
+		s.callThrough(ctx, ss, name, args, fields, version, finish)
+	}
+	return true
+}
+
+func (s *Server) searchTools(c *catalog, args map[string]json.RawMessage) json.RawMessage {
+	var query string
+	if err := json.Unmarshal(args["query"], &query); err != nil || strings.TrimSpace(query) == "" {
+		return toolError("search_tools needs a query: the task in a few words, for example {\"query\": \"read a file\"}")
+	}
+	if len(query) > searchMaxQueryLength {
+		return toolError("the query is %d bytes long; describe the task in a few words (at most %d bytes)", len(query), searchMaxQueryLength)
+	}
+	limit := searchDefaultLimit
+	if raw, ok := args["limit"]; ok && string(raw) != "null" {
+		var f float64
+		if err := json.Unmarshal(raw, &f); err != nil || f < 1 || f != float64(int(f)) {
+			return toolError("search_tools: limit must be a whole number from 1 to %d", searchMaxLimit)
+		}
+		limit = min(int(f), searchMaxLimit)
+	}
+	hits := c.searchIndex().Search(query, limit)
+	out := struct {
+		Query string      `json:"query"`
+		Tools []searchHit `json:"tools"`
+	}{Query: query, Tools: []searchHit{}}
+	var b strings.Builder
+	for _, h := range hits {
+		def, ok := c.toolDefs[h.ID]
+		if !ok {
+			continue // never a tool the catalog does not show
+		}
+		e, _ := c.tools.Lookup(h.ID)
+		ps := schemaParams(def.InputSchema)
+		class := toolClass(c.toolAnn[h.ID])
+		hit := searchHit{Name: h.ID, Signature: signature(h.ID, ps), Summary: firstSentence(def.Description), Server: e.Server,
+			Class: class, CallWith: callToolOf(class)}
+		for _, p := range ps {
+			if p.required {
+				hit.Required = append(hit.Required, p.name)
+			} else {
+				hit.Parameters = append(hit.Parameters, p.name)
+			}
+		}
+		out.Tools = append(out.Tools, hit)
+		b.WriteString(hit.Signature)
+		if hit.Summary != "" {
+			b.WriteString(" — " + hit.Summary)
+		}
+		fmt.Fprintf(&b, " [%s] → %s\n", class, hit.CallWith)
+	}
+	if len(out.Tools) == 0 {
+		return toolResult(fmt.Sprintf("No tool matches %q. Rephrase with other words (what the tool would do, or the service it works on), or search for a smaller step of the task; if nothing fits, no server here offers it, so say so rather than guess.", query), out)
+	}
+	return toolResult(strings.TrimRight(b.String(), "\n"), out)
+}
+
+func (s *Server) describeTools(c *catalog, args map[string]json.RawMessage, version string) json.RawMessage {
+	var names []string
+	if err := json.Unmarshal(args["names"], &names); err != nil || len(names) == 0 {
+		return toolError("describe_tools needs names: a list of 1 to %d tool names from search_tools, for example {\"names\": [\"files__read_text_file\"]}", describeMaxNames)
+	}
+	if len(names) > describeMaxNames {
+		return toolError("describe_tools takes at most %d names at once; %d were given", describeMaxNames, len(names))
+	}
+	type described struct {
+		Name     string    `json:"name"`
+		Tool     *mcp.Tool `json:"tool,omitempty"`
+		CallWith string    `json:"call_with,omitempty"`
+		Error    string    `json:"error,omitempty"`
+	}
+	out := struct {
+		Tools []described `json:"tools"`
+	}{}
+	var text []string
+	for _, n := range names {
+		def, ok := c.toolDefs[n]
+		if !ok {
+			msg := fmt.Sprintf("unknown tool %q; search_tools finds the tools for a task", n)
+			out.Tools = append(out.Tools, described{Name: n, Error: msg})
+			text = append(text, msg)
+			continue
+		}
+		lr := &mcp.ListToolsResult{Tools: []*mcp.Tool{def}}
+		if version >= modernVersion {
+			lr = s.modernToolList(lr)
+		} else {
+			lr = adaptToolList(lr, version)
+		}
+		call := callToolOf(toolClass(c.toolAnn[n]))
+		out.Tools = append(out.Tools, described{Name: n, Tool: lr.Tools[0], CallWith: call})
+		b, err := json.Marshal(lr.Tools[0])
+		if err != nil {
+			text = append(text, fmt.Sprintf("%s: its definition cannot be encoded: %v", n, err))
+			continue
+		}
+		text = append(text, fmt.Sprintf("%s — call it with %s:\n%s", n, call, b))
+	}
+	return toolResult(strings.Join(text, "\n\n"), out)
+}
+
+// callThrough serves call_tool_read, _write and _destructive: the target
+// must be a visible tool of the call tool's class, and is then called
+// through startCall, as a direct call of it would be.
+func (s *Server) callThrough(ctx context.Context, ss *mcp.ServerSession, via string, args map[string]json.RawMessage, fields map[string]json.RawMessage, version string, finish func(json.RawMessage, error)) {
+	answer := func(raw json.RawMessage) {
+		if ss != nil {
+			raw = adaptCallResult(raw, version)
+		}
+		finish(raw, nil)
+	}
+	var target string
+	if err := json.Unmarshal(args["name"], &target); err != nil || target == "" {
+		answer(toolError("%s needs the name of the tool to call, as search_tools gave it, and its arguments: {\"name\": \"…\", \"arguments\": {…}}", via))
+		return
+	}
+	inner := args["arguments"]
+	if len(inner) > 0 && string(inner) != "null" {
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(inner, &obj) != nil {
+			answer(toolError("%s: the arguments of %q must be an object", via, target))
+			return
+		}
+	}
+	c := s.catalog.Load()
+	if _, _, ok := c.visibleTool(target); !ok {
+		s.waitReady(ctx) // it may belong to a server still starting
+		c = s.catalog.Load()
+	}
+	if _, _, ok := c.visibleTool(target); ok {
+		class := toolClass(c.toolAnn[target])
+		if want := classOfCallTool[via]; class != want {
+			if s.audit != nil {
+				e, _ := c.tools.Lookup(target)
+				s.audit.record(ss, auditRecord{Method: "tools/call", Exposed: target, Original: e.Original, Server: e.Server,
+					Decision: "denied", Outcome: "wrong call tool", Via: via, Catalog: ModeSearch}, time.Now(), nil)
+			}
+			answer(toolError("%q is a %s tool, so %s does not run it (each call tool runs one kind, so that your client can approve reads, changes and deletions apart); call it with %s. Nothing was executed.",
+				target, class, via, callToolOf(class)))
+			return
+		}
+	}
+	innerFields := make(map[string]json.RawMessage, len(fields))
+	for k, v := range fields {
+		if k != "arguments" {
+			innerFields[k] = v
+		}
+	}
+	if len(inner) > 0 && string(inner) != "null" {
+		innerFields["arguments"] = inner
+	}
+	s.startCall(context.WithValue(ctx, innerCallKey{}, via), ss, target, innerFields, func(raw json.RawMessage, err error) {
+		var rpcErr *jsonrpc.Error
+		if errors.As(err, &rpcErr) && rpcErr.Code == jsonrpc.CodeInvalidParams && ctx.Err() == nil {
+			// An unknown or hidden target is the call tool's argument
+			// gone wrong: a result the model can act on.
+			answer(toolError("%s; search_tools finds the tools for a task", rpcErr.Message))
+			return
+		}
+		finish(raw, err)
+	})
+}
+
+// surfaceList is a search-mode session's tools/list answer.
+func (s *Server) surfaceList(c *catalog) *mcp.ListToolsResult {
+	return &mcp.ListToolsResult{Tools: slices.Clone(c.surface().list)}
+}
+
+// listCacheScope is era.ListCache for a modern tools/list on c.
+func (c *catalog) listCache(ready bool) (int, string) {
+	return era.ListCache(c.narrowed[catTools] || c.listVaries(), ready)
+}
+
+// serverTexts returns, per server of g, the text the search index knows it
+// by: the first line of its instructions, when it runs and sent some.
+func serverTexts(g *generation) map[string]string {
+	out := make(map[string]string, len(g.backends))
+	for _, b := range g.backends {
+		_, up, _ := b.snapshot()
+		if up == nil || up.InitializeResult() == nil {
+			continue
+		}
+		text := strings.TrimSpace(up.InitializeResult().Instructions)
+		if i := strings.IndexByte(text, '\n'); i >= 0 {
+			text = text[:i]
+		}
+		if r := []rune(text); len(r) > 300 {
+			text = string(r[:300])
+		}
+		out[b.name] = text
+	}
+	return out
+}
+
+// listMeta is the _meta of a tools/list request, nil if none.
+func listMeta(req mcp.Request) mcp.Meta {
+	if r, ok := req.(*mcp.ListToolsRequest); ok && r.Params != nil {
+		return r.Params.Meta
+	}
+	return nil
+}

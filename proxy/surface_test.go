@@ -1,0 +1,403 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/manifold-mcp/manifold/policy"
+	"github.com/manifold-mcp/manifold/upstream"
+)
+
+// filesUpstream is an in-memory server with a tool of each annotation
+// class, one that a policy hides, and n padding tools; it records the
+// calls it runs.
+func filesUpstream(t testing.TB, n int, ran *[]string, mu *sync.Mutex) func(ctx context.Context) (mcp.Transport, error) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "files", Version: "0"}, nil)
+	t2, f := true, false
+	add := func(name, desc string, ann *mcp.ToolAnnotations, props map[string]any, required ...string) {
+		schema := map[string]any{"type": "object", "properties": props}
+		if len(required) > 0 {
+			schema["required"] = required
+		}
+		srv.AddTool(&mcp.Tool{Name: name, Description: desc, Annotations: ann, InputSchema: schema},
+			func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				mu.Lock()
+				*ran = append(*ran, name+" "+string(req.Params.Arguments))
+				mu.Unlock()
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ran " + name}}}, nil
+			})
+	}
+	str := func(d string) map[string]any { return map[string]any{"type": "string", "description": d} }
+	add("read_text_file", "Read the complete contents of a file as text. Handles any encoding.",
+		&mcp.ToolAnnotations{ReadOnlyHint: true}, map[string]any{"path": str("the file"), "head": str("first lines"), "tail": str("last lines")}, "path")
+	add("write_file", "Create a new file or replace a file's content.",
+		&mcp.ToolAnnotations{DestructiveHint: &f}, map[string]any{"path": str("the file"), "content": str("text")}, "path", "content")
+	add("delete_file", "Delete a file from disk.",
+		&mcp.ToolAnnotations{DestructiveHint: &t2}, map[string]any{"path": str("the file")}, "path")
+	add("mystery_box", "Does something with a box.", nil, map[string]any{})
+	add("secret_vault", "Open the secret vault of passwords.", &mcp.ToolAnnotations{ReadOnlyHint: true}, map[string]any{})
+	add("search_tools", "The server's own tool named like a meta-tool: lists widgets.", &mcp.ToolAnnotations{ReadOnlyHint: true}, map[string]any{})
+	for i := range n {
+		add("pad_"+string(rune('a'+i%26))+strings.Repeat("x", i/26), "Padding tool about zebras.", &mcp.ToolAnnotations{ReadOnlyHint: true}, map[string]any{})
+	}
+	return func(ctx context.Context) (mcp.Transport, error) {
+		ct, st := mcp.NewInMemoryTransports()
+		ss, err := srv.Connect(context.Background(), st, nil)
+		if err != nil {
+			return nil, err
+		}
+		t.Cleanup(func() { _ = ss.Close() })
+		return ct, nil
+	}
+}
+
+type surfaceProxy struct {
+	s     *Server
+	mu    sync.Mutex
+	ran   []string
+	audit *bytes.Buffer
+	amu   *sync.Mutex
+}
+
+func (p *surfaceProxy) calls() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.ran)
+}
+
+// lockedBuffer is an io.Writer safe for the audit's writes and the test's
+// reads.
+type lockedBuffer struct {
+	mu *sync.Mutex
+	b  *bytes.Buffer
+}
+
+func (l lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (p *surfaceProxy) auditLines(t *testing.T) []map[string]any {
+	p.amu.Lock()
+	defer p.amu.Unlock()
+	var out []map[string]any
+	for _, l := range bytes.Split(bytes.TrimSpace(p.audit.Bytes()), []byte("\n")) {
+		if len(l) == 0 {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal(l, &m); err != nil {
+			t.Fatalf("audit line %s: %v", l, err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// newSurfaceProxy starts a proxy in front of filesUpstream, hiding
+// files__secret_vault by policy.
+func newSurfaceProxy(t *testing.T, pad int, co CatalogOptions) *surfaceProxy {
+	t.Helper()
+	p := &surfaceProxy{audit: new(bytes.Buffer), amu: new(sync.Mutex)}
+	s, err := New(Options{
+		Servers: []ServerConfig{{Upstream: upstream.Options{Name: "files", Dial: filesUpstream(t, pad, &p.ran, &p.mu)}, Prefix: "files"}},
+		Policy: &policy.Rules{Servers: map[string]*policy.ServerRules{
+			"files": {Tools: policy.List{Deny: []policy.Pattern{{Glob: "secret_*", Source: "test:1"}}}},
+		}},
+		Catalog: co,
+		Audit:   lockedBuffer{p.amu, p.audit},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := s.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	<-s.Ready()
+	p.s = s
+	return p
+}
+
+// connect opens a stdio session of a client named name at version v.
+func (p *surfaceProxy) connect(t *testing.T, name, v string) *mcp.ClientSession {
+	t.Helper()
+	cr, pw := io.Pipe()
+	pr, cw := io.Pipe()
+	go func() { _ = p.s.ServeStdio(t.Context(), pr, pw); pw.Close() }()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1.0"}, nil).Connect(t.Context(),
+		&mcp.IOTransport{Reader: cr, Writer: cw}, &mcp.ClientSessionOptions{ProtocolVersion: v})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+func toolNamesOf(res *mcp.ListToolsResult) []string {
+	var out []string
+	for _, t := range res.Tools {
+		out = append(out, t.Name)
+	}
+	return out
+}
+
+func textOf(res *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+func call(t *testing.T, cs *mcp.ClientSession, name string, args any) (*mcp.CallToolResult, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	return cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+}
+
+// TestSearchSurface: a search-mode session lists the meta-tools and the
+// always tools only; search finds visible tools and never a hidden one;
+// describe and the call tools treat a hidden tool as unknown; each call tool
+// runs its class only; an upstream tool named like a meta-tool stays
+// callable through the call tools.
+func TestSearchSurface(t *testing.T) {
+	p := newSurfaceProxy(t, 0, CatalogOptions{Mode: ModeSearch, Always: []string{"files__delete_file", "files__secret_vault", "nope__x"}})
+	cs := p.connect(t, "Visual Studio Code", "2025-11-25")
+	ctx := t.Context()
+
+	res, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"search_tools", "describe_tools", "call_tool_read", "call_tool_write", "call_tool_destructive", "files__delete_file"}
+	if diff := cmp.Diff(want, toolNamesOf(res)); diff != "" {
+		t.Errorf("search-mode tools/list (-want +got):\n%s", diff)
+	}
+	for _, tool := range res.Tools {
+		a := tool.Annotations
+		switch tool.Name {
+		case "call_tool_read":
+			if a == nil || !a.ReadOnlyHint {
+				t.Errorf("call_tool_read annotations %+v; want readOnlyHint", a)
+			}
+		case "call_tool_write":
+			if a == nil || a.ReadOnlyHint || a.DestructiveHint == nil || *a.DestructiveHint {
+				t.Errorf("call_tool_write annotations %+v; want not read-only, not destructive", a)
+			}
+		case "call_tool_destructive":
+			if a == nil || a.ReadOnlyHint || a.DestructiveHint == nil || !*a.DestructiveHint {
+				t.Errorf("call_tool_destructive annotations %+v; want destructive", a)
+			}
+		case "search_tools":
+			if !strings.Contains(tool.Description, "among 5 tools from the servers files") {
+				t.Errorf("search_tools description %q does not say how many tools from which servers", tool.Description)
+			}
+		}
+	}
+	// The same list every time.
+	again, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b1, _ := json.Marshal(res)
+	b2, _ := json.Marshal(again)
+	if !bytes.Equal(b1, b2) {
+		t.Errorf("a second tools/list differs:\n%s\n%s", b1, b2)
+	}
+
+	r, err := call(t, cs, "search_tools", map[string]any{"query": "read the contents of a text file"})
+	if err != nil || r.IsError {
+		t.Fatalf("search_tools: %v %v", err, r)
+	}
+	first := strings.SplitN(textOf(r), "\n", 2)[0]
+	if wantLine := "files__read_text_file(path*, head?, tail?) — Read the complete contents of a file as text. [read] → call_tool_read"; first != wantLine {
+		t.Errorf("first hit:\n got %s\nwant %s", first, wantLine)
+	}
+	for _, q := range []string{"secret vault passwords", "files__secret_vault", "open the secret vault"} {
+		r, err := call(t, cs, "search_tools", map[string]any{"query": q, "limit": 20})
+		if err != nil || r.IsError {
+			t.Fatalf("search_tools %q: %v %v", q, err, r)
+		}
+		if strings.Contains(textOf(r), "secret") && !strings.Contains(textOf(r), "No tool matches") {
+			t.Errorf("search for %q shows the hidden tool:\n%s", q, textOf(r))
+		}
+		sc, _ := json.Marshal(r.StructuredContent.(map[string]any)["tools"])
+		if strings.Contains(string(sc), "secret_vault") {
+			t.Errorf("search for %q shows the hidden tool in structuredContent: %s", q, sc)
+		}
+	}
+	if r, err := call(t, cs, "search_tools", map[string]any{"query": "qqqq zzzz"}); err != nil || r.IsError || !strings.HasPrefix(textOf(r), `No tool matches "qqqq zzzz".`) {
+		t.Errorf("search with no match: %v %q; want a plain no-match answer", err, textOf(r))
+	}
+
+	// describe: a hidden name gets the unknown name's answer, its own name put in.
+	r, err = call(t, cs, "describe_tools", map[string]any{"names": []string{"files__write_file", "files__secret_vault", "files__nothing"}})
+	if err != nil || r.IsError {
+		t.Fatalf("describe_tools: %v %v", err, r)
+	}
+	text := textOf(r)
+	if !strings.Contains(text, `"name":"files__write_file"`) || !strings.Contains(text, "call it with call_tool_write") {
+		t.Errorf("describe_tools lacks the definition of files__write_file:\n%s", text)
+	}
+	hidden, unknown := `unknown tool "files__secret_vault"; search_tools finds the tools for a task`, `unknown tool "files__nothing"; search_tools finds the tools for a task`
+	if !strings.Contains(text, hidden) || !strings.Contains(text, unknown) || strings.Contains(text, "vault of passwords") {
+		t.Errorf("describe_tools of a hidden and an unknown name:\n%s", text)
+	}
+
+	// The call tools: each class through its own tool only.
+	classes := []struct {
+		via, tool, wantErr string
+	}{
+		{"call_tool_read", "files__read_text_file", ""},
+		{"call_tool_write", "files__read_text_file", "call it with call_tool_read"},
+		{"call_tool_write", "files__write_file", ""},
+		{"call_tool_read", "files__write_file", "call it with call_tool_write"},
+		{"call_tool_destructive", "files__write_file", "call it with call_tool_write"},
+		{"call_tool_destructive", "files__delete_file", ""},
+		{"call_tool_write", "files__delete_file", "call it with call_tool_destructive"},
+		{"call_tool_destructive", "files__mystery_box", ""}, // unannotated: destructive by default
+		{"call_tool_read", "files__mystery_box", "call it with call_tool_destructive"},
+		{"call_tool_read", "files__search_tools", ""}, // the server's own tool of a meta-tool's name
+		{"call_tool_read", "files__secret_vault", `unknown tool "files__secret_vault"`},
+		{"call_tool_read", "files__nothing", `unknown tool "files__nothing"`},
+	}
+	for _, c := range classes {
+		before := len(p.calls())
+		r, err := call(t, cs, c.via, map[string]any{"name": c.tool, "arguments": map[string]any{"path": "/a"}})
+		if err != nil {
+			t.Errorf("%s %s: %v", c.via, c.tool, err)
+			continue
+		}
+		ran := len(p.calls()) > before
+		if c.wantErr == "" {
+			if r.IsError || !ran || textOf(r) != "ran "+strings.TrimPrefix(c.tool, "files__") {
+				t.Errorf("%s %s = %q (isError %v, ran %v); want it run", c.via, c.tool, textOf(r), r.IsError, ran)
+			}
+			continue
+		}
+		if !r.IsError || ran || !strings.Contains(textOf(r), c.wantErr) {
+			t.Errorf("%s %s = %q (isError %v, ran %v); want a tool error containing %q, nothing run", c.via, c.tool, textOf(r), r.IsError, ran, c.wantErr)
+		}
+	}
+	if got := p.calls(); !slices.Contains(got, `read_text_file {"path":"/a"}`) {
+		t.Errorf("upstream calls %q; want the inner arguments passed on as given", got)
+	}
+	// The search tool itself is the surface's, not the server's.
+	if r, err := call(t, cs, "search_tools", map[string]any{"query": "widgets"}); err != nil || strings.HasPrefix(textOf(r), "ran ") {
+		t.Errorf("search_tools in a search session reached the server: %v %q", err, textOf(r))
+	}
+
+	// The audit names the target, the call tool and the mode.
+	var sawVia, sawWrong bool
+	for _, l := range p.auditLines(t) {
+		if l["catalog"] != "search" {
+			t.Errorf("audit line without catalog \"search\": %v", l)
+		}
+		if l["exposed"] == "files__write_file" && l["via"] == "call_tool_write" && l["outcome"] == "ok" && l["original"] == "write_file" {
+			sawVia = true
+		}
+		if l["exposed"] == "files__write_file" && l["via"] == "call_tool_read" && l["outcome"] == "wrong call tool" {
+			sawWrong = true
+		}
+	}
+	if !sawVia || !sawWrong {
+		t.Errorf("audit lacks the call through call_tool_write (%v) or the refused one through call_tool_read (%v):\n%v", sawVia, sawWrong, p.auditLines(t))
+	}
+
+	// Status: the client, its mode and the size of its list.
+	var st *ClientStatus
+	for _, c := range p.s.Clients() {
+		if c.Name == "Visual Studio Code" {
+			st = &c
+		}
+	}
+	if st == nil || st.Catalog != "search" || st.Tools != 6 || st.Version != "1.0" || st.Protocol != "2025-11-25" {
+		t.Errorf("Clients() = %+v; want Visual Studio Code 1.0, 2025-11-25, search, 6 tools", p.s.Clients())
+	}
+}
+
+// TestFullModeKnowsNoMetaTools: in a full-mode session the meta-tool names
+// are the servers' (files__search_tools here, unprefixed names unknown).
+func TestFullModeKnowsNoMetaTools(t *testing.T) {
+	p := newSurfaceProxy(t, 0, CatalogOptions{Mode: ModeFull})
+	cs := p.connect(t, "Visual Studio Code", "2025-11-25")
+	res, err := cs.ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := toolNamesOf(res); slices.Contains(got, "search_tools") || !slices.Contains(got, "files__read_text_file") {
+		t.Errorf("full-mode tools/list = %v", got)
+	}
+	for _, name := range metaTools {
+		if _, err := call(t, cs, name, map[string]any{"query": "x", "name": "files__read_text_file"}); err == nil || !strings.Contains(err.Error(), "unknown tool") {
+			t.Errorf("%s in a full-mode session: %v; want unknown tool", name, err)
+		}
+	}
+}
+
+// TestAutoMode: auto gives the full list to clients that defer tools
+// themselves and to everyone when the catalog is small, the search surface
+// to other clients above search_above; a per-client entry wins; a session
+// keeps its mode.
+func TestAutoMode(t *testing.T) {
+	tests := []struct {
+		name   string
+		pad    int
+		opts   CatalogOptions
+		client string
+		want   string
+	}{
+		{"large, eager client", 40, CatalogOptions{Mode: ModeAuto}, "Visual Studio Code", ModeSearch},
+		{"large, claude code", 40, CatalogOptions{Mode: ModeAuto}, "claude-code", ModeFull},
+		{"large, codex", 40, CatalogOptions{Mode: ModeAuto}, "codex-mcp-client", ModeFull},
+		{"small", 0, CatalogOptions{Mode: ModeAuto}, "Visual Studio Code", ModeFull},
+		{"small, threshold lowered", 0, CatalogOptions{Mode: ModeAuto, SearchAbove: 3}, "Visual Studio Code", ModeSearch},
+		{"client entry, glob", 40, CatalogOptions{Mode: ModeAuto, Clients: []ClientMode{{Name: "visual*", Mode: ModeFull}}}, "Visual Studio Code", ModeFull},
+		{"client entry, case", 0, CatalogOptions{Mode: ModeFull, Clients: []ClientMode{{Name: "claude-code", Mode: ModeSearch}}}, "Claude-Code", ModeSearch},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := newSurfaceProxy(t, tt.pad, tt.opts)
+			cs := p.connect(t, tt.client, "2025-06-18")
+			res, err := cs.ListTools(t.Context(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := ModeFull
+			if slices.Contains(toolNamesOf(res), "search_tools") {
+				got = ModeSearch
+			}
+			if got != tt.want {
+				t.Errorf("%s got the %s list (%d tools); want %s", tt.client, got, len(res.Tools), tt.want)
+			}
+			// The session keeps its mode when the rules change.
+			other := ModeFull
+			if tt.want == ModeFull {
+				other = ModeSearch
+			}
+			p.s.SetCatalog(CatalogOptions{Mode: other})
+			res, err = cs.ListTools(t.Context(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if again := slices.Contains(toolNamesOf(res), "search_tools"); again != (tt.want == ModeSearch) {
+				t.Errorf("after SetCatalog the session's list changed mode: %v", toolNamesOf(res))
+			}
+		})
+	}
+}
