@@ -201,7 +201,13 @@ serve_direct() {
 
 # isolation = "session": over HTTP only a process of its own (one client) is
 # offered sampling, elicitation and roots, which the suite's scenarios use.
+# catalog mode "full": the suite checks the server's own tools through
+# Manifold (full-mode fidelity); under "auto" a catalog above search_above
+# would give its client the search surface instead.
 cat >"${work}/manifold.toml" <<EOF
+[catalog]
+mode = "full"
+
 [servers.everything]
 command = "${work}/bin/everything-server"
 prefix = ""

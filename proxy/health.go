@@ -148,7 +148,8 @@ func oneLine(s string) string {
 
 // HealthHandler serves /healthz (the proxy process is alive), /readyz (every
 // required server is up and passes its health check: 200, else 503) and
-// /status (every server's status as JSON).
+// /status (every server's status as JSON) and /status/clients (the connected
+// clients with the catalog mode each got, and the catalog's size per mode).
 func (s *Server) HealthHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -169,6 +170,17 @@ func (s *Server) HealthHandler() http.Handler {
 			return
 		}
 		fmt.Fprintln(w, "ready")
+	})
+	mux.HandleFunc("GET /status/clients", func(w http.ResponseWriter, _ *http.Request) {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(struct {
+			Clients []ClientStatus `json:"clients"`
+			Catalog CatalogSize    `json:"catalog"`
+		}{Clients: nonNil(s.Clients()), Catalog: s.CatalogSize()})
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(buf.Bytes())
 	})
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) {
 		var buf bytes.Buffer

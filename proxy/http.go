@@ -113,7 +113,8 @@ func (s *Server) HTTPServer(opts HTTPOptions) *http.Server {
 }
 
 // HTTPHandler serves the proxy over HTTP: the streamable HTTP MCP endpoint
-// at /mcp and [Server.HealthHandler]'s /healthz, /readyz and /status. Every
+// at /mcp and [Server.HealthHandler]'s /healthz, /readyz, /status and
+// /status/clients. Every
 // request, to any path, passes the same Host and Origin checks against DNS
 // rebinding first: a browser page on another origin cannot drive or read the
 // proxy. Requests to /mcp are bounded (body size and read time, sessions
@@ -127,6 +128,7 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 	mux.Handle("GET /healthz", health)
 	mux.Handle("GET /readyz", health)
 	mux.Handle("GET /status", health)
+	mux.Handle("GET /status/clients", health)
 	return checkHostOrigin(opts, mux)
 }
 

@@ -181,12 +181,12 @@ type Server struct {
 	reloadMu sync.Mutex                 // serialises Reload
 
 	catalog atomic.Pointer[catalog] // the merged view, swapped whole
-	catOpts atomic.Pointer[CatalogOptions]
-	clients clientRegistry // the clients that listed or called, and their catalog modes
-
-	alwaysWarned sync.Map // CatalogOptions.Always names already logged as not visible
 	catMu   sync.Mutex              // serialises catalog rebuilds and SDK registration
 	reg     registered              // what is registered with the SDK server; guarded by catMu
+
+	catOpts      atomic.Pointer[CatalogOptions] // which tool list each client gets (surface.go)
+	clients      clientRegistry                 // the clients that listed or called, and their catalog modes
+	alwaysWarned sync.Map                       // CatalogOptions.Always names already logged as not visible
 
 	subs         subscriptions
 	listed       listedKinds

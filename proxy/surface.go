@@ -346,8 +346,8 @@ func (s *Server) Clients() []ClientStatus {
 	s.clients.mu.Lock()
 	var out []ClientStatus
 	add := func(e *clientEntry, modern bool) {
-		st := ClientStatus{Name: s.opts.Redactor.String(e.id.name), Version: s.opts.Redactor.String(e.id.version),
-			Protocol: e.id.protocol, Session: e.session, Catalog: e.mode, Since: e.since.UTC()}
+		st := ClientStatus{Name: printable(s.opts.Redactor.String(e.id.name)), Version: printable(s.opts.Redactor.String(e.id.version)),
+			Protocol: printable(e.id.protocol), Session: e.session, Catalog: e.mode, Since: e.since.UTC()}
 		st.Tools = full
 		if e.mode == ModeSearch {
 			st.Tools = searchList
@@ -914,4 +914,98 @@ func listMeta(req mcp.Request) mcp.Meta {
 		return r.Params.Meta
 	}
 	return nil
+}
+
+// CatalogSize is what the tool list costs a client up front, in each mode:
+// the bytes of the tools/list result's JSON, and tokens estimated from them
+// (EstimateTokens).
+type CatalogSize struct {
+	Tools       int          `json:"tools"`        // visible tools
+	FullBytes   int          `json:"full_bytes"`   // the full list
+	SearchBytes int          `json:"search_bytes"` // the search surface's list
+	Servers     []ServerSize `json:"servers"`      // per server, in config order
+	// MetaBytes are the search tools' own share of SearchBytes.
+	MetaBytes int `json:"meta_bytes"`
+}
+
+// ServerSize is one server's share of a CatalogSize: its tools' definitions
+// in the full list, and its always tools in the search list.
+type ServerSize struct {
+	Server      string `json:"server"`
+	Tools       int    `json:"tools"`
+	FullBytes   int    `json:"full_bytes"`
+	SearchBytes int    `json:"search_bytes"`
+}
+
+// EstimateTokens estimates the tokens of n bytes of JSON as n/4 (rounded
+// up), the usual rule of thumb for English text and JSON with tokenizers of
+// current models; a real count depends on the model.
+func EstimateTokens(n int) int { return (n + 3) / 4 }
+
+// CatalogSize measures the current catalog's tool lists as a client of the
+// latest initialize-era version gets them.
+func (s *Server) CatalogSize() CatalogSize {
+	c := s.catalog.Load()
+	return c.size()
+}
+
+func (c *catalog) size() CatalogSize {
+	names := slices.Sorted(maps.Keys(c.toolDefs))
+	full := &mcp.ListToolsResult{Tools: make([]*mcp.Tool, 0, len(names))}
+	per := map[string]*ServerSize{}
+	var out CatalogSize
+	for _, b := range c.gen.backends {
+		ss := &ServerSize{Server: b.name}
+		per[b.name] = ss
+	}
+	for _, n := range names {
+		def := c.toolDefs[n]
+		full.Tools = append(full.Tools, def)
+		e, _ := c.tools.Lookup(n)
+		b, _ := json.Marshal(def)
+		if ss := per[e.Server]; ss != nil {
+			ss.Tools++
+			ss.FullBytes += len(b) + 1 // and its comma
+		}
+	}
+	fb, _ := json.Marshal(full)
+	sf := c.surface()
+	sb, _ := json.Marshal(&mcp.ListToolsResult{Tools: sf.list})
+	for _, def := range sf.list {
+		b, _ := json.Marshal(def)
+		if sf.meta[def.Name] == def {
+			out.MetaBytes += len(b) + 1
+			continue
+		}
+		if e, ok := c.tools.Lookup(def.Name); ok && per[e.Server] != nil {
+			per[e.Server].SearchBytes += len(b) + 1
+		}
+	}
+	out.Tools, out.FullBytes, out.SearchBytes = len(names), len(fb), len(sb)
+	for _, b := range c.gen.backends {
+		out.Servers = append(out.Servers, *per[b.name])
+	}
+	return out
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// printable makes a client's own words safe to show on a terminal: control
+// characters become spaces, and at most 100 runes are kept.
+func printable(s string) string {
+	r := []rune(strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return ' '
+		}
+		return r
+	}, s))
+	if len(r) > 100 {
+		r = append(r[:99], '…')
+	}
+	return string(r)
 }

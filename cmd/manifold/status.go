@@ -41,11 +41,13 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 	var sts []proxy.ServerStatus
+	var clients *clientsStatus
 	if *url != "" {
 		var err error
 		if sts, err = fetchStatus(ctx, *url); err != nil {
 			return err
 		}
+		clients = fetchClients(ctx, *url)
 	} else if !*fresh && len(running) > 0 {
 		for _, inst := range running {
 			if *asJSON {
@@ -53,6 +55,7 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			}
 			fmt.Fprintf(stdout, "manifold pid %d (%s), serving %s since %s:\n", inst.PID, inst.Mode, inst.Config, inst.Started.Local().Format(time.DateTime))
 			printStatus(stdout, inst.Servers)
+			printClients(stdout, inst.Clients, inst.Catalog)
 			fmt.Fprintln(stdout)
 			sts = append(sts, inst.Servers...)
 		}
@@ -84,8 +87,62 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintln(stdout, string(b))
 	} else {
 		printStatus(stdout, sts)
+		if clients != nil {
+			printClients(stdout, clients.Clients, &clients.Catalog)
+		}
 	}
 	return requiredDown(sts)
+}
+
+// clientsStatus is GET /status/clients.
+type clientsStatus struct {
+	Clients []proxy.ClientStatus `json:"clients"`
+	Catalog proxy.CatalogSize    `json:"catalog"`
+}
+
+// fetchClients reads GET /status/clients; nil when the instance does not
+// serve it (an older manifold) or cannot be read.
+func fetchClients(ctx context.Context, base string) *clientsStatus {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(base, "/")+"/status/clients", nil)
+	if err != nil {
+		return nil
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	var cs clientsStatus
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&cs) != nil {
+		return nil
+	}
+	return &cs
+}
+
+// printClients prints the connected clients and the catalog's size per
+// mode.
+func printClients(w io.Writer, clients []proxy.ClientStatus, size *proxy.CatalogSize) {
+	if size != nil {
+		fmt.Fprintf(w, "\ncatalog: %d tools; full list %d bytes (~%d tokens), search list %d bytes (~%d tokens); tokens estimated as bytes/4\n",
+			size.Tools, size.FullBytes, proxy.EstimateTokens(size.FullBytes), size.SearchBytes, proxy.EstimateTokens(size.SearchBytes))
+	}
+	if len(clients) == 0 {
+		fmt.Fprintln(w, "no client has listed or called tools yet")
+		return
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CLIENT\tVERSION\tPROTOCOL\tCATALOG\tTOOLS\tSESSION\tSINCE")
+	for _, c := range clients {
+		session := c.Session
+		if session == "" {
+			session = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", cut(c.Name, 40), cut(c.Version, 16), c.Protocol, c.Catalog, c.Tools, cut(session, 12), c.Since.Local().Format(time.DateTime))
+	}
+	_ = tw.Flush()
 }
 
 // requiredDown is an error (exit status 1) when a required server is not up.

@@ -26,6 +26,10 @@ type instanceStatus struct {
 	Started time.Time            `json:"started"`
 	Updated time.Time            `json:"updated"`
 	Servers []proxy.ServerStatus `json:"servers"`
+	// Clients are the connected clients, with the catalog mode each got;
+	// Catalog is the catalog's size in each mode.
+	Clients []proxy.ClientStatus `json:"clients"`
+	Catalog *proxy.CatalogSize   `json:"catalog,omitempty"`
 }
 
 // runDir is where status files live; empty when there is no cache folder.
@@ -62,6 +66,11 @@ func publishStatus(ctx context.Context, p *proxy.Server, config, mode string, in
 	defer t.Stop()
 	for {
 		st.Updated, st.Servers = time.Now().UTC(), p.Status()
+		size := p.CatalogSize()
+		st.Clients, st.Catalog = p.Clients(), &size
+		if st.Clients == nil {
+			st.Clients = []proxy.ClientStatus{}
+		}
 		if b, err := json.Marshal(st); err == nil {
 			tmp := path + ".tmp"
 			if os.WriteFile(tmp, b, 0o600) == nil {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"text/tabwriter"
 	"time"
 	"unicode/utf8"
 
@@ -20,10 +21,11 @@ const toolsWidth = 100
 
 func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var c common
-	fs := newFlags("tools", "tools [--config FILE | FILE] [--json] [--client NAME [--entry NAME]]", levelOneShot, stderr, &c)
+	fs := newFlags("tools", "tools [--config FILE | FILE] [--json] [--client NAME [--entry NAME] | --tokens]", levelOneShot, stderr, &c)
 	asJSON := fs.Bool("json", false, "print the catalog and the servers' states as JSON, with every verdict in full")
 	clientName := fs.String("client", "", "instead of the catalog, flag every exposed tool name that this client would refuse or mangle, and every cap on tools the catalog passes: "+strings.Join(naming.ClientKeys(), ", "))
 	entry := fs.String("entry", "manifold", "with --client: the name of Manifold's entry in that client (manifold connect --name)")
+	tokens := fs.Bool("tokens", false, "instead of the catalog, print what the tool list costs a client up front, per server, in full and in search mode: bytes of JSON and estimated tokens (bytes/4)")
 	pos, ok, err := parse(fs, args)
 	if !ok {
 		return err
@@ -43,6 +45,19 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer p.Close()
 	if err := awaitReady(ctx, p, stderr); err != nil {
 		return err
+	}
+	if *tokens {
+		size := p.CatalogSize()
+		if *asJSON {
+			b, err := json.MarshalIndent(size, "", "  ")
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintln(stdout, string(b))
+			return err
+		}
+		printSize(stdout, size)
+		return nil
 	}
 	entries, red := p.Catalog(), p.Redactor()
 	for i := range entries { // an upstream may echo a secret it was given in a description
@@ -285,4 +300,30 @@ func isTerminal(w io.Writer) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// printSize prints what the tool list costs a client up front, per server
+// and in total, in full mode and in search mode.
+func printSize(w io.Writer, size proxy.CatalogSize) {
+	var table strings.Builder
+	tw := tabwriter.NewWriter(&table, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SERVER\tTOOLS\tFULL BYTES\tFULL TOKENS\tSEARCH BYTES\tSEARCH TOKENS\t")
+	row := func(name string, tools, full, search int) {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t\n", name, tools, full, proxy.EstimateTokens(full), search, proxy.EstimateTokens(search))
+	}
+	for _, s := range size.Servers {
+		row(s.Server, s.Tools, s.FullBytes, s.SearchBytes)
+	}
+	fmt.Fprintf(tw, "%s\t\t\t\t%d\t%d\t\n", "(search tools)", size.MetaBytes, proxy.EstimateTokens(size.MetaBytes))
+	row("total", size.Tools, size.FullBytes, size.SearchBytes)
+	_ = tw.Flush()
+	for line := range strings.Lines(table.String()) {
+		fmt.Fprintln(w, strings.TrimRight(line, " \n"))
+	}
+	pct := 0.0
+	if size.FullBytes > 0 {
+		pct = 100 * float64(size.SearchBytes) / float64(size.FullBytes)
+	}
+	fmt.Fprintf(w, "\nBytes are those of the tools/list result's JSON; tokens are estimated as bytes/4 (the real count depends on the model's tokenizer).\n"+
+		"The search list is %.1f %% of the full list. Per-server rows are the servers' shares: in search mode, their tools listed by catalog.always.\n", pct)
 }

@@ -113,3 +113,24 @@ func TestProblems(t *testing.T) {
 		}
 	}
 }
+
+func TestPrintSize(t *testing.T) {
+	size := proxy.CatalogSize{Tools: 3, FullBytes: 4001, SearchBytes: 1200, MetaBytes: 1000, Servers: []proxy.ServerSize{
+		{Server: "files", Tools: 2, FullBytes: 3000, SearchBytes: 199},
+		{Server: "git", Tools: 1, FullBytes: 1000},
+	}}
+	var b bytes.Buffer
+	printSize(&b, size)
+	want := `SERVER          TOOLS  FULL BYTES  FULL TOKENS  SEARCH BYTES  SEARCH TOKENS
+files           2      3000        750          199           50
+git             1      1000        250          0             0
+(search tools)                                  1000          250
+total           3      4001        1001         1200          300
+
+Bytes are those of the tools/list result's JSON; tokens are estimated as bytes/4 (the real count depends on the model's tokenizer).
+The search list is 30.0 % of the full list. Per-server rows are the servers' shares: in search mode, their tools listed by catalog.always.
+`
+	if diff := cmp.Diff(want, b.String()); diff != "" {
+		t.Errorf("printSize (-want +got):\n%s\ngot:\n%s", diff, b.String())
+	}
+}

@@ -56,6 +56,7 @@ func defaults() *Config {
 			MaxSessions:        100,
 			SessionIdleTimeout: 10 * time.Minute,
 		},
+		Catalog: Catalog{Mode: CatalogAuto, SearchAbove: DefaultSearchAbove},
 	}
 }
 

@@ -190,7 +190,10 @@ disabled_tools = ["fail"]
 			cmd.Stderr = &errb
 			ctx, cancel := context.WithTimeout(testCtx(t), testTimeout)
 			defer cancel()
-			cs, err := mcp.NewClient(&mcp.Implementation{Name: client, Version: "0"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+			// Each client as it names itself (Codex: its rmcp client's name),
+			// so that both get the full list they search themselves.
+			info := map[string]string{"claude-code": "claude-code", "codex": "codex-mcp-client"}[client]
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: info, Version: "0"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 			if err != nil {
 				t.Fatalf("start %s's entry: %v\n%s", client, err, errb.String())
 			}

@@ -89,6 +89,7 @@ func TestEraUpReachable(t *testing.T) {
 		{"notresult", []string{"-discover", "notresult"}, "legacy", 2, "30s"},
 	}
 	var body strings.Builder
+	body.WriteString("[catalog]\nmode = \"full\"\n") // the full list: the test looks for each server's tools in it
 	for _, s := range servers {
 		flags := append([]string{"-count", filepath.Join(dir, s.name)}, s.flags...)
 		body.WriteString(fixture(s.name, flags, `probe_timeout = "`+s.probe+`"`))

@@ -32,7 +32,8 @@ func TestNoProcessLeftBehind(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			cfg := fixture("alpha", nil) +
+			// The full list: the test looks for each server's tools in it.
+			cfg := "[catalog]\nmode = \"full\"\n" + fixture("alpha", nil) +
 				fixture("spawner", []string{"-mode", "spawn"}) +
 				fixture("stubborn", []string{"-mode", "ignore-term"})
 			wantServers := []string{"alpha", "spawner", "stubborn"}
