@@ -326,7 +326,7 @@ func TestCatalogSearchLazy(t *testing.T) {
 	}
 	statusFile := filepath.Join(cache, "manifold", "run", strconv.Itoa(sp.pid())+".json")
 	var st struct {
-		Servers []struct{ Name, State string } `json:"servers"`
+		Servers []struct{ Name, State string }   `json:"servers"`
 		Clients []struct{ Name, Catalog string } `json:"clients"`
 	}
 	waitFor(t, 10*time.Second, "the status file with gamma idle and the client in search mode", func() bool {
