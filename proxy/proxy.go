@@ -260,7 +260,9 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.gen.Store(g)
-	s.catalog.Store(newCatalog(g))
+	c := newCatalog(g)
+	c.surfOpts = opts.Catalog
+	s.catalog.Store(c)
 	s.server = s.newMCPServer()
 	return s, nil
 }

@@ -226,7 +226,15 @@ func (s *Server) sessionMode(ctx context.Context, ss *mcp.ServerSession, meta mc
 	}
 	mode := c.modeFor(id.name)
 	if decide {
-		s.clients.record(s, ss, id, mode)
+		// Until every server's initial start is over the catalog may
+		// still grow past search_above: the mode is kept from then on.
+		final := false
+		select {
+		case <-s.ready:
+			final = true
+		default:
+		}
+		s.clients.record(s, ss, id, mode, final)
 	}
 	return mode
 }
@@ -243,6 +251,7 @@ type clientEntry struct {
 	id       clientIdent
 	session  string
 	mode     string
+	final    bool // decided once the initial start was over: kept
 	since    time.Time
 	lastSeen time.Time
 }
@@ -258,15 +267,15 @@ const modernClientTTL = 10 * time.Minute
 func (r *clientRegistry) modeOf(ss *mcp.ServerSession) (string, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if e := r.legacy[ss]; e != nil {
+	if e := r.legacy[ss]; e != nil && e.final {
 		return e.mode, true
 	}
 	return "", false
 }
 
-// record notes that the client id got mode, on ss; a legacy session is
-// forgotten when it ends.
-func (r *clientRegistry) record(s *Server, ss *mcp.ServerSession, id clientIdent, mode string) {
+// record notes that the client id got mode, on ss; a legacy session keeps
+// a final mode, and is forgotten when it ends.
+func (r *clientRegistry) record(s *Server, ss *mcp.ServerSession, id clientIdent, mode string, final bool) {
 	now := time.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -274,10 +283,13 @@ func (r *clientRegistry) record(s *Server, ss *mcp.ServerSession, id clientIdent
 		if r.legacy == nil {
 			r.legacy = make(map[*mcp.ServerSession]*clientEntry)
 		}
-		if r.legacy[ss] != nil {
+		if e := r.legacy[ss]; e != nil {
+			if !e.final {
+				e.mode, e.final = mode, final
+			}
 			return
 		}
-		r.legacy[ss] = &clientEntry{id: id, session: ss.ID(), mode: mode, since: now, lastSeen: now}
+		r.legacy[ss] = &clientEntry{id: id, session: ss.ID(), mode: mode, final: final, since: now, lastSeen: now}
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
@@ -683,6 +695,9 @@ func (s *Server) serveSurface(ctx context.Context, ss *mcp.ServerSession, name s
 	if !slices.Contains(metaTools, name) || ctx.Value(innerCallKey{}) != nil {
 		return false
 	}
+	// A session that calls before it lists is decided on the catalog a
+	// list would show it: after the initial start (bounded, as a list).
+	s.waitReadyFor(ctx, s.opts.FirstListWait)
 	c := s.catalog.Load()
 	if s.sessionMode(ctx, ss, nil, c, true) != ModeSearch {
 		return false // a full-mode session: the name is an upstream's, or unknown
@@ -708,10 +723,8 @@ func (s *Server) serveSurface(ctx context.Context, ss *mcp.ServerSession, name s
 	}
 	switch name {
 	case toolSearch:
-		s.waitReadyFor(ctx, s.opts.FirstListWait)
 		answer(s.searchTools(s.catalog.Load(), args))
 	case toolDescribe:
-		s.waitReadyFor(ctx, s.opts.FirstListWait)
 		answer(s.describeTools(s.catalog.Load(), args, version))
 	default:
 		s.callThrough(ctx, ss, name, args, fields, version, finish)

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -399,5 +402,108 @@ func TestAutoMode(t *testing.T) {
 				t.Errorf("after SetCatalog the session's list changed mode: %v", toolNamesOf(res))
 			}
 		})
+	}
+}
+
+// recordedCatalog loads proxy/search/testdata/catalog into a proxy that
+// is not started: each server's listing is set as if it had listed.
+func recordedCatalog(t *testing.T, co CatalogOptions) *Server {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("search", "testdata", "catalog", "*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no recorded catalog in search/testdata/catalog: %v", err)
+	}
+	var servers []ServerConfig
+	listings := map[string][]*mcp.Tool{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rec struct {
+			Server string      `json:"server"`
+			Tools  []*mcp.Tool `json:"tools"`
+		}
+		if err := json.Unmarshal(b, &rec); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		listings[rec.Server] = rec.Tools
+		servers = append(servers, ServerConfig{Upstream: upstream.Options{Name: rec.Server, Dial: func(context.Context) (mcp.Transport, error) {
+			return nil, fmt.Errorf("the recorded catalog is not served")
+		}}, Prefix: rec.Server})
+	}
+	s, err := New(Options{Servers: servers, Catalog: co})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	for _, b := range s.gen.Load().backends {
+		b.mu.Lock()
+		b.lists.tools = listings[b.name]
+		b.mu.Unlock()
+	}
+	s.rebuild()
+	return s
+}
+
+// TestSearchListSize: on the recorded catalog (hundreds of real tools),
+// the search surface's up-front tools/list is at most 5 % of the full
+// list's, in bytes and in estimated tokens.
+func TestSearchListSize(t *testing.T) {
+	s := recordedCatalog(t, CatalogOptions{Mode: ModeSearch})
+	size := s.CatalogSize()
+	if size.Tools < 300 {
+		t.Fatalf("the recorded catalog has %d tools; want at least 300", size.Tools)
+	}
+	sum := 0
+	for _, sv := range size.Servers {
+		sum += sv.FullBytes
+	}
+	if sum < size.FullBytes*9/10 || sum > size.FullBytes {
+		t.Errorf("the servers' shares add up to %d bytes of a full list of %d", sum, size.FullBytes)
+	}
+	full, search := EstimateTokens(size.FullBytes), EstimateTokens(size.SearchBytes)
+	t.Logf("recorded catalog: %d tools from %d servers; full list %d bytes (~%d tokens), search list %d bytes (~%d tokens): %.2f %%",
+		size.Tools, len(size.Servers), size.FullBytes, full, size.SearchBytes, search, 100*float64(size.SearchBytes)/float64(size.FullBytes))
+	if size.SearchBytes*20 > size.FullBytes {
+		t.Errorf("search list %d bytes > 5 %% of the full list's %d", size.SearchBytes, size.FullBytes)
+	}
+	if search*20 > full {
+		t.Errorf("search list ~%d tokens > 5 %% of the full list's ~%d", search, full)
+	}
+	// The size measured is the list a client gets.
+	cs := connectSurface(t, s, "Visual Studio Code")
+	res, err := cs.ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(res)
+	if n := len(b); n < size.SearchBytes-64 || n > size.SearchBytes+64 {
+		t.Errorf("the search list a client gets is %d bytes; CatalogSize says %d", n, size.SearchBytes)
+	}
+}
+
+// connectSurface is surfaceProxy.connect for a bare Server.
+func connectSurface(t *testing.T, s *Server, name string) *mcp.ClientSession {
+	return (&surfaceProxy{s: s}).connect(t, name, "2025-11-25")
+}
+
+// TestSearchBeforeFirstCatalog: a search-mode proxy answers search_tools
+// before any server has listed (the catalog is the initial, empty one),
+// instead of treating the name as an unknown upstream tool.
+func TestSearchBeforeFirstCatalog(t *testing.T) {
+	s, err := New(Options{
+		Servers:          []ServerConfig{{Upstream: upstream.Options{Name: "x", Dial: func(context.Context) (mcp.Transport, error) { return nil, fmt.Errorf("not served") }}}},
+		Catalog:          CatalogOptions{Mode: ModeSearch},
+		FirstListWait:    time.Millisecond,
+		FirstListTimeout: time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	raw, err := s.callTool(t.Context(), nil, "search_tools", map[string]json.RawMessage{"arguments": json.RawMessage(`{"query":"read a file"}`)})
+	if err != nil || !strings.Contains(string(raw), `No tool matches \"read a file\"`) {
+		t.Errorf("search_tools before the first catalog = %s, %v; want the no-match answer", raw, err)
 	}
 }

@@ -346,3 +346,28 @@ func TestCatalogSearchLazy(t *testing.T) {
 		t.Errorf("gamma does not run after a call")
 	}
 }
+
+// TestCatalogSearchInputRounds: a call through call_tool_destructive of a
+// tool that asks the client for input gets there, in both eras: a
+// 2026-07-28 client answers the inner call's input_required result by
+// retrying the call tool, a legacy client answers the relayed elicitation.
+func TestCatalogSearchInputRounds(t *testing.T) {
+	t.Parallel()
+	cfg := writeConfig(t, "[catalog]\nmode = \"search\"\n"+fixture("alpha", []string{"-tools", "echo", "-extra", "interview"}))
+	for _, tc := range []struct{ name, version string }{{"2026-07-28", ""}, {"legacy", protocolVersion}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			bc := &bridgeClient{name: "c"}
+			sp := startStdioClient(t, cfg, bc.client(true, allCaps()), tc.version)
+			ctx := testCtx(t)
+			res, err := callRaw(ctx, sp.cs, "call_tool_destructive", map[string]any{"name": "alpha__interview", "arguments": map[string]any{"steps": "elicit"}}, nil)
+			if err != nil {
+				t.Fatalf("call_tool_destructive alpha__interview: %v", err)
+			}
+			want := "alpha: interview\n" + `elicit action=accept content={"answer":"c 1"}`
+			if got := text(res); got != want || res.IsError {
+				t.Errorf("call_tool_destructive alpha__interview = %q (isError %v), want %q", got, res.IsError, want)
+			}
+		})
+	}
+}
