@@ -901,10 +901,15 @@ func (c *catalog) listCache(ready bool) (int, string) {
 }
 
 // serverTexts returns, per server of g, the text the search index knows it
-// by: the first line of its instructions, when it runs and sent some.
+// by: its description in the config, else the first line of its
+// instructions, when it runs and sent some.
 func serverTexts(g *generation) map[string]string {
 	out := make(map[string]string, len(g.backends))
 	for _, b := range g.backends {
+		if d := g.description(b); d != "" {
+			out[b.name] = d
+			continue
+		}
 		_, up, _ := b.snapshot()
 		if up == nil || up.InitializeResult() == nil {
 			continue

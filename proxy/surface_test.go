@@ -114,7 +114,8 @@ func newSurfaceProxy(t *testing.T, pad int, co CatalogOptions) *surfaceProxy {
 	t.Helper()
 	p := &surfaceProxy{audit: new(bytes.Buffer), amu: new(sync.Mutex)}
 	s, err := New(Options{
-		Servers: []ServerConfig{{Upstream: upstream.Options{Name: "files", Dial: filesUpstream(t, pad, &p.ran, &p.mu)}, Prefix: "files"}},
+		Servers: []ServerConfig{{Upstream: upstream.Options{Name: "files", Dial: filesUpstream(t, pad, &p.ran, &p.mu)}, Prefix: "files",
+			Description: "Quokka archive of documents"}},
 		Policy: &policy.Rules{Servers: map[string]*policy.ServerRules{
 			"files": {Tools: policy.List{Deny: []policy.Pattern{{Glob: "secret_*", Source: "test:1"}}}},
 		}},
@@ -243,6 +244,10 @@ func TestSearchSurface(t *testing.T) {
 		if strings.Contains(string(sc), "secret_vault") {
 			t.Errorf("search for %q shows the hidden tool in structuredContent: %s", q, sc)
 		}
+	}
+	// The index knows the server by its description.
+	if got := p.s.catalog.Load().serverText["files"]; got != "Quokka archive of documents" {
+		t.Errorf("the search index's text of server files = %q; want its description", got)
 	}
 	if r, err := call(t, cs, "search_tools", map[string]any{"query": "qqqq zzzz"}); err != nil || r.IsError || !strings.HasPrefix(textOf(r), `No tool matches "qqqq zzzz".`) {
 		t.Errorf("search with no match: %v %q; want a plain no-match answer", err, textOf(r))
