@@ -371,3 +371,42 @@ func TestCatalogSearchInputRounds(t *testing.T) {
 		})
 	}
 }
+
+// TestCatalogSearchTokens: manifold tools --tokens prints each server's
+// share and the totals of both lists; --json has the same figures.
+func TestCatalogSearchTokens(t *testing.T) {
+	t.Parallel()
+	cfg := searchSurfaceConfig(t, `always = ["alpha__whoami"]`)
+	out, errOut, code := runCLI(t, "tools", "--tokens", "--config", cfg)
+	if code != 0 {
+		t.Fatalf("tools --tokens exited %d:\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{"SERVER", "FULL TOKENS", "SEARCH TOKENS", "\nalpha ", "\ndelta ", "(search tools)", "\ntotal           36", "tokens are estimated as bytes/4"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("tools --tokens lacks %q:\n%s", want, out)
+		}
+	}
+	out, errOut, code = runCLI(t, "tools", "--tokens", "--json", "--config", cfg)
+	var size struct {
+		Tools       int `json:"tools"`
+		FullBytes   int `json:"full_bytes"`
+		SearchBytes int `json:"search_bytes"`
+		Servers     []struct {
+			Server      string `json:"server"`
+			Tools       int    `json:"tools"`
+			SearchBytes int    `json:"search_bytes"`
+		} `json:"servers"`
+	}
+	if err := json.Unmarshal([]byte(out), &size); code != 0 || err != nil {
+		t.Fatalf("tools --tokens --json (exit %d): %v\n%s%s", code, err, out, errOut)
+	}
+	// The fixture's tools are small: the search list is smaller, not tiny.
+	if size.Tools != 36 || size.SearchBytes <= 0 || size.SearchBytes >= size.FullBytes || len(size.Servers) != 4 {
+		t.Errorf("tools --tokens --json = %+v; want 36 tools in 4 servers, a search list smaller than the full one", size)
+	}
+	for _, s := range size.Servers {
+		if (s.Server == "alpha") != (s.SearchBytes > 0) {
+			t.Errorf("server %s has %d bytes in the search list; only alpha's always tool should", s.Server, s.SearchBytes)
+		}
+	}
+}
