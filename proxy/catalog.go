@@ -266,7 +266,7 @@ func (s *Server) rebuild() {
 	rules := s.rules.Load()
 	c.rules = rules
 	c.surfOpts = *s.catalogOptions()
-	c.serverText = serverTexts(g)
+	c.serverText = s.serverTexts(g)
 	var toolGroups, promptGroups []naming.Group
 	snap := make(map[string]lists, len(g.backends))
 	for _, b := range g.backends {

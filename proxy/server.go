@@ -121,7 +121,8 @@ func (s *Server) route(ctx context.Context, next mcp.MethodHandler, method strin
 		if dr, ok := res.(*mcp.DiscoverResult); ok && err == nil {
 			// discover set the session up: learn the client now.
 			s.learnClient(clientCapsOf(req.GetSession().(*mcp.ServerSession)), true)
-			if text := s.instructions(ctx); text != "" {
+			ss, _ := req.GetSession().(*mcp.ServerSession)
+			if text := s.instructions(ctx, clientOf(ctx, ss, nil).name); text != "" {
 				out := *dr
 				out.Instructions = text
 				return &out, nil

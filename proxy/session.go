@@ -24,7 +24,11 @@ func (s *Server) initialize(ctx context.Context, next mcp.MethodHandler, method 
 	if err != nil || !ok {
 		return res, err
 	}
-	if text := s.instructions(ctx); text != "" {
+	var client string
+	if p, ok := req.GetParams().(*mcp.InitializeParams); ok && p != nil && p.ClientInfo != nil {
+		client = p.ClientInfo.Name
+	}
+	if text := s.instructions(ctx, client); text != "" {
 		out := *ir
 		out.Instructions = text
 		return &out, nil

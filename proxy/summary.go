@@ -97,11 +97,12 @@ func (b *backend) aboutNow() serverAbout {
 	return a
 }
 
-// instructions is Manifold's own instructions for a session in full mode;
-// it waits briefly (Options.FirstListWait) for servers still starting, and
+// instructions is Manifold's own instructions for a session of client
+// (its clientInfo name), under the lead of the catalog mode it would get
+// (leadFor); it waits briefly (Options.FirstListWait) for servers still starting, and
 // for those that opted in to their full instructions as long as before
 // (bounded by each one's startup timeout).
-func (s *Server) instructions(ctx context.Context) string {
+func (s *Server) instructions(ctx context.Context, client string) string {
 	s.waitReadyFor(ctx, s.opts.FirstListWait)
 	for _, b := range s.gen.Load().backends {
 		if !b.cfg.Instructions {
@@ -119,7 +120,7 @@ func (s *Server) instructions(ctx context.Context) string {
 		}
 		t.Stop()
 	}
-	return s.summary(summaryLead)
+	return s.summary(s.leadFor(client))
 }
 
 // summary renders the instructions summary under lead (a search-mode

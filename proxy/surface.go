@@ -445,7 +445,9 @@ func (c *catalog) buildIndex() *search.Index {
 		}
 		docs = append(docs, d)
 	}
-	return search.New(docs)
+	// The word-vector signal ranks some requests better whose words the
+	// catalog does not use; its table is decoded at the first search.
+	return search.NewWith(docs, search.Options{Semantic: true})
 }
 
 // warnAlways logs, once per name, the always names that are not visible
@@ -634,9 +636,9 @@ func schemaParams(schema any) []param {
 	return out
 }
 
-// firstSentence is the first sentence of a description, on one line, at
+// toolSummary is the first sentence of a description, on one line, at
 // most 160 characters.
-func firstSentence(s string) string {
+func toolSummary(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
 	for i := 0; i+1 < len(s); i++ {
 		if (s[i] == '.' || s[i] == '!' || s[i] == '?') && s[i+1] == ' ' {
@@ -762,7 +764,7 @@ func (s *Server) searchTools(c *catalog, args map[string]json.RawMessage) json.R
 		e, _ := c.tools.Lookup(h.ID)
 		ps := schemaParams(def.InputSchema)
 		class := toolClass(c.toolAnn[h.ID])
-		hit := searchHit{Name: h.ID, Signature: signature(h.ID, ps), Summary: firstSentence(def.Description), Server: e.Server,
+		hit := searchHit{Name: h.ID, Signature: signature(h.ID, ps), Summary: toolSummary(def.Description), Server: e.Server,
 			Class: class, CallWith: callToolOf(class)}
 		for _, p := range ps {
 			if p.required {
@@ -901,27 +903,14 @@ func (c *catalog) listCache(ready bool) (int, string) {
 }
 
 // serverTexts returns, per server of g, the text the search index knows it
-// by: its description in the config, else the first line of its
-// instructions, when it runs and sent some.
-func serverTexts(g *generation) map[string]string {
+// by (serverText: its description, else the first sentence of its
+// instructions).
+func (s *Server) serverTexts(g *generation) map[string]string {
 	out := make(map[string]string, len(g.backends))
 	for _, b := range g.backends {
-		if d := g.description(b); d != "" {
-			out[b.name] = d
-			continue
+		if text := s.serverText(g, b); text != "" {
+			out[b.name] = text
 		}
-		_, up, _ := b.snapshot()
-		if up == nil || up.InitializeResult() == nil {
-			continue
-		}
-		text := strings.TrimSpace(up.InitializeResult().Instructions)
-		if i := strings.IndexByte(text, '\n'); i >= 0 {
-			text = text[:i]
-		}
-		if r := []rune(text); len(r) > 300 {
-			text = string(r[:300])
-		}
-		out[b.name] = text
 	}
 	return out
 }
@@ -1026,4 +1015,17 @@ func printable(s string) string {
 		r = append(r[:99], '…')
 	}
 	return string(r)
+}
+
+// searchLead opens the instructions of a session in search mode.
+const searchLead = "This one entry serves the tools of several servers behind a search: find the tool for a task with search_tools, then call it with the call tool it names (call_tool_read, call_tool_write or call_tool_destructive). The servers, and how their tools are named:"
+
+// leadFor is the lead of the instructions for a client about to list: the
+// search one when it would get the search surface (the mode is decided at
+// its first list; this is what that list would be now).
+func (s *Server) leadFor(client string) string {
+	if s.catalog.Load().modeFor(client) == ModeSearch {
+		return searchLead
+	}
+	return summaryLead
 }

@@ -393,6 +393,14 @@ func TestAutoMode(t *testing.T) {
 			if got != tt.want {
 				t.Errorf("%s got the %s list (%d tools); want %s", tt.client, got, len(res.Tools), tt.want)
 			}
+			// Its instructions lead with how to use what it lists.
+			lead := summaryLead
+			if tt.want == ModeSearch {
+				lead = searchLead
+			}
+			if ins := cs.InitializeResult().Instructions; !strings.HasPrefix(ins, lead) {
+				t.Errorf("%s's instructions = %q; want them to start with %q", tt.client, ins, lead)
+			}
 			// The session keeps its mode when the rules change.
 			other := ModeFull
 			if tt.want == ModeFull {
