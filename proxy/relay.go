@@ -389,3 +389,29 @@ func (e *elicitations) take(id string, b *backend) *mcp.ServerSession {
 	delete(e.byID, b.name+"\x00"+id)
 	return r.ss
 }
+
+// capNames lists the client capabilities of c that change what a server may
+// do through Manifold, for status: sampling (and sampling.tools),
+// elicitation (form, url), roots.
+func capNames(c *mcp.ClientCapabilities) []string {
+	if c == nil {
+		return nil
+	}
+	var out []string
+	if c.Sampling != nil {
+		out = append(out, "sampling")
+		if c.Sampling.Tools != nil {
+			out = append(out, "sampling.tools")
+		}
+	}
+	if e := c.Elicitation; e != nil {
+		out = append(out, "elicitation")
+		if e.URL != nil {
+			out = append(out, "elicitation.url")
+		}
+	}
+	if c.RootsV2 != nil || c.Roots.ListChanged {
+		out = append(out, "roots")
+	}
+	return out
+}

@@ -249,6 +249,7 @@ type clientRegistry struct {
 
 type clientEntry struct {
 	id       clientIdent
+	caps     []string // the capabilities the client declared (capNames)
 	session  string
 	mode     string
 	final    bool // decided once the initial start was over: kept
@@ -289,7 +290,7 @@ func (r *clientRegistry) record(s *Server, ss *mcp.ServerSession, id clientIdent
 			}
 			return
 		}
-		r.legacy[ss] = &clientEntry{id: id, session: ss.ID(), mode: mode, final: final, since: now, lastSeen: now}
+		r.legacy[ss] = &clientEntry{id: id, caps: capNames(clientCapsOf(ss)), session: ss.ID(), mode: mode, final: final, since: now, lastSeen: now}
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
@@ -310,6 +311,9 @@ func (r *clientRegistry) record(s *Server, ss *mcp.ServerSession, id clientIdent
 	}
 	if e := r.modern[id]; e != nil {
 		e.mode, e.lastSeen = mode, now
+		if ss != nil {
+			e.caps = capNames(clientCapsOf(ss))
+		}
 		return
 	}
 	for k, e := range r.modern {
@@ -327,7 +331,11 @@ func (r *clientRegistry) record(s *Server, ss *mcp.ServerSession, id clientIdent
 		}
 		delete(r.modern, oldest)
 	}
-	r.modern[id] = &clientEntry{id: id, mode: mode, since: now, lastSeen: now}
+	e := &clientEntry{id: id, mode: mode, since: now, lastSeen: now}
+	if ss != nil {
+		e.caps = capNames(clientCapsOf(ss))
+	}
+	r.modern[id] = e
 }
 
 // ClientStatus is one connected client, for status reports.
@@ -335,6 +343,9 @@ type ClientStatus struct {
 	Name     string `json:"name"`
 	Version  string `json:"version,omitempty"`
 	Protocol string `json:"protocol,omitempty"`
+	// Capabilities are the client capabilities it declared that decide
+	// what its servers may ask of it (capNames).
+	Capabilities []string `json:"capabilities,omitempty"`
 	// Session is the HTTP session id; empty over stdio and for 2026-07-28
 	// clients, which have no session.
 	Session string `json:"session,omitempty"`
@@ -359,7 +370,7 @@ func (s *Server) Clients() []ClientStatus {
 	var out []ClientStatus
 	add := func(e *clientEntry, modern bool) {
 		st := ClientStatus{Name: printable(s.opts.Redactor.String(e.id.name)), Version: printable(s.opts.Redactor.String(e.id.version)),
-			Protocol: printable(e.id.protocol), Session: e.session, Catalog: e.mode, Since: e.since.UTC()}
+			Protocol: printable(e.id.protocol), Capabilities: e.caps, Session: e.session, Catalog: e.mode, Since: e.since.UTC()}
 		st.Tools = full
 		if e.mode == ModeSearch {
 			st.Tools = searchList
@@ -386,6 +397,17 @@ func (s *Server) Clients() []ClientStatus {
 		return out[i].Name < out[j].Name
 	})
 	return out
+}
+
+// ListedNames returns the exposed tool names a client gets in each mode:
+// every visible tool (full), and the search surface's list (search).
+func (s *Server) ListedNames() (full, search []string) {
+	c := s.catalog.Load()
+	full = slices.Sorted(maps.Keys(c.toolDefs))
+	for _, t := range c.surface().list {
+		search = append(search, t.Name)
+	}
+	return full, search
 }
 
 // surface is the search surface of one catalog: the list and the meta-tools'

@@ -15,6 +15,8 @@ import (
 	"github.com/manifold-mcp/manifold/internal/clientconf"
 	"github.com/manifold-mcp/manifold/internal/config"
 	"github.com/manifold-mcp/manifold/internal/redact"
+	"github.com/manifold-mcp/manifold/proxy"
+	"github.com/manifold-mcp/manifold/proxy/naming"
 )
 
 // doctorReport is what manifold doctor finds; --json prints it as is.
@@ -56,6 +58,27 @@ type doctorInstance struct {
 	Mode    string         `json:"mode"`
 	Tools   int            `json:"tools"`
 	Servers []doctorServer `json:"servers"`
+	// Clients are the clients connected to it now (or, for 2026-07-28
+	// clients, seen in the last minutes).
+	Clients []doctorSession `json:"clients"`
+}
+
+// doctorSession is one client connected to a running instance: who it is,
+// what it negotiated, what it was offered against its limits.
+type doctorSession struct {
+	Name         string   `json:"name"`
+	Version      string   `json:"version,omitempty"`
+	Protocol     string   `json:"protocol,omitempty"`
+	Capabilities []string `json:"capabilities"`
+	Catalog      string   `json:"catalog"`
+	Tools        int      `json:"tools"`
+	// Client is the known client it is (manifold tools --client), if any;
+	// Limit its cap on tools, if it has one.
+	Client string `json:"client,omitempty"`
+	Limit  int    `json:"limit,omitempty"`
+	// Mangled are the names it refuses or changes, and the caps passed
+	// (what manifold tools --client says), for the list it gets.
+	Mangled []string `json:"mangled,omitempty"`
 }
 
 type doctorServer struct {
@@ -189,8 +212,11 @@ func diagnose(path string, env clientconf.Env) doctorReport {
 		}
 		for _, dc := range rep.Clients {
 			if limit, ok := toolLimits[clientconf.Client(dc.Client)]; ok && dc.Manifold && di.Tools > limit {
-				problem("the running manifold (pid %d) offers %d tools; %s takes about %d: narrow them with tools.allow or tools.deny", inst.PID, di.Tools, clientconf.Client(dc.Client).Title(), limit)
+				problem("the running manifold (pid %d) offers %d tools; %s takes about %d: narrow them with tools.allow or tools.deny, or give it the search surface ([catalog] mode)", inst.PID, di.Tools, clientconf.Client(dc.Client).Title(), limit)
 			}
+		}
+		for _, cs := range inst.Clients {
+			di.Clients = append(di.Clients, diagnoseSession(inst, cs, rep.Clients, problem))
 		}
 		rep.Instances = append(rep.Instances, di)
 	}
@@ -198,6 +224,48 @@ func diagnose(path string, env clientconf.Env) doctorReport {
 		problem("no client has Manifold as an entry: run manifold connect CLIENT")
 	}
 	return rep
+}
+
+// diagnoseSession describes the client cs connected to inst, and reports
+// the names it would mangle and the caps its list passes, behind the entry
+// name its configuration gives Manifold (else "manifold").
+func diagnoseSession(inst instanceStatus, cs proxy.ClientStatus, clients []doctorClient, problem func(string, ...any)) doctorSession {
+	ds := doctorSession{Name: cs.Name, Version: cs.Version, Protocol: cs.Protocol, Capabilities: cs.Capabilities,
+		Catalog: cs.Catalog, Tools: cs.Tools}
+	if ds.Capabilities == nil {
+		ds.Capabilities = []string{}
+	}
+	nc, ok := naming.ClientByInfo(cs.Name)
+	if !ok || inst.Names == nil {
+		return ds
+	}
+	ds.Client = nc.Key
+	if limit, ok := toolLimits[clientconf.Client(nc.Key)]; ok {
+		ds.Limit = limit
+	}
+	entry := "manifold"
+	for _, dc := range clients {
+		if dc.Manifold && dc.Entry != "" && dc.Client == nc.Key {
+			entry = dc.Entry
+			break
+		}
+	}
+	names := inst.Names.Full
+	if cs.Catalog == proxy.ModeSearch {
+		names = inst.Names.Search
+	}
+	for _, p := range nc.Check(entry, names) {
+		text := p.Name + ": " + p.What
+		if p.Name == "" {
+			text = "catalog: " + p.What
+		}
+		ds.Mangled = append(ds.Mangled, text)
+	}
+	if len(ds.Mangled) > 0 {
+		problem("%s connected to the running manifold (pid %d) gets %d tools, and %s: %s; see manifold tools --client %s --entry %s",
+			nc.Title, inst.PID, ds.Tools, count(len(ds.Mangled), "problem"), ds.Mangled[0], nc.Key, entry)
+	}
+	return ds
 }
 
 // checkEntry reports what is wrong with client c's Manifold entry m.
@@ -349,6 +417,23 @@ func printDoctor(w io.Writer, rep doctorReport) {
 				fmt.Fprintf(w, "  %s", firstLine(s.Error))
 			}
 			fmt.Fprintln(w)
+		}
+		if len(in.Clients) == 0 {
+			fmt.Fprintln(w, "    no client connected")
+		}
+		for _, c := range in.Clients {
+			caps := "no capabilities"
+			if len(c.Capabilities) > 0 {
+				caps = strings.Join(c.Capabilities, ", ")
+			}
+			fmt.Fprintf(w, "    client %s %s, protocol %s, %s; %s list, %s", c.Name, c.Version, c.Protocol, caps, c.Catalog, count(c.Tools, "tool"))
+			if c.Limit > 0 {
+				fmt.Fprintf(w, " (it takes about %d)", c.Limit)
+			}
+			fmt.Fprintln(w)
+			for _, m := range c.Mangled {
+				fmt.Fprintf(w, "      %s\n", m)
+			}
 		}
 	}
 	if len(rep.Problems) == 0 {

@@ -30,6 +30,15 @@ type instanceStatus struct {
 	// Catalog is the catalog's size in each mode.
 	Clients []proxy.ClientStatus `json:"clients"`
 	Catalog *proxy.CatalogSize   `json:"catalog,omitempty"`
+	// Names are the exposed tool names a client gets in each mode, for
+	// doctor's check of what each connected client would mangle.
+	Names *instanceNames `json:"names,omitempty"`
+}
+
+// instanceNames are the tool names of a full and of a search-mode list.
+type instanceNames struct {
+	Full   []string `json:"full"`
+	Search []string `json:"search"`
 }
 
 // runDir is where status files live; empty when there is no cache folder.
@@ -68,6 +77,8 @@ func publishStatus(ctx context.Context, p *proxy.Server, config, mode string, in
 		st.Updated, st.Servers = time.Now().UTC(), p.Status()
 		size := p.CatalogSize()
 		st.Clients, st.Catalog = p.Clients(), &size
+		full, search := p.ListedNames()
+		st.Names = &instanceNames{Full: full, Search: search}
 		if st.Clients == nil {
 			st.Clients = []proxy.ClientStatus{}
 		}

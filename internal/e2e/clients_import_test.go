@@ -275,13 +275,29 @@ func TestConnectClientCLIs(t *testing.T) {
 
 // TestDoctorRunningInstance: manifold doctor reads the status file of a
 // manifold a client runs over stdio, and reports its server that failed to
-// start, with the running instance's tool count.
+// start, with the running instance's tool count, and the client connected
+// to it: its name, protocol, capabilities and list, and the name that this
+// client would refuse behind the long entry name its configuration gives
+// Manifold.
 func TestDoctorRunningInstance(t *testing.T) {
 	t.Setenv("XDG_CACHE_HOME", t.TempDir()) // status files; not parallel because of Setenv
+	// alpha lists a tool whose name is shortened to Manifold's default 49
+	// characters: too long behind a longer entry name.
 	cfg := writeConfig(t, fixture("alpha", nil)+"\n[servers.broken]\ncommand = \"/nonexistent/mcp-server\"\n")
-	sp := startStdio(t, cfg)
+	client := mcp.NewClient(&mcp.Implementation{Name: "claude-code", Version: "2.1.332"}, &mcp.ClientOptions{
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "decline"}, nil
+		},
+	})
+	sp := startStdioClient(t, cfg, client, protocolVersion)
 	listTools(testCtx(t), t, sp.cs)
 	home := t.TempDir()
+	entry := "manifold-gateway-for-the-whole-team"
+	claude, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{entry: map[string]any{
+		"command": manifoldBin, "args": []string{"serve", "--config", cfg}}}})
+	if err := os.WriteFile(filepath.Join(home, ".claude.json"), claude, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	var rep struct {
 		Instances []struct {
 			PID     int `json:"pid"`
@@ -289,14 +305,20 @@ func TestDoctorRunningInstance(t *testing.T) {
 			Servers []struct {
 				Name, State string
 			} `json:"servers"`
+			Clients []struct {
+				Name, Version, Protocol, Catalog, Client string
+				Capabilities                             []string
+				Tools                                    int
+				Mangled                                  []string
+			} `json:"clients"`
 		} `json:"instances"`
 		Problems []string `json:"problems"`
 	}
-	waitFor(t, 20*time.Second, "the running instance in manifold doctor --json", func() bool {
+	waitFor(t, 20*time.Second, "the running instance and its client in manifold doctor --json", func() bool {
 		cmd := exec.CommandContext(testCtx(t), manifoldBin, "doctor", "--json", "--config", cfg)
 		cmd.Env = homeEnv(home)
 		out, _ := cmd.Output() // exits 1: there are problems
-		if json.Unmarshal(out, &rep) != nil || len(rep.Instances) != 1 {
+		if json.Unmarshal(out, &rep) != nil || len(rep.Instances) != 1 || len(rep.Instances[0].Clients) != 1 {
 			return false
 		}
 		for _, s := range rep.Instances[0].Servers {
@@ -306,13 +328,30 @@ func TestDoctorRunningInstance(t *testing.T) {
 		}
 		return false
 	})
-	if rep.Instances[0].PID != sp.pid() || rep.Instances[0].Tools == 0 {
-		t.Errorf("instance %+v, want pid %d with alpha's tools", rep.Instances[0], sp.pid())
+	in := rep.Instances[0]
+	if in.PID != sp.pid() || in.Tools == 0 {
+		t.Errorf("instance %+v, want pid %d with alpha's tools", in, sp.pid())
+	}
+	c := in.Clients[0]
+	if c.Name != "claude-code" || c.Version != "2.1.332" || c.Protocol != protocolVersion || c.Client != "claude-code" ||
+		c.Catalog != "full" || c.Tools != in.Tools || !slices.Contains(c.Capabilities, "elicitation") || slices.Contains(c.Capabilities, "sampling") {
+		t.Errorf("client %+v, want claude-code 2.1.332 at %s, full list of %d tools, elicitation and no sampling", c, protocolVersion, in.Tools)
+	}
+	if len(c.Mangled) != 1 || !strings.Contains(c.Mangled[0], "alpha__this_is_a_very_long_tool_name") || !strings.Contains(c.Mangled[0], "over 64") {
+		t.Errorf("names the client would refuse behind %q = %q, want alpha's long tool alone", entry, c.Mangled)
 	}
 	all := strings.Join(rep.Problems, "\n")
-	for _, want := range []string{"/nonexistent/mcp-server does not exist", "server broken of the running manifold (pid " + fmt.Sprint(sp.pid()) + ") is failed", "no client has Manifold as an entry"} {
+	for _, want := range []string{"/nonexistent/mcp-server does not exist", "server broken of the running manifold (pid " + fmt.Sprint(sp.pid()) + ") is failed",
+		"Claude Code connected to the running manifold (pid " + fmt.Sprint(sp.pid()) + ")", "manifold tools --client claude-code --entry " + entry} {
 		if !strings.Contains(all, want) {
 			t.Errorf("no problem saying %q among:\n%s", want, all)
 		}
+	}
+	// The terminal report says it too.
+	cmd := exec.CommandContext(testCtx(t), manifoldBin, "doctor", "--config", cfg)
+	cmd.Env = homeEnv(home)
+	out, _ := cmd.Output()
+	if !strings.Contains(string(out), "client claude-code 2.1.332, protocol "+protocolVersion+", elicitation") || !strings.Contains(string(out), "; full list") {
+		t.Errorf("manifold doctor does not show the connected client:\n%s", out)
 	}
 }

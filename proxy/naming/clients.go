@@ -62,6 +62,32 @@ func LookupClient(name string) (Client, bool) {
 	return Client{}, false
 }
 
+// ClientByInfo finds the client that introduces itself (initialize's or a
+// 2026-07-28 request's clientInfo) by name: claude-code, codex-mcp-client
+// (Codex's rmcp client), gemini-cli-mcp-client, Visual Studio Code,
+// cursor-vscode, Windsurf's.
+func ClientByInfo(name string) (Client, bool) {
+	n := strings.ToLower(strings.TrimSpace(name))
+	key := ""
+	switch {
+	case n == "claude-code":
+		key = "claude-code"
+	case n == "codex-mcp-client" || strings.HasPrefix(n, "codex"):
+		key = "codex"
+	case strings.HasPrefix(n, "gemini-cli"):
+		key = "gemini"
+	case strings.HasPrefix(n, "cursor"):
+		key = "cursor"
+	case strings.HasPrefix(n, "visual studio code"):
+		key = "vscode"
+	case strings.HasPrefix(n, "windsurf"):
+		key = "windsurf"
+	default:
+		return Client{}, false
+	}
+	return LookupClient(key)
+}
+
 // ClientKeys returns the keys of the known clients.
 func ClientKeys() []string {
 	var out []string
