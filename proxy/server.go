@@ -158,7 +158,14 @@ func (s *Server) route(ctx context.Context, next mcp.MethodHandler, method strin
 		if c := s.catalog.Load(); s.sessionMode(ctx, ss, listMeta(req), c, true) == ModeSearch {
 			// A search-mode session lists the search surface; the
 			// SDK's registry holds the full catalog, every session's.
-			res = s.surfaceList(c)
+			// Its cache fields are settled as the SDK settles its own
+			// lists' (resolveCacheable).
+			lr := s.surfaceList(c)
+			s.setCacheable(ctx, req, &lr.Cacheable)
+			if lr.CacheScope == "" {
+				lr.CacheScope = era.ScopePublic
+			}
+			res = lr
 		} else {
 			res, err = next(ctx, method, req)
 		}

@@ -520,3 +520,31 @@ func TestSearchBeforeFirstCatalog(t *testing.T) {
 		t.Errorf("search_tools before the first catalog = %s, %v; want the no-match answer", raw, err)
 	}
 }
+
+// TestListCacheScope: a modern client's tools/list is cacheScope "private"
+// exactly when another client could get another list from the same catalog.
+func TestListCacheScope(t *testing.T) {
+	tests := []struct {
+		name string
+		pad  int
+		opts CatalogOptions
+		want string
+	}{
+		{"full for all", 40, CatalogOptions{Mode: ModeFull}, "public"},
+		{"search for all", 40, CatalogOptions{Mode: ModeSearch}, "public"},
+		{"auto, small", 0, CatalogOptions{Mode: ModeAuto}, "public"},
+		{"auto, large", 40, CatalogOptions{Mode: ModeAuto}, "private"},
+		{"full but one client", 0, CatalogOptions{Mode: ModeFull, Clients: []ClientMode{{Name: "zed", Mode: ModeSearch}}}, "private"},
+		{"search, one client too", 0, CatalogOptions{Mode: ModeSearch, Clients: []ClientMode{{Name: "zed", Mode: ModeSearch}}}, "public"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := newSurfaceProxy(t, tt.pad, tt.opts)
+			c := p.s.catalog.Load()
+			c.narrowed[catTools] = false // the proxy's policy hides a tool; this is about the modes
+			if _, scope := c.listCache(true); scope != tt.want {
+				t.Errorf("cacheScope %q; want %q", scope, tt.want)
+			}
+		})
+	}
+}

@@ -228,9 +228,21 @@ func TestCatalogSearchAuto(t *testing.T) {
 		if got != c.want {
 			t.Errorf("%s (%s) got the %s list; want %s", c.name, c.version, got, c.want)
 		}
-		// Listing again gives the same list.
-		if again := listedNames(ctx, t, cs); !slices.Equal(again, names) {
+		// Listing again gives the same list; a 2026-07-28 client is told
+		// that no shared cache may serve it to another client.
+		again, err := cs.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var againNames []string
+		for _, tool := range again.Tools {
+			againNames = append(againNames, tool.Name)
+		}
+		if !slices.Equal(againNames, names) {
 			t.Errorf("%s (%s): a second tools/list differs", c.name, c.version)
+		}
+		if c.version == modernVersion && again.CacheScope != "private" {
+			t.Errorf("%s (%s): tools/list cacheScope %q; want private (the list depends on the client)", c.name, c.version, again.CacheScope)
 		}
 		if c.want == "full" {
 			if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "search_tools", Arguments: map[string]any{"query": "echo"}}); err == nil || !strings.Contains(err.Error(), "unknown tool") {
