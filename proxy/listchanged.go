@@ -117,21 +117,27 @@ func (s *Server) listing(ctx context.Context, req mcp.Request, k catalogKind) {
 	s.waitReadyFor(ctx, s.opts.FirstListWait)
 }
 
+// whenSessionEnds runs f once ss has ended, unless the proxy closes first
+// (then its state goes with it).
+func (s *Server) whenSessionEnds(ss *mcp.ServerSession, f func()) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		done := make(chan struct{})
+		go func() { _ = ss.Wait(); close(done) }()
+		select {
+		case <-done:
+			f()
+		case <-s.closed:
+		}
+	}()
+}
+
 // markListed records that ss may be notified of changes of kind k, and
 // forgets ss when it ends.
 func (s *Server) markListed(ss *mcp.ServerSession, k catalogKind) {
 	if s.listed.listed(ss, k) {
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			done := make(chan struct{})
-			go func() { _ = ss.Wait(); close(done) }()
-			select {
-			case <-done:
-				s.listed.forget(ss)
-			case <-s.closed:
-			}
-		}()
+		s.whenSessionEnds(ss, func() { s.listed.forget(ss) })
 	}
 }
 

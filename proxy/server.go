@@ -591,17 +591,7 @@ func (s *Server) handleSubscribe(ctx context.Context, req *mcp.SubscribeRequest)
 	s.subs.by[uri][req.Session] = true
 	if ss := req.Session; ss != nil && !s.subs.watched[ss] {
 		s.subs.watched[ss] = true
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			done := make(chan struct{})
-			go func() { _ = ss.Wait(); close(done) }()
-			select {
-			case <-done:
-				s.dropSubscriber(ss)
-			case <-s.closed:
-			}
-		}()
+		s.whenSessionEnds(ss, func() { s.dropSubscriber(ss) })
 	}
 	return nil
 }

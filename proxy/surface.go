@@ -291,19 +291,11 @@ func (r *clientRegistry) record(s *Server, ss *mcp.ServerSession, id clientIdent
 			return
 		}
 		r.legacy[ss] = &clientEntry{id: id, caps: capNames(clientCapsOf(ss)), session: ss.ID(), mode: mode, final: final, since: now, lastSeen: now}
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			done := make(chan struct{})
-			go func() { _ = ss.Wait(); close(done) }()
-			select {
-			case <-done:
-				r.mu.Lock()
-				delete(r.legacy, ss)
-				r.mu.Unlock()
-			case <-s.closed:
-			}
-		}()
+		s.whenSessionEnds(ss, func() {
+			r.mu.Lock()
+			delete(r.legacy, ss)
+			r.mu.Unlock()
+		})
 		return
 	}
 	if r.modern == nil {
