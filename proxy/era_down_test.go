@@ -82,15 +82,7 @@ func newEraServer(t testing.TB, opts Options) *Server {
 		"era": {Tools: policy.List{Deny: []policy.Pattern{{Glob: "hidden", Source: "test"}}}},
 	}}
 	opts.Servers = []ServerConfig{{Upstream: upstream.Options{Name: "era", Dial: eraUpstream(t)}, Prefix: "era"}}
-	s, err := New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	if err := s.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	<-s.Ready()
+	s := startedServer(t, opts)
 	return s
 }
 
@@ -518,15 +510,7 @@ func logUpstream(t testing.TB, release <-chan struct{}) func(ctx context.Context
 // without one, none do.
 func TestModernLogLevel(t *testing.T) {
 	release := make(chan struct{})
-	s, err := New(Options{Servers: []ServerConfig{{Upstream: upstream.Options{Name: "log", Dial: logUpstream(t, release)}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	if err := s.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	<-s.Ready()
+	s := startedServer(t, Options{Servers: []ServerConfig{{Upstream: upstream.Options{Name: "log", Dial: logUpstream(t, release)}}}})
 	withLevel := func(level string) string {
 		m := strings.Replace(modernMeta, `"_meta":{`, `"_meta":{"progressToken":"p",`, 1)
 		if level != "" {
@@ -626,15 +610,7 @@ func TestModernReadScope(t *testing.T) {
 					"era": {Resources: policy.List{Deny: []policy.Pattern{{Glob: "era://secret/*", Source: "test"}}}},
 				}}
 			}
-			s, err := New(opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
-			if err := s.Start(t.Context()); err != nil {
-				t.Fatal(err)
-			}
-			<-s.Ready()
+			s := startedServer(t, opts)
 			rs := openRawVersion(t, s, "")
 			rs.send(modernReq("1", "resources/read", `"uri":"era+era://doc/a"`))
 			if got := result(t, rs.rawLine())["cacheScope"]; got != tc.want {
@@ -658,7 +634,7 @@ func TestSchemaProblemsLoggedOnce(t *testing.T) {
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{}, nil
 		})
-	s, err := New(Options{Logger: slog.New(slog.NewTextHandler(logs, nil)), Servers: []ServerConfig{{Upstream: upstream.Options{Name: "odd", Dial: func(ctx context.Context) (mcp.Transport, error) {
+	s := startedServer(t, Options{Logger: slog.New(slog.NewTextHandler(logs, nil)), Servers: []ServerConfig{{Upstream: upstream.Options{Name: "odd", Dial: func(ctx context.Context) (mcp.Transport, error) {
 		ct, st := mcp.NewInMemoryTransports()
 		ss, err := srv.Connect(context.Background(), st, nil)
 		if err != nil {
@@ -667,14 +643,6 @@ func TestSchemaProblemsLoggedOnce(t *testing.T) {
 		t.Cleanup(func() { _ = ss.Close() })
 		return ct, nil
 	}}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	if err := s.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	<-s.Ready()
 	rs := openRawVersion(t, s, "")
 	for i := range 3 {
 		s.SetPolicy(nil) // a new catalog each time (as a reload makes)

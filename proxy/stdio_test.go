@@ -30,15 +30,7 @@ func newStdioServer(t testing.TB, opts Options) *Server {
 	t.Helper()
 	rec := &recordingServer{}
 	opts.Servers = []ServerConfig{{Upstream: upstream.Options{Name: "rec", Dial: rec.dial(t)}, Prefix: "rec"}}
-	s, err := New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	if err := s.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	<-s.Ready()
+	s := startedServer(t, opts)
 	return s
 }
 
@@ -439,15 +431,7 @@ func TestStdioCancelMappedID(t *testing.T) {
 		t.Cleanup(func() { _ = ss.Close() })
 		return ct, nil
 	}
-	s, err := New(Options{Servers: []ServerConfig{{Upstream: upstream.Options{Name: "slow", Dial: dial}, Prefix: "slow"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	if err := s.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	<-s.Ready()
+	s := startedServer(t, Options{Servers: []ServerConfig{{Upstream: upstream.Options{Name: "slow", Dial: dial}, Prefix: "slow"}}})
 	rs := openRaw(t, s)
 	rs.send(`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"slow+slow://one"}}`)
 	rs.send(`{"jsonrpc":"2.0","id":1.5,"method":"resources/read","params":{"uri":"slow+slow://onefive"}}`)
@@ -473,4 +457,20 @@ func TestStdioCancelMappedID(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Error("cancelling request 1 cancelled nothing")
 	}
+}
+
+// startedServer is New(opts), started, with its upstreams' first start
+// over, and closed when the test ends.
+func startedServer(t testing.TB, opts Options) *Server {
+	t.Helper()
+	s, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := s.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	<-s.Ready()
+	return s
 }

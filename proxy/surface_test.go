@@ -113,7 +113,7 @@ func (p *surfaceProxy) auditLines(t *testing.T) []map[string]any {
 func newSurfaceProxy(t *testing.T, pad int, co CatalogOptions) *surfaceProxy {
 	t.Helper()
 	p := &surfaceProxy{audit: new(bytes.Buffer), amu: new(sync.Mutex)}
-	s, err := New(Options{
+	s := startedServer(t, Options{
 		Servers: []ServerConfig{{Upstream: upstream.Options{Name: "files", Dial: filesUpstream(t, pad, &p.ran, &p.mu)}, Prefix: "files",
 			Description: "Quokka archive of documents"}},
 		Policy: &policy.Rules{Servers: map[string]*policy.ServerRules{
@@ -122,14 +122,6 @@ func newSurfaceProxy(t *testing.T, pad int, co CatalogOptions) *surfaceProxy {
 		Catalog: co,
 		Audit:   lockedBuffer{p.amu, p.audit},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	if err := s.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	<-s.Ready()
 	p.s = s
 	return p
 }
