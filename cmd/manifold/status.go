@@ -80,7 +80,11 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		sts = p.Status()
 	}
 	if *asJSON {
-		b, err := json.MarshalIndent(sts, "", "  ")
+		var v any = sts
+		if *url != "" {
+			v = urlStatus{URL: *url, Servers: sts, Clients: clients}
+		}
+		b, err := json.MarshalIndent(v, "", "  ")
 		if err != nil {
 			return err
 		}
@@ -92,6 +96,15 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 	return requiredDown(sts)
+}
+
+// urlStatus is what `status --url --json` prints: the instance's servers
+// (GET /status) and, when it serves them, its clients and catalog sizes (GET
+// /status/clients; null from an older manifold).
+type urlStatus struct {
+	URL     string               `json:"url"`
+	Servers []proxy.ServerStatus `json:"servers"`
+	Clients *clientsStatus       `json:"clients"`
 }
 
 // clientsStatus is GET /status/clients.

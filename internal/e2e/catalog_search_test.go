@@ -276,6 +276,18 @@ func TestCatalogSearchAuto(t *testing.T) {
 	if st.Catalog.Tools != 36 || st.Catalog.SearchBytes <= 0 || st.Catalog.SearchBytes >= st.Catalog.FullBytes {
 		t.Errorf("/status/clients catalog = %+v; want 36 tools, a search list smaller than the full one", st.Catalog)
 	}
+	// `manifold status --url --json` carries the same clients and sizes.
+	out, errOut, _ := runCLI(t, "status", "--url", "http://"+hp.addr, "--json")
+	var viaURL struct {
+		Servers []json.RawMessage `json:"servers"`
+		Clients *clientsStatus    `json:"clients"`
+	}
+	if err := json.Unmarshal([]byte(out), &viaURL); err != nil || viaURL.Clients == nil {
+		t.Errorf("status --url --json: %v; want servers and clients:\n%s%s", err, out, errOut)
+	} else if len(viaURL.Servers) == 0 || len(viaURL.Clients.Clients) != len(st.Clients) || viaURL.Clients.Catalog != st.Catalog {
+		t.Errorf("status --url --json: %d servers, clients %+v, catalog %+v; want the servers and what /status/clients says (%+v, %+v)",
+			len(viaURL.Servers), viaURL.Clients.Clients, viaURL.Clients.Catalog, st.Clients, st.Catalog)
+	}
 
 	audit := filepath.Join(filepath.Dir(cfg), "audit.jsonl")
 	waitFor(t, 10*time.Second, "audit lines of delta__whoami naming each client's mode", func() bool {
