@@ -113,6 +113,9 @@ func (s *Server) startCall(ctx context.Context, ss *mcp.ServerSession, name stri
 	start := time.Now()
 	rec := auditRecord{Method: "tools/call", Exposed: name, Decision: "denied", Outcome: "unknown tool"}
 	rec.Via, _ = ctx.Value(innerCallKey{}).(string)
+	// A client that calls before (or without) listing is a client too: its
+	// mode is decided here as a list would decide it, and status shows it.
+	rec.Catalog = s.sessionMode(ctx, ss, nil, s.catalog.Load(), true)
 	var cleanups []func()
 	var pc *parkedCall // the bridge of a modern client's call on a legacy server
 	rounds := 0        // rounds of input a legacy client gave a modern server
@@ -137,7 +140,6 @@ func (s *Server) startCall(ctx context.Context, ss *mcp.ServerSession, name stri
 				}
 			}
 			rec.ResultBytes = len(raw)
-			rec.Catalog = s.sessionMode(ctx, ss, nil, s.catalog.Load(), false)
 			s.audit.record(ss, rec, start, fields["arguments"])
 		}
 		finish(raw, err)

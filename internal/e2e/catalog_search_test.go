@@ -255,7 +255,21 @@ func TestCatalogSearchAuto(t *testing.T) {
 			call(ctx, t, cs, "delta__whoami", nil)
 		}
 	}
+	// A client that calls without ever listing is in status too, with the
+	// mode a list would have given it.
+	silent := connectHTTPClient(t, hp, mcp.NewClient(&mcp.Implementation{Name: "cursor-vscode", Version: "1"}, nil), protocolVersion)
+	call(ctx, t, silent, "delta__whoami", nil)
 	st := getClients(t, hp)
+	if !slices.ContainsFunc(st.Clients, func(s struct {
+		Name     string `json:"name"`
+		Protocol string `json:"protocol"`
+		Catalog  string `json:"catalog"`
+		Tools    int    `json:"tools"`
+	}) bool {
+		return s.Name == "cursor-vscode" && s.Catalog == "search"
+	}) {
+		t.Errorf("/status/clients lacks cursor-vscode, which called without listing: %+v", st.Clients)
+	}
 	for _, c := range clients {
 		proto := c.version
 		if !slices.ContainsFunc(st.Clients, func(s struct {
