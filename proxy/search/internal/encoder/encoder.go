@@ -53,7 +53,7 @@ type matrix struct {
 }
 
 // row writes row i as float32 into dst (len cols), the caller's own buffer
-// (see forward on go:norace).
+// (see forward for why it is not instrumented under -race).
 //
 //go:norace
 func (m *matrix) row(i int, dst []float32) {
@@ -501,8 +501,8 @@ func mulAdd(m *matrix, x, y [][]float32) {
 }
 
 // dot is a·b over len(a) with four partial sums (about four times as fast
-// as one sum, which waits on each add). It reads only (see forward on
-// go:norace).
+// as one sum, which waits on each add). It reads only (see forward for why
+// it is not instrumented under -race).
 //
 //go:norace
 func dot(a, b []float32) float32 {

