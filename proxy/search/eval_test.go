@@ -38,9 +38,11 @@ const (
 
 // The floors TestRetrievalQuality holds the rankers to, on the test split
 // and on all queries: a few points under what they do today (ours: test
-// 53.8 / 65.0 / 0 %, all 57.1 / 71.4 / 4 %; ours + semantic: test
-// 53.8 / 65.0 / 0 %, all 58.9 / 72.3 / 4 %), so that a change that makes
-// one worse fails.
+// 53.8 / 65.0 / 4 %, all 57.1 / 71.4 / 6 %; ours + semantic: test
+// 53.8 / 65.0 / 4 %, all 58.9 / 72.3 / 6 %), so that a change that makes
+// one worse fails. Ours + semantic + encoder is measured by eval.sh only:
+// embedding the catalog takes minutes (its own tests, in internal/encoder,
+// check the encoder against TF.js).
 var evalFloors = map[string]struct{ top5, top1, noMatch float64 }{
 	"ours (BM25F)":    {top5: 0.62, top1: 0.50, noMatch: 0.10},
 	"ours + semantic": {top5: 0.62, top1: 0.51, noMatch: 0.10},

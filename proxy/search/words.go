@@ -136,7 +136,9 @@ func setOf(words ...string) map[string]bool {
 // products are well-known products and services that tools act on, written
 // from general knowledge of what people ask agents to use (not from the
 // evaluation's queries), one distinctive lower-case word each; words that
-// are also plain English ("linear", "monday", "box", "square") are left out.
+// are also plain English ("linear", "monday", "box", "square", "zoom",
+// "threads", "segment") or name a file format that file tools handle
+// ("excel", "powerpoint") are left out.
 // A request that names one the catalog does not know at all is for a tool
 // the catalog does not have ("add a task to my Asana project"), however well
 // its other words match: see ranking.foreign.
@@ -149,11 +151,11 @@ var products = setOf(
 	"salesforce", "pipedrive", "zoho", "zendesk", "freshdesk", "intercom", "helpscout", "servicenow",
 	"mailchimp", "sendgrid", "mailgun", "twilio", "klaviyo", "marketo", "hootsuite",
 	// Mail, chat and meetings.
-	"gmail", "outlook", "hotmail", "protonmail", "discord", "telegram", "whatsapp", "skype", "zoom",
+	"gmail", "outlook", "hotmail", "protonmail", "discord", "telegram", "whatsapp", "skype",
 	"webex", "gotomeeting", "microsoft", "mattermost", "rocketchat",
 	// Social networks and media.
 	"twitter", "tweet", "retweet", "facebook", "instagram", "tiktok", "youtube", "reddit", "pinterest",
-	"snapchat", "mastodon", "bluesky", "threads", "linkedin", "spotify", "netflix", "twitch", "soundcloud",
+	"snapchat", "mastodon", "bluesky", "linkedin", "spotify", "netflix", "twitch", "soundcloud",
 	// Commerce, money and travel.
 	"stripe", "paypal", "venmo", "shopify", "woocommerce", "magento", "etsy", "ebay", "amazon",
 	"quickbooks", "xero", "freshbooks", "expensify", "gusto", "workday", "bamboohr", "uber", "lyft",
@@ -163,11 +165,11 @@ var products = setOf(
 	"snowflake", "databricks", "redshift", "terraform", "ansible", "pulumi", "jenkins", "circleci",
 	"travis", "teamcity", "bitbucket", "gitea", "datadog", "newrelic", "splunk", "pagerduty",
 	"opsgenie", "dynatrace", "okta", "auth0", "onelogin", "1password", "lastpass", "bitwarden",
-	"launchdarkly", "bugsnag", "rollbar", "mixpanel", "amplitude", "hotjar", "segment",
+	"launchdarkly", "bugsnag", "rollbar", "mixpanel", "amplitude", "hotjar",
 	// Design, content and analytics.
 	"figma", "miro", "canva", "photoshop", "lucidchart", "loom", "wordpress", "drupal", "webflow",
 	"wix", "squarespace", "contentful", "godaddy", "namecheap", "tableau", "looker", "powerbi",
-	"excel", "powerpoint", "zapier", "ifttt",
+	"zapier", "ifttt",
 )
 
 // productPairs are products named by two words, the first of them a
