@@ -145,6 +145,12 @@ func (s *Server) startCall(ctx context.Context, ss *mcp.ServerSession, name stri
 		finish(raw, err)
 	}
 	notFound := func(c *catalog) {
+		if msg, held := c.heldMessage("tool", name); held { // awaits review (pinned.go): say so
+			he, _ := c.tools.Lookup(name)
+			rec.Server, rec.Original, rec.Outcome, rec.Rule = he.Server, he.Original, "awaits review", "pin"
+			done(nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: msg})
+			return
+		}
 		if he, found := c.tools.Lookup(name); found { // hidden: audited with its rule
 			rec.Server, rec.Original = he.Server, he.Original
 			rec.Outcome = "hidden"

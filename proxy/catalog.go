@@ -15,6 +15,7 @@ import (
 	"github.com/manifold-mcp/manifold/policy"
 	"github.com/manifold-mcp/manifold/proxy/era"
 	"github.com/manifold-mcp/manifold/proxy/naming"
+	"github.com/manifold-mcp/manifold/proxy/pin"
 	"github.com/manifold-mcp/manifold/proxy/search"
 )
 
@@ -47,7 +48,13 @@ type catalog struct {
 
 	rules     *policy.Rules
 	decisions map[string]policy.Decision // exposed tool or prompt name -> its decision (hidden ones too)
-	toolAnn   map[string]*policy.Annotations
+
+	// pin is what the pin check found (pinned.go); pinHeld maps "tool\x00"
+	// or "prompt\x00" and an exposed name that the check holds for review
+	// to the error a call or get of it gets.
+	pin     *pinState
+	pinHeld map[string]string
+	toolAnn map[string]*policy.Annotations
 
 	// narrowed says, per kind, whether the policy hid an item of the list:
 	// a modern client's list is then cacheScope "private".
@@ -160,6 +167,7 @@ func newCatalog(g *generation) *catalog {
 		tmplOwner:  map[string]string{},
 		decisions:  map[string]policy.Decision{},
 		toolAnn:    map[string]*policy.Annotations{},
+		pinHeld:    map[string]string{},
 	}
 }
 
@@ -266,7 +274,6 @@ func (s *Server) rebuild() {
 	rules := s.rules.Load()
 	c.rules = rules
 	c.surfOpts = *s.catalogOptions()
-	c.serverText = s.serverTexts(g)
 	var toolGroups, promptGroups []naming.Group
 	snap := make(map[string]lists, len(g.backends))
 	for _, b := range g.backends {
@@ -297,6 +304,9 @@ func (s *Server) rebuild() {
 	s.logCollisions("tool", collisions)
 	c.prompts, collisions = naming.BuildLimit(promptGroups, s.opts.MaxNameLength)
 	s.logCollisions("prompt", collisions)
+	c.pin = s.checkPins(g, snap, c.tools)
+	s.heldInstr.Store(&c.pin.heldInstr)
+	c.serverText = s.serverTexts(g)
 
 	for _, b := range g.backends {
 		l := snap[b.name]
@@ -312,6 +322,10 @@ func (s *Server) rebuild() {
 				it.Qualified = naming.ExposeLimit(b.cfg.Prefix, t.Name, s.opts.MaxNameLength) // rules on the server's names still apply
 			}
 			d := rules.Decide(it)
+			if msg, held := c.pin.isHeld(b.name, pin.Tool, t.Name); held && d.Visible {
+				d = policy.Decision{Rule: "pin", Reason: "awaits review: run `manifold approve " + b.name + "/" + t.Name + "`"}
+				c.pinHeld["tool\x00"+exposed] = msg
+			}
 			c.decisions["tool\x00"+exposed] = d
 			c.toolAnn[exposed] = ann
 			if !d.Visible {
@@ -339,6 +353,10 @@ func (s *Server) rebuild() {
 			}
 			d := rules.Decide(policy.Item{Kind: policy.Prompt, Server: b.name, Original: p.Name, Exposed: exposed,
 				Full: naming.Full(b.cfg.Prefix, p.Name)})
+			if msg, held := c.pin.isHeld(b.name, pin.Prompt, p.Name); held && d.Visible {
+				d = policy.Decision{Rule: "pin", Reason: "awaits review: run `manifold approve " + b.name + "/" + p.Name + "`"}
+				c.pinHeld["prompt\x00"+exposed] = msg
+			}
 			c.decisions["prompt\x00"+exposed] = d
 			if !d.Visible {
 				c.narrowed[catPrompts] = true
@@ -377,6 +395,9 @@ func (s *Server) rebuild() {
 		for _, t := range l.templates {
 			out := c.uris.OutwardTemplate(b.name, t.URITemplate)
 			d := rules.Decide(policy.Item{Kind: policy.Template, Server: b.name, Original: t.URITemplate, Exposed: out})
+			if _, held := c.pin.isHeld(b.name, pin.Template, t.URITemplate); held && d.Visible {
+				d = policy.Decision{Rule: "pin", Reason: "awaits review: run `manifold approve " + b.name + "/" + t.URITemplate + "`"}
+			}
 			if !d.Visible {
 				c.narrowedTemplates = true
 				c.listed = append(c.listed, Entry{Kind: "template", Exposed: out, Server: b.name, Original: t.URITemplate, Description: t.Description, Verdict: d.String()})

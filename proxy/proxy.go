@@ -24,6 +24,7 @@ import (
 
 	"github.com/manifold-mcp/manifold/internal/redact"
 	"github.com/manifold-mcp/manifold/policy"
+	"github.com/manifold-mcp/manifold/proxy/pin"
 	"github.com/manifold-mcp/manifold/upstream"
 )
 
@@ -80,6 +81,11 @@ type ServerConfig struct {
 	// proxy's, under the server's name. If false, they are left out: they go
 	// into the model's system prompt, so including them is an opt-in.
 	Instructions bool
+	// Pin says what happens to a definition of the server that is new or
+	// changed since it was approved (Options.Lock), or flagged: hidden
+	// (PinQuarantine) or served and flagged (PinWarn). If zero (PinOff),
+	// nothing is checked.
+	Pin PinMode
 	// AllowUnsolicited lets the server ask its client for sampling or
 	// elicitation outside any call of that client. If zero, such requests are
 	// refused with an error that names this option.
@@ -166,6 +172,15 @@ type Options struct {
 	// /status and /readyz bodies and the audit lines. If nil, one that hides
 	// credential shapes only.
 	Redactor *redact.Redactor
+	// Lock holds the approved definitions of the servers whose Pin is set
+	// (the lock file); SetLock replaces it. If nil, none is approved yet:
+	// each such server's clean definitions are trusted on first use.
+	Lock *pin.Lock
+	// OnTrust, if set, is called with the definitions trusted on first use
+	// (a server of which Lock held nothing), to record them in the lock
+	// file. Called with the catalog's lock held: it must not call back
+	// into the Server.
+	OnTrust func([]pin.Entry)
 }
 
 // Server is the aggregating MCP server.
@@ -196,6 +211,9 @@ type Server struct {
 	logLevel     atomic.Pointer[string]
 	eras         *upstream.EraCache // each server's protocol era, across restarts and reloads
 	rules        atomic.Pointer[policy.Rules]
+	pins         atomic.Pointer[pin.Lock]        // approved definitions (pinned.go); stored with catMu held
+	heldInstr    atomic.Pointer[map[string]bool] // servers whose instructions are held for review
+	pinLogged    sync.Map                        // reviews already logged
 	limits       limiters
 	sessionCalls sessionCalls
 	bridge       bridges  // sealed states and parked calls (mrtr.go)
@@ -251,6 +269,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s.life, s.cancel = context.WithCancel(context.Background())
 	s.rules.Store(opts.Policy)
+	s.pins.Store(opts.Lock)
 	s.catOpts.Store(&opts.Catalog)
 	if opts.Audit != nil {
 		s.audit = &auditor{w: opts.Redactor.Writer(opts.Audit), args: opts.AuditArguments}

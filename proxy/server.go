@@ -423,6 +423,9 @@ func (s *Server) handleGetPrompt(ctx context.Context, req *mcp.GetPromptRequest)
 	e, ok := c.visiblePrompt(req.Params.Name)
 	if !ok {
 		rec.Decision = "denied"
+		if msg, held := c.heldMessage("prompt", req.Params.Name); held {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: msg}
+		}
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", req.Params.Name)}
 	}
 	rec.Server, rec.Original = e.Server, e.Original

@@ -39,6 +39,10 @@ type ServerStatus struct {
 	// later starts are served from the cache. Empty without a probe.
 	Probe   string `json:"probe,omitempty"`
 	ProbeMS *int64 `json:"probe_ms,omitempty"`
+	// Pin is the server's pin mode ("quarantine", "warn"; empty when off)
+	// and Review its definitions that await a person's review (pinned.go).
+	Pin    string      `json:"pin_mode,omitempty"`
+	Review []PinReview `json:"review,omitempty"`
 }
 
 // statusJSON is ServerStatus on the wire (GET /status, status --json, the
@@ -70,10 +74,21 @@ func (st *ServerStatus) UnmarshalJSON(b []byte) error {
 // hidden (Options.Redactor).
 func (s *Server) Status() []ServerStatus {
 	g := s.gen.Load()
+	c := s.catalog.Load()
 	out := make([]ServerStatus, 0, len(g.backends))
 	for _, b := range g.backends {
+		st := ServerStatus{Name: b.name, Pin: string(b.cfg.Pin)}
+		for _, r := range c.pinReviews(b.name) {
+			r.Diff = s.opts.Redactor.String(r.Diff)
+			findings := make([]string, len(r.Findings))
+			for i, f := range r.Findings {
+				findings[i] = s.opts.Redactor.String(f)
+			}
+			r.Findings = findings
+			st.Review = append(st.Review, r)
+		}
 		b.mu.Lock()
-		st := ServerStatus{Name: b.name, State: b.state.String(), Tools: len(b.lists.tools)}
+		st.State, st.Tools = b.state.String(), len(b.lists.tools)
 		if b.err != nil {
 			st.Err = s.opts.Redactor.String(b.err.Error())
 		}

@@ -140,6 +140,9 @@ func (s *Server) summary(lead string) string {
 	var full []string // "## NAME\n\nTEXT" of the servers that opted in, secrets not masked yet
 	for _, b := range g.backends {
 		a := b.aboutNow()
+		if s.instructionsHeld(b.name) {
+			a.instructions = ""
+		}
 		visible := s.visibleToolNames(rules, b, a.tools)
 		if a.known && len(a.tools) > 0 && len(visible) == 0 {
 			continue // every tool hidden: the server is not there for the client
@@ -228,7 +231,18 @@ func (s *Server) serverText(g *generation, b *backend) string {
 	// The sentence, not the whole text, is masked, and only its start (far
 	// more than a line shows): a secret cut at the sentence's end would be
 	// one with ". " or a blank line in it.
+	if s.instructionsHeld(b.name) {
+		return ""
+	}
 	return plainLine(s.opts.Redactor.String(bound(firstSentence(b.aboutNow().instructions), maxSentence)))
+}
+
+// instructionsHeld reports whether the server's instructions await review
+// under pin = "quarantine" (pinned.go): they are then left out of
+// Manifold's instructions and of search.
+func (s *Server) instructionsHeld(server string) bool {
+	m := s.heldInstr.Load()
+	return m != nil && (*m)[server]
 }
 
 // maxSentence bounds the first sentence of a server's instructions before

@@ -202,6 +202,7 @@ func proxyOptions(cfg *config.Config, log *slog.Logger) proxy.Options {
 			CallTimeout:  s.CallTimeout,
 			Description:  s.Description,
 			Instructions: s.Instructions,
+			Pin:          pinMode(s.Pin),
 			Restart: proxy.RestartPolicy{
 				Disabled:    s.Restart.Disabled,
 				Initial:     s.Restart.InitialDelay,
@@ -247,6 +248,9 @@ func newProxy(c common, defaultLevel string, waitForClient bool, stderr io.Write
 	opts := proxyOptions(cfg, log)
 	opts.Redactor = red
 	opts.WaitForClient = waitForClient
+	if err := pinOptions(&opts, cfg, log, !c.oneShot); err != nil {
+		return nil, nil, err
+	}
 	if c.only != "" {
 		opts.Servers = serversFor(c.only, opts.Servers)
 	}
@@ -409,6 +413,9 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 		return exitError{code: 1, msg: problems(err)}
 	}
 	red := redact.New(cfg.Secrets...)
+	if _, err := readLock(cfg.LockFile); err != nil {
+		return exitError{code: 1, msg: red.String(problems(err))}
+	}
 	if _, err := proxy.New(proxyOptions(cfg, nil)); err != nil {
 		return exitError{code: 1, msg: red.String(problems(fmt.Errorf("%s: %w", cfg.Path, err)))}
 	}

@@ -146,6 +146,12 @@ func diagnose(path string, env clientconf.Env) doctorReport {
 		}
 	default:
 		rep.Config.Loads = true
+		if _, err := readLock(cfg.LockFile); err != nil {
+			for _, l := range strings.Split(err.Error(), "\n") {
+				rep.Config.Problems = append(rep.Config.Problems, l)
+				problem("%s", l)
+			}
+		}
 		for _, s := range cfg.Servers {
 			rep.Config.Servers = append(rep.Config.Servers, s.Name)
 			if s.Command == "" || strings.ContainsAny(s.Command, `/\`) {
@@ -209,6 +215,18 @@ func diagnose(path string, env clientconf.Env) doctorReport {
 				problem("server %s of the running manifold (pid %d) is %s: %s; %s", s.Name, inst.PID, s.State, firstLine(s.Err), fix)
 			}
 			di.Servers = append(di.Servers, ds)
+		}
+		for _, r := range pendingOf(inst.Servers) {
+			state := "hidden until approved"
+			if !r.Held {
+				state = "served, flagged"
+			}
+			why := ""
+			if len(r.Findings) > 0 {
+				why = " (" + strings.Join(r.Findings, "; ") + ")"
+			}
+			problem("server %s of the running manifold (pid %d): %s %q is %s since it was approved%s, %s: review the diff and accept it with %s",
+				r.Server, inst.PID, r.Kind, r.Name, r.Change, why, state, r.Approve(r.Server))
 		}
 		for _, dc := range rep.Clients {
 			if limit, ok := toolLimits[clientconf.Client(dc.Client)]; ok && dc.Manifold && di.Tools > limit {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -35,7 +36,8 @@ func watchConfig(ctx context.Context, p *proxy.Server, cfg *config.Config, inter
 	path, globs := cfg.Path, cfg.PolicyFiles // the policy files of the config in force
 	inForce := fileSum(path)                 // the config file in force
 	matched := matchingGlobs(globs)          // its globs that matched files
-	last := configSum(path, globs)
+	lockFile := cfg.LockFile                 // the lock file of approved definitions (pin.go)
+	last := configSum(path, slices.Concat(globs, []string{lockFile}))
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -46,16 +48,21 @@ func watchConfig(ctx context.Context, p *proxy.Server, cfg *config.Config, inter
 		case <-hup:
 			why = "SIGHUP"
 		case <-t.C:
-			sum := configSum(path, globs)
+			sum := configSum(path, slices.Concat(globs, []string{lockFile}))
 			if bytes.Equal(sum, last) {
 				continue
 			}
-			why = "config or policy file changed"
+			why = "config, policy or lock file changed"
 		}
-		last = configSum(path, globs)
+		last = configSum(path, slices.Concat(globs, []string{lockFile}))
 		cfg, err := config.Load(path)
 		if err != nil {
 			log.Error("reload: the new config is invalid; the previous one keeps serving", "reason", why, "problems", err.Error())
+			continue
+		}
+		lock, err := readLock(cfg.LockFile)
+		if err != nil {
+			log.Error("reload: the lock file is invalid; the previous config and approved definitions keep serving (fail closed)", "reason", why, "problems", err.Error())
 			continue
 		}
 		sum := fileSum(path)
@@ -69,11 +76,12 @@ func watchConfig(ctx context.Context, p *proxy.Server, cfg *config.Config, inter
 			log.Error("reload failed; the previous config keeps serving", "reason", why, "err", err)
 			continue
 		}
+		p.SetLock(lock)
 		p.SetPolicy(cfg.Policy)
 		p.SetCatalog(catalogOptions(cfg.Catalog))
-		globs = cfg.PolicyFiles
+		globs, lockFile = cfg.PolicyFiles, cfg.LockFile
 		inForce, matched = sum, matchingGlobs(globs)
-		last = configSum(path, globs)
+		last = configSum(path, slices.Concat(globs, []string{lockFile}))
 		log.Info("reloaded the config", "reason", why, "file", cfg.Path, "servers", len(cfg.Servers))
 	}
 }

@@ -55,6 +55,7 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			}
 			fmt.Fprintf(stdout, "manifold pid %d (%s), serving %s since %s:\n", inst.PID, inst.Mode, inst.Config, inst.Started.Local().Format(time.DateTime))
 			printStatus(stdout, inst.Servers)
+			printReviews(stdout, inst.Servers)
 			printClients(stdout, inst.Clients, inst.Catalog)
 			fmt.Fprintln(stdout)
 			sts = append(sts, inst.Servers...)
@@ -91,6 +92,7 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintln(stdout, string(b))
 	} else {
 		printStatus(stdout, sts)
+		printReviews(stdout, sts)
 		if clients != nil {
 			printClients(stdout, clients.Clients, &clients.Catalog)
 		}

@@ -115,6 +115,13 @@ type Config struct {
 	// Catalog is the [catalog] table: which tool list each client gets.
 	Catalog Catalog
 
+	// Pin is the top-level pin mode (PinQuarantine, PinWarn or PinOff;
+	// DefaultPin when absent), each server's default. LockFile is the
+	// absolute path of the lock file of approved definitions (lock_file,
+	// relative to Dir; DefaultLockFile beside the config when absent).
+	Pin      string
+	LockFile string
+
 	// Servers are the enabled servers in document order; servers with
 	// disabled = true are left out.
 	Servers []Server
@@ -217,6 +224,9 @@ type Server struct {
 	// ProbeTimeout bounds the server/discover probe; 0: the default
 	// (upstream.DefaultProbeTimeout).
 	ProbeTimeout time.Duration
+	// Pin is the server's pin mode (PinQuarantine, PinWarn or PinOff): its
+	// own pin key, else the top-level one.
+	Pin string
 }
 
 // Values of Server.Protocol.

@@ -56,7 +56,9 @@ func defaults() *Config {
 			MaxSessions:        100,
 			SessionIdleTimeout: 10 * time.Minute,
 		},
-		Catalog: Catalog{Mode: CatalogAuto, SearchAbove: DefaultSearchAbove},
+		Catalog:  Catalog{Mode: CatalogAuto, SearchAbove: DefaultSearchAbove},
+		Pin:      PinQuarantine,
+		LockFile: "/etc/manifold/manifold.lock",
 	}
 }
 
@@ -71,6 +73,7 @@ func stdio(name, command string) Server {
 		StartupTimeout:  30 * time.Second,
 		CallTimeout:     60 * time.Second,
 		MaxMessageBytes: 64 << 20,
+		Pin:             PinQuarantine,
 	}
 }
 
@@ -229,11 +232,11 @@ prefix = ""
 					{
 						Name: "github", URL: "https://example.invalid/mcp", Transport: "streamable",
 						Headers: map[string]string{"Authorization": "Bearer t0k"}, Prefix: "github",
-						StartupTimeout: 30 * time.Second, CallTimeout: 60 * time.Second, MaxMessageBytes: 64 << 20,
+						StartupTimeout: 30 * time.Second, CallTimeout: 60 * time.Second, MaxMessageBytes: 64 << 20, Pin: PinQuarantine,
 					},
 					{
 						Name: "legacy", URL: "http://127.0.0.1:9000/sse", Transport: "sse", Prefix: "",
-						StartupTimeout: 30 * time.Second, CallTimeout: 60 * time.Second, MaxMessageBytes: 64 << 20,
+						StartupTimeout: 30 * time.Second, CallTimeout: 60 * time.Second, MaxMessageBytes: 64 << 20, Pin: PinQuarantine,
 					},
 				}
 				c.Secrets = []string{"Bearer t0k"} // the Authorization header; "t0k" alone is too short
@@ -763,6 +766,7 @@ func TestLoad(t *testing.T) {
 	want := []Server{{
 		Name: "a", Command: filepath.Join(dir, "bin", "a"), Cwd: dir, Prefix: "a",
 		StartupTimeout: DefaultStartupTimeout, CallTimeout: DefaultCallTimeout, MaxMessageBytes: DefaultMaxMessageBytes,
+		Pin: PinQuarantine,
 	}}
 	if diff := cmp.Diff(want, cfg.Servers); diff != "" {
 		t.Errorf("Load servers (-want +got):\n%s", diff)

@@ -74,6 +74,7 @@ func decode(file, abs string, data []byte, lookup func(string) (string, bool), l
 	cfg := &Config{Path: abs, Dir: filepath.Dir(abs)}
 	root := &table{d: d, fields: top, expand: true}
 	d.global(root, cfg)
+	d.pinKeys(root, cfg)
 	cfg.HTTP = d.http(root)
 	cfg.Protocol = d.protocol(root, cfg)
 	cfg.Catalog = d.catalog(root)
@@ -391,6 +392,7 @@ func (d *decoder) server(t *table, name string, cfg *Config) (entry, bool) {
 		}
 	}
 	s.ProbeTimeout = t.duration("probe_timeout", 0)
+	s.Pin = serverPin(t, cfg)
 	t.hint = foreignServerKey
 	unknown := t.finish()
 	if disabled {

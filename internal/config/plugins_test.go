@@ -107,7 +107,7 @@ prefix = "w"
 			want: func(c *Config) {
 				c.Servers = []Server{stdio("files", "npx"), {
 					Name: "web", URL: "https://example.invalid/mcp", Transport: "streamable", Prefix: "w",
-					StartupTimeout: 30 * time.Second, CallTimeout: 60 * time.Second, MaxMessageBytes: 64 << 20,
+					StartupTimeout: 30 * time.Second, CallTimeout: 60 * time.Second, MaxMessageBytes: 64 << 20, Pin: PinQuarantine,
 				}}
 				c.Plugins = []Plugin{plugin("iban", "/etc/manifold/bin/iban")}
 			},

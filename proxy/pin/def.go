@@ -1,0 +1,198 @@
+package pin
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Kind is what a definition defines.
+type Kind string
+
+// Kinds of definitions.
+const (
+	Tool         Kind = "tool"
+	Prompt       Kind = "prompt"
+	Template     Kind = "template" // a resource template, named by its URI template
+	Instructions Kind = "instructions"
+)
+
+func (k Kind) valid() bool {
+	switch k {
+	case Tool, Prompt, Template, Instructions:
+		return true
+	}
+	return false
+}
+
+// fields are the members of each kind's definition that are pinned; the
+// others (_meta, icons, ...) are left out.
+var fields = map[Kind][]string{
+	Tool:         {"name", "title", "description", "inputSchema", "outputSchema", "annotations"},
+	Prompt:       {"name", "title", "description", "arguments"},
+	Template:     {"uriTemplate", "name", "title", "description", "mimeType", "annotations"},
+	Instructions: {"instructions"},
+}
+
+// Def is one definition of one server, in canonical form.
+type Def struct {
+	Kind Kind
+	// Name is the server's own name of a tool or prompt, the URI template of
+	// a template, and empty for instructions.
+	Name string
+	// Canonical is the pinned members as canonical JSON: keys sorted, no
+	// insignificant whitespace, numbers in one spelling (Canonical).
+	Canonical string
+}
+
+// NewDef reduces raw, the JSON of a definition of kind as the server sent
+// it, to its pinned members in canonical form. name is the definition's key
+// (see Def.Name).
+func NewDef(kind Kind, name string, raw []byte) (Def, error) {
+	if !kind.valid() {
+		return Def{}, fmt.Errorf("unknown kind %q", kind)
+	}
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &all); err != nil {
+		return Def{}, fmt.Errorf("%s %q: %w", kind, name, err)
+	}
+	keep := make(map[string]json.RawMessage)
+	for _, f := range fields[kind] {
+		if v, ok := all[f]; ok && string(v) != "null" {
+			keep[f] = v
+		}
+	}
+	b, _ := json.Marshal(keep)
+	c, err := Canonical(b)
+	if err != nil {
+		return Def{}, fmt.Errorf("%s %q: %w", kind, name, err)
+	}
+	return Def{Kind: kind, Name: name, Canonical: c}, nil
+}
+
+// InstructionsDef is a server's instructions as a definition.
+func InstructionsDef(text string) Def {
+	b, _ := json.Marshal(map[string]string{"instructions": text})
+	c, _ := Canonical(b)
+	return Def{Kind: Instructions, Canonical: c}
+}
+
+// Sum is the fingerprint of d: "sha256:" and the hex SHA-256 of its kind,
+// name and canonical form.
+func (d Def) Sum() string { return sum(d.Kind, d.Name, d.Canonical) }
+
+func sum(kind Kind, name, canonical string) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00%s", kind, name, canonical)
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// Canonical returns the canonical form of the JSON value raw: object keys
+// sorted, no insignificant whitespace, strings with the shortest escapes
+// (HTML characters unescaped), and numbers spelt one way: an integral value
+// below 2^53 as an integer ("1.0", "1e0" and "10E-1" are "1"), another as
+// the shortest float that round-trips; a number out of float64's range as
+// written. Two values that differ only in those respects have the same
+// canonical form, any other difference gives another.
+func Canonical(raw []byte) (string, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return "", fmt.Errorf("not JSON: %w", err)
+	}
+	if dec.More() {
+		return "", fmt.Errorf("not JSON: more than one value")
+	}
+	var b strings.Builder
+	if err := encode(&b, v); err != nil {
+		return "", err
+	}
+	return b.String(), nil
+}
+
+func encode(b *strings.Builder, v any) error {
+	switch v := v.(type) {
+	case nil:
+		b.WriteString("null")
+	case bool:
+		b.WriteString(strconv.FormatBool(v))
+	case json.Number:
+		b.WriteString(number(v))
+	case string:
+		b.WriteString(quote(v))
+	case []any:
+		b.WriteByte('[')
+		for i, e := range v {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if err := encode(b, e); err != nil {
+				return err
+			}
+		}
+		b.WriteByte(']')
+	case map[string]any:
+		b.WriteByte('{')
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(quote(k))
+			b.WriteByte(':')
+			if err := encode(b, v[k]); err != nil {
+				return err
+			}
+		}
+		b.WriteByte('}')
+	default:
+		return fmt.Errorf("unexpected JSON value %T", v)
+	}
+	return nil
+}
+
+// quote is a JSON string without HTML escaping, so that "<IMPORTANT>" reads
+// as such in the lock file.
+func quote(s string) string {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s)
+	return strings.TrimSuffix(buf.String(), "\n")
+}
+
+// number is the one spelling of a JSON number (see Canonical).
+func number(n json.Number) string {
+	f, err := strconv.ParseFloat(string(n), 64)
+	if err != nil || math.IsInf(f, 0) {
+		return string(n) // out of range: as written
+	}
+	if f == 0 {
+		return "0" // -0, 0.0, 0e5
+	}
+	if f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+		return strconv.FormatInt(int64(f), 10)
+	}
+	return strconv.FormatFloat(f, 'g', -1, 64)
+}
+
+// Pretty is the canonical form c indented, one member a line, for diffs
+// and for reading.
+func Pretty(c string) string {
+	var buf bytes.Buffer
+	if json.Indent(&buf, []byte(c), "", "  ") != nil {
+		return c
+	}
+	return buf.String()
+}

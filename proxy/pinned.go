@@ -1,0 +1,283 @@
+package proxy
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/manifold-mcp/manifold/proxy/naming"
+	"github.com/manifold-mcp/manifold/proxy/pin"
+)
+
+// This file pins the servers' definitions (README "Pinned definitions"):
+// every rebuild fingerprints what each server listed, as the server wrote
+// it (before overrides), and compares it with the approved lock
+// (Options.Lock). A definition that is new or changed since, or whose text
+// is instruction-like or names another server's tool, awaits a person's
+// review: under PinQuarantine it is left out of the catalog (lists, search,
+// calls by name get an error that says so), under PinWarn it stays and is
+// flagged. Both are logged with a diff and reported in ServerStatus.Review.
+
+// PinMode says what happens to a server's definitions that await review.
+type PinMode string
+
+// Pin modes. The zero mode is PinOff.
+const (
+	PinOff        PinMode = ""
+	PinWarn       PinMode = "warn"
+	PinQuarantine PinMode = "quarantine"
+)
+
+// PinReview is one definition that awaits a person's review.
+type PinReview struct {
+	// Kind is "tool", "prompt", "template" or "instructions"; Name the
+	// server's own name (the URI template of a template, empty for
+	// instructions); Exposed the name clients would see, where there is one.
+	Kind    string `json:"kind"`
+	Name    string `json:"name,omitempty"`
+	Exposed string `json:"exposed,omitempty"`
+	// Change is "new" (the lock has other definitions of the server, not
+	// this one), "changed" (it has another fingerprint of it), or
+	// "flagged" (first sight of the server, but Findings need a look).
+	Change string `json:"change"`
+	// Findings say what in the text needs a close look (pin.Finding).
+	Findings []string `json:"findings,omitempty"`
+	// Diff shows the change against the approved definition (pin.Diff).
+	Diff string `json:"diff"`
+	// Held says the definition is hidden (pin = "quarantine"); under
+	// "warn" it is served and only flagged.
+	Held bool `json:"held"`
+	// Sum and Definition are what approving records: the fingerprint and
+	// canonical form of the definition as listed.
+	Sum        string `json:"sum"`
+	Definition string `json:"definition"`
+}
+
+// Approve is the command that approves r of server.
+func (r PinReview) Approve(server string) string {
+	if r.Kind == string(pin.Instructions) {
+		return "manifold approve " + server + "/instructions"
+	}
+	return "manifold approve " + server + "/" + r.Name
+}
+
+// pinState is what the pin check of one rebuild found.
+type pinState struct {
+	held      map[pin.Key]string // key -> the error a call or get of it gets
+	reviews   map[string][]PinReview
+	heldInstr map[string]bool
+}
+
+func (p *pinState) isHeld(server string, kind pin.Kind, name string) (string, bool) {
+	msg, ok := p.held[pin.Key{Server: server, Kind: kind, Name: name}]
+	return msg, ok
+}
+
+// SetLock replaces the approved definitions (after `manifold approve`
+// rewrote the lock file); the catalog is rebuilt, so an approved
+// definition is served again at once.
+func (s *Server) SetLock(l *pin.Lock) {
+	s.catMu.Lock()
+	s.pins.Store(l)
+	s.catMu.Unlock()
+	s.rebuild()
+}
+
+// Lock returns the approved definitions in force, with those trusted on
+// first use since.
+func (s *Server) Lock() *pin.Lock { return s.pins.Load() }
+
+// checkPins compares every pinned server's definitions in snap with the
+// lock, trusting on first use the clean definitions of a server the lock
+// has nothing of. tools is the catalog's name table, for exposed names.
+// Called with catMu held.
+func (s *Server) checkPins(g *generation, snap map[string]lists, tools *naming.Table) *pinState {
+	ps := &pinState{held: map[pin.Key]string{}, reviews: map[string][]PinReview{}, heldInstr: map[string]bool{}}
+	lock := s.pins.Load()
+	// Every server's tool names, for shadowing: exposed ones, and the
+	// distinctive originals.
+	type owned struct{ name, whose string }
+	var exposedNames, originalNames []owned
+	ownNames := map[string]map[string]bool{}
+	owner := map[string]string{} // whose -> server
+	for _, b := range g.backends {
+		own := map[string]bool{}
+		ownNames[b.name] = own
+		for _, t := range snap[b.name].tools {
+			if t == nil {
+				continue
+			}
+			own[t.Name] = true
+			whose := fmt.Sprintf("tool %q of server %q", t.Name, b.name)
+			owner[whose] = b.name
+			if exposed, ok := tools.Exposed(b.name, t.Name); ok {
+				own[exposed] = true
+				exposedNames = append(exposedNames, owned{exposed, whose})
+			}
+			if pin.Distinctive(t.Name) {
+				originalNames = append(originalNames, owned{t.Name, whose})
+			}
+		}
+	}
+	othersOf := func(server string) pin.Names {
+		n := pin.Names{Exposed: map[string]string{}, Original: map[string]string{}}
+		for _, o := range exposedNames {
+			if owner[o.whose] != server {
+				n.Exposed[o.name] = o.whose
+			}
+		}
+		for _, o := range originalNames {
+			if _, taken := n.Original[o.name]; !taken && owner[o.whose] != server {
+				n.Original[o.name] = o.whose
+			}
+		}
+		return n
+	}
+	var trusted []pin.Entry
+	for _, b := range g.backends {
+		mode := b.cfg.Pin
+		if mode == PinOff {
+			continue
+		}
+		known := lock.Has(b.name)
+		others := othersOf(b.name)
+		for _, d := range s.pinDefs(b, snap[b.name]) {
+			key := pin.Key{Server: b.name, Kind: d.def.Kind, Name: d.def.Name}
+			entry, approved := lock.Lookup(key)
+			if approved && entry.Sum == d.def.Sum() {
+				continue
+			}
+			var findings []string
+			for _, f := range pin.Scan(d.def) {
+				findings = append(findings, f.String())
+			}
+			for _, f := range pin.Shadows(d.def, others, ownNames[b.name]) {
+				findings = append(findings, f.String())
+			}
+			if !known && len(findings) == 0 {
+				trusted = append(trusted, pin.EntryOf(b.name, d.def))
+				continue
+			}
+			r := PinReview{Kind: string(d.def.Kind), Name: d.def.Name, Change: "new", Findings: findings,
+				Diff: pin.Diff(entry.Canonical, d.def.Canonical, 2), Held: mode == PinQuarantine,
+				Sum: d.def.Sum(), Definition: d.def.Canonical}
+			switch {
+			case approved:
+				r.Change = "changed"
+			case !known:
+				r.Change = "flagged"
+			}
+			if d.def.Kind == pin.Tool {
+				r.Exposed, _ = tools.Exposed(b.name, d.def.Name)
+			}
+			ps.reviews[b.name] = append(ps.reviews[b.name], r)
+			s.logReview(b.name, r)
+			if r.Held {
+				if d.def.Kind == pin.Instructions {
+					ps.heldInstr[b.name] = true
+				}
+				what := fmt.Sprintf("%s %q of server %q", d.def.Kind, cmpOr(r.Exposed, d.def.Name), b.name)
+				if d.def.Kind == pin.Instructions {
+					what = fmt.Sprintf("the instructions of server %q", b.name)
+				}
+				ps.held[key] = fmt.Sprintf("%s is %s since a person last approved its definition, and awaits review (pin = \"quarantine\"); nothing was executed. To review and accept it, run `%s` on the machine that runs manifold",
+					what, r.Change, r.Approve(b.name))
+			}
+		}
+	}
+	if len(trusted) > 0 {
+		lock = lock.With(trusted...)
+		s.pins.Store(lock)
+		servers := map[string]bool{}
+		for _, e := range trusted {
+			servers[e.Server] = true
+		}
+		for name := range servers {
+			s.log.Info("pinned definitions: first sight of the server; its definitions are recorded as approved (trust on first use)", "server", name)
+		}
+		if s.opts.OnTrust != nil {
+			s.opts.OnTrust(trusted)
+		}
+	}
+	return ps
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// logReview logs a review once per definition and fingerprint, at warn,
+// with its diff.
+func (s *Server) logReview(server string, r PinReview) {
+	if _, seen := s.pinLogged.LoadOrStore(server+"\x00"+r.Kind+"\x00"+r.Name+"\x00"+r.Sum, true); seen {
+		return
+	}
+	what := "served, flagged (pin = \"warn\")"
+	if r.Held {
+		what = "hidden until approved (pin = \"quarantine\")"
+	}
+	s.log.Warn("pinned definitions: a definition awaits review ("+r.Change+"); "+what,
+		"server", server, "kind", r.Kind, "name", r.Name, "findings", r.Findings,
+		"approve", r.Approve(server), "diff", "\n"+s.opts.Redactor.String(r.Diff))
+}
+
+type pinDef struct{ def pin.Def }
+
+// pinDefs returns b's definitions in l (and its instructions) in canonical
+// form, as the server wrote them. A definition that cannot be encoded is
+// logged and left out of the check, not trusted: it is not in the lock, so
+// it is held as new once the server has entries.
+func (s *Server) pinDefs(b *backend, l lists) []pinDef {
+	var out []pinDef
+	add := func(kind pin.Kind, name string, v any) {
+		raw, err := json.Marshal(v)
+		if err == nil {
+			var d pin.Def
+			if d, err = pin.NewDef(kind, name, raw); err == nil {
+				out = append(out, pinDef{d})
+				return
+			}
+		}
+		s.log.Warn("pinned definitions: cannot fingerprint a definition", "server", b.name, "kind", kind, "name", name, "err", err)
+	}
+	for _, t := range l.tools {
+		if t != nil {
+			add(pin.Tool, t.Name, t)
+		}
+	}
+	for _, p := range l.prompts {
+		if p != nil {
+			add(pin.Prompt, p.Name, p)
+		}
+	}
+	for _, t := range l.templates {
+		if t != nil {
+			add(pin.Template, t.URITemplate, t)
+		}
+	}
+	b.mu.Lock()
+	ins := b.about.instructions
+	b.mu.Unlock()
+	if strings.TrimSpace(ins) != "" {
+		out = append(out, pinDef{pin.InstructionsDef(ins)})
+	}
+	return out
+}
+
+// pinReviews returns the reviews of server in the catalog in force.
+func (c *catalog) pinReviews(server string) []PinReview {
+	if c.pin == nil {
+		return nil
+	}
+	return c.pin.reviews[server]
+}
+
+// heldMessage returns the error for a call or get of a held tool or prompt
+// (kind "tool" or "prompt") by exposed name.
+func (c *catalog) heldMessage(kind, exposed string) (string, bool) {
+	msg, ok := c.pinHeld[kind+"\x00"+exposed]
+	return msg, ok
+}
