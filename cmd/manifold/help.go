@@ -24,6 +24,8 @@ var configKeys = []configKey{
 	{"max_name_length", "top level", `Longest exposed tool or prompt name, 16 to 64 (default 49 = 64 - len("mcp__manifold__")).`},
 	{"log_level", "top level", `debug, info, warn or error, on stderr (default info).`},
 	{"read_only", "top level, server", "Expose only tools annotated read-only (an unannotated tool is not)."},
+	{"pin", "top level, server", `What happens to an upstream definition that is new or changed since it was approved in the lock file: "quarantine" (hidden until manifold approve, the default), "warn" (served, flagged) or "off"; a server's value overrides the global one.`},
+	{"lock_file", "top level", `The lock file of approved definitions, relative to the config's folder (default "manifold.lock").`},
 	{"policy_files", "top level", `Globs of policy files ([rules.NAME] with match/uri, allow/deny, rate, max_result_bytes, call_timeout), relative to the config's folder.`},
 	{"http.listen", "[http]", `host:port of manifold serve --http (default "127.0.0.1:7777").`},
 	{"http.allowed_hosts", "[http]", "Host headers accepted besides localhost, 127.0.0.1 and [::1]."},
@@ -94,7 +96,7 @@ has no default is an error that names it. manifold import writes every client's 
 syntax this way (${env:X}, $X, ${input:ID}).
 `)
 		return nil
-	case "serve", "check", "tools", "call", "status", "explain", "import", "connect", "doctor", "init", "completion":
+	case "serve", "check", "tools", "call", "status", "explain", "approve", "import", "connect", "doctor", "init", "completion":
 		return run(ctx, []string{topic, "--help"}, nil, stdout, stdout)
 	}
 	var match []configKey

@@ -50,6 +50,9 @@ var rules = []rule{
 	// proxy/search ranks catalog entries; pure, so it can be tested and
 	// benchmarked alone (ARCHITECTURE §1 "Where new capabilities live").
 	{dir: "proxy/search", stdlibOnly: true},
+	// proxy/pin fingerprints, diffs and scans definitions and reads the lock
+	// file's text; pure, no SDK types, so its rules can be tested alone.
+	{dir: "proxy/pin", stdlibOnly: true},
 	{dir: "upstream", forbidden: []string{
 		module + "/proxy", module + "/policy", module + "/plugins", module + "/internal/config",
 		module + "/cmd", toml, goPlugin,
