@@ -135,7 +135,7 @@ func (s *Server) checkPins(g *generation, snap map[string]lists, tools *naming.T
 	}
 	var trusted []pin.Entry
 	for _, b := range g.backends {
-		mode := b.cfg.Pin
+		mode := g.pin[b.name] // the mode of this generation (a kept backend's cfg is older)
 		if mode == PinOff {
 			continue
 		}

@@ -171,3 +171,25 @@ func waitUntil(t *testing.T, cond func() bool) {
 	}
 	t.Fatal("condition not met within 5s")
 }
+
+// TestPinModeReload: a reload that changes only a server's pin mode keeps
+// its process and applies the new mode at once.
+func TestPinModeReload(t *testing.T) {
+	u := newPinUpstream("")
+	lock := pin.NewLock(pin.EntryOf("up", pin.InstructionsDef("approved long ago")))
+	dial := u.dial(t)
+	cfg := func(m PinMode) []ServerConfig {
+		return []ServerConfig{{Upstream: upstream.Options{Name: "up", Dial: dial}, Prefix: "up", Pin: m, Fingerprint: "same"}}
+	}
+	s := startedServer(t, Options{Lock: lock, Servers: cfg(PinOff)})
+	if !visibleEntries(s)["up__read"] {
+		t.Fatal("pin off: up__read hidden")
+	}
+	if err := s.Reload(cfg(PinQuarantine)); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, func() bool { return !visibleEntries(s)["up__read"] })
+	if st := s.Status()[0]; st.Pin != "quarantine" || len(st.Review) != 2 {
+		t.Errorf("after the reload to quarantine: pin %q, reviews %+v", st.Pin, st.Review)
+	}
+}

@@ -22,6 +22,10 @@ type generation struct {
 	// reload that changes only a description keeps the process and the new
 	// text lives here.
 	desc map[string]string
+	// pin holds each server's ServerConfig.Pin in this generation, for
+	// the same reason: a reload that changes only the pin mode keeps the
+	// process, and the new mode applies at once.
+	pin map[string]PinMode
 }
 
 // description returns the configured description of b's server in g.
@@ -30,7 +34,7 @@ func (g *generation) description(b *backend) string { return g.desc[b.name] }
 // newGeneration validates servers and builds a generation, reusing the
 // backends of old whose config is unchanged.
 func (s *Server) newGeneration(servers []ServerConfig, old *generation) (*generation, error) {
-	g := &generation{byName: make(map[string]*backend), desc: make(map[string]string)}
+	g := &generation{byName: make(map[string]*backend), desc: make(map[string]string), pin: make(map[string]PinMode)}
 	var errs []error
 	prefixes := make(map[string]string)
 	for i := range servers {
@@ -66,6 +70,7 @@ func (s *Server) newGeneration(servers []ServerConfig, old *generation) (*genera
 		g.backends = append(g.backends, b)
 		g.byName[name] = b
 		g.desc[name] = sc.Description
+		g.pin[name] = sc.Pin
 	}
 	var us []naming.URIServer
 	for _, b := range g.backends {

@@ -77,7 +77,7 @@ func (s *Server) Status() []ServerStatus {
 	c := s.catalog.Load()
 	out := make([]ServerStatus, 0, len(g.backends))
 	for _, b := range g.backends {
-		st := ServerStatus{Name: b.name, Pin: string(b.cfg.Pin)}
+		st := ServerStatus{Name: b.name, Pin: string(g.pin[b.name])}
 		for _, r := range c.pinReviews(b.name) {
 			r.Diff = s.opts.Redactor.String(r.Diff)
 			findings := make([]string, len(r.Findings))

@@ -280,7 +280,9 @@ func TestEraUpModernRelays(t *testing.T) {
 	t.Parallel()
 	record := filepath.Join(t.TempDir(), "record")
 	rec := newRecorder("e2e")
-	cfg := writeConfig(t, fixture("modern", []string{"-era", "modern", "-extra", "toggle,touch,log,progress", "-record", record, "-pages", "3"}, `probe_timeout = "30s"`))
+	// pin = "warn": the toggled tool is new, which the default pin would
+	// hold for review (pin_test.go); this test is about the relays.
+	cfg := writeConfig(t, "pin = \"warn\"\n"+fixture("modern", []string{"-era", "modern", "-extra", "toggle,touch,log,progress", "-record", record, "-pages", "3"}, `probe_timeout = "30s"`))
 	sp := startStdioClient(t, cfg, rec.client(), protocolVersion)
 	ctx := testCtx(t)
 	waitTool(ctx, t, sp.cs, "modern__toggle")

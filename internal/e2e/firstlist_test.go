@@ -149,7 +149,9 @@ func TestFirstListWaitConfigurable(t *testing.T) {
 // (That a burst gives one notification is TestListedKindsOffer, in proxy.)
 func TestListChangedOnlyAfterList(t *testing.T) {
 	t.Parallel()
-	cfg := fixture("alpha", []string{"-tools", "echo", "-extra", "toggle"}) +
+	// pin = "warn": the toggled tool is new, which the default pin would
+	// hold for review (pin_test.go); this test is about list_changed.
+	cfg := "pin = \"warn\"\n" + fixture("alpha", []string{"-tools", "echo", "-extra", "toggle"}) +
 		fixture("beta", []string{"-mode", "slowstart", "-delay", "1s", "-tools", "echo"})
 	ch := newChanges("e2e-list-changed")
 	sp := startStdioClient(t, writeConfig(t, cfg), ch.client(), protocolVersion)

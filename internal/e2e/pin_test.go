@@ -277,3 +277,62 @@ func TestPinBadLockFile(t *testing.T) {
 		}
 	}
 }
+
+// TestPinLazyCache: a lazy server's cached catalog is checked before the
+// server runs: definitions that changed since approval, learnt by a run
+// that did not pin (pin = "off"), are hidden when the next run advertises
+// them from the cache, and the server is not started for it.
+func TestPinLazyCache(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir()) // the catalog cache; not parallel because of Setenv
+	dir := t.TempDir()
+	signal, counts := filepath.Join(dir, "pull"), filepath.Join(dir, "count")
+	body := func(pin string) string {
+		return "pin = " + tomlStr(pin) + "\n" + fixture("alpha", []string{"-tools", "echo"}) +
+			fixture("evil", []string{"-tools", "pid", "-rugpull", signal, "-count", counts}, `start = "lazy"`)
+	}
+	cfg := writeConfig(t, body("quarantine"))
+	lockFile := filepath.Join(filepath.Dir(cfg), "manifold.lock")
+	ctx := testCtx(t)
+
+	// Run 1: no cache, so evil starts once to learn its catalog; first sight.
+	sp := startStdio(t, cfg)
+	if !listedSet(ctx, t, sp.cs)["evil__notes"] {
+		t.Fatal("run 1: evil__notes not listed")
+	}
+	waitFor(t, 10*time.Second, "the lock file trusted on first use", func() bool {
+		b, _ := os.ReadFile(lockFile)
+		return strings.Contains(string(b), `"evil" tool "notes"`)
+	})
+	sp.stop()
+
+	// Run 2, unpinned: the changed definitions reach the cache.
+	if err := os.WriteFile(signal, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, []byte(withListWait(body("off"))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sp = startStdio(t, cfg)
+	call(ctx, t, sp.cs, "evil__pid", nil) // starts evil: it lists (and caches) the changed tools
+	waitFor(t, 10*time.Second, "the changed tools listed", func() bool { return listedSet(ctx, t, sp.cs)["evil__alpha__echo"] })
+	sp.stop()
+	starts := strings.Count(readRecord(t, counts), "start ")
+
+	// Run 3, pinned again: the cache is advertised, the changes are held.
+	if err := os.WriteFile(cfg, []byte(withListWait(body("quarantine"))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sp = startStdio(t, cfg)
+	l := listedSet(ctx, t, sp.cs)
+	if !l["evil__pid"] {
+		t.Fatalf("run 3: the cached evil__pid is not listed: %v", l)
+	}
+	for _, n := range rugpulled {
+		if l[n] {
+			t.Errorf("run 3: %s from the lazy cache is listed although it changed since approval", n)
+		}
+	}
+	if got := strings.Count(readRecord(t, counts), "start "); got != starts {
+		t.Errorf("evil was started %d more times to list; a lazy server must be advertised from its cache", got-starts)
+	}
+}
