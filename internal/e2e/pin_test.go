@@ -180,6 +180,20 @@ func TestPinQuarantine(t *testing.T) {
 		t.Errorf("approve without argument changed the lock file")
 	}
 
+	// A dry run shows and writes nothing.
+	out, err = manifoldCmd(ctx, t, "approve", "--config", cfg, "-n", "evil/notes")
+	if err != nil || !strings.Contains(out, "Dry run: 1 definition would be accepted") {
+		t.Errorf("approve -n: %v\n%s", err, out)
+	}
+	if b, _ := os.ReadFile(lockFile); string(b) != string(lockBefore) {
+		t.Errorf("approve -n changed the lock file")
+	}
+	// A name that awaits nothing is an error that lists what does.
+	out, err = manifoldCmd(ctx, t, "approve", "--config", cfg, "evil/pid")
+	if err == nil || !strings.Contains(out, "awaiting review: evil/") {
+		t.Errorf("approve of a name that awaits nothing: %v\n%s", err, out)
+	}
+
 	// Approve one: its diff is shown, it is served again, the rest stay held.
 	out, err = manifoldCmd(ctx, t, "approve", "--config", cfg, "evil/notes")
 	if err != nil {
