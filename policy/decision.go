@@ -32,6 +32,23 @@ type Decision struct {
 
 	// Limits apply to calls of a visible item.
 	Limits Limits
+
+	// Confirm says that a call of a visible tool waits for a person's
+	// approval of its exact arguments; ConfirmRule and ConfirmSource name
+	// what asked for it (`servers.files.confirm`, `rule "pay"`) and where,
+	// and ConfirmReason is its reason, shown to the person (it may be
+	// empty). A tool that needs approval stays listed.
+	Confirm                    bool
+	ConfirmRule, ConfirmSource string
+	ConfirmReason              string
+}
+
+// Confirmation is one request of approval before a call ([Rules.Decide]
+// sets the Decision's Confirm fields from the first one that applies).
+type Confirmation struct {
+	Confirm bool
+	Reason  string
+	Source  string
 }
 
 // Limits bound the calls to one item. A zero field is no limit (the
@@ -66,6 +83,7 @@ func (l *Limits) add(fr *Rule) {
 //	hidden: rule "no_writes" (policy/base.toml:7): writes need review
 //	exposed; read-only (readOnlyHint from override at proxy.toml:20); rate 30/minute (policy/base.toml:12)
 //	exposed by rule "log_writes" (policy/base.toml:11)
+//	exposed; needs a person's approval per call (rule "pay" at policy/base.toml:3): moves money
 func (d Decision) String() string {
 	var b strings.Builder
 	if !d.Visible {
@@ -100,6 +118,16 @@ func (d Decision) String() string {
 	if !l.Rate.IsZero() {
 		b.WriteString("; rate " + l.Rate.String())
 		source(&b, l.RateSource)
+	}
+	if d.Confirm {
+		b.WriteString("; needs a person's approval per call (" + d.ConfirmRule)
+		if d.ConfirmSource != "" {
+			b.WriteString(" at " + d.ConfirmSource)
+		}
+		b.WriteString(")")
+		if d.ConfirmReason != "" {
+			b.WriteString(": " + d.ConfirmReason)
+		}
 	}
 	return b.String()
 }

@@ -127,6 +127,11 @@ type ServerRules struct {
 
 	// Overrides correct the server's tools, by original tool name.
 	Overrides map[string]Override
+
+	// Confirm makes every call of the server's tools wait for a person's
+	// approval (confirm = true, with confirm_reason); an override's Confirm
+	// is more specific and wins.
+	Confirm Confirmation
 }
 
 // List is a pair of allow and deny glob lists. An item matching any Deny
@@ -154,6 +159,9 @@ type Override struct {
 	// not empty.
 	Annotations *Annotations
 	Source      string
+	// Confirm makes calls of the tool wait for a person's approval
+	// (confirm = true, reason = "…" in the override's table).
+	Confirm Confirmation
 }
 
 // Rule is one rule of a policy file. Match selects exposed tool and prompt
@@ -172,7 +180,11 @@ type Rule struct {
 	CallTimeout    time.Duration
 	MaxResultBytes int
 	Rate           Rate
-	Source         string
+	// Confirm and ConfirmReason (the rule's reason) make calls of the
+	// matched tools wait for a person's approval; it applies whichever rule
+	// allows the tool, like the limits.
+	Confirm bool
+	Source  string
 }
 
 // Override returns the override of the tool original of server, if any.
@@ -352,8 +364,33 @@ func (r *Rules) Decide(it Item) Decision {
 		}
 		d.Rule, d.Source = fmt.Sprintf("rule %q", decider.Name), decider.Source
 	}
+	if it.Kind == Tool {
+		r.confirm(&d, sr, table, it)
+	}
 	d.Visible = true
 	return d
+}
+
+// confirm sets the Confirm fields of d for a visible tool: the tool's
+// override (the most specific), else its server's confirm, else the first
+// matching policy file rule with confirm = true. Any one of them is enough:
+// a rule can add the need of approval but never remove it.
+func (r *Rules) confirm(d *Decision, sr *ServerRules, table string, it Item) {
+	if o, ok := r.Override(it.Server, it.Original); ok && o.Confirm.Confirm {
+		d.Confirm, d.ConfirmRule, d.ConfirmSource, d.ConfirmReason = true, table+".overrides."+it.Original+".confirm", o.Confirm.Source, o.Confirm.Reason
+		return
+	}
+	if sr != nil && sr.Confirm.Confirm {
+		d.Confirm, d.ConfirmRule, d.ConfirmSource, d.ConfirmReason = true, table+".confirm", sr.Confirm.Source, sr.Confirm.Reason
+		return
+	}
+	for i := range r.FileRules {
+		fr := &r.FileRules[i]
+		if fr.Confirm && !fr.URI && it.matches(fr.Match) {
+			d.Confirm, d.ConfirmRule, d.ConfirmSource, d.ConfirmReason = true, fmt.Sprintf("rule %q", fr.Name), fr.Source, fr.Reason
+			return
+		}
+	}
 }
 
 // matches reports whether a policy file rule's glob matches any name of it:

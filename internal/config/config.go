@@ -109,6 +109,11 @@ type Config struct {
 
 	Audit Audit
 
+	// ConfirmTTL is how long a person has to answer a request of approval
+	// of a call, and how long an approval given with `manifold approve-call`
+	// waits for the retry (confirm_ttl). If zero, DefaultConfirmTTL.
+	ConfirmTTL time.Duration
+
 	// Protocol is the [protocol] table (bridging the protocol eras).
 	Protocol Protocol
 

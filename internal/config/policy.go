@@ -21,11 +21,16 @@ package config
 //	prompts.deny = ["debug*"]
 //	resources.deny = ["file:///secret/*"]     # globs on the server's original URIs, canonical (policy.CanonicalURIGlob)
 //
+//	confirm = true                            # every call waits for a person's approval
+//	confirm_reason = "writes to the disk"     # shown to the person
+//
 //	[servers.files.overrides.read_file]       # the server's original tool name
 //	name = "read"                             # the exposed name, as is: no prefix added
 //	title = "Read a file"
 //	description = "Reads one file."
 //	annotations = { readOnlyHint = true, destructiveHint = false }
+//	confirm = true                            # this tool's calls wait for a person's approval
+//	reason = "reads private files"            # shown to the person
 //
 // A policy file holds named rules, in document order:
 //
@@ -37,6 +42,11 @@ package config
 //	[rules.secrets]
 //	uri = "files+file:///secret/*"            # glob on exposed resource URIs, canonical like resources.*
 //	deny = true
+//
+//	[rules.pay]
+//	match = "*__pay*"
+//	confirm = true                            # each call waits for a person's approval of its exact arguments
+//	reason = "moves money"
 //
 //	[rules.search]
 //	match = "*__search*"
@@ -116,6 +126,7 @@ func (d *decoder) policyKeys(root *table, cfg *Config) {
 		cfg.Policy = rules
 	}
 	cfg.Audit = d.audit(root, cfg)
+	cfg.ConfirmTTL = d.confirmTTL(root)
 }
 
 // renameSite is an override's name, for checkRenames.
@@ -236,9 +247,10 @@ func (d *decoder) serverPolicy(t *table, name string, disabled bool) {
 		}
 	}
 	sr.Overrides = d.overrides(t, name, disabled)
+	sr.Confirm = d.confirm(t, "confirm_reason")
 	lists := len(sr.Tools.Allow) + len(sr.Tools.Deny) + len(sr.Prompts.Allow) + len(sr.Prompts.Deny) +
 		len(sr.Resources.Allow) + len(sr.Resources.Deny)
-	if disabled || !sr.ReadOnly && !sr.IgnoreAnnotations && sr.Overrides == nil && lists == 0 {
+	if disabled || !sr.ReadOnly && !sr.IgnoreAnnotations && sr.Overrides == nil && lists == 0 && !sr.Confirm.Confirm {
 		return
 	}
 	if d.serverRules == nil {
@@ -330,6 +342,7 @@ func (d *decoder) overrides(t *table, server string, disabled bool) map[string]p
 		o.Title, _ = tt.str("title")
 		o.Description, _ = tt.str("description")
 		o.Annotations = d.annotations(tt)
+		o.Confirm = d.confirm(tt, "reason")
 		tt.finish()
 		out[tool] = o
 	}
@@ -470,6 +483,7 @@ func (d *decoder) rule(t *table, name string) policy.Rule {
 	r.Allow, _ = t.boolean("allow")
 	r.Deny, _ = t.boolean("deny")
 	r.Reason, _ = t.str("reason")
+	r.Confirm, _ = t.boolean("confirm")
 	r.CallTimeout = t.duration("call_timeout", 0)
 	if n, ok := t.integer("max_result_bytes"); ok {
 		if n < 1 || int64(int(n)) != n {
@@ -503,12 +517,14 @@ func (d *decoder) rule(t *table, name string) policy.Rule {
 	case !unknown:
 		t.errorHere(`neither match nor uri is set; set match = "GLOB" for tool and prompt names, or uri = "GLOB" for resource URIs`)
 	}
-	acts := r.Allow || r.Deny || t.has("call_timeout") || t.has("max_result_bytes") || t.has("rate")
+	acts := r.Allow || r.Deny || r.Confirm || t.has("call_timeout") || t.has("max_result_bytes") || t.has("rate")
 	switch {
 	case r.Allow && r.Deny:
 		t.errorHere("both allow and deny are true; keep one")
+	case r.Confirm && r.URI:
+		t.errorf("confirm", "confirm applies to tool calls, but this rule matches resource URIs (uri); use match = \"GLOB\" on exposed tool names")
 	case !acts && !unknown:
-		t.errorHere("the rule does nothing; set deny = true, allow = true, or a limit: call_timeout, max_result_bytes or rate")
+		t.errorHere("the rule does nothing; set deny = true, allow = true, confirm = true, or a limit: call_timeout, max_result_bytes or rate")
 	}
 	return r
 }
