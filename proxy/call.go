@@ -96,7 +96,11 @@ func (s *Server) callTool(ctx context.Context, ss *mcp.ServerSession, name strin
 		err error
 	}
 	ch := make(chan result, 1)
-	s.startCall(ctx, ss, name, fields, func(raw json.RawMessage, err error) { ch <- result{raw, err} })
+	// On a goroutine of its own: a call may answer its request before
+	// startCall returns (a modern client's call that waits for input, such
+	// as a person's approval, answers with input_required and goes on when
+	// the client retries).
+	go s.startCall(ctx, ss, name, fields, func(raw json.RawMessage, err error) { ch <- result{raw, err} })
 	r := <-ch
 	return r.raw, r.err
 }
@@ -229,13 +233,30 @@ func (s *Server) startCall(ctx context.Context, ss *mcp.ServerSession, name stri
 	}
 	bind := era.Binding{Method: "tools/call", Name: name, Upstream: b.name, Principal: s.principal(ss, re)}
 	callCtx := ctx // the call's own context: ctx, or a bridged call's, which outlives each of its requests
-	if re.modern && ss != nil && !up.Modern() {
-		var err error
-		if callCtx, pc, err = s.newParked(ctx, bind, re.caps, ttl, finish); err != nil {
-			done(nil, err)
+	if d.Confirm {
+		// A person approves the exact call first (confirm.go); a modern
+		// client is asked through a parked call, as for a server's input.
+		if re.modern {
+			var err error
+			if callCtx, pc, err = s.newParked(ctx, bind, re.caps, max(ttl, s.confirmTTL()), finish); err != nil {
+				done(nil, err)
+				return
+			}
+			finish = pc.finish
+		}
+		if !s.confirmCall(callCtx, ss, re, b.name, name, e.Original, d, fields, &rec, done) {
 			return
 		}
-		finish = pc.finish
+	}
+	if re.modern && ss != nil && !up.Modern() {
+		if pc == nil {
+			var err error
+			if callCtx, pc, err = s.newParked(ctx, bind, re.caps, ttl, finish); err != nil {
+				done(nil, err)
+				return
+			}
+			finish = pc.finish
+		}
 		if fixed == nil && s.perCall(b, ss, up) {
 			// No session to tie the server's requests to: a process
 			// for this call alone, stopped when it ends.

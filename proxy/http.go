@@ -58,6 +58,12 @@ type HTTPOptions struct {
 	// dropped first, and a resume that needs them is refused. A session's
 	// events are dropped when it ends. If zero, 10 MiB.
 	MaxEventBytes int
+
+	// ApprovalBase is the loopback URL of the listener ("http://127.0.0.1:7777")
+	// under which the proxy serves the pages of URL-mode approvals
+	// (confirmpage.go) to clients that declared elicitation.url. If empty,
+	// no page is served and those clients are asked with a form.
+	ApprovalBase string
 }
 
 // Config keys of the limits, named in errors so that the operator knows what
@@ -129,6 +135,9 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 	mux.Handle("GET /readyz", health)
 	mux.Handle("GET /status", health)
 	mux.Handle("GET /status/clients", health)
+	if opts.ApprovalBase != "" {
+		mux.Handle("/approve/{token}", s.setApprovalPages(strings.TrimSuffix(opts.ApprovalBase, "/")))
+	}
 	return checkHostOrigin(opts, mux)
 }
 

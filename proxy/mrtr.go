@@ -250,6 +250,8 @@ type parkedCall struct {
 	parked   bool            // registered in br; guarded by mu
 	done     bool            // the call has ended for the client; guarded by mu
 	progress string          // the call's progress route (progressRoutes), if it has one; guarded by mu
+	confirm  string          // the digest of the call awaiting a person's approval (confirm.go); guarded by mu
+	aborted  string          // why abort ended the call; guarded by mu
 }
 
 // setProgressRoute records the call's progress route, which each retry
@@ -542,6 +544,10 @@ func (s *Server) resumeCall(ctx context.Context, ss *mcp.ServerSession, e reqEra
 	pc := s.bridge.get(st.Call)
 	if pc == nil {
 		finish(nil, stateError(name, errors.New("the call it names is no longer waiting for input (it ended, timed out, or its state was already used)")))
+		return true
+	}
+	if err := s.checkConfirmRetry(pc, ss, e, name, fields); err != nil {
+		finish(nil, stateError(name, err))
 		return true
 	}
 	var responses map[string]json.RawMessage

@@ -168,6 +168,15 @@ type Options struct {
 	// search surface (surface.go). If zero, every client gets every tool.
 	// SetCatalog replaces it.
 	Catalog CatalogOptions
+	// ConfirmTTL is how long a person has to answer a request to approve a
+	// call (policy Confirm), and how long an approval id waits for
+	// `manifold approve-call` and the retry. If zero, 5 minutes.
+	ConfirmTTL time.Duration
+	// ApprovalDir is the folder, private to the user, through which
+	// `manifold approve-call` approves the calls of clients that cannot
+	// elicit (confirm.go). If empty, such calls are refused with no way to
+	// approve them.
+	ApprovalDir string
 	// Redactor hides secrets in what the proxy shows: Status, Explain, the
 	// /status and /readyz bodies and the audit lines. If nil, one that hides
 	// credential shapes only.
@@ -217,6 +226,8 @@ type Server struct {
 	limits       limiters
 	sessionCalls sessionCalls
 	bridge       bridges  // sealed states and parked calls (mrtr.go)
+	approvals    approvals                    // approvals waiting for approve-call (confirm.go)
+	pages        atomic.Pointer[confirmPages] // URL-mode approval pages, when serving HTTP (confirmpage.go)
 	audit        *auditor // the client's logging/setLevel, for servers that start later
 
 	capsMu       sync.Mutex
@@ -370,6 +381,7 @@ func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.closed)
 		s.cancel()
+		s.closeApprovals()
 		var mu sync.Mutex
 		var wg sync.WaitGroup
 		for _, b := range s.gen.Load().backends {

@@ -170,6 +170,8 @@ func proxyOptions(cfg *config.Config, log *slog.Logger) proxy.Options {
 		StateKey:         cfg.Protocol.StateKey,
 		StateTTL:         cfg.Protocol.StateTTL,
 		MaxInputRounds:   cfg.Protocol.MaxInputRounds,
+		ConfirmTTL:       cfg.ConfirmTTL,
+		ApprovalDir:      approvalDir(),
 		Catalog:          catalogOptions(cfg.Catalog),
 	}
 	for _, s := range cfg.Servers {
@@ -375,7 +377,12 @@ func serveHTTP(ctx context.Context, p *proxy.Server, cfg *config.Config, addr st
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
+	base := ""
+	if ip := ln.Addr().(*net.TCPAddr).IP; ip.IsLoopback() {
+		base = "http://" + ln.Addr().String() // URL-mode approvals: pages for this machine only
+	}
 	srv := p.HTTPServer(proxy.HTTPOptions{
+		ApprovalBase:    base,
 		AllowedHosts:    cfg.HTTP.AllowedHosts,
 		AllowedOrigins:  cfg.HTTP.AllowedOrigins,
 		SessionTimeout:  cfg.HTTP.SessionIdleTimeout,

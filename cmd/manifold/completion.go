@@ -18,6 +18,7 @@ var commandFlags = []struct {
 	{"status", []string{"--config", "--url", "--fresh", "--json", "--log-level"}},
 	{"explain", []string{"--config", "--log-level"}},
 	{"approve", []string{"--config", "--url", "--all", "-n", "--dry-run", "--fresh", "--log-level"}},
+	{"approve-call", []string{"--yes", "--log-level"}},
 	{"import", []string{"--config", "--write", "--as", "--log-level"}},
 	{"connect", []string{"--config", "--scope", "--replace", "--http", "--undo", "--yes", "--name", "--always-load", "--modern", "--log-level"}},
 	{"doctor", []string{"--config", "--json", "--log-level"}},

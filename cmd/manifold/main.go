@@ -98,6 +98,7 @@ Usage:
   manifold status [--config FILE | FILE | --url URL]    each server's state, pid, uptime, restarts, health
   manifold explain [--config FILE] NAME|URI             the policy's decision for a tool, prompt or URI, and why
   manifold approve [--config FILE] [SERVER[/NAME]]      review changed upstream definitions and accept them into manifold.lock
+  manifold approve-call [--yes] ID                      approve one call that waits for a person (confirm = true)
   manifold import [CLIENT... | FILE...] [--write]       the servers your clients have, as proxy.toml tables
   manifold connect CLIENT [--replace] [--http URL]      add Manifold as one entry of a client (preview, backup, --undo)
   manifold doctor [--config FILE] [--json]              clients, their Manifold entries, duplicates, config and start problems
@@ -134,6 +135,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdExplain(ctx, rest, stdout, stderr)
 	case "approve":
 		return cmdApprove(ctx, rest, stdout, stderr)
+	case "approve-call":
+		return cmdApproveCall(rest, stdin, stdout, stderr)
 	case "import":
 		return cmdImport(rest, stdout, stderr)
 	case "connect":
