@@ -225,10 +225,10 @@ type Server struct {
 	pinLogged    sync.Map                        // reviews already logged
 	limits       limiters
 	sessionCalls sessionCalls
-	bridge       bridges  // sealed states and parked calls (mrtr.go)
+	bridge       bridges                      // sealed states and parked calls (mrtr.go)
 	approvals    approvals                    // approvals waiting for approve-call (confirm.go)
 	pages        atomic.Pointer[confirmPages] // URL-mode approval pages, when serving HTTP (confirmpage.go)
-	audit        *auditor // the client's logging/setLevel, for servers that start later
+	audit        *auditor                     // the client's logging/setLevel, for servers that start later
 
 	capsMu       sync.Mutex
 	clientCaps   *mcp.ClientCapabilities // guarded by capsMu; offered to upstreams
