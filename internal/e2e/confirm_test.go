@@ -582,3 +582,20 @@ func TestConfirmSearchSurface(t *testing.T) {
 		t.Errorf("calls that reached the server: %d, person asked %d times; want 1 and 2", n, len(p.shown()))
 	}
 }
+
+// TestConfirmExplain: `manifold explain` cites where approval is asked,
+// from proxy.toml and from a policy file.
+func TestConfirmExplain(t *testing.T) {
+	t.Parallel()
+	setup := newConfirmSetup(t, "")
+	for name, want := range map[string]string{
+		"bank__echo":    "exposed; needs a person's approval per call (servers.bank.confirm at proxy.toml:",
+		"notes__echo":   `exposed; needs a person's approval per call (rule "notes" at policy.toml:1): writes a note`,
+		"notes__whoami": "exposed",
+	} {
+		out, err := exec.Command(manifoldBin, "explain", "--config", setup.cfg, name).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), want) || name == "notes__whoami" && strings.Contains(string(out), "approval") {
+			t.Errorf("explain %s: %v\n%s\nwant %q", name, err, out, want)
+		}
+	}
+}
