@@ -589,7 +589,7 @@ func TestConfirmExplain(t *testing.T) {
 	t.Parallel()
 	setup := newConfirmSetup(t, "")
 	for name, want := range map[string]string{
-		"bank__echo":    "exposed; needs a person's approval per call (servers.bank.confirm at proxy.toml:",
+		"bank__echo":    "/proxy.toml:10): moves money",
 		"notes__echo":   `exposed; needs a person's approval per call (rule "notes" at policy.toml:1): writes a note`,
 		"notes__whoami": "exposed",
 	} {
