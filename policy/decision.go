@@ -41,6 +41,11 @@ type Decision struct {
 	Confirm                    bool
 	ConfirmRule, ConfirmSource string
 	ConfirmReason              string
+
+	// Label says that the text results of a visible tool or resource are
+	// labelled as data (label_results); LabelSource says where that was set.
+	Label       bool
+	LabelSource string
 }
 
 // Confirmation is one request of approval before a call ([Rules.Decide]
@@ -62,6 +67,11 @@ type Limits struct {
 	// Rate is enforced per exposed item.
 	Rate       Rate
 	RateSource string
+	// Budgets and Args are every matching rule's spend cap and argument
+	// limits, each enforced on its own (a budget per exposed tool and
+	// rule); each carries its source.
+	Budgets []Budget
+	Args    []ArgLimit
 }
 
 // add tightens l with the limits of fr.
@@ -75,6 +85,10 @@ func (l *Limits) add(fr *Rule) {
 	if !fr.Rate.IsZero() && (l.Rate.IsZero() || fr.Rate.stricter(l.Rate)) {
 		l.Rate, l.RateSource = fr.Rate, fr.Source
 	}
+	if !fr.Budget.IsZero() {
+		l.Budgets = append(l.Budgets, fr.Budget)
+	}
+	l.Args = append(l.Args, fr.Args...)
 }
 
 // String explains d in one line, for `manifold explain` and logs:
@@ -118,6 +132,18 @@ func (d Decision) String() string {
 	if !l.Rate.IsZero() {
 		b.WriteString("; rate " + l.Rate.String())
 		source(&b, l.RateSource)
+	}
+	for _, bu := range l.Budgets {
+		b.WriteString("; budget " + bu.String())
+		source(&b, bu.Source)
+	}
+	for _, a := range l.Args {
+		b.WriteString("; " + a.String())
+		source(&b, a.Source)
+	}
+	if d.Label {
+		b.WriteString("; results labelled as data")
+		source(&b, d.LabelSource)
 	}
 	if d.Confirm {
 		b.WriteString("; needs a person's approval per call (" + d.ConfirmRule)

@@ -95,6 +95,12 @@ type Rules struct {
 	ReadOnly       bool
 	ReadOnlySource string
 
+	// LabelResults labels the text results of every server as data
+	// (top-level label_results), unless the server's own setting says
+	// otherwise.
+	LabelResults       bool
+	LabelResultsSource string
+
 	// Servers holds the rules of each server by its key; a server absent
 	// from the map has none.
 	Servers map[string]*ServerRules
@@ -132,6 +138,10 @@ type ServerRules struct {
 	// approval (confirm = true, with confirm_reason); an override's Confirm
 	// is more specific and wins.
 	Confirm Confirmation
+	// LabelResults, when not nil, says whether the text that the server
+	// returns is labelled as data (label_results), over Rules.LabelResults.
+	LabelResults       *bool
+	LabelResultsSource string
 }
 
 // List is a pair of allow and deny glob lists. An item matching any Deny
@@ -184,7 +194,11 @@ type Rule struct {
 	// matched tools wait for a person's approval; it applies whichever rule
 	// allows the tool, like the limits.
 	Confirm bool
-	Source  string
+	// Budget caps what calls of each matched tool spend (spend.go); Args
+	// bound their arguments. Zero and nil mean none.
+	Budget Budget
+	Args   []ArgLimit
+	Source string
 }
 
 // Override returns the override of the tool original of server, if any.
@@ -272,7 +286,11 @@ func (r *Rules) server(name string) *ServerRules {
 //
 // A visible item gets the limits of every matching rule, combined by taking
 // the strictest of each: the smallest call_timeout and max_result_bytes,
-// the rate with the lowest average (ties to the smaller burst).
+// the rate with the lowest average (ties to the smaller burst). Budgets and
+// argument limits are not combined: every matching one applies.
+//
+// A visible tool or resource also gets whether its results are labelled as
+// data: the server's label_results, else the top-level one.
 func (r *Rules) Decide(it Item) Decision {
 	if r == nil {
 		return Decision{Visible: true}
@@ -367,6 +385,9 @@ func (r *Rules) Decide(it Item) Decision {
 	if it.Kind == Tool {
 		r.confirm(&d, sr, table, it)
 	}
+	if it.Kind == Tool || it.Kind == Resource {
+		d.Label, d.LabelSource = r.label(sr)
+	}
 	d.Visible = true
 	return d
 }
@@ -391,6 +412,15 @@ func (r *Rules) confirm(d *Decision, sr *ServerRules, table string, it Item) {
 			return
 		}
 	}
+}
+
+// label says whether the results of the server of sr are labelled as data,
+// and where that was set.
+func (r *Rules) label(sr *ServerRules) (bool, string) {
+	if sr != nil && sr.LabelResults != nil {
+		return *sr.LabelResults, sr.LabelResultsSource
+	}
+	return r.LabelResults, r.LabelResultsSource
 }
 
 // matches reports whether a policy file rule's glob matches any name of it:

@@ -41,6 +41,7 @@ type auditRecord struct {
 	Confirm     string         `json:"confirm,omitempty"`      // a person's approval: accepted, declined, expired, timeout, unavailable (confirm.go)
 	Approval    string         `json:"approval,omitempty"`     // the approval's id
 	Arguments   map[string]any `json:"arguments,omitempty"`
+	Spend       []auditSpend   `json:"spend,omitempty"` // what the call spent against each budget (guard.go)
 }
 
 // record writes rec, filling time, client and arguments.

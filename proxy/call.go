@@ -198,6 +198,11 @@ func (s *Server) startCall(ctx context.Context, ss *mcp.ServerSession, name stri
 	} else if _, retry := fields["requestState"]; retry && s.resumeCall(ctx, ss, re, name, e.Server, fields, finish) {
 		return
 	}
+	if outcome, text := s.refuseGuarded(name, d, fields["arguments"], time.Now()); outcome != "" {
+		rec.Outcome = outcome
+		done(toolError("%s", text), nil)
+		return
+	}
 	b := c.gen.byName[e.Server]
 	s.ensureUp(ctx, b)
 	st, up, _ := b.snapshot()
@@ -355,11 +360,17 @@ func (s *Server) startCall(ctx context.Context, ss *mcp.ServerSession, name stri
 			}
 			return
 		}
+		if len(d.Limits.Budgets) > 0 {
+			rec.Spend = s.countSpend(b, name, d, raw, time.Now())
+		}
 		if naming.MayContainURIs(raw) {
 			raw = c.filterResultResources(b.name, raw)
 		}
 		if ss != nil {
 			raw = adaptCallResult(raw, sessionVersion(ss))
+		}
+		if d.Label { // after adapting: the text made of structuredContent for an old client is the server's too
+			raw = s.labels.labelResult(raw, b.name, name)
 		}
 		if capped, cut := capResult(raw, d.Limits.MaxResultBytes, d); cut {
 			raw = capped

@@ -191,11 +191,24 @@ func cutText(m map[string]any, text string, room int) ([]byte, int, bool) {
 	if err != nil || len(empty) >= room {
 		return nil, 0, false
 	}
+	// A text labelled as data (label.go) keeps its markers: only its body
+	// is cut, so that the label still ends where the server's text does.
+	head, tail, labelled := labelBounds(text)
+	keep := func(n int) string {
+		if !labelled {
+			return strings.ToValidUTF8(text[:n], "")
+		}
+		body := min(n-head-tail, len(text)-head-tail)
+		if body < 0 {
+			return ""
+		}
+		return text[:head] + strings.ToValidUTF8(text[head:head+body], "") + text[len(text)-tail:]
+	}
 	n := min(room-len(empty), len(text))
 	// Escapes make the encoded text longer than the text: shrink until it
 	// fits, in proportion to the excess, a bounded number of times.
 	for range 16 {
-		cut := strings.ToValidUTF8(text[:n], "")
+		cut := keep(n)
 		m["text"] = cut
 		b, err := json.Marshal(m)
 		if err != nil {

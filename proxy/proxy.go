@@ -190,6 +190,9 @@ type Options struct {
 	// file. Called with the catalog's lock held: it must not call back
 	// into the Server.
 	OnTrust func([]pin.Entry)
+	// SpendLedger records what calls spent against the policy's budgets
+	// (guard.go). If nil, a ledger in the memory of this process.
+	SpendLedger SpendLedger
 }
 
 // Server is the aggregating MCP server.
@@ -228,7 +231,9 @@ type Server struct {
 	bridge       bridges                      // sealed states and parked calls (mrtr.go)
 	approvals    approvals                    // approvals waiting for approve-call (confirm.go)
 	pages        atomic.Pointer[confirmPages] // URL-mode approval pages, when serving HTTP (confirmpage.go)
-	audit        *auditor                     // the client's logging/setLevel, for servers that start later
+	labels       labeler                      // labels results as data (label.go)
+	ledger       SpendLedger
+	audit        *auditor // the client's logging/setLevel, for servers that start later
 
 	capsMu       sync.Mutex
 	clientCaps   *mcp.ClientCapabilities // guarded by capsMu; offered to upstreams
@@ -277,6 +282,11 @@ func New(opts Options) (*Server, error) {
 		ready:    make(chan struct{}),
 		closed:   make(chan struct{}),
 		clientUp: make(chan struct{}),
+		labels:   newLabeler(),
+		ledger:   opts.SpendLedger,
+	}
+	if s.ledger == nil {
+		s.ledger = &memoryLedger{}
 	}
 	s.life, s.cancel = context.WithCancel(context.Background())
 	s.rules.Store(opts.Policy)

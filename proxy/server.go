@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"strings"
 	"sync"
 	"time"
 
@@ -367,6 +368,7 @@ func (s *Server) readResource(ctx context.Context, ss *mcp.ServerSession, p *mcp
 	// An entry may name another resource (a folder read listing its
 	// files): each is decided like a read of its own URI.
 	kept := res.Contents[:0]
+	labelled := false // a text was labelled as data (the first gets the preamble)
 	for _, rc := range res.Contents {
 		if rc == nil {
 			continue
@@ -374,6 +376,11 @@ func (s *Server) readResource(ctx context.Context, ss *mcp.ServerSession, p *mcp
 		out, ok := c.upstreamResource(server, rc.URI)
 		if !ok {
 			continue
+		}
+		if d.Label && rc.Text != "" && !strings.HasPrefix(rc.URI, "ui://") {
+			// ui:// is an app's HTML, which the host renders and the model does not read.
+			rc.Text = s.labels.label(rc.Text, server, "uri", out, !labelled)
+			labelled = true
 		}
 		rc.URI = out
 		kept = append(kept, rc)

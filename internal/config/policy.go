@@ -6,6 +6,7 @@ package config
 // In proxy.toml:
 //
 //	read_only = true                          # every server: only read-only tools
+//	label_results = true                      # every server's text results labelled as data
 //	policy_files = ["policy/*.toml"]          # globs, relative to the config folder
 //
 //	[audit]
@@ -15,6 +16,7 @@ package config
 //
 //	[servers.files]
 //	read_only = true
+//	label_results = false                     # over the top-level label_results
 //	annotations = "ignore"                    # or "trust" (the default)
 //	tools.allow = ["read_*", "list_*"]        # globs on the server's original names
 //	tools.deny = ["*delete*"]
@@ -53,6 +55,8 @@ package config
 //	rate = "30/minute"                        # N/second, N/minute, N/hour, N/10s
 //	max_result_bytes = 200000
 //	call_timeout = "20s"
+//	budget = { limit = 100, window = "1h", from = "/structuredContent/credits" }   # spend.go
+//	args.max_items = { "/paths" = 10 }
 //
 // policy.Rules.Decide says how the rules combine.
 
@@ -97,6 +101,9 @@ func (d *decoder) policyKeys(root *table, cfg *Config) {
 	if ro, ok := root.boolean("read_only"); ok && ro {
 		rules.ReadOnly, rules.ReadOnlySource = true, d.source(root.fields["read_only"])
 	}
+	if on, ok := root.boolean("label_results"); ok && on {
+		rules.LabelResults, rules.LabelResultsSource = true, d.source(root.fields["label_results"])
+	}
 	if globs, ok := root.strs("policy_files"); ok {
 		for _, g := range globs {
 			if _, err := filepath.Match(g, ""); err != nil || g == "" {
@@ -122,7 +129,7 @@ func (d *decoder) policyKeys(root *table, cfg *Config) {
 		}
 	}
 	d.checkRenames(cfg)
-	if rules.ReadOnly || rules.Servers != nil || cfg.PolicyFiles != nil {
+	if rules.ReadOnly || rules.LabelResults || rules.Servers != nil || cfg.PolicyFiles != nil {
 		cfg.Policy = rules
 	}
 	cfg.Audit = d.audit(root, cfg)
@@ -248,9 +255,12 @@ func (d *decoder) serverPolicy(t *table, name string, disabled bool) {
 	}
 	sr.Overrides = d.overrides(t, name, disabled)
 	sr.Confirm = d.confirm(t, "confirm_reason")
+	if on, ok := t.boolean("label_results"); ok {
+		sr.LabelResults, sr.LabelResultsSource = &on, d.source(t.fields["label_results"])
+	}
 	lists := len(sr.Tools.Allow) + len(sr.Tools.Deny) + len(sr.Prompts.Allow) + len(sr.Prompts.Deny) +
 		len(sr.Resources.Allow) + len(sr.Resources.Deny)
-	if disabled || !sr.ReadOnly && !sr.IgnoreAnnotations && sr.Overrides == nil && lists == 0 && !sr.Confirm.Confirm {
+	if disabled || !sr.ReadOnly && !sr.IgnoreAnnotations && sr.Overrides == nil && sr.LabelResults == nil && lists == 0 && !sr.Confirm.Confirm {
 		return
 	}
 	if d.serverRules == nil {
@@ -499,6 +509,8 @@ func (d *decoder) rule(t *table, name string) policy.Rule {
 		}
 		r.Rate = rate
 	}
+	r.Budget = d.budget(t)
+	r.Args = d.argLimits(t)
 	unknown := t.finish()
 
 	switch {
@@ -517,14 +529,21 @@ func (d *decoder) rule(t *table, name string) policy.Rule {
 	case !unknown:
 		t.errorHere(`neither match nor uri is set; set match = "GLOB" for tool and prompt names, or uri = "GLOB" for resource URIs`)
 	}
-	acts := r.Allow || r.Deny || r.Confirm || t.has("call_timeout") || t.has("max_result_bytes") || t.has("rate")
+	acts := r.Allow || r.Deny || r.Confirm || t.has("call_timeout") || t.has("max_result_bytes") || t.has("rate") || t.has("budget") || t.has("args")
 	switch {
 	case r.Allow && r.Deny:
 		t.errorHere("both allow and deny are true; keep one")
 	case r.Confirm && r.URI:
 		t.errorf("confirm", "confirm applies to tool calls, but this rule matches resource URIs (uri); use match = \"GLOB\" on exposed tool names")
 	case !acts && !unknown:
-		t.errorHere("the rule does nothing; set deny = true, allow = true, confirm = true, or a limit: call_timeout, max_result_bytes or rate")
+		t.errorHere("the rule does nothing; set deny = true, allow = true, confirm = true, or a limit: call_timeout, max_result_bytes, rate, budget or args")
+	}
+	if r.URI {
+		for _, k := range []string{"budget", "args"} {
+			if t.has(k) {
+				t.errorf(k, "%s applies to tool calls, but this rule matches resource URIs (uri); put it in a rule with match = \"GLOB\"", k)
+			}
+		}
 	}
 	return r
 }
