@@ -172,6 +172,10 @@ type Override struct {
 	// Confirm makes calls of the tool wait for a person's approval
 	// (confirm = true, reason = "…" in the override's table).
 	Confirm Confirmation
+	// Budget and Args limit the tool's calls as a policy file rule's do
+	// (spend.go), besides the rules'; zero and nil mean none.
+	Budget Budget
+	Args   []ArgLimit
 }
 
 // Rule is one rule of a policy file. Match selects exposed tool and prompt
@@ -287,7 +291,8 @@ func (r *Rules) server(name string) *ServerRules {
 // A visible item gets the limits of every matching rule, combined by taking
 // the strictest of each: the smallest call_timeout and max_result_bytes,
 // the rate with the lowest average (ties to the smaller burst). Budgets and
-// argument limits are not combined: every matching one applies.
+// argument limits are not combined: every matching one applies, and a
+// tool's override's (proxy.toml) too.
 //
 // A visible tool or resource also gets whether its results are labelled as
 // data: the server's label_results, else the top-level one.
@@ -360,6 +365,14 @@ func (r *Rules) Decide(it Item) Decision {
 		d.ReadOnly, d.ReadOnlyFrom = true, from
 	}
 
+	if it.Kind == Tool {
+		if o, ok := r.Override(it.Server, it.Original); ok {
+			if !o.Budget.IsZero() {
+				d.Limits.Budgets = append(d.Limits.Budgets, o.Budget)
+			}
+			d.Limits.Args = append(d.Limits.Args, o.Args...)
+		}
+	}
 	uri := it.Kind == Resource || it.Kind == Template
 	var decider *Rule
 	best := -1

@@ -134,6 +134,11 @@ func TestDecideGuards(t *testing.T) {
 	if d := r.Decide(Item{Kind: Resource, Server: "web", Original: "https://x/", Exposed: "web+https://x/"}); !d.Label {
 		t.Errorf("a resource of web is not labelled: %v", d)
 	}
+	ob := Budget{Limit: 5, Window: time.Minute, From: MustPointer("/_meta/cost"), Source: "proxy.toml:12"}
+	r.Servers["web"] = &ServerRules{Overrides: map[string]Override{"search": {Budget: ob, Source: "proxy.toml:11"}}}
+	if d := r.Decide(Item{Kind: Tool, Server: "web", Original: "search", Exposed: "web__search"}); !cmp.Equal([]Budget{ob, budget}, d.Limits.Budgets) {
+		t.Errorf("budgets with an override = %v, want the override's and the rule's", d.Limits.Budgets)
+	}
 	if d := r.Decide(Item{Kind: Prompt, Server: "web", Original: "p", Exposed: "web__p"}); d.Label {
 		t.Errorf("a prompt is labelled: %v", d)
 	}

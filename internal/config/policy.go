@@ -33,6 +33,8 @@ package config
 //	annotations = { readOnlyHint = true, destructiveHint = false }
 //	confirm = true                            # this tool's calls wait for a person's approval
 //	reason = "reads private files"            # shown to the person
+//	budget = { limit = 100, window = "1h", from = "/structuredContent/credits" }   # as in a policy file rule
+//	args.max_items = { "/paths" = 10 }
 //
 // A policy file holds named rules, in document order:
 //
@@ -328,7 +330,7 @@ func (d *decoder) overrides(t *table, server string, disabled bool) map[string]p
 	}
 	out := make(map[string]policy.Override, len(ot.fields))
 	for _, tool := range d.byPosition(ot.fields) {
-		tt, ok := ot.tableOf(tool, `a table with name, title, description or annotations`)
+		tt, ok := ot.tableOf(tool, `a table with name, title, description, annotations, budget or args`)
 		if !ok {
 			continue
 		}
@@ -353,6 +355,13 @@ func (d *decoder) overrides(t *table, server string, disabled bool) map[string]p
 		o.Description, _ = tt.str("description")
 		o.Annotations = d.annotations(tt)
 		o.Confirm = d.confirm(tt, "reason")
+		if disabled { // known keys, not validated
+			_, _ = tt.value("budget")
+			_, _ = tt.value("args")
+		} else {
+			o.Budget = d.budget(tt)
+			o.Args = d.argLimits(tt)
+		}
 		tt.finish()
 		out[tool] = o
 	}

@@ -264,7 +264,7 @@ name = "read"
 		{
 			name: "override that is not a table",
 			doc:  "[servers.a]\ncommand = \"a\"\n[servers.a.overrides]\nread = \"read_file\"\n",
-			want: []string{`proxy.toml:4:1: servers.a.overrides.read: expected a table with name, title, description or annotations, found string`},
+			want: []string{`proxy.toml:4:1: servers.a.overrides.read: expected a table with name, title, description, annotations, budget or args, found string`},
 		},
 		{
 			name: "unknown audit key",

@@ -125,3 +125,37 @@ label_results = false
 		t.Errorf("Policy (-want +got):\n%s", diff)
 	}
 }
+
+// TestParseOverrideGuards: a tool's override in proxy.toml takes budget and
+// args like a policy file rule; a disabled server's are not validated.
+func TestParseOverrideGuards(t *testing.T) {
+	const file = "/etc/manifold/proxy.toml"
+	doc := `[servers.web]
+command = "w"
+
+[servers.web.overrides.search]
+budget = { limit = 5, window = "24h", from = "/_meta/cost" }
+args.max_length = { "/query" = 100 }
+
+[servers.off]
+command = "o"
+disabled = true
+overrides.x = { budget = { limit = -1 } }
+`
+	cfg, err := ParseEnv(file, []byte(doc), env(nil))
+	if err != nil {
+		t.Fatalf("ParseEnv: %v", err)
+	}
+	want := map[string]policy.Override{"search": {
+		Budget: policy.Budget{Limit: 5, Window: 24 * time.Hour, From: "/_meta/cost", Source: file + ":5"},
+		Args:   []policy.ArgLimit{{Kind: policy.MaxLength, At: "/query", N: 100, Source: file + ":6"}},
+		Source: file + ":4",
+	}}
+	if diff := cmp.Diff(want, cfg.Policy.Servers["web"].Overrides); diff != "" {
+		t.Errorf("overrides (-want +got):\n%s", diff)
+	}
+	_, err = ParseEnv(file, []byte("[servers.web]\ncommand = \"w\"\noverrides.s = { args = { max = { \"/n\" = \"ten\" } } }\n"), env(nil))
+	if diff := cmp.Diff([]string{`/etc/manifold/proxy.toml:3:34: servers.web.overrides.s.args.max."/n": expected a number, found string; remove the quotes`}, problems(t, err)); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+}
