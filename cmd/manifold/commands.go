@@ -327,6 +327,7 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			return err
 		}
 		defer p.Close()
+		warnExposed(p, cfg)
 		go watchConfig(ctx, p, cfg, *reloadEvery, p.Logger())
 		defer startPublishing(ctx, p, cfg.Path, "http "+*httpAddr)()
 		return serveHTTP(ctx, p, cfg, *httpAddr, *allowRemote, stderr)
@@ -338,6 +339,7 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return err
 	}
 	defer p.Close()
+	warnExposed(p, cfg)
 	go watchConfig(ctx, p, cfg, *reloadEvery, p.Logger())
 	defer startPublishing(ctx, p, cfg.Path, "stdio")()
 	served := make(chan error, 1)
@@ -363,6 +365,14 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 	}
 	return p.Redactor().Error(<-served)
+}
+
+// warnExposed logs what `manifold check` warns about: credentials written
+// out in a config file, and secret files, that other users can read.
+func warnExposed(p *proxy.Server, cfg *config.Config) {
+	for _, w := range cfg.Warnings() {
+		p.Logger().Warn(w)
+	}
 }
 
 func serveHTTP(ctx context.Context, p *proxy.Server, cfg *config.Config, addr string, allowRemote bool, stderr io.Writer) error {
@@ -428,6 +438,9 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	}
 	stdout = red.Writer(stdout)
 	fmt.Fprintf(stdout, "%s: ok, %s, %s\n", cfg.Path, count(len(cfg.Servers), "server"), count(len(cfg.Plugins), "plugin"))
+	for _, w := range cfg.Warnings() {
+		fmt.Fprintf(red.Writer(stderr), "manifold: warning: %s\n", w)
+	}
 	for _, s := range cfg.Servers {
 		what := s.Command + " " + strings.Join(s.Args, " ")
 		if s.URL != "" {

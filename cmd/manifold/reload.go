@@ -17,9 +17,10 @@ import (
 	"github.com/manifold-mcp/manifold/proxy"
 )
 
-// watchConfig reloads the proxy when the config file changes (polled every
-// interval: editors that replace the file are seen too) or on SIGHUP, until ctx
-// ends. An invalid new config is logged with all its problems and the running
+// watchConfig reloads the proxy when the config file, a policy file or a
+// file that a ${file:} reference read changes (polled every interval:
+// editors that replace the file are seen too, and so is a rotated secret) or
+// on SIGHUP, until ctx ends. An invalid new config is logged with all its problems and the running
 // one keeps serving.
 //
 // Policy files fail closed: a policy_files glob that matched files and now
@@ -34,10 +35,11 @@ func watchConfig(ctx context.Context, p *proxy.Server, cfg *config.Config, inter
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 	path, globs := cfg.Path, cfg.PolicyFiles // the policy files of the config in force
+	secrets := cfg.SecretFiles               // and its secret files
 	inForce := fileSum(path)                 // the config file in force
 	matched := matchingGlobs(globs)          // its globs that matched files
 	lockFile := cfg.LockFile                 // the lock file of approved definitions (pin.go)
-	last := configSum(path, slices.Concat(globs, []string{lockFile}))
+	last := configSum(path, slices.Concat(globs, []string{lockFile}), secrets)
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -48,13 +50,13 @@ func watchConfig(ctx context.Context, p *proxy.Server, cfg *config.Config, inter
 		case <-hup:
 			why = "SIGHUP"
 		case <-t.C:
-			sum := configSum(path, slices.Concat(globs, []string{lockFile}))
+			sum := configSum(path, slices.Concat(globs, []string{lockFile}), secrets)
 			if bytes.Equal(sum, last) {
 				continue
 			}
-			why = "config, policy or lock file changed"
+			why = "config, policy, lock or secret file changed"
 		}
-		last = configSum(path, slices.Concat(globs, []string{lockFile}))
+		last = configSum(path, slices.Concat(globs, []string{lockFile}), secrets)
 		cfg, err := config.Load(path)
 		if err != nil {
 			log.Error("reload: the new config is invalid; the previous one keeps serving", "reason", why, "problems", err.Error())
@@ -79,9 +81,9 @@ func watchConfig(ctx context.Context, p *proxy.Server, cfg *config.Config, inter
 		p.SetLock(lock)
 		p.SetPolicy(cfg.Policy)
 		p.SetCatalog(catalogOptions(cfg.Catalog))
-		globs, lockFile = cfg.PolicyFiles, cfg.LockFile
+		globs, lockFile, secrets = cfg.PolicyFiles, cfg.LockFile, cfg.SecretFiles
 		inForce, matched = sum, matchingGlobs(globs)
-		last = configSum(path, slices.Concat(globs, []string{lockFile}))
+		last = configSum(path, slices.Concat(globs, []string{lockFile}), secrets)
 		log.Info("reloaded the config", "reason", why, "file", cfg.Path, "servers", len(cfg.Servers))
 	}
 }
@@ -113,9 +115,11 @@ func emptiedGlobs(globs []string, had map[string]bool) []string {
 	return out
 }
 
-// configSum hashes the config file and the policy files its globs match now,
-// so that an edit of any of them is seen without parsing anything.
-func configSum(path string, globs []string) []byte {
+// configSum hashes the config file, the policy files its globs match now and
+// the secret files it read, so that an edit of any of them is seen without
+// parsing anything. A secret file is read as the config reads it
+// (config.ReadSecretFile), so a path that became a FIFO does not block.
+func configSum(path string, globs []string, secrets []config.SecretFile) []byte {
 	h := sha256.New()
 	h.Write(fileSum(path))
 	for _, g := range globs {
@@ -124,6 +128,15 @@ func configSum(path string, globs []string) []byte {
 			h.Write([]byte(m))
 			h.Write(fileSum(m))
 		}
+	}
+	for _, f := range secrets {
+		v, err := config.ReadSecretFile(f.Path)
+		if err != nil {
+			v = "\x00" + err.Error() // unreadable: a state of its own
+		}
+		s := sha256.Sum256([]byte(v))
+		h.Write([]byte(f.Path))
+		h.Write(s[:])
 	}
 	return h.Sum(nil)
 }

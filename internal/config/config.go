@@ -136,13 +136,18 @@ type Config struct {
 	Plugins []Plugin
 
 	// Secrets are the values that must never be shown, sorted: the value of
-	// every ${VAR} expansion (except file paths, such as ${HOME}), and the
+	// every ${VAR} expansion (except file paths, such as ${HOME}), of every
+	// ${env:NAME} and ${file:PATH} reference, and the
 	// literal userinfo and query values of URLs, values of credential headers
 	// and env variables, and values of credential flags in args (see package
 	// internal/redact). Values shorter than redact.MinLen are left out. Show
 	// config values through a redact.Redactor that knows them; [Load]'s and
 	// [Parse]'s errors already hide them.
 	Secrets []string
+
+	// SecretFiles are the files that ${file:PATH} references read, in the
+	// order first read. A reload rereads them; watch them as the config.
+	SecretFiles []SecretFile
 }
 
 // HTTP configures the streamable HTTP listener.

@@ -45,8 +45,10 @@ type decoder struct {
 	renames     map[string]string              // override names taken, to where (policy.go)
 	renameSites []renameSite                   // enabled servers' override names, checked against the prefixes (policy.go)
 
-	secrets  []string          // every secret found so far (Config.Secrets)
-	expanded map[string]string // value of a ${VAR} expansion → "${VAR}", for messages
+	secrets     []string          // every secret found so far (Config.Secrets)
+	expanded    map[string]string // value of a ${VAR} expansion → "${VAR}", for messages
+	dir         string            // the file's folder: the base of relative ${file:} paths
+	secretFiles []SecretFile      // files read by ${file:}, once each (Config.SecretFiles)
 }
 
 // decode parses data, the file at abs shown as file. lookPath, if not nil,
@@ -54,12 +56,7 @@ type decoder struct {
 func decode(file, abs string, data []byte, lookup func(string) (string, bool), lookPath func(string) (string, error)) (*Config, error) {
 	// The parser drops a UTF-8 byte order mark and counts offsets after it.
 	src := strings.TrimPrefix(string(data), "\uFEFF")
-	d := &decoder{file: file, src: src, lookup: lookup, lookPath: lookPath, lines: []int{0}}
-	for i := 0; i < len(src); i++ {
-		if src[i] == '\n' {
-			d.lines = append(d.lines, i+1)
-		}
-	}
+	d := &decoder{file: file, src: src, lookup: lookup, lookPath: lookPath, lines: lineStarts(src), dir: filepath.Dir(abs)}
 
 	if err := d.depth(); err != nil {
 		return nil, err
@@ -95,10 +92,21 @@ func decode(file, abs string, data []byte, lookup func(string) (string, bool), l
 		return nil, errors.Join(errs...)
 	}
 	cfg.Secrets = slices.Compact(slices.Sorted(slices.Values(d.secrets)))
+	cfg.SecretFiles = d.secretFiles
 	return cfg, nil
 }
 
-// syntaxError turns an error of the TOML parser into a problem.
+// lineStarts returns the byte offset of the start of each line of src.
+func lineStarts(src string) []int {
+	lines := []int{0}
+	for i := 0; i < len(src); i++ {
+		if src[i] == '\n' {
+			lines = append(lines, i+1)
+		}
+	}
+	return lines
+}
+
 // depth refuses a document nested so deep that the TOML decoder would take
 // minutes on it (CheckTOMLDepth), before the decoder sees it.
 func (d *decoder) depth() error {
@@ -110,6 +118,7 @@ func (d *decoder) depth() error {
 	return nil
 }
 
+// syntaxError turns an error of the TOML parser into a problem.
 func (d *decoder) syntaxError(err error) error {
 	var pe toml.ParseError
 	if !errors.As(err, &pe) {
@@ -590,7 +599,8 @@ func (d *decoder) report(key toml.Key, p *toml.Primitive, msg string) {
 // expandAt expands s, the value at key, reporting malformed ${...} and
 // unset variables.
 func (d *decoder) expandAt(key toml.Key, p toml.Primitive, s string) (string, bool) {
-	out, missing, err := expand(s, d.recordingLookup)
+	r := resolver{env: d.recordingLookup, file: func(path string) (string, error) { return d.readSecret(key, path) }}
+	out, missing, err := r.expand(s)
 	if err != nil {
 		d.report(key, &p, err.Error())
 		return "", false

@@ -1,16 +1,36 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 )
 
-// expand replaces ${VAR} with the value of VAR, ${VAR:-default} with the
-// value of VAR or default when VAR is unset or empty, and $$ with $. Any other
-// $ is kept as is. missing lists, once each, the variables that are unset and
-// have no default; they expand to "". err reports a malformed ${...}.
+// resolver says what the references in a string value stand for.
+type resolver struct {
+	// env returns the value of the environment variable name; explicit
+	// is true for ${env:NAME}, false for ${NAME}.
+	env func(name string, explicit bool) (string, bool)
+	// file returns the secret held by the file at path, as written in
+	// ${file:PATH}, or an error saying what is wrong and what to do (never
+	// the file's content). Nil refuses ${file:}.
+	file func(path string) (string, error)
+}
+
+// expand is [resolver.expand] with ${NAME} and ${env:NAME} looked up in
+// lookup and ${file:} refused.
 func expand(s string, lookup func(string) (string, bool)) (out string, missing []string, err error) {
+	return resolver{env: func(name string, _ bool) (string, bool) { return lookup(name) }}.expand(s)
+}
+
+// expand replaces ${VAR} and ${env:VAR} with the value of VAR,
+// ${VAR:-default} and ${env:VAR:-default} with the value of VAR or default
+// when VAR is unset or empty, ${file:PATH} with the secret in the file at
+// PATH, and $$ with $. Any other $ is kept as is. missing lists, once each,
+// the variables that are unset and have no default; they expand to "". err
+// reports a malformed ${...} or a file that cannot be read.
+func (r resolver) expand(s string) (out string, missing []string, err error) {
 	if !strings.Contains(s, "$") {
 		return s, nil, nil
 	}
@@ -31,18 +51,12 @@ func expand(s string, lookup func(string) (string, bool)) (out string, missing [
 				return "", nil, fmt.Errorf(`unterminated "${" in %q; close it with "}" or write "$$" for a literal "$"`, s)
 			}
 			body := s[i+2 : i+2+end]
-			name, def, hasDef := strings.Cut(body, ":-")
-			if !validVarName(name) {
-				return "", nil, fmt.Errorf(`invalid variable name %q in %q; use letters, digits and '_', not starting with a digit, or write "$$" for a literal "$"`, name, s)
+			v, miss, err := r.reference(body, s)
+			if err != nil {
+				return "", nil, err
 			}
-			v, ok := lookup(name)
-			switch {
-			case hasDef && v == "":
-				v = def
-			case !ok && !hasDef:
-				if !slices.Contains(missing, name) {
-					missing = append(missing, name)
-				}
+			if miss != "" && !slices.Contains(missing, miss) {
+				missing = append(missing, miss)
 			}
 			b.WriteString(v)
 			i += 2 + end
@@ -51,6 +65,40 @@ func expand(s string, lookup func(string) (string, bool)) (out string, missing [
 		}
 	}
 	return b.String(), missing, nil
+}
+
+// reference resolves the body of one ${...} of s: the value, or the name
+// of a variable that is unset and has no default.
+func (r resolver) reference(body, s string) (value, missing string, err error) {
+	if path, ok := strings.CutPrefix(body, "file:"); ok {
+		switch {
+		case path == "":
+			return "", "", fmt.Errorf(`"${file:}" names no file; write the path of the file that holds the secret, like ${file:/run/secrets/token} or ${file:token} (relative to this file's folder)`)
+		case r.file == nil:
+			return "", "", errors.New(`${file:...} is not read here; write the value out`)
+		}
+		v, err := r.file(path)
+		return v, "", err
+	}
+	explicit := false
+	if name, ok := strings.CutPrefix(body, "env:"); ok {
+		body, explicit = name, true
+	}
+	name, def, hasDef := strings.Cut(body, ":-")
+	if !validVarName(name) {
+		if scheme, _, ok := strings.Cut(name, ":"); ok && !explicit && validVarName(scheme) {
+			return "", "", fmt.Errorf(`unknown reference "${%s:...}" in %q; write ${NAME} or ${env:NAME} for an environment variable, ${file:PATH} for a file that holds a secret, or "$$" for a literal "$"`, scheme, s)
+		}
+		return "", "", fmt.Errorf(`invalid variable name %q in %q; use letters, digits and '_', not starting with a digit, or write "$$" for a literal "$"`, name, s)
+	}
+	v, ok := r.env(name, explicit)
+	switch {
+	case hasDef && v == "":
+		v = def
+	case !ok && !hasDef:
+		missing = name
+	}
+	return v, missing, nil
 }
 
 func validVarName(s string) bool {

@@ -1,27 +1,60 @@
 package config
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/BurntSushi/toml"
 
 	"github.com/manifold-mcp/manifold/internal/redact"
 )
 
 // recordingLookup is d.lookup that records the value of every variable it
-// finds as a secret, unless the value is a path ([notSecret]).
-func (d *decoder) recordingLookup(name string) (string, bool) {
+// finds as a secret: always for ${env:NAME}, which says that the value is
+// one; for ${NAME} unless the value is a path ([notSecret]).
+func (d *decoder) recordingLookup(name string, explicit bool) (string, bool) {
 	v, ok := d.lookup(name)
-	if ok && len(v) >= redact.MinLen && !notSecret(v) {
-		d.secrets = append(d.secrets, v)
-		if d.expanded == nil {
-			d.expanded = make(map[string]string)
+	if ok && (explicit || !notSecret(v)) {
+		ref := "${" + name + "}"
+		if explicit {
+			ref = "${env:" + name + "}"
 		}
-		if _, seen := d.expanded[v]; !seen {
-			d.expanded[v] = "${" + name + "}"
-		}
+		d.recordSecret(v, ref)
 	}
 	return v, ok
+}
+
+// recordSecret records v as a secret that the config spells ref, unless it
+// is shorter than redact.MinLen.
+func (d *decoder) recordSecret(v, ref string) {
+	if len(v) < redact.MinLen {
+		return
+	}
+	d.secrets = append(d.secrets, v)
+	if d.expanded == nil {
+		d.expanded = make(map[string]string)
+	}
+	if _, seen := d.expanded[v]; !seen {
+		d.expanded[v] = ref
+	}
+}
+
+// readSecret reads the secret of ${file:path} in the value at key: path is
+// relative to the config's folder. The secret is recorded, and so is the
+// file (Config.SecretFiles, watched for changes).
+func (d *decoder) readSecret(key toml.Key, path string) (string, error) {
+	abs := resolve(d.dir, path)
+	if !slices.ContainsFunc(d.secretFiles, func(f SecretFile) bool { return f.Path == abs }) {
+		d.secretFiles = append(d.secretFiles, SecretFile{Path: abs, Key: key.String()})
+	}
+	v, err := ReadSecretFile(abs)
+	if err != nil {
+		return "", fmt.Errorf("${file:%s}: %w", path, err)
+	}
+	d.recordSecret(v, "${file:"+path+"}")
+	return v, nil
 }
 
 // notSecret reports whether v, the value of an environment variable, is a
