@@ -87,4 +87,3 @@ func fileKind(m fs.FileMode) string {
 // readableByOthers reports whether the mode lets users other than the
 // owner read the file (group or other read bits).
 func readableByOthers(m fs.FileMode) bool { return m.Perm()&0o044 != 0 }
-
