@@ -19,14 +19,20 @@
 package redact
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // Mask replaces every secret.
@@ -42,9 +48,21 @@ const MinLen = 6
 // safe for concurrent use; [Redactor.Add] may be called while it is in use
 // (a reloaded config brings new secrets).
 type Redactor struct {
-	mu    sync.RWMutex
-	known map[string]bool   // guarded by mu: the secrets as given
-	repl  *strings.Replacer // guarded by mu: every form of every known secret → Mask; nil when none
+	mu    sync.Mutex      // serialises Add
+	known map[string]bool // guarded by mu: the secrets as given
+	snap  atomic.Pointer[snapshot]
+}
+
+// snapshot is what a Redactor knows at one time; it is never changed once
+// stored, so that readers need no lock.
+type snapshot struct {
+	repl *strings.Replacer // every form of every known secret → Mask
+	wire *strings.Replacer // every wire spelling of every known secret → Mask
+	// needles are the wire spellings to look for in raw bytes, none of
+	// which contains another (finding the longer means finding the shorter),
+	// by their first two bytes; pairs has the bit of each such pair set.
+	needles map[uint16][][]byte
+	pairs   *[1 << 16 / 64]uint64
 }
 
 // New returns a Redactor that knows secrets (see [Redactor.Add]).
@@ -73,45 +91,136 @@ func (r *Redactor) Add(secrets ...string) {
 		return
 	}
 	forms := make(map[string]bool)
+	wire := make(map[string]bool)
 	for s := range r.known {
 		for _, f := range Forms(s) {
 			forms[f] = true
-		}
-	}
-	// strings.Replacer tries its old strings in argument order at each
-	// position: longest first, so that a secret containing another is hidden
-	// whole.
-	list := slices.SortedFunc(func(yield func(string) bool) {
-		for f := range forms {
-			if !yield(f) {
-				return
+			for _, w := range wireForms(f) {
+				wire[w] = true
 			}
 		}
-	}, func(a, b string) int {
-		if len(a) != len(b) {
-			return len(b) - len(a)
-		}
-		return strings.Compare(a, b)
-	})
+	}
+	sn := &snapshot{repl: replacer(forms), wire: replacer(wire), needles: make(map[uint16][][]byte), pairs: new([1 << 16 / 64]uint64)}
+	for _, n := range needles(wire) {
+		p := pair(n[0], n[1])
+		sn.needles[p] = append(sn.needles[p], n)
+		sn.pairs[p/64] |= 1 << (p % 64)
+	}
+	r.snap.Store(sn)
+}
+
+func pair(a, b byte) uint16 { return uint16(a)<<8 | uint16(b) }
+
+// replacer replaces every one of forms with Mask. strings.Replacer tries its
+// old strings in argument order at each position: longest first, so that a
+// secret containing another is hidden whole.
+func replacer(forms map[string]bool) *strings.Replacer {
+	list := slices.SortedFunc(maps.Keys(forms), longestFirst)
 	pairs := make([]string, 0, 2*len(list))
 	for _, f := range list {
 		pairs = append(pairs, f, Mask)
 	}
-	r.repl = strings.NewReplacer(pairs...)
+	return strings.NewReplacer(pairs...)
+}
+
+func longestFirst(a, b string) int {
+	if len(a) != len(b) {
+		return len(b) - len(a)
+	}
+	return strings.Compare(a, b)
+}
+
+// needles returns the spellings that are enough to find any of forms: those
+// that contain none of the others.
+func needles(forms map[string]bool) [][]byte {
+	list := slices.SortedFunc(maps.Keys(forms), func(a, b string) int { return -longestFirst(a, b) })
+	var out [][]byte
+	for _, f := range list {
+		if !slices.ContainsFunc(out, func(n []byte) bool { return strings.Contains(f, string(n)) }) {
+			out = append(out, []byte(f))
+		}
+	}
+	return out
+}
+
+// wireForms returns f and the spellings JSON encoders other than Go's give
+// it: "/" escaped as "\/" (PHP), and every character beyond ASCII as \uXXXX
+// (Python's default).
+func wireForms(f string) []string {
+	out := []string{f}
+	if strings.Contains(f, "/") {
+		out = append(out, strings.ReplaceAll(f, "/", `\/`))
+	}
+	if ascii := asciiEscape(f); ascii != f {
+		out = append(out, ascii)
+	}
+	return out
+}
+
+// asciiEscape returns s with every rune beyond ASCII written as a JSON
+// \uXXXX escape (a surrogate pair beyond the Basic Multilingual Plane).
+func asciiEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r < utf8.RuneSelf:
+			b.WriteRune(r)
+		case r > 0xFFFF:
+			r1, r2 := utf16.EncodeRune(r)
+			fmt.Fprintf(&b, `\u%04x\u%04x`, r1, r2)
+		default:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		}
+	}
+	return b.String()
+}
+
+func (r *Redactor) snapshot() *snapshot {
+	if r == nil {
+		return nil
+	}
+	return r.snap.Load()
 }
 
 // String returns s with every known secret and every credential shape
 // replaced by [Mask].
 func (r *Redactor) String(s string) string {
-	if r != nil {
-		r.mu.RLock()
-		repl := r.repl
-		r.mu.RUnlock()
-		if repl != nil {
-			s = repl.Replace(s)
+	return Shapes(r.Known(s))
+}
+
+// Known returns s with every known secret, in each of its [Forms], replaced
+// by [Mask]; credential shapes are kept. It is for text that Manifold passes
+// on rather than shows (what an upstream returns), where a shape may be the
+// content itself but a secret of the config must not get through.
+func (r *Redactor) Known(s string) string {
+	if sn := r.snapshot(); sn != nil {
+		return sn.repl.Replace(s)
+	}
+	return s
+}
+
+// Contains reports whether b holds a known secret in any spelling that
+// output or a JSON encoder may give it. It allocates nothing and reads b
+// once, whatever the number of secrets: a bit per pair of bytes says
+// whether a secret's spelling may start there, and only then is it compared.
+func (r *Redactor) Contains(b []byte) bool {
+	sn := r.snapshot()
+	return sn != nil && sn.contains(b)
+}
+
+func (sn *snapshot) contains(b []byte) bool {
+	for i := 0; i+1 < len(b); i++ {
+		p := pair(b[i], b[i+1])
+		if sn.pairs[p/64]&(1<<(p%64)) == 0 {
+			continue
+		}
+		for _, n := range sn.needles[p] {
+			if bytes.HasPrefix(b[i:], n) {
+				return true
+			}
 		}
 	}
-	return Shapes(s)
+	return false
 }
 
 // Error returns err with its message redacted, or nil when err is nil. The
