@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -111,6 +112,8 @@ func (s *Server) callTool(ctx context.Context, ss *mcp.ServerSession, name strin
 // reads the server's output, so no goroutine waits per call (ARCHITECTURE §3
 // "The hot path is lean"); finish must not block for long.
 func (s *Server) startCall(ctx context.Context, ss *mcp.ServerSession, name string, fields map[string]json.RawMessage, finish func(json.RawMessage, error)) {
+	var settled atomic.Bool // settle masked the result already
+	finish = s.maskingFinish(finish, settled.Load)
 	if s.serveSurface(ctx, ss, name, fields, finish) {
 		return
 	}
@@ -360,6 +363,10 @@ func (s *Server) startCall(ctx context.Context, ss *mcp.ServerSession, name stri
 			}
 			return
 		}
+		// Secrets first: spend counting and labels never see one
+		// (mask.go).
+		raw = s.maskRaw(raw)
+		settled.Store(true)
 		if len(d.Limits.Budgets) > 0 {
 			rec.Spend = s.countSpend(b, name, d, raw, time.Now())
 		}

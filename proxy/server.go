@@ -77,6 +77,9 @@ func (s *Server) newMCPServer() *mcp.Server {
 	})
 	srv.AddReceivingMiddleware(s.routingMiddleware)
 	srv.AddSendingMiddleware(s.listChangedMiddleware)
+	// Outermost (added last): what reaches a client is masked last.
+	srv.AddReceivingMiddleware(s.maskingMiddleware)
+	srv.AddSendingMiddleware(s.maskingSender)
 	return srv
 }
 

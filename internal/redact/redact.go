@@ -199,6 +199,9 @@ func (r *Redactor) Known(s string) string {
 	return s
 }
 
+// Knows reports whether r knows any secret.
+func (r *Redactor) Knows() bool { return r.snapshot() != nil }
+
 // Contains reports whether b holds a known secret in any spelling that
 // output or a JSON encoder may give it. It allocates nothing and reads b
 // once, whatever the number of secrets: a bit per pair of bytes says
@@ -231,6 +234,19 @@ func (r *Redactor) Error(err error) error {
 	}
 	msg := err.Error()
 	if red := r.String(msg); red != msg {
+		return &redactedError{msg: red, err: err}
+	}
+	return err
+}
+
+// KnownError is [Redactor.Error] with known secrets hidden and credential
+// shapes kept, as [Redactor.Known] hides them.
+func (r *Redactor) KnownError(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	if red := r.Known(msg); red != msg {
 		return &redactedError{msg: red, err: err}
 	}
 	return err
