@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 MCP logging is deprecated as of protocol 2026-07-28, but Manifold serves clients on 2024-11-05 to 2025-11-25, for whom it is part of the protocol: an upstream's log message is one of the channels a secret may leak through.
+
 package proxy
 
 import (
