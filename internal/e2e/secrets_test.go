@@ -287,7 +287,7 @@ headers = { Authorization = "Bearer ${file:`+hdrFile+`}", X-Api-Key = "${env:E2E
 			t.Fatal(err)
 		}
 		waitFor(t, 30*time.Second, "the reload of the rotated secret file", func() bool {
-			return strings.Contains(sp.stderr.String(), "config, policy or secret file changed")
+			return strings.Contains(sp.stderr.String(), "lock or secret file changed")
 		})
 		waitFor(t, 30*time.Second, "local restarted with the rotated secret", func() bool {
 			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "local__pid"})
