@@ -24,6 +24,7 @@ type auditor struct {
 type auditRecord struct {
 	Time        string         `json:"time"`
 	Client      string         `json:"client,omitempty"`
+	Identity    string         `json:"identity,omitempty"` // the authenticated subject (HTTP with authentication)
 	Session     string         `json:"session,omitempty"`
 	Method      string         `json:"method"`
 	Exposed     string         `json:"exposed,omitempty"`

@@ -120,6 +120,7 @@ func (s *Server) startCall(ctx context.Context, ss *mcp.ServerSession, name stri
 	start := time.Now()
 	rec := auditRecord{Method: "tools/call", Exposed: name, Decision: "denied", Outcome: "unknown tool"}
 	rec.Via, _ = ctx.Value(innerCallKey{}).(string)
+	rec.Identity = identityFrom(ctx).subject
 	// A client that calls before (or without) listing is a client too: its
 	// mode is decided here as a list would decide it, and status shows it.
 	rec.Catalog = s.sessionMode(ctx, ss, nil, s.catalog.Load(), true)

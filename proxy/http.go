@@ -47,6 +47,20 @@ type HTTPOptions struct {
 	// streams and long calls are not cut. If zero, 10s and 30s.
 	HeaderTimeout time.Duration
 	BodyTimeout   time.Duration
+	// Authenticate, if not nil, guards /mcp, /status and /status/clients
+	// (not the probes /healthz and /readyz): it answers a request without
+	// valid credentials itself, and lets the others through with the
+	// caller's identity on the context as the SDK's auth.TokenInfo (see
+	// auth.RequireBearerToken): UserID is the user a session is bound to,
+	// Extra["subject"] (string) and Extra["groups"] ([]string) are shown in
+	// the audit line and status. If nil, every request is served (loopback
+	// without authentication).
+	Authenticate func(http.Handler) http.Handler
+	// Public are more routes served without authentication, by ServeMux
+	// pattern (the protected resource metadata of RFC 9728); they pass the
+	// Host check but not the Origin check, since a browser client reads them
+	// from its own origin. If nil, none.
+	Public map[string]http.Handler
 	// MaxBufferedBytes bounds the request bodies being received or waiting
 	// for the SDK to read them, all requests together (a body of unknown
 	// length counts as MaxRequestBytes); a request that finds no room within
@@ -124,21 +138,48 @@ func (s *Server) HTTPServer(opts HTTPOptions) *http.Server {
 // request, to any path, passes the same Host and Origin checks against DNS
 // rebinding first: a browser page on another origin cannot drive or read the
 // proxy. Requests to /mcp are bounded (body size and read time, sessions
-// open at once), and a session can be used only by the peer that created it
-// (see peer).
+// open at once), and a session can be used only by the peer (and, with
+// opts.Authenticate, the user) that created it (see peer).
 func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 	opts.setDefaults()
+	guard := opts.Authenticate
+	if guard == nil {
+		guard = func(h http.Handler) http.Handler { return h }
+	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", s.newMCPEndpoint(opts))
+	mux.Handle("/mcp", guard(s.newMCPEndpoint(opts)))
 	health := s.HealthHandler()
 	mux.Handle("GET /healthz", health)
 	mux.Handle("GET /readyz", health)
-	mux.Handle("GET /status", health)
-	mux.Handle("GET /status/clients", health)
+	mux.Handle("GET /status", guard(health)) // they show the catalog and the clients
+	mux.Handle("GET /status/clients", guard(health))
 	if opts.ApprovalBase != "" {
+		// The pages of URL-mode approvals are opened in a browser, which has
+		// no bearer token: the unguessable token in the path is the secret.
 		mux.Handle("/approve/{token}", s.setApprovalPages(strings.TrimSuffix(opts.ApprovalBase, "/")))
 	}
-	return checkHostOrigin(opts, mux)
+	if len(opts.Public) == 0 {
+		return checkHostOrigin(opts, mux)
+	}
+	checked := checkHostOrigin(opts, mux)
+	public := http.NewServeMux()
+	for pattern, h := range opts.Public {
+		public.Handle(pattern, checkHost(opts, h))
+	}
+	public.Handle("/", checked)
+	return public
+}
+
+// checkHost refuses requests whose Host is not a loopback name or an
+// allowed host, before next sees them.
+func checkHost(opts HTTPOptions, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !hostAllowed(r.Host, opts.AllowedHosts) {
+			http.Error(w, "manifold: Host "+strconv.Quote(r.Host)+" is not allowed; add it to http.allowed_hosts in the proxy config", http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // newMCPEndpoint returns /mcp, for options with their defaults set.
@@ -225,7 +266,7 @@ func (m *mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	stream := opensGETStream(r)
-	e, res := m.sessions.enter(id, peerOf(r), stream)
+	e, res := m.sessions.enter(id, ownerOf(r), stream)
 	if res != entered && r.ContentLength != 0 {
 		m.boundUnread(w) // refused unread: the body must not hold the answer
 	}
@@ -234,7 +275,7 @@ func (m *mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeHTTPError(w, http.StatusNotFound, codeInvalidRequest, "manifold: session not found (it ended, expired after "+m.opts.SessionTimeout.String()+" idle, or never existed); start a new session with initialize", nil)
 		return
 	case otherOwner:
-		writeHTTPError(w, http.StatusForbidden, codeInvalidRequest, "manifold: this session belongs to another client (a session is bound to the address and user that created it); start a session of your own with initialize", nil)
+		writeHTTPError(w, http.StatusForbidden, codeInvalidRequest, "manifold: this session belongs to another client (a session is bound to the address, local user and authenticated identity that created it); start a session of your own with initialize", nil)
 		return
 	case streamOpen:
 		writeHTTPError(w, http.StatusConflict, codeInvalidRequest, "manifold: this session already has a GET stream open; close it before opening another", nil)
@@ -324,7 +365,7 @@ func (m *mcpEndpoint) serveNew(w http.ResponseWriter, r *http.Request) {
 			map[string]any{"limit": m.opts.MaxSessions, "key": keyMaxSessions})
 		return
 	}
-	nw := &newSessionWriter{ResponseWriter: w, h: m.sessions, owner: peerOf(r)}
+	nw := &newSessionWriter{ResponseWriter: w, h: m.sessions, owner: ownerOf(r)}
 	defer func() {
 		if nw.e != nil {
 			m.sessions.leave(nw.e, false)

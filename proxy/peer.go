@@ -15,20 +15,25 @@ import (
 	"sync"
 )
 
-// peer identifies the client end of an HTTP connection as far as it can be
-// known without authentication: its IP address and, for a loopback peer on
-// Linux, the user id owning the client's socket. An HTTP session belongs to
-// the peer that created it.
+// peer identifies the client end of an HTTP connection: its IP address
+// and, for a loopback peer on Linux, the user id owning the client's socket,
+// and with authentication the user of the request (see ownerOf). An HTTP
+// session belongs to the peer that created it.
 type peer struct {
 	addr netip.Addr // unmapped; the IPv6 loopback is recorded as 127.0.0.1
 	uid  int        // -1 when unknown
+	user string     // the authenticated user (auth.TokenInfo.UserID); "" without authentication
 }
 
 func (p peer) String() string {
-	if p.uid < 0 {
-		return p.addr.String()
+	s := p.addr.String()
+	if p.uid >= 0 {
+		s += " uid " + strconv.Itoa(p.uid)
 	}
-	return p.addr.String() + " uid " + strconv.Itoa(p.uid)
+	if p.user != "" {
+		s += " user " + strconv.Quote(p.user)
+	}
+	return s
 }
 
 // connPeerKey is the context key of a connection's *connPeer.

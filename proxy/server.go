@@ -75,7 +75,7 @@ func (s *Server) newMCPServer() *mcp.Server {
 		SubscribeHandler:          s.handleSubscribe,
 		UnsubscribeHandler:        s.handleUnsubscribe,
 	})
-	srv.AddReceivingMiddleware(s.routingMiddleware)
+	srv.AddReceivingMiddleware(s.identityMiddleware, s.routingMiddleware)
 	srv.AddSendingMiddleware(s.listChangedMiddleware)
 	// Outermost (added last): what reaches a client is masked last.
 	srv.AddReceivingMiddleware(s.maskingMiddleware)
@@ -311,7 +311,7 @@ func rpcError(server string, err error) error {
 
 func (s *Server) readResource(ctx context.Context, ss *mcp.ServerSession, p *mcp.ReadResourceParams) (res *mcp.ReadResourceResult, err error) {
 	start := time.Now()
-	rec := auditRecord{Method: "resources/read", Exposed: p.URI, Decision: "denied", Outcome: "not found"}
+	rec := auditRecord{Method: "resources/read", Exposed: p.URI, Decision: "denied", Outcome: "not found", Identity: identityFrom(ctx).subject}
 	if s.audit != nil {
 		defer func() {
 			if err != nil && rec.Outcome == "" {
@@ -414,7 +414,7 @@ const codeRateLimited = -32000
 
 func (s *Server) handleGetPrompt(ctx context.Context, req *mcp.GetPromptRequest) (res *mcp.GetPromptResult, err error) {
 	start := time.Now()
-	rec := auditRecord{Method: "prompts/get", Exposed: req.Params.Name, Decision: "allowed"}
+	rec := auditRecord{Method: "prompts/get", Exposed: req.Params.Name, Decision: "allowed", Identity: identityFrom(ctx).subject}
 	if s.audit != nil {
 		defer func() {
 			if err != nil {

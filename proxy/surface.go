@@ -173,6 +173,7 @@ func (c *catalog) listVaries() bool {
 type clientIdent struct {
 	name, version, protocol string
 	modern                  bool
+	identity                string // the authenticated subject; "" without authentication
 }
 
 // clientOf returns the client of a request on ss: a modern request's own
@@ -190,6 +191,7 @@ func clientOf(ctx context.Context, ss *mcp.ServerSession, meta mcp.Meta) clientI
 		}
 	}
 	id.modern = modernSession(ss)
+	id.identity = identityFrom(ctx).subject
 	var raw json.RawMessage
 	if m, ok := ctx.Value(requestMetaKey{}).(json.RawMessage); ok {
 		raw = m
@@ -335,6 +337,9 @@ type ClientStatus struct {
 	Name     string `json:"name"`
 	Version  string `json:"version,omitempty"`
 	Protocol string `json:"protocol,omitempty"`
+	// Identity is the authenticated subject of the client's requests (HTTP
+	// with authentication); empty without.
+	Identity string `json:"identity,omitempty"`
 	// Capabilities are the client capabilities it declared that decide
 	// what its servers may ask of it (capNames).
 	Capabilities []string `json:"capabilities,omitempty"`
@@ -362,7 +367,7 @@ func (s *Server) Clients() []ClientStatus {
 	var out []ClientStatus
 	add := func(e *clientEntry, modern bool) {
 		st := ClientStatus{Name: printable(s.opts.Redactor.String(e.id.name)), Version: printable(s.opts.Redactor.String(e.id.version)),
-			Protocol: printable(e.id.protocol), Capabilities: e.caps, Session: e.session, Catalog: e.mode, Since: e.since.UTC()}
+			Protocol: printable(e.id.protocol), Identity: printable(e.id.identity), Capabilities: e.caps, Session: e.session, Catalog: e.mode, Since: e.since.UTC()}
 		st.Tools = full
 		if e.mode == ModeSearch {
 			st.Tools = searchList
@@ -878,7 +883,7 @@ func (s *Server) callThrough(ctx context.Context, ss *mcp.ServerSession, via str
 			if s.audit != nil {
 				e, _ := c.tools.Lookup(target)
 				s.audit.record(ss, auditRecord{Method: "tools/call", Exposed: target, Original: e.Original, Server: e.Server,
-					Decision: "denied", Outcome: "wrong call tool", Via: via, Catalog: ModeSearch}, time.Now(), nil)
+					Decision: "denied", Outcome: "wrong call tool", Via: via, Catalog: ModeSearch, Identity: identityFrom(ctx).subject}, time.Now(), nil)
 			}
 			answer(toolError("%q is a %s tool, so %s does not run it (each call tool runs one kind, so that your client can approve reads, changes and deletions apart); call it with %s. Nothing was executed.",
 				target, class, via, callToolOf(class)))

@@ -310,10 +310,11 @@ func startReady(ctx context.Context, c common, stderr io.Writer) (*proxy.Server,
 
 func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var c common
-	fs := newFlags("serve", "serve [--config FILE | FILE] [--http ADDR] [--allow-remote]", levelFromConfig, stderr, &c)
+	fs := newFlags("serve", "serve [--config FILE | FILE] [--http ADDR] [--allow-remote [--insecure-no-auth]]", levelFromConfig, stderr, &c)
 	httpAddr := fs.String("http", "", "serve streamable HTTP on ADDR (e.g. 127.0.0.1:7777) at /mcp instead of stdio")
 	reloadEvery := fs.Duration("watch-interval", time.Second, "how often the config file is checked for changes (it is reloaded on change and on SIGHUP)")
-	allowRemote := fs.Bool("allow-remote", false, "allow --http to listen on a non-loopback address (there is no authentication: only behind a trusted network)")
+	allowRemote := fs.Bool("allow-remote", false, "allow --http to listen on a non-loopback address; needs [auth] in the config, or --insecure-no-auth")
+	insecureNoAuth := fs.Bool("insecure-no-auth", false, "with --allow-remote, serve without authentication (only behind a network you trust)")
 	pos, ok, err := parse(fs, args)
 	if !ok {
 		return err
@@ -328,9 +329,8 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 		defer p.Close()
 		warnExposed(p, cfg)
-		go watchConfig(ctx, p, cfg, *reloadEvery, p.Logger())
 		defer startPublishing(ctx, p, cfg.Path, "http "+*httpAddr)()
-		return serveHTTP(ctx, p, cfg, *httpAddr, *allowRemote, stderr)
+		return serveHTTP(ctx, p, cfg, *httpAddr, *allowRemote, *insecureNoAuth, *reloadEvery, stderr)
 	}
 	// stdio: one client. The upstreams start when it initializes, so that
 	// they are offered exactly the capabilities it declared.
@@ -340,7 +340,7 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	defer p.Close()
 	warnExposed(p, cfg)
-	go watchConfig(ctx, p, cfg, *reloadEvery, p.Logger())
+	go watchConfig(ctx, p, cfg, *reloadEvery, p.Logger(), nil)
 	defer startPublishing(ctx, p, cfg.Path, "stdio")()
 	served := make(chan error, 1)
 	if f, ok := stdin.(*os.File); ok {
@@ -375,13 +375,16 @@ func warnExposed(p *proxy.Server, cfg *config.Config) {
 	}
 }
 
-func serveHTTP(ctx context.Context, p *proxy.Server, cfg *config.Config, addr string, allowRemote bool, stderr io.Writer) error {
+func serveHTTP(ctx context.Context, p *proxy.Server, cfg *config.Config, addr string, allowRemote, insecureNoAuth bool, reloadEvery time.Duration, stderr io.Writer) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return usageError("--http %q: want HOST:PORT, e.g. 127.0.0.1:7777", addr)
 	}
 	if ip := net.ParseIP(host); !allowRemote && host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return usageError("--http %q is not a loopback address; Manifold has no authentication, so it listens on loopback only unless --allow-remote is given", addr)
+		return usageError("--http %q is not a loopback address; Manifold listens on loopback only unless --allow-remote is given (with [auth] in the config, or --insecure-no-auth)", addr)
+	}
+	if err := checkRemote(cfg, allowRemote, insecureNoAuth, host); err != nil {
+		return err
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -391,8 +394,22 @@ func serveHTTP(ctx context.Context, p *proxy.Server, cfg *config.Config, addr st
 	if ip := ln.Addr().(*net.TCPAddr).IP; ip.IsLoopback() {
 		base = "http://" + ln.Addr().String() // URL-mode approvals: pages for this machine only
 	}
+	authn, err := httpAuthenticator(cfg, ln.Addr().String(), p.Logger())
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	var authOpts proxy.HTTPOptions
+	onReload := func(*config.Config) {}
+	if authn != nil {
+		authOpts.Authenticate, authOpts.Public = authn.Middleware, authn.MetadataHandlers()
+		onReload = func(cfg *config.Config) { authn.SetKeys(authKeys(cfg.Auth.APIKeys)) }
+	}
+	go watchConfig(ctx, p, cfg, reloadEvery, p.Logger(), onReload)
 	srv := p.HTTPServer(proxy.HTTPOptions{
 		ApprovalBase:    base,
+		Authenticate:    authOpts.Authenticate,
+		Public:          authOpts.Public,
 		AllowedHosts:    cfg.HTTP.AllowedHosts,
 		AllowedOrigins:  cfg.HTTP.AllowedOrigins,
 		SessionTimeout:  cfg.HTTP.SessionIdleTimeout,

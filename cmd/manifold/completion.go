@@ -11,7 +11,7 @@ var commandFlags = []struct {
 	name  string
 	flags []string
 }{
-	{"serve", []string{"--config", "--http", "--allow-remote", "--log-level"}},
+	{"serve", []string{"--config", "--http", "--allow-remote", "--insecure-no-auth", "--log-level"}},
 	{"check", []string{"--config", "--log-level"}},
 	{"tools", []string{"--config", "--json", "--client", "--entry", "--log-level"}},
 	{"call", []string{"--config", "--json", "--log-level"}},

@@ -30,15 +30,18 @@ import (
 // error. Changing the config file (or restoring a file) accepts the new
 // state. A policy file that cannot be read or parsed keeps the previous
 // rules too (config.Load fails).
-func watchConfig(ctx context.Context, p *proxy.Server, cfg *config.Config, interval time.Duration, log *slog.Logger) {
+//
+// The API keys file (auth.api_keys_file) is watched too; onReload, if not
+// nil, gets each config that was put in force (to swap the API keys).
+func watchConfig(ctx context.Context, p *proxy.Server, cfg *config.Config, interval time.Duration, log *slog.Logger, onReload func(*config.Config)) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	path, globs := cfg.Path, cfg.PolicyFiles // the policy files of the config in force
-	secrets := cfg.SecretFiles               // and its secret files
-	inForce := fileSum(path)                 // the config file in force
-	matched := matchingGlobs(globs)          // its globs that matched files
-	lockFile := cfg.LockFile                 // the lock file of approved definitions (pin.go)
+	path, globs := cfg.Path, watched(cfg) // the policy (and API keys) files of the config in force
+	secrets := cfg.SecretFiles            // and its secret files
+	inForce := fileSum(path)              // the config file in force
+	matched := matchingGlobs(globs)       // its globs that matched files
+	lockFile := cfg.LockFile              // the lock file of approved definitions (pin.go)
 	last := configSum(path, slices.Concat(globs, []string{lockFile}), secrets)
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -81,11 +84,23 @@ func watchConfig(ctx context.Context, p *proxy.Server, cfg *config.Config, inter
 		p.SetLock(lock)
 		p.SetPolicy(cfg.Policy)
 		p.SetCatalog(catalogOptions(cfg.Catalog))
-		globs, lockFile, secrets = cfg.PolicyFiles, cfg.LockFile, cfg.SecretFiles
+		if onReload != nil {
+			onReload(cfg)
+		}
+		globs, lockFile, secrets = watched(cfg), cfg.LockFile, cfg.SecretFiles
 		inForce, matched = sum, matchingGlobs(globs)
 		last = configSum(path, slices.Concat(globs, []string{lockFile}), secrets)
 		log.Info("reloaded the config", "reason", why, "file", cfg.Path, "servers", len(cfg.Servers))
 	}
+}
+
+// watched returns the files besides the config file whose changes reload it:
+// the policy files' globs and the API keys file.
+func watched(cfg *config.Config) []string {
+	if cfg.Auth.APIKeysFile == "" {
+		return cfg.PolicyFiles
+	}
+	return append(slices.Clone(cfg.PolicyFiles), cfg.Auth.APIKeysFile)
 }
 
 // matchingGlobs returns the globs (patterns with metacharacters) that match

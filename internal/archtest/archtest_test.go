@@ -22,6 +22,7 @@ const (
 	goSDK    = "github.com/modelcontextprotocol/go-sdk"
 	toml     = "github.com/BurntSushi/toml"
 	goPlugin = "github.com/hashicorp/go-plugin"
+	goJOSE   = "github.com/go-jose/go-jose"
 )
 
 // rule says what the packages matching one pattern may not depend on, directly
@@ -57,14 +58,23 @@ var rules = []rule{
 		module + "/proxy", module + "/policy", module + "/plugins", module + "/internal/config",
 		module + "/cmd", toml, goPlugin,
 	}},
+	// proxy receives authentication as an http middleware (HTTPOptions.Authenticate)
+	// and reads the identity from the SDK's auth.TokenInfo: the JOSE library and
+	// internal/auth stay out of it.
 	{dir: "proxy", forbidden: []string{
-		module + "/internal/config", module + "/plugins", module + "/cmd", toml, goPlugin,
+		module + "/internal/config", module + "/internal/auth", module + "/plugins", module + "/cmd", toml, goPlugin, goJOSE,
+	}},
+	// internal/auth validates tokens and API keys into identities
+	// (ARCHITECTURE §1 "Where new capabilities live"); it knows no config file,
+	// no proxy and no upstream.
+	{dir: "internal/auth", forbidden: []string{
+		module + "/proxy", module + "/upstream", module + "/plugins", module + "/internal/config", module + "/cmd", toml, goPlugin,
 	}},
 	{dir: "plugins", forbidden: []string{
 		module + "/proxy", module + "/internal/config", module + "/cmd", toml,
 	}},
 	{dir: "internal/config", forbidden: []string{
-		module + "/proxy", module + "/plugins", module + "/cmd", goSDK,
+		module + "/proxy", module + "/plugins", module + "/internal/auth", module + "/cmd", goSDK, goJOSE,
 	}},
 	// internal/clientconf reads and writes client files; it serves nothing.
 	{dir: "internal/clientconf", forbidden: []string{

@@ -97,6 +97,9 @@ type Config struct {
 
 	HTTP HTTP
 
+	// Auth is the [auth] table: authentication of HTTP clients.
+	Auth Auth
+
 	// Policy is the top-level read_only and the servers' policy keys
 	// (allow/deny lists, read_only, annotations, overrides) and, once [Load]
 	// has read them, the policy files' rules. It is nil when the file sets
@@ -282,6 +285,11 @@ func load(path string, lookPath func(string) (string, error)) (*Config, error) {
 	}
 	if cfg.Policy, err = LoadPolicyFiles(cfg); err != nil {
 		return nil, err
+	}
+	if cfg.Auth.APIKeysFile != "" {
+		if cfg.Auth.APIKeys, err = LoadAPIKeys(cfg.Auth.APIKeysFile, os.LookupEnv); err != nil {
+			return nil, err
+		}
 	}
 	return cfg, nil
 }
