@@ -1,12 +1,15 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -124,6 +127,7 @@ func fetchClients(ctx context.Context, base string) *clientsStatus {
 	if err != nil {
 		return nil
 	}
+	withToken(req)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return nil
@@ -149,13 +153,22 @@ func printClients(w io.Writer, clients []proxy.ClientStatus, size *proxy.Catalog
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "CLIENT\tVERSION\tPROTOCOL\tCATALOG\tTOOLS\tSESSION\tSINCE")
+	identities := slices.ContainsFunc(clients, func(c proxy.ClientStatus) bool { return c.Identity != "" })
+	head := "CLIENT\tVERSION\tPROTOCOL\tCATALOG\tTOOLS\tSESSION\tSINCE"
+	if identities {
+		head = "CLIENT\tIDENTITY\tVERSION\tPROTOCOL\tCATALOG\tTOOLS\tSESSION\tSINCE"
+	}
+	fmt.Fprintln(tw, head)
 	for _, c := range clients {
 		session := c.Session
 		if session == "" {
 			session = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", cut(c.Name, 40), cut(c.Version, 16), c.Protocol, c.Catalog, c.Tools, cut(session, 12), c.Since.Local().Format(time.DateTime))
+		name := cut(c.Name, 40)
+		if identities {
+			name += "\t" + cut(cmp.Or(c.Identity, "-"), 40)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", name, cut(c.Version, 16), c.Protocol, c.Catalog, c.Tools, cut(session, 12), c.Since.Local().Format(time.DateTime))
 	}
 	_ = tw.Flush()
 }
@@ -177,11 +190,15 @@ func fetchStatus(ctx context.Context, base string) ([]proxy.ServerStatus, error)
 	if err != nil {
 		return nil, usageError("--url %q: %v", base, err)
 	}
+	withToken(req)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("ask %s for its status: %w (is `manifold serve --http` running there?)", base, err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+		return nil, fmt.Errorf("ask %s for its status: %s: the instance has [auth]; set %s to an API key or access token it accepts", base, resp.Status, tokenEnv)
+	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("ask %s for its status: %s", base, resp.Status)
 	}
@@ -190,6 +207,17 @@ func fetchStatus(ctx context.Context, base string) ([]proxy.ServerStatus, error)
 		return nil, fmt.Errorf("ask %s for its status: %w", base, err)
 	}
 	return sts, nil
+}
+
+// tokenEnv names the environment variable whose value `status --url` sends
+// as its bearer token, for an instance with [auth].
+const tokenEnv = "MANIFOLD_TOKEN"
+
+// withToken adds the bearer token of tokenEnv to req, if it is set.
+func withToken(req *http.Request) {
+	if tok := os.Getenv(tokenEnv); tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
 }
 
 // protocolColumn says a server's protocol version, where its era came from,

@@ -506,6 +506,23 @@ url = `+tomlStr(up.url)+`
 		}
 	})
 
+	t.Run("status --url with MANIFOLD_TOKEN", func(t *testing.T) {
+		run := func(token string) (string, error) {
+			cmd := exec.CommandContext(testCtx(t), manifoldBin, "status", "--url", "http://"+hp.addr)
+			cmd.Env = append(os.Environ(), "MANIFOLD_CONFIG=", "MANIFOLD_TOKEN="+token)
+			cmd.WaitDelay = 5 * time.Second
+			out, err := cmd.CombinedOutput()
+			return string(out), err
+		}
+		if out, err := run(""); err == nil || !strings.Contains(out, "MANIFOLD_TOKEN") {
+			t.Errorf("status --url without a token: %v\n%s\nwant a failure naming MANIFOLD_TOKEN", err, out)
+		}
+		out, err := run(aliceKey)
+		if err != nil || !strings.Contains(out, "IDENTITY") || !strings.Contains(out, "alice@example.com") {
+			t.Errorf("status --url with an API key: %v\n%s\nwant the clients with their identities", err, out)
+		}
+	})
+
 	t.Run("upstream never sees the client's token", func(t *testing.T) {
 		up.mu.Lock()
 		defer up.mu.Unlock()
