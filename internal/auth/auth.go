@@ -282,13 +282,17 @@ func (a *Authenticator) refuse(w http.ResponseWriter, r *http.Request, err error
 	if code == "" {
 		code = "unauthorized"
 	}
-	body, _ := json.Marshal(map[string]string{"error": code, "error_description": "manifold: " + rf.desc})
+	body, _ := json.Marshal(map[string]string{"error": code, "error_description": "manifold: " + challengeText(rf.desc)})
 	_, _ = w.Write(append(body, '\n'))
 }
 
 // challengeText keeps a description to the characters RFC 6750 §3 allows
-// in error_description (printable ASCII but '"' and '\').
+// in error_description (printable ASCII but '"' and '\'), and to 300 bytes
+// (it may quote a kid, which nothing has verified).
 func challengeText(s string) string {
+	if len(s) > 300 {
+		s = s[:300] + "..."
+	}
 	return strings.Map(func(r rune) rune {
 		if r < 0x20 || r > 0x7e || r == '"' || r == '\\' {
 			return ' '
