@@ -507,6 +507,10 @@ url = `+tomlStr(up.url)+`
 	})
 
 	t.Run("status --url with MANIFOLD_TOKEN", func(t *testing.T) {
+		cs := authedSession(t, hp, "alice-client", is.sign("k1", is.good("alice@example.com", aud)))
+		if _, err := cs.ListTools(testCtx(t), nil); err != nil {
+			t.Fatal(err)
+		}
 		run := func(token string) (string, error) {
 			cmd := exec.CommandContext(testCtx(t), manifoldBin, "status", "--url", "http://"+hp.addr)
 			cmd.Env = append(os.Environ(), "MANIFOLD_CONFIG=", "MANIFOLD_TOKEN="+token)
