@@ -77,6 +77,7 @@ type backend struct {
 	up         *upstream.Upstream // guarded by mu; nil unless started
 	err        error              // guarded by mu; why it failed or exited
 	lists      lists              // guarded by mu
+	listed     bool               // guarded by mu; lists holds a listing (of a start, a re-listing or the cache)
 	caps       *mcp.ServerCapabilities
 	dirty      listKind                            // guarded by mu; lists to re-fetch
 	fetching   bool                                // guarded by mu; a refresh loop runs
@@ -311,6 +312,7 @@ func (s *Server) startUpstream(ctx context.Context, b *backend) (*upstream.Upstr
 	s.saveCatalog(b, l, about)
 	b.mu.Lock()
 	b.lists = l
+	b.listed = b.listed || err == nil
 	b.about = about
 	b.state = stateUp
 	b.err = nil
@@ -355,7 +357,7 @@ func (s *Server) supervise(b *backend, first chan<- error) {
 	if b.cfg.Lazy {
 		if l, ok := cached, hasCache; ok {
 			b.mu.Lock()
-			b.lists = l
+			b.lists, b.listed = l, true
 			b.mu.Unlock()
 			s.rebuild()
 			b.log.Info("lazy server: advertising its cached catalog until a call needs it", "tools", len(l.tools))
@@ -614,6 +616,7 @@ func (s *Server) requestRefresh(b *backend, kinds listKind) {
 			}
 			b.mu.Lock()
 			b.lists = l
+			b.listed = b.listed || err == nil
 			b.mu.Unlock()
 			s.rebuild()
 			s.relayListChanged(b, kinds)

@@ -276,9 +276,13 @@ func (s *Server) rebuild() {
 	c.surfOpts = *s.catalogOptions()
 	var toolGroups, promptGroups []naming.Group
 	snap := make(map[string]lists, len(g.backends))
+	pinned := make(map[string]pinSnapshot, len(g.backends))
 	for _, b := range g.backends {
 		b.mu.Lock()
 		l := b.lists
+		// Taken with the lists: instructions read later could belong to a
+		// listing this snapshot does not have yet.
+		pinned[b.name] = pinSnapshot{instructions: b.about.instructions, listed: b.listed}
 		b.mu.Unlock()
 		l = canonicalLists(l)
 		snap[b.name] = l
@@ -304,7 +308,7 @@ func (s *Server) rebuild() {
 	s.logCollisions("tool", collisions)
 	c.prompts, collisions = naming.BuildLimit(promptGroups, s.opts.MaxNameLength)
 	s.logCollisions("prompt", collisions)
-	c.pin = s.checkPins(g, snap, c.tools)
+	c.pin = s.checkPins(g, snap, pinned, c.tools)
 	s.heldInstr.Store(&c.pin.heldInstr)
 	c.serverText = s.serverTexts(g)
 

@@ -87,11 +87,23 @@ func (s *Server) SetLock(l *pin.Lock) {
 // first use since.
 func (s *Server) Lock() *pin.Lock { return s.pins.Load() }
 
-// checkPins compares every pinned server's definitions in snap with the
-// lock, trusting on first use the clean definitions of a server the lock
-// has nothing of. tools is the catalog's name table, for exposed names.
-// Called with catMu held.
-func (s *Server) checkPins(g *generation, snap map[string]lists, tools *naming.Table) *pinState {
+// pinSnapshot is what the pin check needs of a server besides its lists,
+// taken in the same critical section as them.
+type pinSnapshot struct {
+	instructions string
+	// listed: the lists are a listing, not the empty lists of a server not
+	// listed yet. A server the lock has nothing of is trusted on first use
+	// only once it is listed: its instructions alone (known at connect)
+	// would make it "known", and then its whole listing "new".
+	listed bool
+}
+
+// checkPins compares every pinned server's definitions in snap (with its
+// instructions in pinned) with the lock, trusting on first use the clean
+// definitions of a server the lock has nothing of, once it is listed.
+// tools is the catalog's name table, for exposed names. Called with catMu
+// held.
+func (s *Server) checkPins(g *generation, snap map[string]lists, pinned map[string]pinSnapshot, tools *naming.Table) *pinState {
 	ps := &pinState{held: map[pin.Key]string{}, reviews: map[string][]PinReview{}, heldInstr: map[string]bool{}}
 	lock := s.pins.Load()
 	// Every server's tool names, for shadowing: exposed ones, and the
@@ -140,8 +152,11 @@ func (s *Server) checkPins(g *generation, snap map[string]lists, tools *naming.T
 			continue
 		}
 		known := lock.Has(b.name)
+		if !known && !pinned[b.name].listed {
+			continue // nothing to trust yet, and nothing approved to hold against
+		}
 		others := othersOf(b.name)
-		for _, d := range s.pinDefs(b, snap[b.name]) {
+		for _, d := range s.pinDefs(b, snap[b.name], pinned[b.name].instructions) {
 			key := pin.Key{Server: b.name, Kind: d.def.Kind, Name: d.def.Name}
 			entry, approved := lock.Lookup(key)
 			if approved && entry.Sum == d.def.Sum() {
@@ -226,11 +241,11 @@ func (s *Server) logReview(server string, r PinReview) {
 
 type pinDef struct{ def pin.Def }
 
-// pinDefs returns b's definitions in l (and its instructions) in canonical
+// pinDefs returns b's definitions in l (and its instructions ins) in canonical
 // form, as the server wrote them. A definition that cannot be encoded is
 // logged and left out of the check, not trusted: it is not in the lock, so
 // it is held as new once the server has entries.
-func (s *Server) pinDefs(b *backend, l lists) []pinDef {
+func (s *Server) pinDefs(b *backend, l lists, ins string) []pinDef {
 	var out []pinDef
 	add := func(kind pin.Kind, name string, v any) {
 		raw, err := json.Marshal(v)
@@ -258,9 +273,6 @@ func (s *Server) pinDefs(b *backend, l lists) []pinDef {
 			add(pin.Template, t.URITemplate, t)
 		}
 	}
-	b.mu.Lock()
-	ins := b.about.instructions
-	b.mu.Unlock()
 	if strings.TrimSpace(ins) != "" {
 		out = append(out, pinDef{pin.InstructionsDef(ins)})
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/manifold-mcp/manifold/policy"
+	"github.com/manifold-mcp/manifold/proxy/naming"
 	"github.com/manifold-mcp/manifold/proxy/pin"
 	"github.com/manifold-mcp/manifold/upstream"
 )
@@ -192,4 +193,56 @@ func TestPinModeReload(t *testing.T) {
 	if st := s.Status()[0]; st.Pin != "quarantine" || len(st.Review) != 2 {
 		t.Errorf("after the reload to quarantine: pin %q, reviews %+v", st.Pin, st.Review)
 	}
+}
+
+// TestPinFirstSightWaitsForListing: a server the lock has nothing of is
+// not trusted on first use from a snapshot that has its instructions but
+// not yet its listing (its instructions are known at connect); otherwise it
+// would be "known" with only its instructions, and its whole listing held
+// as new once it arrives. Once listed, everything clean is trusted and
+// nothing is held.
+func TestPinFirstSightWaitsForListing(t *testing.T) {
+	var mu sync.Mutex
+	var trusted []string
+	s := startedServer(t, Options{OnTrust: func(es []pin.Entry) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, e := range es {
+			trusted = append(trusted, e.Key.String())
+		}
+	}})
+	b := &backend{name: "up", cfg: ServerConfig{Prefix: "up"}}
+	g := &generation{backends: []*backend{b}, byName: map[string]*backend{"up": b}, pin: map[string]PinMode{"up": PinQuarantine}}
+	tool := &mcp.Tool{Name: "read", Description: "Reads a file.", InputSchema: map[string]any{"type": "object"}}
+	check := func(l lists, snap pinSnapshot) *pinState {
+		tools, _ := naming.BuildLimit([]naming.Group{{Server: "up", Prefix: "up", Names: toolNames(l)}}, 64)
+		s.catMu.Lock()
+		defer s.catMu.Unlock()
+		return s.checkPins(g, map[string]lists{"up": l}, map[string]pinSnapshot{"up": snap}, tools)
+	}
+
+	// Connected, not listed yet: nothing trusted, nothing held.
+	ps := check(lists{}, pinSnapshot{instructions: "Use up for files."})
+	mu.Lock()
+	got := strings.Join(trusted, "; ")
+	mu.Unlock()
+	if got != "" || s.Lock().Has("up") || len(ps.held) != 0 {
+		t.Fatalf("before the listing: trusted %q, lock has up %v, held %v", got, s.Lock().Has("up"), ps.held)
+	}
+	// Listed: all of it is trusted at once, nothing held.
+	ps = check(lists{tools: []*mcp.Tool{tool}}, pinSnapshot{instructions: "Use up for files.", listed: true})
+	mu.Lock()
+	got = strings.Join(trusted, "; ")
+	mu.Unlock()
+	if got != `up tool "read"; up instructions` || len(ps.held) != 0 || len(ps.reviews["up"]) != 0 {
+		t.Fatalf("at the listing: trusted %q, held %v, reviews %+v", got, ps.held, ps.reviews["up"])
+	}
+}
+
+func toolNames(l lists) []string {
+	var out []string
+	for _, t := range l.tools {
+		out = append(out, t.Name)
+	}
+	return out
 }
