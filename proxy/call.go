@@ -131,7 +131,7 @@ func (s *Server) startCall(ctx context.Context, ss *mcp.ServerSession, name stri
 		for i := len(cleanups) - 1; i >= 0; i-- {
 			cleanups[i]()
 		}
-		if s.audit != nil {
+		if s.audit != nil || s.metrics != nil {
 			rec.Rounds = rounds
 			if pc != nil {
 				rec.Rounds = pc.rounds()
@@ -148,6 +148,7 @@ func (s *Server) startCall(ctx context.Context, ss *mcp.ServerSession, name stri
 				}
 			}
 			rec.ResultBytes = len(raw)
+			s.observe(&rec, start)
 			s.audit.record(ss, rec, start, fields["arguments"])
 		}
 		finish(raw, err)

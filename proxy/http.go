@@ -158,6 +158,9 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 		// no bearer token: the unguessable token in the path is the secret.
 		mux.Handle("/approve/{token}", s.setApprovalPages(strings.TrimSuffix(opts.ApprovalBase, "/")))
 	}
+	if m := s.MetricsHandler(); m != nil {
+		mux.Handle("GET /metrics", m)
+	}
 	if len(opts.Public) == 0 {
 		return checkHostOrigin(opts, mux)
 	}

@@ -23,6 +23,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/manifold-mcp/manifold/internal/redact"
+	"github.com/manifold-mcp/manifold/internal/telemetry"
 	"github.com/manifold-mcp/manifold/policy"
 	"github.com/manifold-mcp/manifold/proxy/pin"
 	"github.com/manifold-mcp/manifold/upstream"
@@ -145,6 +146,9 @@ type Options struct {
 	// AuditArguments adds the calls' argument values, with secrets redacted,
 	// to the audit lines.
 	AuditArguments bool
+	// Metrics keeps Prometheus metrics, served by [Server.MetricsHandler]
+	// and at /metrics of [Server.HTTPHandler]. If false, nothing is counted.
+	Metrics bool
 	// Reaper, if set, is given to every stdio server so that its whole process
 	// group dies with the proxy, even when the proxy is killed with SIGKILL;
 	// Close closes it last. If nil, only each server's direct child dies
@@ -233,7 +237,8 @@ type Server struct {
 	pages        atomic.Pointer[confirmPages] // URL-mode approval pages, when serving HTTP (confirmpage.go)
 	labels       labeler                      // labels results as data (label.go)
 	ledger       SpendLedger
-	audit        *auditor // the client's logging/setLevel, for servers that start later
+	audit        *auditor           // the client's logging/setLevel, for servers that start later
+	metrics      *telemetry.Metrics // nil when Options.Metrics is off
 
 	capsMu       sync.Mutex
 	clientCaps   *mcp.ClientCapabilities // guarded by capsMu; offered to upstreams
@@ -294,6 +299,9 @@ func New(opts Options) (*Server, error) {
 	s.catOpts.Store(&opts.Catalog)
 	if opts.Audit != nil {
 		s.audit = &auditor{w: opts.Redactor.Writer(opts.Audit), args: opts.AuditArguments}
+	}
+	if opts.Metrics {
+		s.metrics = s.newMetrics()
 	}
 	g, err := s.newGeneration(opts.Servers, nil)
 	if err != nil {

@@ -312,7 +312,7 @@ func rpcError(server string, err error) error {
 func (s *Server) readResource(ctx context.Context, ss *mcp.ServerSession, p *mcp.ReadResourceParams) (res *mcp.ReadResourceResult, err error) {
 	start := time.Now()
 	rec := auditRecord{Method: "resources/read", Exposed: p.URI, Decision: "denied", Outcome: "not found", Identity: identityFrom(ctx).subject}
-	if s.audit != nil {
+	if s.audit != nil || s.metrics != nil {
 		defer func() {
 			if err != nil && rec.Outcome == "" {
 				rec.Outcome, rec.Error = "error", err.Error()
@@ -325,6 +325,7 @@ func (s *Server) readResource(ctx context.Context, ss *mcp.ServerSession, p *mcp
 				}
 			}
 			rec.Catalog = s.sessionMode(ctx, ss, nil, s.catalog.Load(), false)
+			s.observe(&rec, start)
 			s.audit.record(ss, rec, start, nil)
 		}()
 	}
@@ -415,7 +416,7 @@ const codeRateLimited = -32000
 func (s *Server) handleGetPrompt(ctx context.Context, req *mcp.GetPromptRequest) (res *mcp.GetPromptResult, err error) {
 	start := time.Now()
 	rec := auditRecord{Method: "prompts/get", Exposed: req.Params.Name, Decision: "allowed", Identity: identityFrom(ctx).subject}
-	if s.audit != nil {
+	if s.audit != nil || s.metrics != nil {
 		defer func() {
 			if err != nil {
 				rec.Outcome, rec.Error = cmp.Or(rec.Outcome, "error"), err.Error()
@@ -426,6 +427,7 @@ func (s *Server) handleGetPrompt(ctx context.Context, req *mcp.GetPromptRequest)
 				}
 			}
 			rec.Catalog = s.sessionMode(ctx, req.Session, nil, s.catalog.Load(), false)
+			s.observe(&rec, start)
 			s.audit.record(req.Session, rec, start, nil)
 		}()
 	}

@@ -148,10 +148,15 @@ func loadConfig(c common) (*config.Config, error) {
 	return cfg, nil
 }
 
-func newLogger(w io.Writer, level string) (*slog.Logger, error) {
+// newLogger returns the log on w: text, or one JSON object a line when
+// jsonLines (log_format = "json").
+func newLogger(w io.Writer, level string, jsonLines bool) (*slog.Logger, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil {
 		return nil, usageError("log level %q: want debug, info, warn or error", level)
+	}
+	if jsonLines {
+		return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l})), nil
 	}
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
 }
@@ -243,7 +248,7 @@ func newProxy(c common, defaultLevel string, waitForClient bool, stderr io.Write
 	// Every secret of the config is hidden in the log, in status reports and
 	// in the audit lines.
 	red := redact.New(cfg.Secrets...)
-	log, err := newLogger(red.Writer(stderr), level)
+	log, err := newLogger(red.Writer(stderr), level, cfg.Telemetry.JSONLogs)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -253,6 +258,7 @@ func newProxy(c common, defaultLevel string, waitForClient bool, stderr io.Write
 	if err := pinOptions(&opts, cfg, log, !c.oneShot); err != nil {
 		return nil, nil, err
 	}
+	opts.Metrics = cfg.Telemetry.Metrics
 	if c.only != "" {
 		opts.Servers = serversFor(c.only, opts.Servers)
 	}
@@ -330,6 +336,11 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		defer p.Close()
 		warnExposed(p, cfg)
 		defer startPublishing(ctx, p, cfg.Path, "http "+*httpAddr)()
+		stopMetrics, err := serveMetrics(ctx, p, cfg, *allowRemote)
+		if err != nil {
+			return err
+		}
+		defer stopMetrics()
 		return serveHTTP(ctx, p, cfg, *httpAddr, *allowRemote, *insecureNoAuth, *reloadEvery, stderr)
 	}
 	// stdio: one client. The upstreams start when it initializes, so that
@@ -342,6 +353,14 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	warnExposed(p, cfg)
 	go watchConfig(ctx, p, cfg, *reloadEvery, p.Logger(), nil)
 	defer startPublishing(ctx, p, cfg.Path, "stdio")()
+	if cfg.Telemetry.Metrics && cfg.Telemetry.MetricsListen == "" {
+		p.Logger().Warn(`metrics = true serves /metrics on the HTTP listener, and stdio mode has none: nothing serves the metrics. Set metrics = "127.0.0.1:9464" in [telemetry] for a listener of their own`)
+	}
+	stopMetrics, err := serveMetrics(ctx, p, cfg, false)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
 	served := make(chan error, 1)
 	if f, ok := stdin.(*os.File); ok {
 		in, restore := pollable(f)
@@ -418,7 +437,11 @@ func serveHTTP(ctx context.Context, p *proxy.Server, cfg *config.Config, addr st
 		HeaderTimeout:   cfg.HTTP.HeaderTimeout,
 		BodyTimeout:     cfg.HTTP.BodyTimeout,
 	})
-	fmt.Fprintf(stderr, "manifold: serving MCP on http://%s/mcp\n", ln.Addr())
+	if cfg.Telemetry.JSONLogs {
+		p.Logger().Info(fmt.Sprintf("manifold: serving MCP on http://%s/mcp", ln.Addr()))
+	} else {
+		fmt.Fprintf(stderr, "manifold: serving MCP on http://%s/mcp\n", ln.Addr())
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -430,6 +453,36 @@ func serveHTTP(ctx context.Context, p *proxy.Server, cfg *config.Config, addr st
 	defer cancel()
 	_ = srv.Shutdown(sctx)
 	return nil
+}
+
+// serveMetrics serves GET /metrics on [telemetry] metrics = "ADDR", a
+// listener of their own (loopback only unless allowRemote), until ctx ends
+// or stop is called. With no address it does nothing.
+func serveMetrics(ctx context.Context, p *proxy.Server, cfg *config.Config, allowRemote bool) (stop func(), err error) {
+	addr := cfg.Telemetry.MetricsListen
+	srv := p.MetricsServer(proxy.HTTPOptions{AllowedHosts: cfg.HTTP.AllowedHosts, AllowedOrigins: cfg.HTTP.AllowedOrigins})
+	if addr == "" || srv == nil {
+		return func() {}, nil
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("%s: telemetry.metrics %q: want HOST:PORT, e.g. 127.0.0.1:9464", cfg.Path, addr)
+	}
+	if ip := net.ParseIP(host); !allowRemote && host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return nil, fmt.Errorf("%s: telemetry.metrics %q is not a loopback address; the metrics listener has no authentication, so it listens on loopback only unless serve --http ... --allow-remote is given", cfg.Path, addr)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("%s: telemetry.metrics: listen on %s: %w", cfg.Path, addr, err)
+	}
+	p.Logger().Info("serving metrics", "url", "http://"+ln.Addr().String()+"/metrics")
+	go func() { _ = srv.Serve(ln) }()
+	mctx, cancel := context.WithCancel(ctx)
+	go func() {
+		<-mctx.Done()
+		_ = srv.Close()
+	}()
+	return cancel, nil
 }
 
 func cmdCheck(args []string, stdout, stderr io.Writer) error {

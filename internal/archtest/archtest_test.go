@@ -80,6 +80,11 @@ var rules = []rule{
 	{dir: "internal/clientconf", forbidden: []string{
 		module + "/proxy", module + "/plugins", module + "/upstream", module + "/cmd", goSDK, goPlugin,
 	}},
+	// internal/telemetry is the only package that imports Prometheus; the
+	// proxy hands it plain values.
+	{dir: "internal/telemetry", forbidden: []string{
+		module + "/proxy", module + "/plugins", module + "/upstream", module + "/internal/config", module + "/cmd", goSDK, toml, goPlugin,
+	}},
 	{dir: ".", forbidden: []string{module + "/cmd"}},
 }
 

@@ -100,6 +100,9 @@ type Config struct {
 	// Auth is the [auth] table: authentication of HTTP clients.
 	Auth Auth
 
+	// Telemetry is the [telemetry] table (metrics) and log_format.
+	Telemetry Telemetry
+
 	// Policy is the top-level read_only and the servers' policy keys
 	// (allow/deny lists, read_only, annotations, overrides) and, once [Load]
 	// has read them, the policy files' rules. It is nil when the file sets

@@ -1,0 +1,174 @@
+package telemetry
+
+import (
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	dto "github.com/prometheus/client_model/go"
+)
+
+// series counts the series of the metric family name.
+func series(t *testing.T, m *Metrics, name string) []*dto.Metric {
+	t.Helper()
+	fams, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatalf("gather: %v", err)
+	}
+	for _, f := range fams {
+		if f.GetName() == name {
+			return f.GetMetric()
+		}
+	}
+	return nil
+}
+
+func labels(m *dto.Metric) map[string]string {
+	out := map[string]string{}
+	for _, l := range m.GetLabel() {
+		out[l.GetName()] = l.GetValue()
+	}
+	return out
+}
+
+// TestToolLabelsBounded: a client that makes calls under 10,000 distinct
+// tool names leaves at most MaxTools+1 tool label values, however the
+// caller bounded them.
+func TestToolLabelsBounded(t *testing.T) {
+	m := New(Source{})
+	const calls = 10000
+	for i := range calls {
+		m.Request("tools/call", "srv", fmt.Sprintf("hostile_%d", i), "ok", "", time.Millisecond)
+	}
+	got := series(t, m, "manifold_requests_total")
+	if len(got) != MaxTools+1 {
+		t.Fatalf("manifold_requests_total has %d series, want %d (MaxTools + other)", len(got), MaxTools+1)
+	}
+	var other float64
+	for _, s := range got {
+		if labels(s)["tool"] == Other {
+			other = s.GetCounter().GetValue()
+		}
+	}
+	if want := float64(calls - MaxTools); other != want {
+		t.Errorf("calls counted under %q = %v, want %v", Other, other, want)
+	}
+	if n := len(series(t, m, "manifold_request_duration_seconds")); n != MaxTools+1 {
+		t.Errorf("duration histogram has %d series, want %d", n, MaxTools+1)
+	}
+}
+
+// TestRequestCounts: one request of each kind lands in the right series,
+// errors and refusals only for what is not ok, and the duration in the
+// right bucket.
+func TestRequestCounts(t *testing.T) {
+	m := New(Source{})
+	m.Request("tools/call", "a", "a__x", "ok", "", 3*time.Millisecond)
+	m.Request("tools/call", "a", "a__x", "ok, cut to max_result_bytes", "", 3*time.Millisecond)
+	m.Request("tools/call", "a", "a__x", "tool error", "", 3*time.Millisecond)
+	m.Request("tools/call", "a", "a__x", "rate limited", "rate_limit", 0)
+	m.Request("tools/call", Other, Other, "hidden", "policy", 0)
+
+	count := func(name string) map[string]float64 {
+		out := map[string]float64{}
+		for _, s := range series(t, m, name) {
+			l := labels(s)
+			k := strings.Join([]string{l["reason"], l["server"], l["tool"], l["outcome"]}, "|")
+			out[k] = s.GetCounter().GetValue()
+		}
+		return out
+	}
+	if diff := cmp.Diff(map[string]float64{
+		"|a|a__x|ok": 1, "|a|a__x|ok, cut to max_result_bytes": 1, "|a|a__x|tool error": 1,
+		"|a|a__x|rate limited": 1, "|other|other|hidden": 1,
+	}, count("manifold_requests_total")); diff != "" {
+		t.Errorf("requests (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]float64{
+		"|a|a__x|tool error": 1, "|a|a__x|rate limited": 1, "|other|other|hidden": 1,
+	}, count("manifold_errors_total")); diff != "" {
+		t.Errorf("errors (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]float64{
+		"rate_limit|a|a__x|": 1, "policy|other|other|": 1,
+	}, count("manifold_refusals_total")); diff != "" {
+		t.Errorf("refusals (-want +got):\n%s", diff)
+	}
+}
+
+// TestBuckets: the histogram has the documented buckets, and a 3 ms call is
+// counted from the 5 ms bucket up, not below.
+func TestBuckets(t *testing.T) {
+	m := New(Source{})
+	m.Request("tools/call", "a", "a__x", "ok", "", 3*time.Millisecond)
+	h := series(t, m, "manifold_request_duration_seconds")
+	if len(h) != 1 {
+		t.Fatalf("got %d histogram series, want 1", len(h))
+	}
+	var bounds []float64
+	var cumul []uint64
+	for _, b := range h[0].GetHistogram().GetBucket() {
+		bounds = append(bounds, b.GetUpperBound())
+		cumul = append(cumul, b.GetCumulativeCount())
+	}
+	if diff := cmp.Diff(Buckets, bounds); diff != "" {
+		t.Errorf("bucket bounds (-want +got):\n%s", diff)
+	}
+	want := []uint64{0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}
+	if diff := cmp.Diff(want, cumul); diff != "" {
+		t.Errorf("cumulative counts (-want +got):\n%s", diff)
+	}
+}
+
+// TestGauges: the upstreams' state is one-hot, restarts and era are read at
+// scrape time, and the sessions are per transport.
+func TestGauges(t *testing.T) {
+	m := New(Source{
+		Upstreams: func() []Upstream {
+			return []Upstream{
+				{Name: "a", State: "up", Restarts: 2, Era: "legacy", EraSource: "probe", ProbeSeconds: 0.25},
+				{Name: "b", State: "failed", ProbeSeconds: -1},
+			}
+		},
+		Sessions: func() map[string]int { return map[string]int{"http": 3} },
+	})
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body := rec.Body.String()
+	for _, line := range []string{
+		`manifold_upstream_state{server="a",state="up"} 1`,
+		`manifold_upstream_state{server="a",state="failed"} 0`,
+		`manifold_upstream_state{server="b",state="failed"} 1`,
+		`manifold_upstream_restarts_total{server="a"} 2`,
+		`manifold_upstream_era{era="legacy",server="a",source="probe"} 1`,
+		`manifold_upstream_probe_seconds{server="a"} 0.25`,
+		`manifold_sessions{transport="http"} 3`,
+		`manifold_sessions{transport="stdio"} 0`,
+	} {
+		if !strings.Contains(body, line+"\n") {
+			t.Errorf("/metrics lacks %q", line)
+		}
+	}
+	if strings.Contains(body, `manifold_upstream_probe_seconds{server="b"}`) || strings.Contains(body, `manifold_upstream_era{era="",`) {
+		t.Errorf("/metrics has a probe or era for b, which has none:\n%s", body)
+	}
+}
+
+// TestNilMetrics: a nil *Metrics (metrics off) records nothing and does not
+// allocate.
+func TestNilMetrics(t *testing.T) {
+	var m *Metrics
+	if n := testing.AllocsPerRun(100, func() { m.Request("tools/call", "a", "a__x", "ok", "", time.Millisecond) }); n != 0 {
+		t.Errorf("Request on nil Metrics allocates %v times per call", n)
+	}
+}
+
+func BenchmarkRequest(b *testing.B) {
+	m := New(Source{})
+	for b.Loop() {
+		m.Request("tools/call", "a", "a__x", "ok", "", time.Millisecond)
+	}
+}
