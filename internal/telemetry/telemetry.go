@@ -83,7 +83,7 @@ func New(src Source) *Metrics {
 		}, labels),
 		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "manifold_refusals_total",
-			Help: "Calls refused before reaching an upstream, by reason (rate_limit, policy), server and exposed tool.",
+			Help: "Calls refused before reaching an upstream, by reason (rate_limit, policy, budget, argument_limit, pin), server and exposed tool.",
 		}, []string{"reason", "server", "tool"}),
 		tools: make(map[string]struct{}),
 	}
@@ -103,8 +103,8 @@ func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
 // Request records one request. server and tool must be names the proxy
 // exposes (or empty, or Other); outcome one of the proxy's fixed outcome
-// words. refused is "rate_limit" or "policy" for a call refused before it
-// reached an upstream, else "".
+// words. refused is the reason of a call refused before it reached an
+// upstream (rate_limit, policy, budget, argument_limit, pin), else "".
 func (m *Metrics) Request(method, server, tool, outcome, refused string, d time.Duration) {
 	if m == nil {
 		return
