@@ -159,7 +159,7 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 		mux.Handle("/approve/{token}", s.setApprovalPages(strings.TrimSuffix(opts.ApprovalBase, "/")))
 	}
 	if m := s.MetricsHandler(); m != nil {
-		mux.Handle("GET /metrics", m)
+		mux.Handle("GET /metrics", guard(m)) // behind [auth] as /mcp is
 	}
 	if len(opts.Public) == 0 {
 		return checkHostOrigin(opts, mux)
