@@ -143,7 +143,11 @@ func TestSecretsByReference(t *testing.T) {
 		t.Fatal(err)
 	}
 	audit := filepath.Join(t.TempDir(), "audit.jsonl")
-	path := writeConfig(t, `
+	// pin = "off": the one-shot commands (tools, call, status --fresh) each
+	// list the servers and the lock file they leave is not what this test
+	// is about (pin_test.go is).
+	path := writeConfig(t, `pin = "off"
+
 [audit]
 file = `+tomlStr(audit)+`
 arguments = true
