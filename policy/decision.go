@@ -64,9 +64,11 @@ type Limits struct {
 	CallTimeoutSource    string
 	MaxResultBytes       int
 	MaxResultBytesSource string
-	// Rate is enforced per exposed item.
+	// Rate is enforced per exposed item, and per identity unless
+	// RateShared (per = "all").
 	Rate       Rate
 	RateSource string
+	RateShared bool
 	// Budgets and Args are every matching rule's spend cap and argument
 	// limits, each enforced on its own (a budget per exposed tool and
 	// rule); each carries its source.
@@ -83,10 +85,12 @@ func (l *Limits) add(fr *Rule) {
 		l.MaxResultBytes, l.MaxResultBytesSource = fr.MaxResultBytes, fr.Source
 	}
 	if !fr.Rate.IsZero() && (l.Rate.IsZero() || fr.Rate.stricter(l.Rate)) {
-		l.Rate, l.RateSource = fr.Rate, fr.Source
+		l.Rate, l.RateSource, l.RateShared = fr.Rate, fr.Source, fr.Shared
 	}
 	if !fr.Budget.IsZero() {
-		l.Budgets = append(l.Budgets, fr.Budget)
+		b := fr.Budget
+		b.Shared = fr.Shared
+		l.Budgets = append(l.Budgets, b)
 	}
 	l.Args = append(l.Args, fr.Args...)
 }
@@ -131,6 +135,9 @@ func (d Decision) String() string {
 	}
 	if !l.Rate.IsZero() {
 		b.WriteString("; rate " + l.Rate.String())
+		if l.RateShared {
+			b.WriteString(" shared by all callers")
+		}
 		source(&b, l.RateSource)
 	}
 	for _, bu := range l.Budgets {

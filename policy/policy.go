@@ -3,6 +3,7 @@ package policy
 import (
 	"cmp"
 	"fmt"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -56,6 +57,9 @@ func (a *Annotations) ReadOnlyHint() bool {
 // template of one upstream server.
 type Item struct {
 	Kind Kind
+	// Who is the identity that asks; the zero Identity is anonymous, and
+	// only the rules for everyone apply to it.
+	Who Identity
 	// Server is the server's key in proxy.toml.
 	Server string
 	// Original is the name (tools, prompts), URI (resources) or URI template
@@ -104,6 +108,11 @@ type Rules struct {
 	// Servers holds the rules of each server by its key; a server absent
 	// from the map has none.
 	Servers map[string]*ServerRules
+
+	// TableRules are proxy.toml's own [rules.NAME] tables, in document
+	// order: rules like the policy files', decided before them, so that a
+	// policy file can hide more than they do but never less.
+	TableRules []Rule
 
 	// FileRules are the policy files' rules, file by file in load order,
 	// each file's in document order.
@@ -202,6 +211,16 @@ type Rule struct {
 	// bound their arguments. Zero and nil mean none.
 	Budget Budget
 	Args   []ArgLimit
+	// ReadOnly hides the matched tools whose effective readOnlyHint is not
+	// true, as read_only mode does (read_only = true in the rule).
+	ReadOnly bool
+	// Who limits the rule to the identities it lists ([Identity.In]); nil
+	// is everyone. The anonymous identity is in no list.
+	Who []Principal
+	// Shared makes the rule's rate and budget count the calls of every
+	// identity together (per = "all"); by default each identity has its
+	// own count (per = "identity").
+	Shared bool
 	Source string
 }
 
@@ -373,27 +392,10 @@ func (r *Rules) Decide(it Item) Decision {
 			d.Limits.Args = append(d.Limits.Args, o.Args...)
 		}
 	}
-	uri := it.Kind == Resource || it.Kind == Template
-	var decider *Rule
-	best := -1
-	for i := range r.FileRules {
-		fr := &r.FileRules[i]
-		if fr.URI != uri || !it.matches(fr.Match) {
-			continue
+	for _, rules := range [][]Rule{r.TableRules, r.FileRules} {
+		if hide, hidden := r.tier(&d, rules, sr, &it); hidden {
+			return hide
 		}
-		d.Limits.add(fr)
-		if !fr.Allow && !fr.Deny {
-			continue
-		}
-		if n := specificity(fr.Match); n > best || n == best && fr.Deny && !decider.Deny {
-			decider, best = fr, n
-		}
-	}
-	if decider != nil {
-		if decider.Deny {
-			return Decision{Rule: fmt.Sprintf("rule %q", decider.Name), Source: decider.Source, Reason: decider.Reason}
-		}
-		d.Rule, d.Source = fmt.Sprintf("rule %q", decider.Name), decider.Source
 	}
 	if it.Kind == Tool {
 		r.confirm(&d, sr, table, it)
@@ -418,13 +420,84 @@ func (r *Rules) confirm(d *Decision, sr *ServerRules, table string, it Item) {
 		d.Confirm, d.ConfirmRule, d.ConfirmSource, d.ConfirmReason = true, table+".confirm", sr.Confirm.Source, sr.Confirm.Reason
 		return
 	}
-	for i := range r.FileRules {
-		fr := &r.FileRules[i]
-		if fr.Confirm && !fr.URI && it.matches(fr.Match) {
-			d.Confirm, d.ConfirmRule, d.ConfirmSource, d.ConfirmReason = true, fmt.Sprintf("rule %q", fr.Name), fr.Source, fr.Reason
-			return
+	for _, rules := range [][]Rule{r.TableRules, r.FileRules} {
+		for i := range rules {
+			fr := &rules[i]
+			if fr.Confirm && !fr.URI && it.matches(fr.Match) && it.Who.applies(fr.Who, false) {
+				d.Confirm, d.ConfirmRule, d.ConfirmSource, d.ConfirmReason = true, fr.label(), fr.Source, fr.Reason
+				return
+			}
 		}
 	}
+}
+
+// tier applies one tier of rules (proxy.toml's [rules], or the policy
+// files') to it, adding the limits of the rules that match it (and apply to
+// its identity) to d. It returns the decision that hides it, if one does:
+// the most specific allow or deny rule deciding, a who-rule winning over a
+// rule for everyone that is as specific, then deny over allow; then a read_only
+// rule, which hides a tool that is not read-only.
+func (r *Rules) tier(d *Decision, rules []Rule, sr *ServerRules, it *Item) (Decision, bool) {
+	uri := it.Kind == Resource || it.Kind == Template
+	var decider, readOnly *Rule
+	best := -1
+	for i := range rules {
+		fr := &rules[i]
+		if fr.URI != uri || !it.matches(fr.Match) || !it.Who.applies(fr.Who, fr.Deny || fr.ReadOnly) {
+			continue
+		}
+		d.Limits.add(fr)
+		if fr.ReadOnly && readOnly == nil && it.Kind == Tool {
+			readOnly = fr
+		}
+		if !fr.Allow && !fr.Deny {
+			continue
+		}
+		if n := specificity(fr.Match); decider == nil || n > best || n == best && fr.beats(decider) {
+			decider, best = fr, n
+		}
+	}
+	if decider != nil {
+		if decider.Deny {
+			return Decision{Rule: decider.label(), Source: decider.Source, Reason: decider.Reason}, true
+		}
+		d.Rule, d.Source = decider.label(), decider.Source
+	}
+	if readOnly != nil {
+		ro, from := r.readOnly(sr, *it)
+		if !ro {
+			why := "read_only: " + from
+			if readOnly.Reason != "" {
+				why = readOnly.Reason + "; " + why
+			}
+			return Decision{Rule: readOnly.label(), Source: readOnly.Source, Reason: why}, true
+		}
+		d.ReadOnly, d.ReadOnlyFrom = true, from
+	}
+	return Decision{}, false
+}
+
+// beats says which of two allow or deny rules as specific as each other
+// decides: a who-rule over a rule for everyone (it is more specific about
+// who), then deny over allow, then the first (b).
+func (fr *Rule) beats(b *Rule) bool {
+	if (fr.Who != nil) != (b.Who != nil) {
+		return fr.Who != nil
+	}
+	return fr.Deny && !b.Deny
+}
+
+// label names a rule in a decision: `rule "name"`, and for a who-rule whom
+// it is for: `rule "eng" (who group:eng)`.
+func (fr *Rule) label() string {
+	if fr.Who == nil {
+		return fmt.Sprintf("rule %q", fr.Name)
+	}
+	who := make([]string, len(fr.Who))
+	for i, p := range fr.Who {
+		who[i] = p.String()
+	}
+	return fmt.Sprintf("rule %q (who %s)", fr.Name, strings.Join(who, ", "))
 }
 
 // label says whether the results of the server of sr are labelled as data,
@@ -514,9 +587,11 @@ func (r *Rules) GuardsResources(server string) bool {
 	if sr := r.server(server); sr != nil && len(sr.Resources.Allow)+len(sr.Resources.Deny) > 0 {
 		return true
 	}
-	for i := range r.FileRules {
-		if fr := &r.FileRules[i]; fr.URI && (fr.Allow || fr.Deny) {
-			return true
+	for _, rules := range [][]Rule{r.TableRules, r.FileRules} {
+		for i := range rules {
+			if fr := &rules[i]; fr.URI && (fr.Allow || fr.Deny) {
+				return true
+			}
 		}
 	}
 	return false

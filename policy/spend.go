@@ -27,6 +27,9 @@ type Budget struct {
 	Missing float64
 	// Source is where the budget was written ("file:line").
 	Source string
+	// Shared makes every identity spend from one budget (per = "all");
+	// by default each identity has its own.
+	Shared bool
 }
 
 // IsZero reports whether b is no cap.

@@ -130,8 +130,9 @@ func (d *decoder) policyKeys(root *table, cfg *Config) {
 			rules.Servers[name] = sr
 		}
 	}
+	rules.TableRules = d.tableRules(root)
 	d.checkRenames(cfg)
-	if rules.ReadOnly || rules.LabelResults || rules.Servers != nil || cfg.PolicyFiles != nil {
+	if rules.ReadOnly || rules.LabelResults || rules.Servers != nil || cfg.PolicyFiles != nil || rules.TableRules != nil {
 		cfg.Policy = rules
 	}
 	cfg.Audit = d.audit(root, cfg)
@@ -520,6 +521,20 @@ func (d *decoder) rule(t *table, name string) policy.Rule {
 	}
 	r.Budget = d.budget(t)
 	r.Args = d.argLimits(t)
+	r.ReadOnly, _ = t.boolean("read_only")
+	r.Who = d.who(t)
+	if per, ok := t.str("per"); ok {
+		switch per {
+		case "identity":
+		case "all":
+			r.Shared = true
+		default:
+			t.errorf("per", `%q is not a count; write per = "identity" (each caller has its own rate and budget, the default) or per = "all" (one count shared by every caller)`, per)
+		}
+		if !t.has("rate") && !t.has("budget") {
+			t.errorf("per", "per says how rate and budget count, but this rule has neither; remove per or add a rate or budget")
+		}
+	}
 	unknown := t.finish()
 
 	switch {
@@ -538,14 +553,18 @@ func (d *decoder) rule(t *table, name string) policy.Rule {
 	case !unknown:
 		t.errorHere(`neither match nor uri is set; set match = "GLOB" for tool and prompt names, or uri = "GLOB" for resource URIs`)
 	}
-	acts := r.Allow || r.Deny || r.Confirm || t.has("call_timeout") || t.has("max_result_bytes") || t.has("rate") || t.has("budget") || t.has("args")
+	acts := r.Allow || r.Deny || r.Confirm || r.ReadOnly || t.has("call_timeout") || t.has("max_result_bytes") || t.has("rate") || t.has("budget") || t.has("args")
 	switch {
 	case r.Allow && r.Deny:
 		t.errorHere("both allow and deny are true; keep one")
 	case r.Confirm && r.URI:
 		t.errorf("confirm", "confirm applies to tool calls, but this rule matches resource URIs (uri); use match = \"GLOB\" on exposed tool names")
+	case r.ReadOnly && r.URI:
+		t.errorf("read_only", "read_only applies to tools, but this rule matches resource URIs (uri); use match = \"GLOB\" on exposed tool names")
+	case r.ReadOnly && r.Allow:
+		t.errorf("read_only", "read_only = true hides what allow = true would show; split the rule in two: one that allows, one with read_only")
 	case !acts && !unknown:
-		t.errorHere("the rule does nothing; set deny = true, allow = true, confirm = true, or a limit: call_timeout, max_result_bytes, rate, budget or args")
+		t.errorHere("the rule does nothing; set deny = true, allow = true, confirm = true, read_only = true, or a limit: call_timeout, max_result_bytes, rate, budget or args")
 	}
 	if r.URI {
 		for _, k := range []string{"budget", "args"} {
@@ -555,6 +574,61 @@ func (d *decoder) rule(t *table, name string) policy.Rule {
 		}
 	}
 	return r
+}
+
+// who decodes the who list of a rule: the identities it applies to (see
+// policy.ParsePrincipal). Absent is everyone; present, it must name someone.
+func (d *decoder) who(t *table) []policy.Principal {
+	v, ok := t.value("who")
+	if !ok {
+		return nil
+	}
+	const example = `["group:eng", "user:alice@example.com"]`
+	arr, ok := v.([]any)
+	if !ok {
+		t.mismatch("who", v, "an array of identities such as "+example, "")
+		return []policy.Principal{} // a who-rule still, that matches no one
+	}
+	if len(arr) == 0 {
+		t.errorf("who", "who = [] names no one, so the rule would apply to no one; remove who to apply it to everyone, or list identities such as %s", example)
+		return []policy.Principal{}
+	}
+	out := make([]policy.Principal, 0, len(arr))
+	for i, e := range arr {
+		s, isStr := e.(string)
+		if !isStr {
+			t.errorf("who", "element %d: expected a string such as \"group:eng\", found %s; put every identity in quotes", i+1, typeName(e))
+			continue
+		}
+		p, err := policy.ParsePrincipal(s)
+		if err != nil {
+			t.errorf("who", "element %d: %v", i+1, err)
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// tableRules decodes proxy.toml's own [rules.NAME] tables: policy file
+// rules, not expanded either (a rule must mean the same whatever the
+// environment), decided before the policy files' (policy.Rules.TableRules).
+func (d *decoder) tableRules(root *table) []policy.Rule {
+	rt, ok := root.tableOf("rules", "a table of rules such as [rules.NAME]")
+	if !ok {
+		return nil
+	}
+	rt.expand = false
+	var out []policy.Rule
+	for _, name := range d.byPosition(rt.fields) {
+		t, ok := rt.tableOf(name, `a table with match = "GLOB" or uri = "GLOB"`)
+		if !ok {
+			continue
+		}
+		out = append(out, d.rule(t, name))
+	}
+	rt.finish()
+	return out
 }
 
 // noVariable reports a policy file glob at key of t that holds "${": policy

@@ -396,7 +396,7 @@ func TestParsePolicyFileErrors(t *testing.T) {
 		{
 			name: "rule that does nothing",
 			doc:  "[rules.a]\nmatch = \"x\"\ndeny = false\nreason = \"r\"\n",
-			want: []string{`p.toml:1:8: rules.a: the rule does nothing; set deny = true, allow = true, confirm = true, or a limit: call_timeout, max_result_bytes, rate, budget or args`},
+			want: []string{`p.toml:1:8: rules.a: the rule does nothing; set deny = true, allow = true, confirm = true, read_only = true, or a limit: call_timeout, max_result_bytes, rate, budget or args`},
 		},
 		{
 			name: "bad rate",
@@ -529,7 +529,7 @@ func TestLoadPolicyFilesErrors(t *testing.T) {
 	})
 	_, err := Load(filepath.Join(dir, "proxy.toml"))
 	want := []string{
-		filepath.Join("p", "bad.toml") + `:1:8: rules.a: the rule does nothing; set deny = true, allow = true, confirm = true, or a limit: call_timeout, max_result_bytes, rate, budget or args`,
+		filepath.Join("p", "bad.toml") + `:1:8: rules.a: the rule does nothing; set deny = true, allow = true, confirm = true, read_only = true, or a limit: call_timeout, max_result_bytes, rate, budget or args`,
 		filepath.Join("p", "broken.toml") + `:2:9: invalid TOML: expected value but found "x" instead`,
 	}
 	if diff := cmp.Diff(want, flatten(t, err)); diff != "" {
