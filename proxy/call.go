@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/manifold-mcp/manifold/policy"
 	"github.com/manifold-mcp/manifold/proxy/era"
 	"github.com/manifold-mcp/manifold/proxy/naming"
 	"github.com/manifold-mcp/manifold/upstream"
@@ -120,7 +121,9 @@ func (s *Server) startCall(ctx context.Context, ss *mcp.ServerSession, name stri
 	start := time.Now()
 	rec := auditRecord{Method: "tools/call", Exposed: name, Decision: "denied", Outcome: "unknown tool"}
 	rec.Via, _ = ctx.Value(innerCallKey{}).(string)
-	rec.Identity = identityFrom(ctx).subject
+	id := identityFrom(ctx)
+	who := id.policy()
+	rec.Identity = id.subject
 	// A client that calls before (or without) listing is a client too: its
 	// mode is decided here as a list would decide it, and status shows it.
 	rec.Catalog = s.sessionMode(ctx, ss, nil, s.catalog.Load(), true)
@@ -163,7 +166,7 @@ func (s *Server) startCall(ctx context.Context, ss *mcp.ServerSession, name stri
 		if he, found := c.tools.Lookup(name); found { // hidden: audited with its rule
 			rec.Server, rec.Original = he.Server, he.Original
 			rec.Outcome = "hidden"
-			_, rec.Rule = decisionWords(c.decisions["tool\x00"+name])
+			_, rec.Rule = decisionWords(c.decision("tool\x00"+name, who))
 		} else if b := c.downServer(name); b != nil {
 			rec.Server, rec.Outcome = b.name, "unavailable"
 			done(toolError("%s", b.unavailable()), nil)
@@ -172,7 +175,7 @@ func (s *Server) startCall(ctx context.Context, ss *mcp.ServerSession, name stri
 		done(nil, c.unknownTool(name))
 	}
 	c := s.catalog.Load()
-	e, d, ok := c.visibleTool(name)
+	e, d, ok := c.visibleTool(name, who)
 	if !ok {
 		select {
 		case <-s.ready:
@@ -183,7 +186,7 @@ func (s *Server) startCall(ctx context.Context, ss *mcp.ServerSession, name stri
 		// Upstreams are still starting: the tool may be about to appear.
 		s.waitReady(ctx)
 		c = s.catalog.Load()
-		if e, d, ok = c.visibleTool(name); !ok {
+		if e, d, ok = c.visibleTool(name, who); !ok {
 			notFound(c)
 			return
 		}
@@ -203,7 +206,7 @@ func (s *Server) startCall(ctx context.Context, ss *mcp.ServerSession, name stri
 	} else if _, retry := fields["requestState"]; retry && s.resumeCall(ctx, ss, re, name, e.Server, fields, finish) {
 		return
 	}
-	if outcome, text := s.refuseGuarded(name, d, fields["arguments"], time.Now()); outcome != "" {
+	if outcome, text := s.refuseGuarded(name, d, fields["arguments"], id, time.Now()); outcome != "" {
 		rec.Outcome = outcome
 		done(toolError("%s", text), nil)
 		return
@@ -225,7 +228,7 @@ func (s *Server) startCall(ctx context.Context, ss *mcp.ServerSession, name stri
 		up, fixed = iso, ss
 	}
 	if r := d.Limits.Rate; !r.IsZero() {
-		if wait := s.limits.take(name, r, time.Now()); wait > 0 {
+		if wait := s.limits.take(rateKey(name, d.Limits, id), r, time.Now()); wait > 0 {
 			rec.Outcome = "rate limited"
 			done(toolError("rate limit: %s allows %s (%s); nothing was executed. Retry in %s",
 				name, r, d.Limits.RateSource, (wait+time.Millisecond).Round(time.Second/10)), nil)
@@ -370,10 +373,10 @@ func (s *Server) startCall(ctx context.Context, ss *mcp.ServerSession, name stri
 		raw = s.maskRaw(raw)
 		settled.Store(true)
 		if len(d.Limits.Budgets) > 0 {
-			rec.Spend = s.countSpend(b, name, d, raw, time.Now())
+			rec.Spend = s.countSpend(b, name, d, raw, id, time.Now())
 		}
 		if naming.MayContainURIs(raw) {
-			raw = c.filterResultResources(b.name, raw)
+			raw = c.filterResultResources(b.name, raw, who)
 		}
 		if ss != nil {
 			raw = adaptCallResult(raw, sessionVersion(ss))
@@ -407,7 +410,7 @@ var (
 // links and embedded resources) outward for server, and withholds those
 // whose read the policy would refuse (see catalog.upstreamResource). The
 // lean path and the SDK path both come through here.
-func (c *catalog) filterResultResources(server string, raw json.RawMessage) json.RawMessage {
+func (c *catalog) filterResultResources(server string, raw json.RawMessage, who policy.Identity) json.RawMessage {
 	if !c.filtersResources(server) { // unprefixed and unguarded: URIs are kept
 		return raw
 	}
@@ -418,7 +421,7 @@ func (c *catalog) filterResultResources(server string, raw json.RawMessage) json
 		}
 		return raw
 	}
-	if !naming.FilterContentResources(v, func(u string) (string, bool) { return c.upstreamResource(server, u) }) {
+	if !naming.FilterContentResources(v, func(u string) (string, bool) { return c.upstreamResource(server, u, who) }) {
 		return raw
 	}
 	out, err := json.Marshal(v)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -49,6 +50,20 @@ type catalog struct {
 	rules     *policy.Rules
 	decisions map[string]policy.Decision // exposed tool or prompt name -> its decision (hidden ones too)
 
+	// who says that a rule has a who list, so that a decision depends on
+	// who asks (who.go): decisions are then those of policy.Widest (what
+	// someone may see, registered with the SDK), and items holds what
+	// each visible item is decided on ("tool\x00NAME", "prompt\x00NAME",
+	// "resource\x00URI", "template\x00TEMPLATE"), for the decision of each
+	// identity. varies says, per list, whether an item's visibility
+	// depends on who asks (its list is then cacheScope "private").
+	who                              bool
+	items                            map[string]policy.Item
+	varies                           [numCatalogKinds]bool
+	variesResources, variesTemplates bool
+	views                            sync.Map // identity.key() -> *view
+	nviews                           atomic.Int64
+
 	// pin is what the pin check found (pinned.go); pinHeld maps "tool\x00"
 	// or "prompt\x00" and an exposed name that the check holds for review
 	// to the error a call or get of it gets.
@@ -77,9 +92,9 @@ type catalog struct {
 	index      *search.Index
 }
 
-// toolDecision returns the decision of an exposed tool name that exists and
-// is visible.
-func (c *catalog) visibleTool(name string) (naming.Entry, policy.Decision, bool) {
+// visibleTool returns the entry and the decision for id of an exposed tool
+// name that exists and is visible to id.
+func (c *catalog) visibleTool(name string, id policy.Identity) (naming.Entry, policy.Decision, bool) {
 	e, ok := c.tools.Lookup(name)
 	if !ok {
 		return e, policy.Decision{}, false
@@ -87,23 +102,27 @@ func (c *catalog) visibleTool(name string) (naming.Entry, policy.Decision, bool)
 	if _, listed := c.toolDefs[name]; !listed {
 		return e, policy.Decision{}, false
 	}
-	return e, c.decisions["tool\x00"+name], true
+	d := c.decision("tool\x00"+name, id)
+	return e, d, d.Visible
 }
 
 // visiblePrompt is visibleTool for prompts.
-func (c *catalog) visiblePrompt(name string) (naming.Entry, bool) {
+func (c *catalog) visiblePrompt(name string, id policy.Identity) (naming.Entry, policy.Decision, bool) {
 	e, ok := c.prompts.Lookup(name)
 	if !ok {
-		return e, false
+		return e, policy.Decision{}, false
 	}
-	_, listed := c.promptDefs[name]
-	return e, listed
+	if _, listed := c.promptDefs[name]; !listed {
+		return e, policy.Decision{}, false
+	}
+	d := c.decision("prompt\x00"+name, id)
+	return e, d, d.Visible
 }
 
-// resourceAllowed decides a read, subscribe or completion of an outward URI
-// of server (original is the server's own URI).
-func (c *catalog) resourceAllowed(server, original, outward string) policy.Decision {
-	return c.rules.Decide(policy.Item{Kind: policy.Resource, Server: server, Original: original, Exposed: outward})
+// resourceAllowed decides, for id, a read, subscribe or completion of an
+// outward URI of server (original is the server's own URI).
+func (c *catalog) resourceAllowed(server, original, outward string, id policy.Identity) policy.Decision {
+	return c.rules.Decide(policy.Item{Kind: policy.Resource, Server: server, Original: original, Exposed: outward, Who: id})
 }
 
 // resolveResource canonicalises a resource URI from a client
@@ -131,7 +150,7 @@ func (c *catalog) resolveResource(uri string) (server, original, outward string,
 // can be, and false when a read of it would be refused, so the content must
 // be withheld (naming.FilterContentResources). Without rules that can hide
 // the server's resources only the rewrite applies.
-func (c *catalog) upstreamResource(server, uri string) (string, bool) {
+func (c *catalog) upstreamResource(server, uri string, id policy.Identity) (string, bool) {
 	canon, err := policy.CanonicalURI(uri)
 	if !c.rules.GuardsResources(server) {
 		if err != nil {
@@ -143,7 +162,7 @@ func (c *catalog) upstreamResource(server, uri string) (string, bool) {
 		return "", false // fail closed: no rule can be said to allow it
 	}
 	out := c.uris.Outward(server, canon)
-	return out, c.resourceAllowed(server, canon, out).Visible
+	return out, c.resourceAllowed(server, canon, out, id).Visible
 }
 
 // filtersResources reports whether content from server needs
@@ -166,6 +185,7 @@ func newCatalog(g *generation) *catalog {
 		templates:  map[string]*mcp.ResourceTemplate{},
 		tmplOwner:  map[string]string{},
 		decisions:  map[string]policy.Decision{},
+		items:      map[string]policy.Item{},
 		toolAnn:    map[string]*policy.Annotations{},
 		pinHeld:    map[string]string{},
 	}
@@ -230,6 +250,46 @@ func (s *Server) Explain(name string) (string, error) {
 	return s.opts.Redactor.String(text), s.opts.Redactor.Error(err)
 }
 
+// ExplainAs is Explain for the identity who: whether who sees name, and
+// which rule decided, by the decision that lists and calls use for who.
+func (s *Server) ExplainAs(name string, who policy.Identity) (string, error) {
+	text, err := s.explainAs(name, who)
+	return s.opts.Redactor.String(text), s.opts.Redactor.Error(err)
+}
+
+func (s *Server) explainAs(name string, who policy.Identity) (string, error) {
+	c := s.catalog.Load()
+	as := "as " + who.String() + ": "
+	if e, ok := c.tools.Lookup(name); ok && e.Exposed == name {
+		d := c.decision("tool\x00"+name, who)
+		return fmt.Sprintf("%stool %s (server %q, original %q): %s", as, name, e.Server, e.Original, d.String()), nil
+	}
+	if e, ok := c.prompts.Lookup(name); ok && e.Exposed == name {
+		d := c.decision("prompt\x00"+name, who)
+		return fmt.Sprintf("%sprompt %s (server %q, original %q): %s", as, name, e.Server, e.Original, d.String()), nil
+	}
+	for _, e := range c.listed {
+		if e.Kind == "template" && e.Exposed == name {
+			verdict := e.Verdict
+			if c.who && e.Visible {
+				verdict = c.decision("template\x00"+name, who).String()
+			}
+			return fmt.Sprintf("%stemplate %s (server %q, original %q): %s", as, name, e.Server, e.Original, verdict), nil
+		}
+	}
+	if strings.Contains(name, ":") {
+		server, original, uri, ok, err := c.resolveResource(name)
+		if err != nil {
+			return "", fmt.Errorf("%q: %w", name, err)
+		}
+		if ok {
+			d := c.resourceAllowed(server, original, uri, who)
+			return fmt.Sprintf("%sresource %s (server %q, original %q): %s", as, uri, server, original, d.String()), nil
+		}
+	}
+	return "", fmt.Errorf("%q is not a tool or prompt that any server listed, nor a resource URI of a server; run `manifold tools` to see the names", name)
+}
+
 func (s *Server) explain(name string) (string, error) {
 	c := s.catalog.Load()
 	for _, e := range s.Catalog() {
@@ -243,7 +303,7 @@ func (s *Server) explain(name string) (string, error) {
 			return "", fmt.Errorf("%q: %w", name, err)
 		}
 		if ok {
-			d := c.resourceAllowed(server, original, uri)
+			d := c.resourceAllowed(server, original, uri, policy.Identity{})
 			return fmt.Sprintf("resource %s (server %q, original %q): %s", uri, server, original, d.String()), nil
 		}
 	}
@@ -273,6 +333,25 @@ func (s *Server) rebuild() {
 	c := newCatalog(g)
 	rules := s.rules.Load()
 	c.rules = rules
+	c.who = rules.HasWho()
+	// decide is the decision the catalog is built on: for everyone, or,
+	// when it depends on who asks, what someone may see (who.go).
+	decide := func(key string, it policy.Item, varies *bool) policy.Decision {
+		if !c.who {
+			return rules.Decide(it)
+		}
+		it.Who = policy.Widest
+		d := rules.Decide(it)
+		c.decisions[key] = d
+		if d.Visible {
+			c.items[key] = it
+			it.Who = policy.Narrowest
+			if !rules.Decide(it).Visible {
+				*varies = true
+			}
+		}
+		return d
+	}
 	c.surfOpts = *s.catalogOptions()
 	var toolGroups, promptGroups []naming.Group
 	snap := make(map[string]lists, len(g.backends))
@@ -325,7 +404,7 @@ func (s *Server) rebuild() {
 			if o, ok := rules.Override(b.name, t.Name); ok && o.Name != "" {
 				it.Qualified = naming.ExposeLimit(b.cfg.Prefix, t.Name, s.opts.MaxNameLength) // rules on the server's names still apply
 			}
-			d := rules.Decide(it)
+			d := decide("tool\x00"+exposed, it, &c.varies[catTools])
 			if msg, held := c.pin.isHeld(b.name, pin.Tool, t.Name); held && d.Visible {
 				d = policy.Decision{Rule: "pin", Reason: "awaits review: run `manifold approve " + b.name + "/" + t.Name + "`"}
 				c.pinHeld["tool\x00"+exposed] = msg
@@ -355,8 +434,8 @@ func (s *Server) rebuild() {
 			if !ok {
 				continue
 			}
-			d := rules.Decide(policy.Item{Kind: policy.Prompt, Server: b.name, Original: p.Name, Exposed: exposed,
-				Full: naming.Full(b.cfg.Prefix, p.Name)})
+			d := decide("prompt\x00"+exposed, policy.Item{Kind: policy.Prompt, Server: b.name, Original: p.Name, Exposed: exposed,
+				Full: naming.Full(b.cfg.Prefix, p.Name)}, &c.varies[catPrompts])
 			if msg, held := c.pin.isHeld(b.name, pin.Prompt, p.Name); held && d.Visible {
 				d = policy.Decision{Rule: "pin", Reason: "awaits review: run `manifold approve " + b.name + "/" + p.Name + "`"}
 				c.pinHeld["prompt\x00"+exposed] = msg
@@ -377,7 +456,7 @@ func (s *Server) rebuild() {
 				continue
 			}
 			out := c.uris.Outward(b.name, canon)
-			d := rules.Decide(policy.Item{Kind: policy.Resource, Server: b.name, Original: canon, Exposed: out})
+			d := decide("resource\x00"+out, policy.Item{Kind: policy.Resource, Server: b.name, Original: canon, Exposed: out}, &c.variesResources)
 			if !d.Visible {
 				c.narrowedResources = true
 				c.listed = append(c.listed, Entry{Kind: "resource", Exposed: out, Server: b.name, Original: r.URI, Description: r.Description, Verdict: d.String()})
@@ -398,9 +477,10 @@ func (s *Server) rebuild() {
 		}
 		for _, t := range l.templates {
 			out := c.uris.OutwardTemplate(b.name, t.URITemplate)
-			d := rules.Decide(policy.Item{Kind: policy.Template, Server: b.name, Original: t.URITemplate, Exposed: out})
+			d := decide("template\x00"+out, policy.Item{Kind: policy.Template, Server: b.name, Original: t.URITemplate, Exposed: out}, &c.variesTemplates)
 			if _, held := c.pin.isHeld(b.name, pin.Template, t.URITemplate); held && d.Visible {
 				d = policy.Decision{Rule: "pin", Reason: "awaits review: run `manifold approve " + b.name + "/" + t.URITemplate + "`"}
+				c.decisions["template\x00"+out] = d
 			}
 			if !d.Visible {
 				c.narrowedTemplates = true

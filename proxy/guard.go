@@ -77,8 +77,12 @@ func (l *memoryLedger) Since(key string, since time.Time) []Spend {
 // budgetKey is the ledger key of budget bu of the exposed tool name: a
 // budget per tool and rule, renewed when the rule's window or pointer
 // changes.
-func budgetKey(name string, bu policy.Budget) string {
-	return name + "\x00" + bu.Source + "\x00" + bu.Window.String() + "\x00" + bu.From.String()
+func budgetKey(name string, bu policy.Budget, who string) string {
+	k := name + "\x00" + bu.Source + "\x00" + bu.Window.String() + "\x00" + bu.From.String()
+	if who != "" {
+		k += "\x00who\x00" + who
+	}
+	return k
 }
 
 // budgetState returns what spends (oldest first, all within the window
@@ -106,7 +110,7 @@ func budgetState(spends []Spend, bu policy.Budget) (spent float64, back time.Tim
 // argument limits and budgets of its decision, before it is forwarded. It
 // returns "" when the call may go, else the audit outcome and the text of
 // the isError result that refuses it.
-func (s *Server) refuseGuarded(name string, d policy.Decision, args json.RawMessage, now time.Time) (outcome, text string) {
+func (s *Server) refuseGuarded(name string, d policy.Decision, args json.RawMessage, id identity, now time.Time) (outcome, text string) {
 	l := d.Limits
 	if len(l.Args) > 0 {
 		v, err := decodeArgs(args)
@@ -120,7 +124,7 @@ func (s *Server) refuseGuarded(name string, d policy.Decision, args json.RawMess
 		}
 	}
 	for _, bu := range l.Budgets {
-		spent, back := budgetState(s.ledger.Since(budgetKey(name, bu), now.Add(-bu.Window)), bu)
+		spent, back := budgetState(s.ledger.Since(budgetKey(name, bu, spendWho(bu, id)), now.Add(-bu.Window)), bu)
 		if back.IsZero() {
 			continue
 		}
@@ -144,7 +148,7 @@ type auditSpend struct {
 // countSpend counts what a raw tools/call result of the exposed tool name
 // on b reports against each budget of d, logging a result that reports no
 // honest number, and returns the audit lines.
-func (s *Server) countSpend(b *backend, name string, d policy.Decision, raw json.RawMessage, now time.Time) []auditSpend {
+func (s *Server) countSpend(b *backend, name string, d policy.Decision, raw json.RawMessage, id identity, now time.Time) []auditSpend {
 	var v any
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
@@ -157,7 +161,7 @@ func (s *Server) countSpend(b *backend, name string, d policy.Decision, raw json
 		if note != "" {
 			b.log.Warn("spend cap: "+note, "tool", name, "budget", bu.Source)
 		}
-		key := budgetKey(name, bu)
+		key := budgetKey(name, bu, spendWho(bu, id))
 		if amount > 0 {
 			s.ledger.Add(key, amount, now)
 		}

@@ -49,14 +49,14 @@ func TestBudgetWindow(t *testing.T) {
 	}
 	for _, st := range steps {
 		now := t0.Add(st.at)
-		outcome, text := s.refuseGuarded("web__search", d, nil, now)
+		outcome, text := s.refuseGuarded("web__search", d, nil, identity{}, now)
 		switch {
 		case st.wantRefused == "" && outcome != "":
 			t.Fatalf("at +%s: refused (%s): %s", st.at, outcome, text)
 		case st.wantRefused != "" && (outcome != "budget spent" || !strings.Contains(text, st.wantRefused)):
 			t.Fatalf("at +%s: outcome %q, text %q; want a refusal with %q", st.at, outcome, text, st.wantRefused)
 		case st.wantRefused == "":
-			s.countSpend(b, "web__search", d, credits(st.spend), now)
+			s.countSpend(b, "web__search", d, credits(st.spend), identity{}, now)
 		}
 	}
 }
@@ -85,7 +85,7 @@ func TestBudgetHostileValues(t *testing.T) {
 			d.Limits.Budgets[0].Missing = tt.missing
 			var got []float64
 			for i, r := range tt.results {
-				lines := s.countSpend(b, "web__search", d, r, t0.Add(time.Duration(i)*time.Second))
+				lines := s.countSpend(b, "web__search", d, r, identity{}, t0.Add(time.Duration(i)*time.Second))
 				got = append(got, lines[0].Spent)
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
@@ -131,7 +131,7 @@ func TestArgLimits(t *testing.T) {
 	s := &Server{ledger: &memoryLedger{}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			outcome, text := s.refuseGuarded("files__read", d, json.RawMessage(tt.args), t0)
+			outcome, text := s.refuseGuarded("files__read", d, json.RawMessage(tt.args), identity{}, t0)
 			if tt.want == "" {
 				if outcome != "" {
 					t.Fatalf("refused: %s", text)

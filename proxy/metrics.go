@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/manifold-mcp/manifold/internal/telemetry"
+	"github.com/manifold-mcp/manifold/policy"
 )
 
 // newMetrics returns the proxy's registry, whose gauges read the upstreams'
@@ -58,7 +59,7 @@ func (s *Server) observe(rec *auditRecord, start time.Time) {
 	server, tool := rec.Server, ""
 	if rec.Method == "tools/call" {
 		tool = rec.Exposed
-		if _, _, ok := s.catalog.Load().visibleTool(tool); !ok {
+		if _, _, ok := s.catalog.Load().visibleTool(tool, policy.Widest); !ok {
 			tool = telemetry.Other
 		}
 		if server == "" {

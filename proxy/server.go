@@ -177,14 +177,23 @@ func (s *Server) route(ctx context.Context, next mcp.MethodHandler, method strin
 		if !ok || err != nil {
 			return res, err
 		}
+		lr = s.narrowResult(ctx, req, lr).(*mcp.ListToolsResult)
 		if v := sessionVersion(req.GetSession()); v < modernVersion {
 			return adaptToolList(lr, v), nil
 		}
 		return s.modernToolList(lr), nil
-	case "prompts/list":
-		s.listing(ctx, req, catPrompts)
-	case "resources/list", "resources/templates/list":
-		s.listing(ctx, req, catResources)
+	case "prompts/list", "resources/list", "resources/templates/list":
+		kind := catPrompts
+		if method != "prompts/list" {
+			kind = catResources
+		}
+		s.listing(ctx, req, kind)
+		res, err := next(ctx, method, req)
+		if err != nil || res == nil {
+			return res, err
+		}
+		// Narrowed to what the caller may see (who.go).
+		return s.narrowResult(ctx, req, res), nil
 	case "resources/read":
 		if r, ok := req.(*mcp.ReadResourceRequest); ok {
 			return s.readResource(ctx, r.Session, r.Params)
@@ -268,11 +277,11 @@ func (s *Server) setCacheable(_ context.Context, req mcp.Request, c *mcp.Cacheab
 		// no shared cache's to serve.
 		c.TTLMs, c.CacheScope = cat.listCache(ready)
 	case *mcp.ListPromptsRequest:
-		c.TTLMs, c.CacheScope = era.ListCache(cat.narrowed[catPrompts], ready)
+		c.TTLMs, c.CacheScope = era.ListCache(cat.narrowed[catPrompts] || cat.varies[catPrompts], ready)
 	case *mcp.ListResourcesRequest:
-		c.TTLMs, c.CacheScope = era.ListCache(cat.narrowedResources, ready)
+		c.TTLMs, c.CacheScope = era.ListCache(cat.narrowedResources || cat.variesResources, ready)
 	case *mcp.ListResourceTemplatesRequest:
-		c.TTLMs, c.CacheScope = era.ListCache(cat.narrowedTemplates, ready)
+		c.TTLMs, c.CacheScope = era.ListCache(cat.narrowedTemplates || cat.variesTemplates, ready)
 	case *mcp.ReadResourceRequest:
 		// The upstream's answer says how long its content keeps; an
 		// upstream of the legacy era says nothing (0: re-read).
@@ -339,7 +348,8 @@ func (s *Server) readResource(ctx context.Context, ss *mcp.ServerSession, p *mcp
 	if !ok {
 		return nil, mcp.ResourceNotFoundError(p.URI)
 	}
-	d := c.resourceAllowed(server, original, uri)
+	who := identityFrom(ctx).policy()
+	d := c.resourceAllowed(server, original, uri, who)
 	rec.Exposed, rec.Server, rec.Original = uri, server, original
 	if rec.Decision, rec.Rule = decisionWords(d); !d.Visible {
 		rec.Outcome = "denied"
@@ -377,7 +387,7 @@ func (s *Server) readResource(ctx context.Context, ss *mcp.ServerSession, p *mcp
 		if rc == nil {
 			continue
 		}
-		out, ok := c.upstreamResource(server, rc.URI)
+		out, ok := c.upstreamResource(server, rc.URI, who)
 		if !ok {
 			continue
 		}
@@ -415,7 +425,9 @@ const codeRateLimited = -32000
 
 func (s *Server) handleGetPrompt(ctx context.Context, req *mcp.GetPromptRequest) (res *mcp.GetPromptResult, err error) {
 	start := time.Now()
-	rec := auditRecord{Method: "prompts/get", Exposed: req.Params.Name, Decision: "allowed", Identity: identityFrom(ctx).subject}
+	id := requestIdentity(ctx, req)
+	who := id.policy()
+	rec := auditRecord{Method: "prompts/get", Exposed: req.Params.Name, Decision: "allowed", Identity: id.subject}
 	if s.audit != nil || s.metrics != nil {
 		defer func() {
 			if err != nil {
@@ -432,7 +444,7 @@ func (s *Server) handleGetPrompt(ctx context.Context, req *mcp.GetPromptRequest)
 		}()
 	}
 	c := s.catalog.Load()
-	e, ok := c.visiblePrompt(req.Params.Name)
+	e, d, ok := c.visiblePrompt(req.Params.Name, who)
 	if !ok {
 		rec.Decision = "denied"
 		if msg, held := c.heldMessage("prompt", req.Params.Name); held {
@@ -441,11 +453,10 @@ func (s *Server) handleGetPrompt(ctx context.Context, req *mcp.GetPromptRequest)
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", req.Params.Name)}
 	}
 	rec.Server, rec.Original = e.Server, e.Original
-	d := c.decisions["prompt\x00"+req.Params.Name]
 	rec.Decision, rec.Rule = decisionWords(d)
 	if r := d.Limits.Rate; !r.IsZero() {
 		// Buckets are per exposed item; a prompt's never shares a tool's.
-		if wait := s.limits.take("prompt\x00"+req.Params.Name, r, time.Now()); wait > 0 {
+		if wait := s.limits.take(rateKey("prompt\x00"+req.Params.Name, d.Limits, id), r, time.Now()); wait > 0 {
 			rec.Outcome = "rate limited"
 			return nil, &jsonrpc.Error{Code: codeRateLimited, Message: fmt.Sprintf(
 				"rate limit: prompt %s allows %s (%s); nothing was sent upstream. Retry in %s",
@@ -476,7 +487,7 @@ func (s *Server) handleGetPrompt(ctx context.Context, req *mcp.GetPromptRequest)
 	if c.filtersResources(e.Server) {
 		for _, m := range res.Messages {
 			if m != nil {
-				m.Content = filterContent(m.Content, func(u string) (string, bool) { return c.upstreamResource(e.Server, u) })
+				m.Content = filterContent(m.Content, func(u string) (string, bool) { return c.upstreamResource(e.Server, u, who) })
 			}
 		}
 	}
@@ -523,7 +534,7 @@ func (s *Server) handleComplete(ctx context.Context, req *mcp.CompleteRequest) (
 	var server string
 	switch ref.Type {
 	case "ref/prompt":
-		e, ok := c.visiblePrompt(ref.Name)
+		e, _, ok := c.visiblePrompt(ref.Name, requestIdentity(ctx, req).policy())
 		if !ok {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", ref.Name)}
 		}
@@ -537,7 +548,7 @@ func (s *Server) handleComplete(ctx context.Context, req *mcp.CompleteRequest) (
 				srv, original, ok = owner, ref.URI, true
 			}
 		}
-		if !ok || !c.rules.Decide(policy.Item{Kind: policy.Template, Server: srv, Original: original, Exposed: ref.URI}).Visible {
+		if !ok || !c.rules.Decide(policy.Item{Kind: policy.Template, Server: srv, Original: original, Exposed: ref.URI, Who: requestIdentity(ctx, req).policy()}).Visible {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown resource template %q", ref.URI)}
 		}
 		server, ref.URI = srv, original
@@ -576,7 +587,7 @@ func (s *Server) handleSubscribe(ctx context.Context, req *mcp.SubscribeRequest)
 	if err != nil {
 		return err
 	}
-	if !ok || !c.resourceAllowed(server, original, uri).Visible {
+	if !ok || !c.resourceAllowed(server, original, uri, requestIdentity(ctx, req).policy()).Visible {
 		return mcp.ResourceNotFoundError(req.Params.URI)
 	}
 	// The SDK records the subscription under the URI in the request once

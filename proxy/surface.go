@@ -83,6 +83,16 @@ type CatalogOptions struct {
 	// a glob of package policy); the first match wins. A client that
 	// matches none gets Mode.
 	Clients []ClientMode
+	// Identities give a mode per HTTP identity (policy.ParsePrincipal's
+	// "group:eng", "user:…", "key:…"); the first the caller is wins, over
+	// Clients. The anonymous identity is none of them.
+	Identities []IdentityMode
+}
+
+// IdentityMode is one entry of CatalogOptions.Identities.
+type IdentityMode struct {
+	Who  policy.Principal
+	Mode string // ModeAuto, ModeFull or ModeSearch
 }
 
 // ClientMode is one entry of CatalogOptions.Clients.
@@ -111,10 +121,26 @@ func (s *Server) catalogOptions() *CatalogOptions {
 // modeFor returns the catalog mode (ModeFull or ModeSearch) of client name
 // against catalog c, by the options c was built with.
 func (c *catalog) modeFor(name string) string {
+	return c.modeForWho(name, policy.Identity{})
+}
+
+// modeForWho is modeFor for a client of the identity who: the mode given
+// to the identity, if any, else to the client name, else the default.
+func (c *catalog) modeForWho(name string, who policy.Identity) string {
 	o := c.surfOpts
 	mode := o.Mode
 	lname := strings.ToLower(name)
+	byWho := false
+	for _, im := range o.Identities {
+		if who.In([]policy.Principal{im.Who}) {
+			mode, byWho = im.Mode, true
+			break
+		}
+	}
 	for _, cm := range o.Clients {
+		if byWho {
+			break
+		}
 		p := strings.ToLower(cm.Name)
 		if p == lname || policy.Match(p, lname) {
 			mode = cm.Mode
@@ -149,8 +175,15 @@ func (c *catalog) listVaries() bool {
 			modes[c.modeFor(n)] = true
 		}
 	}
+	given := make([]string, 0, len(o.Clients)+len(o.Identities))
 	for _, cm := range o.Clients {
-		switch cm.Mode {
+		given = append(given, cm.Mode)
+	}
+	for _, im := range o.Identities {
+		given = append(given, im.Mode)
+	}
+	for _, m := range given {
+		switch m {
 		case ModeAuto:
 			modes[ModeFull] = true
 			if c.modeFor("") == ModeFull { // auto may give search to an eager client
@@ -163,7 +196,7 @@ func (c *catalog) listVaries() bool {
 				}
 			}
 		default:
-			modes[cm.Mode] = true
+			modes[m] = true
 		}
 	}
 	return len(modes) > 1
@@ -226,7 +259,7 @@ func (s *Server) sessionMode(ctx context.Context, ss *mcp.ServerSession, meta mc
 			return mode
 		}
 	}
-	mode := c.modeFor(id.name)
+	mode := c.modeForWho(id.name, identityFrom(ctx).policy())
 	if decide {
 		// Until every server's initial start is over the catalog may
 		// still grow past search_above: the mode is kept from then on.
@@ -744,16 +777,16 @@ func (s *Server) serveSurface(ctx context.Context, ss *mcp.ServerSession, name s
 	}
 	switch name {
 	case toolSearch:
-		answer(s.searchTools(s.catalog.Load(), args))
+		answer(s.searchTools(s.catalog.Load(), args, identityFrom(ctx).policy()))
 	case toolDescribe:
-		answer(s.describeTools(s.catalog.Load(), args, version))
+		answer(s.describeTools(s.catalog.Load(), args, version, identityFrom(ctx).policy()))
 	default:
 		s.callThrough(ctx, ss, name, args, fields, version, finish)
 	}
 	return true
 }
 
-func (s *Server) searchTools(c *catalog, args map[string]json.RawMessage) json.RawMessage {
+func (s *Server) searchTools(c *catalog, args map[string]json.RawMessage, who policy.Identity) json.RawMessage {
 	var query string
 	if err := json.Unmarshal(args["query"], &query); err != nil || strings.TrimSpace(query) == "" {
 		return toolError("search_tools needs a query: the task in a few words, for example {\"query\": \"read a file\"}")
@@ -769,7 +802,7 @@ func (s *Server) searchTools(c *catalog, args map[string]json.RawMessage) json.R
 		}
 		limit = min(int(f), searchMaxLimit)
 	}
-	hits := c.searchIndex().Search(query, limit)
+	hits := c.searchIndex().Search(query, c.searchDepth(limit))
 	out := struct {
 		Query string      `json:"query"`
 		Tools []searchHit `json:"tools"`
@@ -777,8 +810,11 @@ func (s *Server) searchTools(c *catalog, args map[string]json.RawMessage) json.R
 	var b strings.Builder
 	for _, h := range hits {
 		def, ok := c.toolDefs[h.ID]
-		if !ok {
+		if !ok || len(out.Tools) == limit {
 			continue // never a tool the catalog does not show
+		}
+		if _, _, visible := c.visibleTool(h.ID, who); !visible {
+			continue // nor one hidden for the caller
 		}
 		e, _ := c.tools.Lookup(h.ID)
 		ps := schemaParams(def.InputSchema)
@@ -805,7 +841,7 @@ func (s *Server) searchTools(c *catalog, args map[string]json.RawMessage) json.R
 	return toolResult(strings.TrimRight(b.String(), "\n"), out)
 }
 
-func (s *Server) describeTools(c *catalog, args map[string]json.RawMessage, version string) json.RawMessage {
+func (s *Server) describeTools(c *catalog, args map[string]json.RawMessage, version string, who policy.Identity) json.RawMessage {
 	var names []string
 	if err := json.Unmarshal(args["names"], &names); err != nil || len(names) == 0 {
 		return toolError("describe_tools needs names: a list of 1 to %d tool names from search_tools, for example {\"names\": [\"files__read_text_file\"]}", describeMaxNames)
@@ -825,6 +861,9 @@ func (s *Server) describeTools(c *catalog, args map[string]json.RawMessage, vers
 	var text []string
 	for _, n := range names {
 		def, ok := c.toolDefs[n]
+		if _, _, visible := c.visibleTool(n, who); !visible {
+			ok = false // hidden for the caller: unknown, as a call would say
+		}
 		if !ok {
 			msg := fmt.Sprintf("unknown tool %q; search_tools finds the tools for a task", n)
 			out.Tools = append(out.Tools, described{Name: n, Error: msg})
@@ -873,11 +912,12 @@ func (s *Server) callThrough(ctx context.Context, ss *mcp.ServerSession, via str
 		}
 	}
 	c := s.catalog.Load()
-	if _, _, ok := c.visibleTool(target); !ok {
+	who := identityFrom(ctx).policy()
+	if _, _, ok := c.visibleTool(target, who); !ok {
 		s.waitReady(ctx) // it may belong to a server still starting
 		c = s.catalog.Load()
 	}
-	if _, _, ok := c.visibleTool(target); ok {
+	if _, _, ok := c.visibleTool(target, who); ok {
 		class := toolClass(c.toolAnn[target])
 		if want := classOfCallTool[via]; class != want {
 			if s.audit != nil {
@@ -918,7 +958,8 @@ func (s *Server) surfaceList(c *catalog) *mcp.ListToolsResult {
 
 // listCacheScope is era.ListCache for a modern tools/list on c.
 func (c *catalog) listCache(ready bool) (int, string) {
-	return era.ListCache(c.narrowed[catTools] || c.listVaries(), ready)
+	// A list that depends on who asks (who.go) is private too.
+	return era.ListCache(c.narrowed[catTools] || c.varies[catTools] || c.listVaries(), ready)
 }
 
 // serverTexts returns, per server of g, the text the search index knows it

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -21,6 +23,7 @@ import (
 
 	"github.com/manifold-mcp/manifold/internal/config"
 	"github.com/manifold-mcp/manifold/internal/redact"
+	"github.com/manifold-mcp/manifold/policy"
 	"github.com/manifold-mcp/manifold/proxy"
 	"github.com/manifold-mcp/manifold/upstream"
 )
@@ -698,27 +701,98 @@ func healthCheck(h *config.Health) *proxy.HealthCheck {
 
 func cmdExplain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var c common
-	fs := newFlags("explain", "explain [--config FILE] NAME|URI", levelOneShot, stderr, &c)
+	fs := newFlags("explain", "explain [--config FILE] [--as IDENTITY [--group NAME]...] NAME|URI...", levelOneShot, stderr, &c)
+	as := fs.String("as", "", `decide for this identity, as its HTTP requests are: "user:SUBJECT" (a token's sub), "key:NAME" (an API key of auth.api_keys_file, with its groups) or "group:NAME"`)
+	var groups stringList
+	fs.Var(&groups, "group", "with --as, a group (or role) the identity is in; repeat for more")
 	pos, ok, err := parse(fs, args)
 	if !ok {
 		return err
 	}
-	if len(pos) != 1 {
+	if len(pos) == 0 {
 		return argError("explain", "%d arguments %q; want one exposed tool or prompt name, or one resource URI", len(pos), pos)
 	}
-	c.oneShot, c.only = true, pos[0]
-	p, err := startReady(ctx, c, stderr)
+	if *as == "" && len(groups) > 0 {
+		return argError("explain", "--group needs --as: the identity whose groups they are")
+	}
+	c.oneShot = true
+	if len(pos) == 1 {
+		c.only = pos[0]
+	}
+	p, cfg, err := startProxy(ctx, c, levelOneShot, stderr)
 	if err != nil {
 		return err
 	}
 	defer p.Close()
-	text, err := p.Explain(pos[0])
-	if err != nil {
+	if err := awaitReady(ctx, p, stderr); err != nil {
 		return err
 	}
-	fmt.Fprintln(stdout, text)
+	var who *policy.Identity
+	if *as != "" {
+		id, err := explainIdentity(*as, groups, cfg)
+		if err != nil {
+			return err
+		}
+		who = &id
+	}
+	for _, name := range pos {
+		var text string
+		if who != nil {
+			text, err = p.ExplainAs(name, *who)
+		} else {
+			text, err = p.Explain(name)
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, text)
+	}
 	return nil
 }
+
+// explainIdentity is the identity of explain --as and --group: a subject, an
+// API key of the config's keys file with its groups, or a group, and the
+// groups given.
+func explainIdentity(as string, groups []string, cfg *config.Config) (policy.Identity, error) {
+	p, err := policy.ParsePrincipal(as)
+	if err != nil {
+		return policy.Identity{}, argError("explain", "--as %v", err)
+	}
+	var id policy.Identity
+	switch p.Kind {
+	case policy.PrincipalUser:
+		id.User = p.Name
+	case policy.PrincipalKey:
+		id.Key = p.Name
+		found := false
+		for _, k := range cfg.Auth.APIKeys {
+			if k.Name == p.Name {
+				id.Groups, found = slices.Clone(k.Groups), true
+			}
+		}
+		if !found {
+			return policy.Identity{}, argError("explain", "--as %s: no API key of that name in auth.api_keys_file (%s); use a key's name from that file", as, cmp.Or(cfg.Auth.APIKeysFile, "not set"))
+		}
+	case policy.PrincipalGroup:
+		id.Groups = []string{p.Name}
+	}
+	for _, g := range groups {
+		gp, err := policy.ParsePrincipal("group:" + g)
+		if err != nil {
+			return policy.Identity{}, argError("explain", "--group %v", err)
+		}
+		if !slices.Contains(id.Groups, gp.Name) {
+			id.Groups = append(id.Groups, gp.Name)
+		}
+	}
+	return id, nil
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 
 // cacheDir is where servers' catalogs are cached for lazy start:
 // $XDG_CACHE_HOME/manifold (~/.cache/manifold); empty if there is no such
@@ -739,6 +813,9 @@ func catalogOptions(c config.Catalog) proxy.CatalogOptions {
 	}
 	for _, cl := range c.Clients {
 		o.Clients = append(o.Clients, proxy.ClientMode{Name: cl.Name, Mode: cl.Mode})
+	}
+	for _, id := range c.Identities {
+		o.Identities = append(o.Identities, proxy.IdentityMode{Who: id.Who, Mode: id.Mode})
 	}
 	return o
 }

@@ -16,7 +16,7 @@ var commandFlags = []struct {
 	{"tools", []string{"--config", "--json", "--client", "--entry", "--log-level"}},
 	{"call", []string{"--config", "--json", "--log-level"}},
 	{"status", []string{"--config", "--url", "--fresh", "--json", "--log-level"}},
-	{"explain", []string{"--config", "--log-level"}},
+	{"explain", []string{"--config", "--log-level", "--as", "--group"}},
 	{"approve", []string{"--config", "--url", "--all", "-n", "--dry-run", "--fresh", "--log-level"}},
 	{"approve-call", []string{"--yes", "--log-level"}},
 	{"import", []string{"--config", "--write", "--as", "--log-level"}},

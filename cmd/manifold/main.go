@@ -97,6 +97,7 @@ Usage:
   manifold call  [--config FILE] [--json] NAME [JSON]   call one tool through the full proxy path
   manifold status [--config FILE | FILE | --url URL]    each server's state, pid, uptime, restarts, health
   manifold explain [--config FILE] NAME|URI             the policy's decision for a tool, prompt or URI, and why
+                 [--as IDENTITY [--group NAME]...]      ... as one HTTP identity sees it (user:SUB, key:NAME)
   manifold approve [--config FILE] [SERVER[/NAME]]      review changed upstream definitions and accept them into manifold.lock
   manifold approve-call [--yes] ID                      approve one call that waits for a person (confirm = true)
   manifold import [CLIENT... | FILE...] [--write]       the servers your clients have, as proxy.toml tables

@@ -37,6 +37,16 @@ type Catalog struct {
 	// package policy) to a mode, in the file's order; the first match
 	// wins.
 	Clients []CatalogClient
+	// Identities map an HTTP identity ("group:eng", "user:alice@…",
+	// "key:ci-bot"; see policy.ParsePrincipal) to a mode, in the file's
+	// order; the first that the caller is wins, over Clients.
+	Identities []CatalogIdentity
+}
+
+// CatalogIdentity is one entry of [catalog.identities].
+type CatalogIdentity struct {
+	Who  policy.Principal
+	Mode string
 }
 
 // CatalogClient is one entry of [catalog.clients].
@@ -112,6 +122,28 @@ func (d *decoder) catalog(root *table) Catalog {
 			}
 		}
 		ct.finish()
+	}
+	if it, ok := t.tableOf("identities", `a table of identities and modes such as { "group:eng" = "full" }`); ok {
+		seen := map[policy.Principal]bool{}
+		for _, name := range d.inDocumentOrder(it) {
+			m, ok := it.str(name)
+			if !ok {
+				continue
+			}
+			p, err := policy.ParsePrincipal(name)
+			switch {
+			case err != nil:
+				it.errorf(name, "%v", err)
+			case !validCatalogMode(m):
+				it.errorf(name, "%q is not a catalog mode; %s", m, catalogModeFix)
+			case seen[p]:
+				it.errorf(name, "%s is already given a mode (role: and group: are one); remove one", p)
+			default:
+				seen[p] = true
+				c.Identities = append(c.Identities, CatalogIdentity{Who: p, Mode: m})
+			}
+		}
+		it.finish()
 	}
 	t.finish()
 	return c

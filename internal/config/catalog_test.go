@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/manifold-mcp/manifold/policy"
 )
 
 func TestParseCatalog(t *testing.T) {
@@ -29,6 +31,13 @@ Claude-Code = "full"
 				{Name: "claude-code", Mode: CatalogFull},
 				{Name: "cursor*", Mode: CatalogAuto},
 			}}},
+		{"identities", `[catalog.identities]
+"group:eng" = "full"
+"user:alice@example.com" = "search"
+`, Catalog{Mode: CatalogAuto, SearchAbove: DefaultSearchAbove, Identities: []CatalogIdentity{
+			{Who: policy.Principal{Kind: "group", Name: "eng"}, Mode: CatalogFull},
+			{Who: policy.Principal{Kind: "user", Name: "alice@example.com"}, Mode: CatalogSearch},
+		}}},
 	}
 	for _, tt := range good {
 		t.Run(tt.name, func(t *testing.T) {
@@ -58,6 +67,12 @@ Claude-Code = "full"
 			`proxy.toml:3:1: catalog.clients.Zed: the client "Zed" is already given a mode as "zed" (names are compared case-insensitively); remove one`}},
 		{"unknown key", "[catalog]\nmodes = \"full\"\n", []string{
 			`proxy.toml:2:1: catalog.modes: unknown key; did you mean "mode"?`}},
+		{"identity prefix", "[catalog.identities]\n\"team:eng\" = \"full\"\n", []string{
+			`proxy.toml:2:1: catalog.identities."team:eng": "team:eng": unknown prefix "team:"; write "user:SUBJECT", "group:NAME", "role:NAME", or "key:" followed by the API key's name`}},
+		{"identity mode", "[catalog.identities]\n\"group:eng\" = \"all\"\n", []string{
+			`proxy.toml:2:1: catalog.identities."group:eng": "all" is not a catalog mode; use "auto" (search for clients that load every tool, when the catalog is large), "full" (every tool listed) or "search" (search tools only)`}},
+		{"identity twice", "[catalog.identities]\n\"group:eng\" = \"full\"\n\"role:eng\" = \"search\"\n", []string{
+			`proxy.toml:3:1: catalog.identities."role:eng": group:eng is already given a mode (role: and group: are one); remove one`}},
 		{"clients not a table", "[catalog]\nclients = \"full\"\n", []string{
 			`proxy.toml:2:1: catalog.clients: expected a table of client names and modes such as { "Visual Studio Code" = "search" }, found string`}},
 	}
