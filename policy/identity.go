@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 )
@@ -62,7 +63,7 @@ func (id Identity) String() string {
 		parts = append(parts, "user:"+id.User)
 	}
 	if id.Key != "" {
-		parts = append(parts, "key:"+id.Key)
+		parts = append(parts, Principal{Kind: PrincipalKey, Name: id.Key}.String())
 	}
 	for _, g := range id.Groups {
 		parts = append(parts, "group:"+g)
@@ -86,7 +87,15 @@ type Principal struct {
 	Name string
 }
 
-func (p Principal) String() string { return p.Kind + ":" + p.Name }
+// String writes p as a who entry would: "group:eng", "user:alice@…"; a
+// key's name is quoted, key:"ci-bot", since output redaction takes
+// "key:VALUE" for a credential and would mask it.
+func (p Principal) String() string {
+	if p.Kind == PrincipalKey {
+		return p.Kind + ":" + strconv.Quote(p.Name)
+	}
+	return p.Kind + ":" + p.Name
+}
 
 // maxPrincipalLen bounds a who entry.
 const maxPrincipalLen = 512

@@ -120,7 +120,7 @@ func (s *Server) instructions(ctx context.Context, client string) string {
 		}
 		t.Stop()
 	}
-	return s.summary(s.leadFor(client))
+	return s.summaryFor(s.leadFor(client), identityFrom(ctx).policy())
 }
 
 // summary renders the instructions summary under lead (a search-mode
@@ -131,7 +131,11 @@ func (s *Server) instructions(ctx context.Context, client string) string {
 // are left out. Then, for the servers that opted in (instructions = true),
 // their whole instructions, each only if it fits entirely. Never longer than
 // InstructionsBudget; deterministic.
-func (s *Server) summary(lead string) string {
+func (s *Server) summary(lead string) string { return s.summaryFor(lead, policy.Identity{}) }
+
+// summaryFor is summary for the identity who: the servers whose every tool
+// is hidden for who are left out.
+func (s *Server) summaryFor(lead string, who policy.Identity) string {
 	g := s.gen.Load()
 	rules := s.rules.Load()
 	red := s.opts.Redactor
@@ -143,7 +147,7 @@ func (s *Server) summary(lead string) string {
 		if s.instructionsHeld(b.name) {
 			a.instructions = ""
 		}
-		visible := s.visibleToolNames(rules, b, a.tools)
+		visible := s.visibleToolNames(rules, b, a.tools, who)
 		if a.known && len(a.tools) > 0 && len(visible) == 0 {
 			continue // every tool hidden: the server is not there for the client
 		}
@@ -252,7 +256,7 @@ const maxSentence = 1024
 // visibleToolNames returns the names (as the server knows them, sorted) of
 // tools that the policy lets clients see; the same decision as the catalog's
 // (rebuild), so a cached listing gives the live one's answer.
-func (s *Server) visibleToolNames(rules *policy.Rules, b *backend, tools []*mcp.Tool) []string {
+func (s *Server) visibleToolNames(rules *policy.Rules, b *backend, tools []*mcp.Tool, who policy.Identity) []string {
 	var out []string
 	for _, t := range tools {
 		if t == nil {
@@ -261,7 +265,7 @@ func (s *Server) visibleToolNames(rules *policy.Rules, b *backend, tools []*mcp.
 		exposed := naming.ExposeLimit(b.cfg.Prefix, t.Name, s.opts.MaxNameLength)
 		it := policy.Item{Kind: policy.Tool, Server: b.name, Original: t.Name, Exposed: exposed,
 			Annotations: rules.Annotations(b.name, t.Name, toPolicyAnnotations(t.Annotations)),
-			Full:        naming.Full(b.cfg.Prefix, t.Name)}
+			Full:        naming.Full(b.cfg.Prefix, t.Name), Who: who}
 		if o, ok := rules.Override(b.name, t.Name); ok && o.Name != "" {
 			it.Exposed, it.Qualified = o.Name, exposed
 		}

@@ -143,8 +143,9 @@ func (is *testIssuer) good(sub, aud string) tokenClaims {
 	return tokenClaims{Iss: is.url, Sub: sub, Aud: aud, Exp: now.Add(10 * time.Minute).Unix(), Iat: now.Unix(), Scope: "mcp other", Grps: []string{"eng"}}
 }
 
-// sign signs c with the key kid, RS256.
-func (is *testIssuer) sign(kid string, c tokenClaims) string {
+// sign signs c (a tokenClaims, or any claims that encode to JSON) with the
+// key kid, RS256.
+func (is *testIssuer) sign(kid string, c any) string {
 	is.t.Helper()
 	is.mu.Lock()
 	k := is.keys[kid]
@@ -152,7 +153,7 @@ func (is *testIssuer) sign(kid string, c tokenClaims) string {
 	return signWith(is.t, jose.SigningKey{Algorithm: jose.RS256, Key: jose.JSONWebKey{Key: k, KeyID: kid}}, c)
 }
 
-func signWith(t *testing.T, key jose.SigningKey, c tokenClaims) string {
+func signWith(t *testing.T, key jose.SigningKey, c any) string {
 	t.Helper()
 	signer, err := jose.NewSigner(key, (&jose.SignerOptions{}).WithType("at+jwt"))
 	if err != nil {
@@ -188,14 +189,25 @@ func (b bearerRT) RoundTrip(r *http.Request) (*http.Response, error) {
 // authedSession connects a go-sdk client to hp sending token.
 func authedSession(t *testing.T, hp *httpProxy, name, token string) *mcp.ClientSession {
 	t.Helper()
-	hc := &http.Client{Timeout: testTimeout, Transport: bearerRT{token, http.DefaultTransport}}
-	tr := &mcp.StreamableClientTransport{Endpoint: hp.endpoint(), HTTPClient: hc}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, nil).Connect(testCtx(t), tr, &mcp.ClientSessionOptions{ProtocolVersion: protocolVersion})
+	cs, err := tryAuthedSession(t, hp, name, token, protocolVersion)
 	if err != nil {
 		t.Fatalf("connect as %s: %v", name, err)
 	}
-	t.Cleanup(func() { _ = cs.Close() })
 	return cs
+}
+
+// tryAuthedSession connects a go-sdk client named name to hp sending token,
+// asking for the protocol version, and returns the error of a refusal.
+func tryAuthedSession(t *testing.T, hp *httpProxy, name, token, version string) (*mcp.ClientSession, error) {
+	t.Helper()
+	hc := &http.Client{Timeout: testTimeout, Transport: bearerRT{token, http.DefaultTransport}}
+	tr := &mcp.StreamableClientTransport{Endpoint: hp.endpoint(), HTTPClient: hc}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, nil).Connect(testCtx(t), tr, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		return nil, err
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs, nil
 }
 
 // initializeBody is an initialize request.
