@@ -204,3 +204,34 @@ func TestDecideWhoLimits(t *testing.T) {
 		t.Error("HasWho is wrong")
 	}
 }
+
+func FuzzParsePrincipal(f *testing.F) {
+	for _, s := range []string{"user:alice@example.com", "key:ci-bot", "group:eng", "role:a:b", "group:", "x", "user:\x00", "group:eng*"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		p, err := ParsePrincipal(s)
+		if err != nil {
+			return
+		}
+		if p.Name == "" || strings.ContainsAny(p.Name, "*?[") || strings.ContainsFunc(p.Name, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+			t.Errorf("ParsePrincipal(%q) = %+v: a name that should have been refused", s, p)
+		}
+		if back, err := ParsePrincipal(p.Kind + ":" + p.Name); err != nil || back != p {
+			t.Errorf("ParsePrincipal(%q) = %+v does not parse back: %+v, %v", s, p, back, err)
+		}
+		// The identity it names is in a list of it, and the anonymous one is not.
+		id := Identity{}
+		switch p.Kind {
+		case PrincipalUser:
+			id.User = p.Name
+		case PrincipalKey:
+			id.Key = p.Name
+		case PrincipalGroup:
+			id.Groups = []string{p.Name}
+		}
+		if !id.In([]Principal{p}) || (Identity{}).In([]Principal{p}) {
+			t.Errorf("membership of %+v is wrong", p)
+		}
+	})
+}

@@ -572,6 +572,8 @@ func FuzzParsePolicyFile(f *testing.F) {
 		"rules = { a = { match = \"[\", allow = true, deny = true }, b = 1 }\n",
 		"[[rules]]\nmatch = 1\n",
 		"[rules.\"x.y\"]\nmach = \"x\"\n",
+		"[rules.w]\nmatch = \"*\"\nallow = true\nwho = [\"group:eng\", \"user:a:b\", \"key:ci\", \"role:r\"]\n",
+		"[rules.w]\nmatch = \"*\"\nread_only = true\nrate = \"1/s\"\nper = \"all\"\nwho = [\"x:y\", 1, \"group:\\u0000\"]\n",
 	}
 	for _, s := range seeds {
 		f.Add([]byte(s))
@@ -598,6 +600,17 @@ func FuzzParsePolicyFile(f *testing.F) {
 			}
 			if !strings.HasPrefix(r.Source, "p.toml") {
 				t.Errorf("rule %q has source %q", r.Name, r.Source)
+			}
+			if r.ReadOnly && (r.Allow || r.URI) {
+				t.Errorf("rule %q is read_only with allow or on URIs", r.Name)
+			}
+			if r.Who != nil && len(r.Who) == 0 {
+				t.Errorf("rule %q has a who list that names no one", r.Name)
+			}
+			for _, p := range r.Who {
+				if back, err := policy.ParsePrincipal(p.Kind + ":" + p.Name); err != nil || back != p {
+					t.Errorf("rule %q: who entry %+v does not parse back: %v", r.Name, p, err)
+				}
 			}
 		}
 	})
