@@ -62,6 +62,7 @@ type catalog struct {
 	varies                           [numCatalogKinds]bool
 	variesResources, variesTemplates bool
 	views                            sync.Map // identity.key() -> *view
+	metaDefs                         sync.Map // visible count and servers -> the meta-tools for them (who.go)
 	nviews                           atomic.Int64
 
 	// pin is what the pin check found (pinned.go); pinHeld maps "tool\x00"

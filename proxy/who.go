@@ -2,7 +2,11 @@ package proxy
 
 import (
 	"context"
+	"maps"
 	"slices"
+	"strconv"
+	"strings"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -37,6 +41,9 @@ func (c *catalog) decision(key string, id policy.Identity) policy.Decision {
 // are hidden for it.
 type view struct {
 	hidden map[string]bool
+
+	metaOnce sync.Once
+	meta     map[string]*mcp.Tool // the search surface's meta-tools as this identity sees them
 }
 
 // maxViews bounds the views a catalog keeps (each distinct identity that
@@ -140,6 +147,9 @@ func keepMeta(c *catalog, v *view, tools []*mcp.Tool) []*mcp.Tool {
 			continue
 		}
 		if _, own := c.toolDefs[t.Name]; !own && slices.Contains(metaTools, t.Name) {
+			if m := c.metaFor(v)[t.Name]; m != nil {
+				t = m // its description names only the servers the caller sees
+			}
 			out = append(out, t)
 			continue
 		}
@@ -177,4 +187,39 @@ func spendWho(bu policy.Budget, id identity) string {
 		return ""
 	}
 	return id.key()
+}
+
+// metaFor returns the search surface's meta-tools as v sees them: search_tools
+// tells the number of tools and the servers the caller can find, never those
+// hidden from it. The definitions are shared by every view that sees the same
+// (so that the modern list cache, keyed by definition, stays bounded).
+func (c *catalog) metaFor(v *view) map[string]*mcp.Tool {
+	v.metaOnce.Do(func() {
+		n := 0
+		servers := map[string]bool{}
+		for name := range c.toolDefs {
+			if !c.shows(v, "tool\x00"+name) {
+				continue
+			}
+			n++
+			if c.tools != nil {
+				if e, ok := c.tools.Lookup(name); ok {
+					servers[e.Server] = true
+				}
+			}
+		}
+		list := slices.Sorted(maps.Keys(servers))
+		key := strconv.Itoa(n) + "\x00" + strings.Join(list, "\x00")
+		if m, ok := c.metaDefs.Load(key); ok {
+			v.meta = m.(map[string]*mcp.Tool)
+			return
+		}
+		m := map[string]*mcp.Tool{}
+		for _, d := range metaToolDefs(n, list) {
+			m[d.Name] = d
+		}
+		actual, _ := c.metaDefs.LoadOrStore(key, m)
+		v.meta = actual.(map[string]*mcp.Tool)
+	})
+	return v.meta
 }

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -8,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/manifold-mcp/manifold/policy"
+	"github.com/manifold-mcp/manifold/proxy/naming"
 )
 
 func TestIdentityPolicy(t *testing.T) {
@@ -77,7 +79,8 @@ func TestRateAndSpendKeys(t *testing.T) {
 }
 
 func TestNarrowLists(t *testing.T) {
-	c := &catalog{who: true, toolDefs: map[string]*mcp.Tool{}, items: map[string]policy.Item{}}
+	c := &catalog{who: true, toolDefs: map[string]*mcp.Tool{}, items: map[string]policy.Item{},
+		tools: mustTable([]naming.Group{{Server: "a", Prefix: "a", Names: []string{"one", "two"}}, {Server: "b", Prefix: "b", Names: []string{"three"}}})}
 	for _, n := range []string{"a__one", "a__two", "b__three"} {
 		c.toolDefs[n] = &mcp.Tool{Name: n}
 		c.items["tool\x00"+n] = policy.Item{}
@@ -91,6 +94,15 @@ func TestNarrowLists(t *testing.T) {
 	// The meta-tool stays; the hidden and the unknown (not decided) go.
 	if diff := cmp.Diff([]string{"search_tools", "a__one", "b__three"}, got); diff != "" {
 		t.Errorf("keepMeta (-want +got):\n%s", diff)
+	}
+	// The meta-tools name only what the caller can find.
+	narrow := &view{hidden: map[string]bool{"tool\x00a__two": true, "tool\x00b__three": true}}
+	meta := keepMeta(c, narrow, tools)[0]
+	if !strings.Contains(meta.Description, "among 1 tools from the servers a.") {
+		t.Errorf("search_tools for a view of a__one alone: %q; want 1 tool of server a", meta.Description)
+	}
+	if again := keepMeta(c, &view{hidden: narrow.hidden}, tools)[0]; again != meta {
+		t.Error("two views that see the same get two meta-tool definitions")
 	}
 	prompts := []*mcp.Prompt{{Name: "p1"}, {Name: "p2"}}
 	c.items["prompt\x00p1"] = policy.Item{}

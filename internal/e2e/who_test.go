@@ -283,6 +283,21 @@ func TestWhoIdentities(t *testing.T) {
 		if got := listedNames(ctx, t, bobS); !slices.Equal(got, searchList) {
 			t.Fatalf("searcher lists %v; want the search surface", got)
 		}
+		// search_tools names only the servers the caller can find.
+		searchDesc := func(cs *mcp.ClientSession) string {
+			for _, tl := range listTools(ctx, t, cs) {
+				if tl.Name == "search_tools" {
+					return tl.Description
+				}
+			}
+			return ""
+		}
+		if d := searchDesc(bobS); strings.Contains(d, "ops") || !strings.Contains(d, "local") {
+			t.Errorf("bob's search_tools says %q; want local named and ops not", d)
+		}
+		if d := searchDesc(aliceS); !strings.Contains(d, "ops") {
+			t.Errorf("alice's search_tools says %q; want ops named", d)
+		}
 		find := func(cs *mcp.ClientSession) []string {
 			return searchNames(t, call(ctx, t, cs, "search_tools", map[string]any{"query": "echo message server name", "limit": 20}))
 		}
