@@ -39,6 +39,10 @@ match = "local__whoami"
 rate = "2/minute"
 per = "all"
 
+[rules.ops_budget]
+match = "ops__echo"
+budget = { limit = 2, window = "1h", from = "/structuredContent/cost", missing = 1 }
+
 # A who-rule of a policy file cannot show what proxy.toml's rules hide.
 [rules.try_widen]
 match = "ops__whoami"
@@ -391,19 +395,36 @@ func TestWhoIdentities(t *testing.T) {
 		}
 	})
 
+	t.Run("spend caps per identity", func(t *testing.T) {
+		// ops_budget: 2 per hour for each identity (each result counts 1);
+		// alice spent 1 above.
+		if res := call(ctx, t, alice, "ops__echo", map[string]any{"message": "b"}); res.IsError {
+			t.Fatalf("alice's 2nd ops__echo: %q", text(res))
+		}
+		if res := call(ctx, t, alice, "ops__echo", map[string]any{"message": "b"}); !res.IsError || !strings.Contains(text(res), "spend cap") {
+			t.Errorf("alice's 3rd ops__echo: %q; want the spend cap", text(res))
+		}
+		carol := authedSession(t, hp, "carol-client", whoToken(is, aud, "carol@example.com", "eng"))
+		if res := call(ctx, t, carol, "ops__echo", map[string]any{"message": "b"}); res.IsError {
+			t.Errorf("carol's first ops__echo after alice spent hers: %q; want it to pass (her own budget)", text(res))
+		}
+	})
+
 	t.Run("audit carries identity and client", func(t *testing.T) {
 		lines := readAudit(t, filepath.Join(dir, "audit.jsonl"))
-		var hidden, limited bool
+		var hidden, limited, spent bool
 		for _, l := range lines {
 			switch {
 			case l["exposed"] == "ops__echo" && l["identity"] == "bob@example.com" && l["client"] == "bob-client" && l["decision"] == "denied":
 				hidden = true
 			case l["exposed"] == "local__echo" && l["identity"] == "alice@example.com" && l["client"] == "alice-client" && l["outcome"] == "rate limited":
 				limited = true
+			case l["exposed"] == "ops__echo" && l["identity"] == "alice@example.com" && l["client"] == "alice-client" && l["outcome"] == "budget spent":
+				spent = true
 			}
 		}
-		if !hidden || !limited {
-			t.Errorf("audit: bob's refused ops__echo found %v, alice's rate-limited call found %v; want both with identity and client\n%v", hidden, limited, lines)
+		if !hidden || !limited || !spent {
+			t.Errorf("audit: bob's refused ops__echo found %v, alice's rate-limited call %v, alice's spend-capped call %v; want each with identity and client\n%v", hidden, limited, spent, lines)
 		}
 	})
 
