@@ -17,9 +17,9 @@
 // know are names and arguments and weigh less too.
 //
 // Search returns no hits when its confidence is too low: the best hit's score
-// per query word, less a penalty for the share of the query's words that the
-// catalog does not know at all, a smaller one for the share that no tool is
-// about (in no name, title or server field), and a veto for a well-known
+// per query word, less a penalty for the share of the query's words that no
+// tool is about (in no name, title or server field, or unknown to the
+// catalog altogether), and a veto for a well-known
 // product or service that no tool is about ("add a task to my Asana
 // project"; words.go has the list). The caller then says plainly that no
 // tool matches instead of offering a wrong one.

@@ -37,16 +37,19 @@ const (
 )
 
 // The floors TestRetrievalQuality holds the rankers to, on the test split
-// and on all queries: a few points under what they do today (ours: test
-// 53.8 / 65.0 / 4 %, all 57.1 / 71.4 / 6 %; ours + semantic: test
-// 53.8 / 65.0 / 4 %, all 58.9 / 72.3 / 6 %), so that a change that makes
-// one worse fails. Ours + semantic + encoder is measured on the whole
-// catalog by eval.sh only, as embedding it takes minutes; the quick test
-// runs it on a subset (TestRetrievalEncoderSubset), and internal/encoder's
-// tests check the encoder against TF.js.
+// and on all queries: a little under what they do today (ours: test
+// 55.6 / 70.1 / 16 %, all 58.9 / 76.2 / 12 %; ours + semantic: test
+// 56.4 / 70.1 / 16 %, all 60.6 / 76.2 / 12 %), so that a change that makes
+// one worse fails. The no-match ceiling is above the target: the
+// decision was calibrated on dev (8 % there) to refuse fewer right answers,
+// and on test it answers 4 of 25 no-match requests. Ours + semantic +
+// encoder is measured on the whole catalog by eval.sh only, as embedding it
+// takes minutes; the quick test runs it on a subset
+// (TestRetrievalEncoderSubset), and internal/encoder's tests check the
+// encoder against TF.js.
 var evalFloors = map[string]struct{ top5, top1, noMatch float64 }{
-	"ours (BM25F)":    {top5: 0.62, top1: 0.50, noMatch: 0.10},
-	"ours + semantic": {top5: 0.62, top1: 0.51, noMatch: 0.10},
+	"ours (BM25F)":    {top5: 0.68, top1: 0.54, noMatch: 0.20},
+	"ours + semantic": {top5: 0.68, top1: 0.55, noMatch: 0.20},
 }
 
 type evalQuery struct {
