@@ -18,6 +18,7 @@ import (
 	"github.com/manifold-mcp/manifold/proxy/naming"
 	"github.com/manifold-mcp/manifold/proxy/pin"
 	"github.com/manifold-mcp/manifold/proxy/search"
+	"github.com/manifold-mcp/manifold/proxy/search/embedcache"
 )
 
 // catalog is the merged, namespaced view of every upstream's lists. It is
@@ -91,6 +92,14 @@ type catalog struct {
 	surf       *surface
 	indexOnce  sync.Once
 	index      *search.Index
+	// embeds are the search encoder's embeddings (nil when
+	// CatalogOptions.Encoder is off); encIndex is the index that ranks
+	// with them, built at the first search after they are all ready.
+	embeds     *embedcache.Cache
+	docs       []search.Doc
+	embedTexts []string
+	encOnce    sync.Once
+	encIndex   atomic.Pointer[search.Index]
 }
 
 // visibleTool returns the entry and the decision for id of an exposed tool
@@ -354,6 +363,7 @@ func (s *Server) rebuild() {
 		return d
 	}
 	c.surfOpts = *s.catalogOptions()
+	c.embeds = s.embedCache(c.surfOpts)
 	var toolGroups, promptGroups []naming.Group
 	snap := make(map[string]lists, len(g.backends))
 	pinned := make(map[string]pinSnapshot, len(g.backends))

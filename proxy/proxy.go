@@ -26,6 +26,7 @@ import (
 	"github.com/manifold-mcp/manifold/internal/telemetry"
 	"github.com/manifold-mcp/manifold/policy"
 	"github.com/manifold-mcp/manifold/proxy/pin"
+	"github.com/manifold-mcp/manifold/proxy/search/embedcache"
 	"github.com/manifold-mcp/manifold/upstream"
 )
 
@@ -212,8 +213,13 @@ type Server struct {
 	reloadMu sync.Mutex                 // serialises Reload
 
 	catalog atomic.Pointer[catalog] // the merged view, swapped whole
-	catMu   sync.Mutex              // serialises catalog rebuilds and SDK registration
-	reg     registered              // what is registered with the SDK server; guarded by catMu
+
+	// embeds are the search encoder's embeddings (CatalogOptions.Encoder),
+	// made at the first catalog that wants them and kept across rebuilds.
+	embedsMu sync.Mutex
+	embeds   *embedcache.Cache
+	catMu    sync.Mutex // serialises catalog rebuilds and SDK registration
+	reg      registered // what is registered with the SDK server; guarded by catMu
 
 	catOpts      atomic.Pointer[CatalogOptions] // which tool list each client gets (surface.go)
 	clients      clientRegistry                 // the clients that listed or called, and their catalog modes
@@ -310,6 +316,7 @@ func New(opts Options) (*Server, error) {
 	s.gen.Store(g)
 	c := newCatalog(g)
 	c.surfOpts = opts.Catalog
+	c.embeds = s.embedCache(c.surfOpts)
 	s.catalog.Store(c)
 	s.server = s.newMCPServer()
 	return s, nil
@@ -415,6 +422,12 @@ func (s *Server) Close() error {
 		}
 		wg.Wait()
 		s.wg.Wait()
+		s.embedsMu.Lock()
+		embeds := s.embeds
+		s.embedsMu.Unlock()
+		if embeds != nil {
+			embeds.Close()
+		}
 		if err := s.opts.Reaper.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("reaper: %w", err))
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/manifold-mcp/manifold/policy"
 	"github.com/manifold-mcp/manifold/proxy/era"
 	"github.com/manifold-mcp/manifold/proxy/search"
+	"github.com/manifold-mcp/manifold/proxy/search/embedcache"
 )
 
 // This file holds the search surface: which tool list each client gets
@@ -87,6 +88,13 @@ type CatalogOptions struct {
 	// "group:eng", "user:…", "key:…"); the first the caller is wins, over
 	// Clients. The anonymous identity is none of them.
 	Identities []IdentityMode
+	// Encoder: search also ranks with the sentence encoder
+	// (proxy/search/embedcache). The tools' embeddings are built in the
+	// background from a catalog's first search on; until they are all
+	// ready, search is lexical, and never waits. EncoderCache is the
+	// folder they are cached in ("" keeps them in memory only).
+	Encoder      bool
+	EncoderCache string
 }
 
 // IdentityMode is one entry of CatalogOptions.Identities.
@@ -475,13 +483,56 @@ func (c *catalog) buildSurface() *surface {
 	return sf
 }
 
-// searchIndex returns the index of c's visible tools, building it once.
-func (c *catalog) searchIndex() *search.Index {
-	c.indexOnce.Do(func() { c.index = c.buildIndex() })
-	return c.index
+// Rankers a search reports with the encoder on (searchIndex).
+const (
+	rankerLexical = "lexical" // the encoder's embeddings are not all ready yet
+	rankerEncoder = "encoder"
+)
+
+// searchIndex returns the index of c's visible tools, building it once,
+// and with the encoder on, which ranker it is: the lexical index until the
+// embeddings of all c's tools are ready (asking for them starts their
+// background build), then one that also ranks with them.
+func (c *catalog) searchIndex() (*search.Index, string) {
+	c.indexOnce.Do(func() {
+		c.docs = c.indexDocs()
+		// The word-vector signal ranks some requests better whose words the
+		// catalog does not use; its table is decoded at the first search.
+		c.index = search.NewWith(c.docs, search.Options{Semantic: true})
+		if c.embeds != nil {
+			for _, d := range c.docs {
+				c.embedTexts = append(c.embedTexts, search.EmbedText(d))
+			}
+		}
+	})
+	if c.embeds == nil {
+		return c.index, ""
+	}
+	if ix := c.encIndex.Load(); ix != nil {
+		return ix, rankerEncoder
+	}
+	vecs, ok := c.embeds.Lookup(c.embedTexts)
+	if !ok {
+		return c.index, rankerLexical
+	}
+	c.encOnce.Do(func() {
+		byText := make(map[string][]float32, len(vecs))
+		for i, t := range c.embedTexts {
+			byText[t] = vecs[i]
+		}
+		embeds := c.embeds
+		c.encIndex.Store(search.NewWith(c.docs, search.Options{Semantic: true, Embed: func(text string) []float32 {
+			if v, ok := byText[text]; ok {
+				return v
+			}
+			return embeds.Encode(text) // a query
+		}}))
+	})
+	return c.encIndex.Load(), rankerEncoder
 }
 
-func (c *catalog) buildIndex() *search.Index {
+// indexDocs are c's visible tools as the search index sees them.
+func (c *catalog) indexDocs() []search.Doc {
 	names := slices.Sorted(maps.Keys(c.toolDefs))
 	docs := make([]search.Doc, 0, len(names))
 	for _, name := range names {
@@ -497,9 +548,21 @@ func (c *catalog) buildIndex() *search.Index {
 		}
 		docs = append(docs, d)
 	}
-	// The word-vector signal ranks some requests better whose words the
-	// catalog does not use; its table is decoded at the first search.
-	return search.NewWith(docs, search.Options{Semantic: true})
+	return docs
+}
+
+// embedCache returns the server's embedding cache when o turns the encoder
+// on (made at the first such call), else nil.
+func (s *Server) embedCache(o CatalogOptions) *embedcache.Cache {
+	if !o.Encoder {
+		return nil
+	}
+	s.embedsMu.Lock()
+	defer s.embedsMu.Unlock()
+	if s.embeds == nil {
+		s.embeds = embedcache.New(o.EncoderCache, s.log)
+	}
+	return s.embeds
 }
 
 // warnAlways logs, once per name, the always names that are not visible
@@ -802,11 +865,13 @@ func (s *Server) searchTools(c *catalog, args map[string]json.RawMessage, who po
 		}
 		limit = min(int(f), searchMaxLimit)
 	}
-	hits := c.searchIndex().Search(query, c.searchDepth(limit))
+	ix, ranker := c.searchIndex()
+	hits := ix.Search(query, c.searchDepth(limit))
 	out := struct {
-		Query string      `json:"query"`
-		Tools []searchHit `json:"tools"`
-	}{Query: query, Tools: []searchHit{}}
+		Query  string      `json:"query"`
+		Tools  []searchHit `json:"tools"`
+		Ranker string      `json:"ranker,omitempty"` // with [catalog] encoder only
+	}{Query: query, Tools: []searchHit{}, Ranker: ranker}
 	var b strings.Builder
 	for _, h := range hits {
 		def, ok := c.toolDefs[h.ID]

@@ -807,7 +807,10 @@ func cacheDir() string {
 
 // catalogOptions maps the [catalog] table onto the proxy's options.
 func catalogOptions(c config.Catalog) proxy.CatalogOptions {
-	o := proxy.CatalogOptions{Mode: c.Mode, SearchAbove: c.SearchAbove, Always: c.Always, AlwaysAt: c.AlwaysAt}
+	o := proxy.CatalogOptions{Mode: c.Mode, SearchAbove: c.SearchAbove, Always: c.Always, AlwaysAt: c.AlwaysAt, Encoder: c.Encoder}
+	if dir := cacheDir(); dir != "" && c.Encoder {
+		o.EncoderCache = filepath.Join(dir, "embed")
+	}
 	if o.SearchAbove == 0 {
 		o.SearchAbove = -1 // search_above = 0: search at any size (the proxy's zero is its default)
 	}

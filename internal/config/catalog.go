@@ -41,6 +41,11 @@ type Catalog struct {
 	// "key:ci-bot"; see policy.ParsePrincipal) to a mode, in the file's
 	// order; the first that the caller is wins, over Clients.
 	Identities []CatalogIdentity
+	// Encoder is encoder: the search surface also ranks with the sentence
+	// encoder, whose embeddings of the tools are built in the background
+	// and cached on disk (off by default: it costs CPU minutes the first
+	// time, and memory).
+	Encoder bool
 }
 
 // CatalogIdentity is one entry of [catalog.identities].
@@ -80,6 +85,9 @@ func (d *decoder) catalog(root *table) Catalog {
 		} else {
 			c.SearchAbove = int(n)
 		}
+	}
+	if b, ok := t.boolean("encoder"); ok {
+		c.Encoder = b
 	}
 	if names, ok := t.strs("always"); ok {
 		seen := map[string]bool{}

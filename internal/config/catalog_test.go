@@ -18,12 +18,13 @@ func TestParseCatalog(t *testing.T) {
 mode = "search"
 search_above = 12
 always = ["files__read_text_file", "git__git_status"]
+encoder = true
 
 [catalog.clients]
 "Visual Studio Code" = "search"
 Claude-Code = "full"
 "cursor*" = "auto"
-`, Catalog{Mode: CatalogSearch, SearchAbove: 12,
+`, Catalog{Mode: CatalogSearch, SearchAbove: 12, Encoder: true,
 			Always:   []string{"files__read_text_file", "git__git_status"},
 			AlwaysAt: "proxy.toml:4: catalog.always",
 			Clients: []CatalogClient{
@@ -65,6 +66,8 @@ Claude-Code = "full"
 			`proxy.toml:2:1: catalog.clients.zed: "all" is not a catalog mode; use "auto" (search for clients that load every tool, when the catalog is large), "full" (every tool listed) or "search" (search tools only)`}},
 		{"client twice", "[catalog.clients]\nzed = \"full\"\nZed = \"search\"\n", []string{
 			`proxy.toml:3:1: catalog.clients.Zed: the client "Zed" is already given a mode as "zed" (names are compared case-insensitively); remove one`}},
+		{"encoder", "[catalog]\nencoder = \"yes\"\n", []string{
+			`proxy.toml:2:1: catalog.encoder: expected true or false, found string; remove the quotes`}},
 		{"unknown key", "[catalog]\nmodes = \"full\"\n", []string{
 			`proxy.toml:2:1: catalog.modes: unknown key; did you mean "mode"?`}},
 		{"identity prefix", "[catalog.identities]\n\"team:eng\" = \"full\"\n", []string{

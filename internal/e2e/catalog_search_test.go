@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -445,6 +446,84 @@ func TestCatalogSearchTokens(t *testing.T) {
 	for _, s := range size.Servers {
 		if (s.Server == "alpha") != (s.SearchBytes > 0) {
 			t.Errorf("server %s has %d bytes in the search list; only alpha's always tool should", s.Server, s.SearchBytes)
+		}
+	}
+}
+
+// searchRanker returns the ranker search_tools reports in its structured
+// content and whether its text names want.
+func searchRanker(ctx context.Context, t *testing.T, cs *mcp.ClientSession, query, want string) (string, bool) {
+	t.Helper()
+	res := call(ctx, t, cs, "search_tools", map[string]any{"query": query})
+	b, err := json.Marshal(res.StructuredContent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out struct {
+		Ranker string `json:"ranker"`
+	}
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatalf("search_tools structured content %s: %v", b, err)
+	}
+	return out.Ranker, !res.IsError && strings.Contains(text(res), want+"(")
+}
+
+// TestCatalogSearchEncoder: with [catalog] encoder = true, the first search
+// is answered at once, lexically, while the tools' embeddings are built in
+// the background; later searches are answered with the encoder; the
+// embeddings are cached on disk, one 0600 file per tool, and a restart
+// with unchanged tools embeds none of them again.
+func TestCatalogSearchEncoder(t *testing.T) {
+	cache := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", cache) // the embedding cache; not parallel because of Setenv
+	cfg := writeConfig(t, "[catalog]\nmode = \"search\"\nencoder = true\n"+fixture("alpha", nil))
+	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
+	defer cancel()
+	dir := filepath.Join(cache, "manifold", "embed")
+
+	for run, wantLog := range []string{"from_cache=0", "embedded=0"} {
+		sp := startStdio(t, cfg)
+		tools := 0
+		for _, n := range listedNames(ctx, t, sp.cs) {
+			if !slices.Contains(searchList, n) {
+				t.Fatalf("run %d: search-mode list has %s", run+1, n)
+			}
+		}
+		// The first search of a catalog asks for its embeddings: they are
+		// never all ready at that moment, and the search does not wait.
+		ranker, found := searchRanker(ctx, t, sp.cs, "echo a message back", "alpha__echo")
+		if ranker != "lexical" || !found {
+			t.Errorf("run %d: first search: ranker %q, found alpha__echo %v; want lexical, found", run+1, ranker, found)
+		}
+		waitFor(t, 7*time.Minute, "a search answered with the encoder", func() bool {
+			ranker, found = searchRanker(ctx, t, sp.cs, "echo a message back", "alpha__echo")
+			return ranker == "encoder"
+		})
+		if !found {
+			t.Errorf("run %d: the encoder's search does not find alpha__echo", run+1)
+		}
+		log := sp.stderr.String()
+		if !strings.Contains(log, "search encoder: embeddings ready") || !strings.Contains(log, wantLog) {
+			t.Errorf("run %d: log lacks the ready line with %s:\n%s", run+1, wantLog, log)
+		}
+		files, err := filepath.Glob(filepath.Join(dir, "*.emb"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// alpha's tools, as the proxy counted them when alpha came up.
+		if m := regexp.MustCompile(`msg="server up" upstream=alpha pid=\d+ tools=(\d+)`).FindStringSubmatch(log); m != nil {
+			tools, _ = strconv.Atoi(m[1])
+		}
+		if len(files) < tools || tools == 0 {
+			t.Errorf("run %d: %d cached embeddings for alpha's %d tools", run+1, len(files), tools)
+		}
+		for _, f := range files {
+			if info, err := os.Stat(f); err != nil || info.Mode().Perm() != 0o600 {
+				t.Errorf("%s: %v, mode %v; want 0600", f, err, info.Mode().Perm())
+			}
+		}
+		if code := sp.stop(); code != 0 {
+			t.Errorf("run %d: manifold exited %d", run+1, code)
 		}
 	}
 }
