@@ -40,8 +40,9 @@
 // Sentence Encoder lite in plain Go, is the one evaluated). Each tool's
 // EmbedText is embedded at build and each query at Search; the best hit's
 // cosine votes in the no-match decision. On the dev queries it did not rank
-// better, so it does not rank. The package does not import the encoder: its
-// 7 MB of weights are linked only into a binary that passes it in.
+// better, so it does not rank. The package does not import the encoder;
+// embedcache does, and computes, keeps and caches on disk the embeddings
+// of the search surface's opt-in encoder ([catalog] encoder = true).
 //
 // The package is pure: standard library only, no SDK types, no I/O (the
 // vector table is embedded), no goroutines. It knows nothing of policy; the caller indexes only what the

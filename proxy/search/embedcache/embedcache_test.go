@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/manifold-mcp/manifold/proxy/search/internal/encoder"
@@ -207,22 +208,36 @@ func TestModelFailureStaysLexical(t *testing.T) {
 }
 
 func TestCloseStopsTheWorker(t *testing.T) {
-	release := make(chan struct{})
+	started, release := make(chan struct{}), make(chan struct{})
 	var calls atomic.Int32
 	c := newCache("", MaxFiles, func() (func(string) []float32, error) {
 		return func(s string) []float32 {
 			if calls.Add(1) == 1 {
+				close(started)
 				<-release
 			}
 			return fakeVector(s)
 		}, nil
 	}, slog.New(slog.DiscardHandler))
 	c.Lookup(texts)
+	<-started // the worker is embedding the first text
 	closed := make(chan struct{})
 	go func() { c.Close(); close(closed) }()
+	for i := 0; ; i++ {
+		c.mu.Lock()
+		isClosed := c.closed
+		c.mu.Unlock()
+		if isClosed {
+			break
+		}
+		if i == 10000 {
+			t.Fatal("Close did not mark the cache closed")
+		}
+		time.Sleep(time.Millisecond)
+	}
 	close(release)
 	<-closed
-	if got := calls.Load(); got > 1 {
+	if got := calls.Load(); got != 1 {
 		t.Errorf("the worker embedded %d texts; Close should stop it after the first", got)
 	}
 	if _, ok := c.Lookup(texts); ok {
