@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/manifold-mcp/manifold/internal/redact"
 	"github.com/manifold-mcp/manifold/proxy/naming"
 	"github.com/manifold-mcp/manifold/proxy/pin"
 )
@@ -48,10 +49,19 @@ type PinReview struct {
 	// "warn" it is served and only flagged.
 	Held bool `json:"held"`
 	// Sum and Definition are what approving records: the fingerprint and
-	// canonical form of the definition as listed.
+	// canonical form of the definition as listed. Sum is over the true
+	// text; Definition has the config's secrets masked when Masked says so
+	// (then Sum cannot be checked against it).
 	Sum        string `json:"sum"`
 	Definition string `json:"definition"`
+	Masked     bool   `json:"masked,omitempty"`
 }
+
+// secretFinding is the finding of a definition that holds a known secret
+// of the config: a server that echoes a credential it was given into what
+// the model reads is worth a person's look, and the lock file and every
+// output show the definition with it masked.
+const secretFinding = "contains a configured secret (a value of the config's env, headers, ${env:…} or ${file:…}), shown and stored as " + redact.Mask + "; the fingerprint is over the true text, so a change of the value is still a change"
 
 // Approve is the command that approves r of server.
 func (r PinReview) Approve(server string) string {
@@ -162,20 +172,28 @@ func (s *Server) checkPins(g *generation, snap map[string]lists, pinned map[stri
 			if approved && entry.Sum == d.def.Sum() {
 				continue
 			}
+			// Findings quote the text, which may hold a secret: masked.
 			var findings []string
+			if d.def.Masked() {
+				findings = append(findings, secretFinding)
+			}
 			for _, f := range pin.Scan(d.def) {
-				findings = append(findings, f.String())
+				findings = append(findings, s.opts.Redactor.Known(f.String()))
 			}
 			for _, f := range pin.Shadows(d.def, others, ownNames[b.name]) {
-				findings = append(findings, f.String())
+				findings = append(findings, s.opts.Redactor.Known(f.String()))
 			}
 			if !known && len(findings) == 0 {
 				trusted = append(trusted, pin.EntryOf(b.name, d.def))
 				continue
 			}
+			diff := pin.Diff(entry.Canonical, d.def.Shown(), 2)
+			if approved && entry.Canonical == d.def.Shown() {
+				diff = "  (no change in what can be shown: the change is in a secret value of the config, shown as " + redact.Mask + ")\n" + diff
+			}
 			r := PinReview{Kind: string(d.def.Kind), Name: d.def.Name, Change: "new", Findings: findings,
-				Diff: pin.Diff(entry.Canonical, d.def.Canonical, 2), Held: mode == PinQuarantine,
-				Sum: d.def.Sum(), Definition: d.def.Canonical}
+				Diff: diff, Held: mode == PinQuarantine,
+				Sum: d.def.Sum(), Definition: d.def.Shown(), Masked: d.def.Masked()}
 			switch {
 			case approved:
 				r.Change = "changed"
@@ -252,11 +270,11 @@ func (s *Server) pinDefs(b *backend, l lists, ins string) []pinDef {
 		if err == nil {
 			var d pin.Def
 			if d, err = pin.NewDef(kind, name, raw); err == nil {
-				out = append(out, pinDef{d})
+				out = append(out, pinDef{d.Mask(s.opts.Redactor.JSON)})
 				return
 			}
 		}
-		s.log.Warn("pinned definitions: cannot fingerprint a definition", "server", b.name, "kind", kind, "name", name, "err", err)
+		s.log.Warn("pinned definitions: cannot fingerprint a definition", "server", b.name, "kind", kind, "name", s.opts.Redactor.Known(name), "err", s.opts.Redactor.KnownError(err))
 	}
 	for _, t := range l.tools {
 		if t != nil {
@@ -274,7 +292,7 @@ func (s *Server) pinDefs(b *backend, l lists, ins string) []pinDef {
 		}
 	}
 	if strings.TrimSpace(ins) != "" {
-		out = append(out, pinDef{pin.InstructionsDef(ins)})
+		out = append(out, pinDef{pin.InstructionsDef(ins).Mask(s.opts.Redactor.JSON)})
 	}
 	return out
 }

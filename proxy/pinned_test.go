@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/manifold-mcp/manifold/internal/redact"
 	"github.com/manifold-mcp/manifold/policy"
 	"github.com/manifold-mcp/manifold/proxy/naming"
 	"github.com/manifold-mcp/manifold/proxy/pin"
@@ -245,4 +247,39 @@ func toolNames(l lists) []string {
 		out = append(out, t.Name)
 	}
 	return out
+}
+
+// TestPinSecretMasked: instructions that echo a known secret of the config
+// are flagged ("contains a configured secret") and held, not trusted, even
+// at first sight; the review's definition, diff and findings show the
+// secret masked while its fingerprint is over the true text. Status masks
+// the definition also when the redactor learns the secret only after the
+// catalog was built (a reload).
+func TestPinSecretMasked(t *testing.T) {
+	const secret, late = "s3cr3t-echoed-by-up", "l4te-s3cr3t-of-a-reload"
+	u := newPinUpstream("Use up. Key: " + secret + ". Token: " + late)
+	red := redact.New(secret)
+	s := startedServer(t, Options{Redactor: red,
+		Servers: []ServerConfig{{Upstream: upstream.Options{Name: "up", Dial: u.dial(t)}, Prefix: "up", Pin: PinQuarantine, Instructions: true}}})
+	rs := s.Status()[0].Review
+	if len(rs) != 1 || rs[0].Kind != "instructions" || rs[0].Change != "flagged" || !rs[0].Held || !rs[0].Masked ||
+		len(rs[0].Findings) == 0 || !strings.HasPrefix(rs[0].Findings[0], "contains a configured secret") {
+		t.Fatalf("reviews %+v; want the instructions flagged, held and masked", rs)
+	}
+	if want := pin.InstructionsDef("Use up. Key: " + secret + ". Token: " + late).Sum(); rs[0].Sum != want {
+		t.Errorf("sum %s, want %s (over the true text)", rs[0].Sum, want)
+	}
+	red.Add(late)
+	b, err := json.Marshal(s.Status())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{secret, late} {
+		if strings.Contains(string(b), v) {
+			t.Errorf("Status shows the secret %q:\n%s", v, b)
+		}
+	}
+	if !strings.Contains(string(b), "Key: "+redact.Mask+". Token: "+redact.Mask) {
+		t.Errorf("Status does not show the masked definition:\n%s", b)
+	}
 }

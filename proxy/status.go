@@ -3,6 +3,8 @@ package proxy
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/manifold-mcp/manifold/proxy/pin"
 )
 
 // ServerStatus is what the proxy knows of one upstream, for `manifold tools`,
@@ -85,6 +87,15 @@ func (s *Server) Status() []ServerStatus {
 				findings[i] = s.opts.Redactor.String(f)
 			}
 			r.Findings = findings
+			// Masked when the catalog was built (pinDefs); again here in
+			// case a reload taught the redactor a secret since.
+			if d := s.opts.Redactor.JSON([]byte(r.Definition)); string(d) != r.Definition {
+				c, err := pin.Canonical(d)
+				if err != nil {
+					c = "{}"
+				}
+				r.Definition, r.Masked = c, true
+			}
 			st.Review = append(st.Review, r)
 		}
 		b.mu.Lock()

@@ -266,9 +266,20 @@ func cmdApprove(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	for _, p := range chosen {
 		printReview(stdout, p)
 		fmt.Fprintln(stdout)
-		e, err := pin.NewEntry(pin.Key{Server: p.Server, Kind: pin.Kind(p.Kind), Name: p.Name}, p.Definition)
+		key := pin.Key{Server: p.Server, Kind: pin.Kind(p.Kind), Name: p.Name}
+		var e pin.Entry
+		if p.Masked {
+			// The definition held a secret of the config: the lock gets
+			// the masked form and the fingerprint of the true text.
+			e, err = pin.NewMaskedEntry(key, p.Sum, p.Definition)
+		} else {
+			e, err = pin.NewEntry(key, p.Definition)
+			if err == nil && e.Sum != p.Sum {
+				err = fmt.Errorf("%s: the fingerprint %s does not match the definition (%s)", key, p.Sum, e.Sum)
+			}
+		}
 		if err != nil {
-			return fmt.Errorf("%s reported a definition that is not JSON: %w", source, err)
+			return fmt.Errorf("%s reported a definition that cannot be approved: %w; run `manifold approve --fresh` to list the definitions again", source, err)
 		}
 		entries = append(entries, e)
 	}

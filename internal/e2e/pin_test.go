@@ -2,6 +2,10 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -348,5 +352,177 @@ func TestPinLazyCache(t *testing.T) {
 	}
 	if got := strings.Count(readRecord(t, counts), "start "); got != starts {
 		t.Errorf("evil was started %d more times to list; a lazy server must be advertised from its cache", got-starts)
+	}
+}
+
+// httpGet returns the body of GET url.
+func httpGet(ctx context.Context, t *testing.T, url string) string {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	return string(b)
+}
+
+// TestPinSecretNeverStored (issue 14 item 5 for pinned definitions): a
+// server whose instructions and a tool's description echo a secret of the
+// config (an env value from ${env:…}) has those definitions flagged for
+// review ("contains a configured secret") and held under quarantine; the
+// secret's bytes, in any spelling, appear nowhere: not in manifold.lock
+// (before and after approve), status (text and --json, of the running
+// instance and fresh), GET /status, doctor, approve (the list, -n, the
+// real one), the serve log, the status and cache files, or what the client
+// lists. The fingerprint is over the true text: with another value of the
+// secret the approved definitions are "changed" again, still without
+// showing either value.
+func TestPinSecretNeverStored(t *testing.T) {
+	const first, second = `pS3cr3t/pin+"lock"&value`, "qS3cr3t-rotated/pin+value"
+	cache := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", cache) // status files; not parallel because of Setenv
+	t.Setenv("E2E_PIN_SECRET", first)
+	cfg := writeConfig(t, fixture("keyed", []string{"-tools", "echo,pid", "-echo-env", "FIXTURE_KEY"},
+		`env = { FIXTURE_KEY = "${env:E2E_PIN_SECRET}" }`))
+	lockFile := filepath.Join(filepath.Dir(cfg), "manifold.lock")
+	secrets := []string{first, second}
+	none := func(where, out string) {
+		t.Helper()
+		assertNoneOf(t, where, out, secrets)
+	}
+	lock := func() string {
+		t.Helper()
+		b, err := os.ReadFile(lockFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	hp := startHTTP(t, cfg)
+	cs := connectHTTP(t, hp)
+	ctx := testCtx(t)
+
+	// First sight: the clean tool is trusted, the two that echo the secret
+	// are held for review.
+	waitFor(t, 10*time.Second, "the clean tool trusted on first use", func() bool {
+		b, _ := os.ReadFile(lockFile)
+		return strings.Contains(string(b), `"keyed" tool "pid"`)
+	})
+	if l := listedSet(ctx, t, cs); !l["keyed__pid"] || l["keyed__echo"] {
+		t.Errorf("listed %v; want keyed__pid, and not keyed__echo (it holds a secret and awaits review)", l)
+	}
+	if strings.Contains(lock(), `"keyed" tool "echo"`) || strings.Contains(lock(), `"keyed" instructions`) {
+		t.Errorf("definitions that hold a secret were trusted on first use:\n%s", lock())
+	}
+	none("manifold.lock after first sight", lock())
+
+	// Every output that shows the reviews: the finding, never the secret.
+	const finding = "contains a configured secret"
+	var out string
+	waitFor(t, 10*time.Second, "status of the running instance shows the reviews", func() bool {
+		out, _ = manifoldCmd(ctx, t, "status", "--config", cfg)
+		return strings.Contains(out, finding)
+	})
+	none("manifold status", out)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"status", "--json", "--config", cfg}, finding},
+		{[]string{"status", "--url", "http://" + hp.addr, "--json"}, finding},
+		{[]string{"doctor", "--config", cfg}, "manifold approve keyed/echo"},
+		{[]string{"approve", "--config", cfg}, "2 definitions awaiting review"},
+		{[]string{"approve", "--config", cfg, "-n", "keyed"}, "Dry run: 2 definitions would be accepted"},
+	} {
+		out, _ := manifoldCmd(ctx, t, tc.args...)
+		if !strings.Contains(out, tc.want) {
+			t.Errorf("manifold %s does not show %q:\n%s", strings.Join(tc.args, " "), tc.want, out)
+		}
+		none("manifold "+strings.Join(tc.args, " "), out)
+	}
+	status := httpGet(ctx, t, "http://"+hp.addr+"/status")
+	if !strings.Contains(status, finding) || !strings.Contains(status, `"masked": true`) && !strings.Contains(status, `"masked":true`) {
+		t.Errorf("GET /status does not show the masked review:\n%s", status)
+	}
+	none("GET /status", status)
+
+	// Approve: the lock gets the masked form, the tools are served.
+	out, err := manifoldCmd(ctx, t, "approve", "--config", cfg, "keyed")
+	if err != nil || !strings.Contains(out, "Accepted 2 definitions") {
+		t.Fatalf("approve keyed: %v\n%s", err, out)
+	}
+	none("manifold approve keyed", out)
+	if l := lock(); !strings.Contains(l, `"keyed" tool "echo"`) || !strings.Contains(l, `"keyed" instructions`) || !strings.Contains(l, "masked {") || !strings.Contains(l, "[redacted]") {
+		t.Errorf("the lock file after approve lacks the masked definitions:\n%s", l)
+	}
+	none("manifold.lock after approve", lock())
+	waitFor(t, 10*time.Second, "keyed__echo served after approve", func() bool { return listedSet(ctx, t, cs)["keyed__echo"] })
+	res, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed, _ := json.Marshal(res)
+	none("tools/list", string(listed))
+	if !strings.Contains(string(listed), "Signing key: [redacted]") {
+		t.Errorf("tools/list does not show the echoed secret masked:\n%s", listed)
+	}
+
+	// Another value of the secret: a change, caught by the fingerprint
+	// over the true text, and still shown masked.
+	t.Setenv("E2E_PIN_SECRET", second)
+	stdout, stderr, _ := runCLI(t, "status", "--fresh", "--json", "--config", cfg)
+	none("manifold status --fresh --json's stderr (another secret)", stderr)
+	out = stdout
+	var sts []struct {
+		Name   string `json:"name"`
+		Review []struct {
+			Kind, Name, Change string
+			Masked             bool
+		} `json:"review"`
+	}
+	if err := json.Unmarshal([]byte(out), &sts); err != nil {
+		t.Fatalf("status --fresh --json: %v\n%s", err, out)
+	}
+	var changed []string
+	for _, st := range sts {
+		for _, r := range st.Review {
+			changed = append(changed, fmt.Sprintf("%s %s %q %s masked=%v", st.Name, r.Kind, r.Name, r.Change, r.Masked))
+		}
+	}
+	slices.Sort(changed)
+	if want := []string{`keyed instructions "" changed masked=true`, `keyed tool "echo" changed masked=true`}; !slices.Equal(changed, want) {
+		t.Errorf("with another secret value, reviews = %q, want %q\n%s", changed, want, out)
+	}
+	none("manifold status --fresh --json (another secret)", out)
+	out, _ = manifoldCmd(ctx, t, "approve", "--fresh", "--config", cfg, "-n", "keyed")
+	if !strings.Contains(out, "the change is in a secret value of the config") {
+		t.Errorf("approve -n with another secret value does not say where the change is:\n%s", out)
+	}
+	none("manifold approve -n (another secret)", out)
+
+	// The log, the lock and the running instance's status file: no secret
+	// either. (The catalog cache beside the status files is private state,
+	// 0600, and keeps the true text: a lazy server's cached definitions are
+	// fingerprinted from it before the server runs.)
+	none("manifold serve's log", hp.stderr.String())
+	none("manifold.lock at the end", lock())
+	files, _ := filepath.Glob(filepath.Join(cache, "manifold", "run", "*.json"))
+	if len(files) == 0 {
+		t.Errorf("no status file of the running instance in %s", cache)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		none("status file "+f, string(b))
 	}
 }

@@ -47,8 +47,48 @@ type Def struct {
 	// a template, and empty for instructions.
 	Name string
 	// Canonical is the pinned members as canonical JSON: keys sorted, no
-	// insignificant whitespace, numbers in one spelling (Canonical).
+	// insignificant whitespace, numbers in one spelling (Canonical). It is
+	// the true text, which Sum is taken over; it may hold a secret that a
+	// server echoed, so it is not what is written or shown (Shown).
 	Canonical string
+	// Display, when not empty, is Canonical with secrets masked (Mask): the
+	// form that is written to the lock file and shown.
+	Display string
+}
+
+// Shown is the form of d that may be written and shown: Display when d
+// holds a secret, Canonical otherwise.
+func (d Def) Shown() string {
+	if d.Display != "" {
+		return d.Display
+	}
+	return d.Canonical
+}
+
+// Masked reports whether d holds a secret, masked in Shown.
+func (d Def) Masked() bool { return d.Display != "" }
+
+// Mask returns d with its display form set: mask gets the canonical JSON
+// and returns it with the secrets it knows replaced (redact.Redactor.JSON);
+// when it changes nothing, d is returned as is. The fingerprint stays that
+// of the true text, so a change of a secret's value still changes it
+// without showing either value.
+func (d Def) Mask(mask func([]byte) []byte) Def {
+	if mask == nil {
+		return d
+	}
+	out := mask([]byte(d.Canonical))
+	if string(out) == d.Canonical {
+		return d
+	}
+	c, err := Canonical(out)
+	if err != nil || c == d.Canonical {
+		// A mask that does not return JSON: show nothing of the text
+		// rather than risk the secret.
+		c = "{}"
+	}
+	d.Display = c
+	return d
 }
 
 // NewDef reduces raw, the JSON of a definition of kind as the server sent

@@ -37,9 +37,13 @@ type Entry struct {
 	Key
 	// Sum is the definition's fingerprint (Def.Sum).
 	Sum string
-	// Canonical is the definition's canonical form (Def.Canonical), kept so
-	// that a change can be shown as a diff.
+	// Canonical is the definition's canonical form as it may be shown
+	// (Def.Shown), kept so that a change can be shown as a diff.
 	Canonical string
+	// Masked says that Canonical has secrets masked (Def.Masked): Sum is
+	// over the true text, which the lock does not hold, so it cannot be
+	// checked against Canonical.
+	Masked bool
 	// Line is where Parse read the entry (1-based); zero for entries made
 	// since.
 	Line int
@@ -47,7 +51,7 @@ type Entry struct {
 
 // EntryOf is the entry that approves d of server.
 func EntryOf(server string, d Def) Entry {
-	return Entry{Key: Key{Server: server, Kind: d.Kind, Name: d.Name}, Sum: d.Sum(), Canonical: d.Canonical}
+	return Entry{Key: Key{Server: server, Kind: d.Kind, Name: d.Name}, Sum: d.Sum(), Canonical: d.Shown(), Masked: d.Masked()}
 }
 
 // Lock is a set of approved definitions, at most one per Key. A nil *Lock
@@ -133,7 +137,8 @@ func cmpKeys(a, b Key) int {
 const lockHeader = `# manifold.lock: the upstream definitions a person approved. Commit it beside proxy.toml.
 # Manifold hides a definition that is new or changed since (pin = "quarantine") or flags it (pin = "warn");
 # review and accept one with ` + "`manifold approve SERVER[/NAME]`" + `, do not edit lines by hand.
-# One line per definition: SERVER KIND NAME SUM DEFINITION (canonical JSON).
+# One line per definition: SERVER KIND NAME SUM DEFINITION (canonical JSON); "masked" before the
+# definition says it held a secret of the config, shown as [redacted], and SUM is over the true text.
 `
 
 // Format is the text of a lock file holding l: the header, then one line
@@ -142,7 +147,11 @@ func (l *Lock) Format() []byte {
 	var b bytes.Buffer
 	b.WriteString(lockHeader)
 	for _, e := range l.Entries() {
-		fmt.Fprintf(&b, "%s %s %s %s %s\n", strconv.Quote(e.Server), e.Kind, strconv.Quote(e.Name), e.Sum, e.Canonical)
+		masked := ""
+		if e.Masked {
+			masked = maskedFlag + " "
+		}
+		fmt.Fprintf(&b, "%s %s %s %s %s%s\n", strconv.Quote(e.Server), e.Kind, strconv.Quote(e.Name), e.Sum, masked, e.Canonical)
 	}
 	return b.Bytes()
 }
@@ -198,7 +207,13 @@ func Parse(file string, data []byte) (*Lock, error) {
 	return l, nil
 }
 
-// parseLine reads `"SERVER" KIND "NAME" SUM DEFINITION`.
+// maskedFlag marks a line whose definition has secrets masked. The lines of
+// definitions without one are as they were before the flag existed, so an
+// older lock file reads as it did, and one rewritten without secrets in it
+// does not change.
+const maskedFlag = "masked"
+
+// parseLine reads `"SERVER" KIND "NAME" SUM [masked] DEFINITION`.
 func parseLine(line string) (Entry, error) {
 	var e Entry
 	rest := line
@@ -215,16 +230,20 @@ func parseLine(line string) (Entry, error) {
 		return e, err
 	}
 	sum, def, _ := strings.Cut(rest, " ")
-	if !strings.HasPrefix(sum, "sha256:") || len(sum) != len("sha256:")+64 {
+	if !validSum(sum) {
 		return e, fmt.Errorf("fingerprint %q is not sha256:<64 hex digits>", cut(sum))
 	}
+	def, masked := strings.CutPrefix(def, maskedFlag+" ")
 	canon, err := Canonical([]byte(def))
 	if err != nil {
 		return e, fmt.Errorf("definition: %w", err)
 	}
-	e = Entry{Key: Key{Server: server, Kind: Kind(kind), Name: name}, Sum: sum, Canonical: canon}
+	e = Entry{Key: Key{Server: server, Kind: Kind(kind), Name: name}, Sum: sum, Canonical: canon, Masked: masked}
 	if server == "" {
 		return e, fmt.Errorf("empty server name")
+	}
+	if masked {
+		return e, nil // the sum is over text the line does not hold
 	}
 	if got := sum2(e); got != sum {
 		return e, fmt.Errorf("the fingerprint of %s does not match its definition (edited by hand?); delete the line and run `manifold approve %s`", e.Key, e.Server)
@@ -267,4 +286,35 @@ func NewEntry(k Key, canonical string) (Entry, error) {
 		return Entry{}, fmt.Errorf("%s: %w", k, err)
 	}
 	return Entry{Key: k, Sum: sum(k.Kind, k.Name, c), Canonical: c}, nil
+}
+
+// NewMaskedEntry is the entry that approves, under k, the definition whose
+// true text has fingerprint sum and whose display form (secrets masked) is
+// shown; an error if sum is not a fingerprint or shown is not JSON.
+func NewMaskedEntry(k Key, sum, shown string) (Entry, error) {
+	if !k.Kind.valid() {
+		return Entry{}, fmt.Errorf("unknown kind %q", k.Kind)
+	}
+	if !validSum(sum) {
+		return Entry{}, fmt.Errorf("%s: fingerprint %q is not sha256:<64 hex digits>", k, cut(sum))
+	}
+	c, err := Canonical([]byte(shown))
+	if err != nil {
+		return Entry{}, fmt.Errorf("%s: %w", k, err)
+	}
+	return Entry{Key: k, Sum: sum, Canonical: c, Masked: true}, nil
+}
+
+// validSum reports whether s is "sha256:" and 64 lower-case hex digits.
+func validSum(s string) bool {
+	h, ok := strings.CutPrefix(s, "sha256:")
+	if !ok || len(h) != 64 {
+		return false
+	}
+	for _, c := range h {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
