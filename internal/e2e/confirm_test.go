@@ -599,3 +599,200 @@ func TestConfirmExplain(t *testing.T) {
 		}
 	}
 }
+
+// openPage is the person on a URL-mode approval page at u, with a plain
+// HTTP client (not the MCP client): it reads the page, checks that it shows
+// want, and posts answer ("approve" or "deny") with the page's token from
+// the page's own origin. It returns the status of the post.
+func openPage(ctx context.Context, t *testing.T, u, want, answer string) int {
+	t.Helper()
+	body := httpGet(ctx, t, u)
+	if !strings.Contains(body, want) {
+		t.Fatalf("the approval page at %s does not show %q:\n%s", u, want, body)
+	}
+	m := csrfRE.FindStringSubmatch(body)
+	if m == nil {
+		t.Fatalf("no csrf token in the page:\n%s", body)
+	}
+	return postPage(ctx, t, u, m[1], answer)
+}
+
+// postPage posts answer with the token csrf to the page at u, from its own
+// origin, and returns the status.
+func postPage(ctx context.Context, t *testing.T, u, csrf, answer string) int {
+	t.Helper()
+	pu, err := url.Parse(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader(url.Values{"csrf": {csrf}, "answer": {answer}}.Encode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", "http://"+pu.Host)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("POST %s: %v", u, err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestConfirmURLModern: a 2026-07-28 go-sdk client over HTTP that declared
+// elicitation.url gets the approval as a URL-mode elicitation inside
+// input_required, pointing to Manifold's own page; the person (the test
+// with an http.Client) opens the page and answers there, and the client's
+// retry carries only "accept" (it opened the page), which approves nothing
+// by itself. Approved, the call runs exactly once with the exact
+// arguments; a denial, an expiry, a replay of the used page or of the
+// requestState, and changed arguments after the approval run nothing.
+func TestConfirmURLModern(t *testing.T) {
+	t.Parallel()
+	caps := &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}}
+	start := func(t *testing.T, top string) (confirmSetup, *httpProxy, *mcp.ClientSession) {
+		t.Helper()
+		setup := newConfirmSetup(t, top)
+		hp := startHTTP(t, setup.cfg)
+		p := &person{}
+		cs := connectHTTPClient(t, hp, p.client("e2e-url-modern", caps, true), "")
+		if got := cs.InitializeResult().ProtocolVersion; got != modernVersion {
+			t.Fatalf("negotiated %q, want %s", got, modernVersion)
+		}
+		waitTool(testCtx(t), t, cs, "bank__args")
+		return setup, hp, cs
+	}
+	args := map[string]any{"to": "bob", "amount": 10}
+	// first calls bank__args and returns the input_required result and the
+	// page's URL, checked to be a URL-mode elicitation of the proxy's page.
+	first := func(ctx context.Context, t *testing.T, hp *httpProxy, cs *mcp.ClientSession) (*mcp.CallToolResult, string) {
+		t.Helper()
+		res := callOK(ctx, t, cs, "bank__args", args)
+		if !res.NeedsInput() || len(res.InputRequests) != 1 || res.RequestState == "" {
+			t.Fatalf("first call = %+v, want input_required with one input request", res)
+		}
+		for _, ir := range res.InputRequests {
+			e, ok := ir.(*mcp.ElicitParams)
+			if !ok || e.Mode != "url" || !strings.HasPrefix(e.URL, "http://"+hp.addr+"/approve/") || e.ElicitationID == "" {
+				t.Fatalf("input request = %#v, want a URL-mode elicitation of http://%s/approve/…", ir, hp.addr)
+			}
+			if strings.Contains(e.Message, "amount") {
+				t.Errorf("the URL-mode message shows the arguments (the page does): %q", e.Message)
+			}
+			return res, e.URL
+		}
+		panic("unreachable")
+	}
+	retry := func(ctx context.Context, cs *mcp.ClientSession, res *mcp.CallToolResult, args map[string]any) (*mcp.CallToolResult, error) {
+		answers := mcp.InputResponseMap{}
+		for k := range res.InputRequests {
+			answers[k] = &mcp.ElicitResult{Action: "accept"} // the client opened the page
+		}
+		return cs.CallTool(ctx, &mcp.CallToolParams{Name: "bank__args", Arguments: args, InputResponses: answers, RequestState: res.RequestState})
+	}
+	wantInvalid := func(t *testing.T, what string, err error, contains string) {
+		t.Helper()
+		var rpcErr *jsonrpc.Error
+		if !errors.As(err, &rpcErr) || rpcErr.Code != jsonrpc.CodeInvalidParams || !strings.Contains(rpcErr.Message, contains) {
+			t.Errorf("%s: got %v, want -32602 saying %q", what, err, contains)
+		}
+	}
+
+	t.Run("approve, then replays", func(t *testing.T) {
+		t.Parallel()
+		setup, hp, cs := start(t, "")
+		ctx := testCtx(t)
+		res, page := first(ctx, t, hp, cs)
+		if n := setup.count(t); n != 0 {
+			t.Fatalf("calls that reached the server before the approval: %d", n)
+		}
+		if code := openPage(ctx, t, page, `&#34;amount&#34;: 10`, "approve"); code != http.StatusOK {
+			t.Fatalf("approve on the page: %d, want 200", code)
+		}
+		final, err := retry(ctx, cs, res, map[string]any{"amount": 10, "to": "bob"}) // same arguments, other order
+		if err != nil || final.IsError || final.NeedsInput() || text(final) != `{"amount":10,"to":"bob"}` {
+			t.Fatalf("retry after the approval = %+v, %v; want the server's result", final, err)
+		}
+		if got := setup.ran(t); fmt.Sprint(got) != `[call args {"amount":10,"to":"bob"} |]` {
+			t.Errorf("calls that reached the server = %v, want exactly the approved one", got)
+		}
+		// Replays: the used page, and the used requestState.
+		if resp, err := http.Get(page); err != nil || resp.StatusCode != http.StatusNotFound {
+			t.Errorf("GET of the used page: %v %v, want 404", resp, err)
+		} else {
+			resp.Body.Close()
+		}
+		if code := postPage(ctx, t, page, "any", "approve"); code != http.StatusNotFound {
+			t.Errorf("POST to the used page: %d, want 404", code)
+		}
+		_, err = retry(ctx, cs, res, args)
+		wantInvalid(t, "replayed requestState", err, "no longer waiting")
+		if n := setup.count(t); n != 1 {
+			t.Errorf("calls that reached the server after the replays: %d, want 1 (%v)", n, setup.ran(t))
+		}
+		eventually(ctx, t, func() string {
+			if got := setup.audit("bank__args"); fmt.Sprint(got) != "[accepted/true/ok]" {
+				return fmt.Sprintf("audit of bank__args = %v, want [accepted/true/ok]", got)
+			}
+			return ""
+		})
+	})
+	t.Run("deny", func(t *testing.T) {
+		t.Parallel()
+		setup, hp, cs := start(t, "")
+		ctx := testCtx(t)
+		res, page := first(ctx, t, hp, cs)
+		if code := openPage(ctx, t, page, "moves money", "deny"); code != http.StatusOK {
+			t.Fatalf("deny on the page: %d, want 200", code)
+		}
+		final, err := retry(ctx, cs, res, args)
+		if err != nil || !final.IsError || !strings.Contains(text(final), "nothing was executed") {
+			t.Fatalf("retry after a denial = %+v, %v; want an isError saying nothing ran", final, err)
+		}
+		if n := setup.count(t); n != 0 {
+			t.Errorf("calls that reached the server after a denial: %d (%v)", n, setup.ran(t))
+		}
+	})
+	t.Run("changed arguments after approval", func(t *testing.T) {
+		t.Parallel()
+		setup, hp, cs := start(t, "")
+		ctx := testCtx(t)
+		res, page := first(ctx, t, hp, cs)
+		if code := openPage(ctx, t, page, `&#34;amount&#34;: 10`, "approve"); code != http.StatusOK {
+			t.Fatalf("approve on the page: %d, want 200", code)
+		}
+		_, err := retry(ctx, cs, res, map[string]any{"to": "bob", "amount": 1000})
+		wantInvalid(t, "retry with another amount", err, "arguments differ")
+		_, err = retry(ctx, cs, res, args) // the call was dropped
+		wantInvalid(t, "retry after the change", err, "no longer waiting")
+		if n := setup.count(t); n != 0 {
+			t.Errorf("calls that reached the server: %d, want 0 (%v)", n, setup.ran(t))
+		}
+	})
+	t.Run("expiry", func(t *testing.T) {
+		t.Parallel()
+		setup, hp, cs := start(t, "confirm_ttl = \"1s\"\n")
+		ctx := testCtx(t)
+		res, page := first(ctx, t, hp, cs)
+		// The proxy gives up first (an event in the audit log, not a
+		// clock); then the person comes, too late.
+		eventually(ctx, t, func() string {
+			if got := setup.audit("bank__args"); len(got) != 1 || got[0] != "timeout/true/approval timed out" {
+				return fmt.Sprintf("audit = %v, want one timeout line with the approval id", got)
+			}
+			return ""
+		})
+		if resp, err := http.Get(page); err != nil || resp.StatusCode != http.StatusNotFound {
+			t.Errorf("GET of an expired page: %v %v, want 404", resp, err)
+		} else {
+			resp.Body.Close()
+		}
+		final, err := retry(ctx, cs, res, args)
+		if err == nil && (!final.IsError || final.NeedsInput()) {
+			t.Errorf("retry after the expiry = %+v; want an isError or an error", final)
+		}
+		if n := setup.count(t); n != 0 {
+			t.Errorf("calls that reached the server after the expiry: %d (%v)", n, setup.ran(t))
+		}
+	})
+}
