@@ -11,8 +11,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/BurntSushi/toml"
 )
 
 // Auth is the [auth] table: how clients of `manifold serve --http`
@@ -183,22 +181,11 @@ func LoadAPIKeys(path string, lookup func(string) (string, bool)) ([]APIKey, err
 		}
 		return nil, fmt.Errorf("%s: cannot read the API keys file (auth.api_keys_file): %w", path, err)
 	}
-	src := strings.TrimPrefix(string(data), "\uFEFF")
-	d := &decoder{file: path, src: src, lookup: lookup, lines: []int{0}}
-	for i := 0; i < len(src); i++ {
-		if src[i] == '\n' {
-			d.lines = append(d.lines, i+1)
-		}
-	}
-	if err := d.depth(); err != nil {
+	d, top, err := newDecoder(path, data)
+	if err != nil {
 		return nil, err
 	}
-	var top map[string]toml.Primitive
-	md, err := toml.Decode(src, &top)
-	if err != nil {
-		return nil, d.syntaxError(err)
-	}
-	d.md = md
+	d.lookup = lookup
 	root := &table{d: d, fields: top}
 	var keys []APIKey
 	if kt, ok := root.tableOf("keys", "a table of keys such as [keys.ci-bot] with sha256 = \"…\""); ok {

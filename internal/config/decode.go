@@ -54,19 +54,11 @@ type decoder struct {
 // decode parses data, the file at abs shown as file. lookPath, if not nil,
 // checks that every command can be run ([Check]).
 func decode(file, abs string, data []byte, lookup func(string) (string, bool), lookPath func(string) (string, error)) (*Config, error) {
-	// The parser drops a UTF-8 byte order mark and counts offsets after it.
-	src := strings.TrimPrefix(string(data), "\uFEFF")
-	d := &decoder{file: file, src: src, lookup: lookup, lookPath: lookPath, lines: lineStarts(src), dir: filepath.Dir(abs)}
-
-	if err := d.depth(); err != nil {
+	d, top, err := newDecoder(file, data)
+	if err != nil {
 		return nil, err
 	}
-	var top map[string]toml.Primitive
-	md, err := toml.Decode(src, &top)
-	if err != nil {
-		return nil, d.syntaxError(err)
-	}
-	d.md = md
+	d.lookup, d.lookPath, d.dir = lookup, lookPath, filepath.Dir(abs)
 
 	cfg := &Config{Path: abs, Dir: filepath.Dir(abs)}
 	root := &table{d: d, fields: top, expand: true}
@@ -99,6 +91,27 @@ func decode(file, abs string, data []byte, lookup func(string) (string, bool), l
 }
 
 // lineStarts returns the byte offset of the start of each line of src.
+// newDecoder parses data as the TOML document file, returning a decoder for
+// it and its top-level table: the one prelude of every TOML file manifold
+// reads (proxy.toml, policy files, the API keys file). The parser drops a
+// UTF-8 byte order mark and counts offsets after it, so src does too; a
+// document nested too deep is refused before the parser sees it (depth);
+// a syntax error is a problem with file:line (syntaxError).
+func newDecoder(file string, data []byte) (*decoder, map[string]toml.Primitive, error) {
+	src := strings.TrimPrefix(string(data), "\uFEFF")
+	d := &decoder{file: file, src: src, lines: lineStarts(src)}
+	if err := d.depth(); err != nil {
+		return nil, nil, err
+	}
+	var top map[string]toml.Primitive
+	md, err := toml.Decode(src, &top)
+	if err != nil {
+		return nil, nil, d.syntaxError(err)
+	}
+	d.md = md
+	return d, top, nil
+}
+
 func lineStarts(src string) []int {
 	lines := []int{0}
 	for i := 0; i < len(src); i++ {

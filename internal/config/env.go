@@ -29,29 +29,21 @@ func expand(s string, lookup func(string) (string, bool)) (out string, missing [
 // when VAR is unset or empty, ${file:PATH} with the secret in the file at
 // PATH, and $$ with $. Any other $ is kept as is. missing lists, once each,
 // the variables that are unset and have no default; they expand to "". err
-// reports a malformed ${...} or a file that cannot be read.
+// reports a malformed ${...} or a file that cannot be read. What is a
+// reference is scanRefs's to say.
 func (r resolver) expand(s string) (out string, missing []string, err error) {
 	if !strings.Contains(s, "$") {
 		return s, nil, nil
 	}
 	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c != '$' || i+1 == len(s) {
-			b.WriteByte(c)
-			continue
-		}
-		switch s[i+1] {
-		case '$':
-			b.WriteByte('$')
-			i++
-		case '{':
-			end := strings.IndexByte(s[i+2:], '}')
-			if end < 0 {
-				return "", nil, fmt.Errorf(`unterminated "${" in %q; close it with "}" or write "$$" for a literal "$"`, s)
-			}
-			body := s[i+2 : i+2+end]
-			v, miss, err := r.reference(body, s)
+	for _, p := range scanRefs(s) {
+		switch p.kind {
+		case pieceText:
+			b.WriteString(p.text)
+		case pieceOpen:
+			return "", nil, fmt.Errorf(`unterminated "${" in %q; close it with "}" or write "$$" for a literal "$"`, s)
+		case pieceRef:
+			v, miss, err := r.reference(p.text, s)
 			if err != nil {
 				return "", nil, err
 			}
@@ -59,12 +51,66 @@ func (r resolver) expand(s string) (out string, missing []string, err error) {
 				missing = append(missing, miss)
 			}
 			b.WriteString(v)
-			i += 2 + end
-		default:
-			b.WriteByte(c)
 		}
 	}
 	return b.String(), missing, nil
+}
+
+// pieceKind is what one piece of a config string is (scanRefs).
+type pieceKind int
+
+const (
+	pieceText pieceKind = iota // literal text, "$$" already read as "$"
+	pieceRef                   // a ${...} reference; the text is its body
+	pieceOpen                  // an unterminated "${" and the rest of the string, as written
+)
+
+type piece struct {
+	kind pieceKind
+	text string
+}
+
+// scanRefs splits s into literal text and ${...} references, the one
+// tokenizer of both what the loader expands (resolver.expand) and what
+// `manifold check` reads as written out (literalPart), so that the two
+// never disagree on what a reference is: "$$" is a literal "$"; "${" starts
+// a reference whose body runs to the first "}" (no nesting: "${a${b}}" is
+// the reference "a${b" and the text "}"); a "${" with no "}" after it ends
+// the scan (pieceOpen); any other "$", a trailing one included, is text.
+// Adjacent text is one piece.
+func scanRefs(s string) []piece {
+	var out []piece
+	var lit strings.Builder
+	flush := func() {
+		if lit.Len() > 0 {
+			out = append(out, piece{pieceText, lit.String()})
+			lit.Reset()
+		}
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '$' || i+1 == len(s) {
+			lit.WriteByte(c)
+			continue
+		}
+		switch s[i+1] {
+		case '$':
+			lit.WriteByte('$')
+			i++
+		case '{':
+			flush()
+			end := strings.IndexByte(s[i+2:], '}')
+			if end < 0 {
+				return append(out, piece{pieceOpen, s[i:]})
+			}
+			out = append(out, piece{pieceRef, s[i+2 : i+2+end]})
+			i += 2 + end
+		default:
+			lit.WriteByte(c)
+		}
+	}
+	flush()
+	return out
 }
 
 // reference resolves the body of one ${...} of s: the value, or the name

@@ -59,13 +59,8 @@ func literalsOf(path string) []literal {
 	if err != nil {
 		return nil
 	}
-	src := strings.TrimPrefix(string(data), "\uFEFF")
-	d := &decoder{file: path, src: src, lines: lineStarts(src)}
-	if CheckTOMLDepth(src) != nil {
-		return nil
-	}
-	var top map[string]toml.Primitive
-	if d.md, err = toml.Decode(src, &top); err != nil {
+	d, top, err := newDecoder(path, data)
+	if err != nil {
 		return nil
 	}
 	return d.literalCredentials(top)
@@ -180,30 +175,16 @@ func literalSecret(lit string) bool {
 }
 
 // literalPart returns s without its ${...} references (what the file itself
-// spells out), with $$ as $.
+// spells out), with $$ as $; an unterminated "${" and what follows it are
+// kept as written. scanRefs decides what a reference is, as for expand.
 func literalPart(s string) string {
 	if !strings.Contains(s, "$") {
 		return s
 	}
 	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] != '$' || i+1 == len(s) {
-			b.WriteByte(s[i])
-			continue
-		}
-		switch s[i+1] {
-		case '$':
-			b.WriteByte('$')
-			i++
-		case '{':
-			end := strings.IndexByte(s[i+2:], '}')
-			if end < 0 {
-				b.WriteString(s[i:])
-				return b.String()
-			}
-			i += 2 + end
-		default:
-			b.WriteByte(s[i])
+	for _, p := range scanRefs(s) {
+		if p.kind != pieceRef {
+			b.WriteString(p.text)
 		}
 	}
 	return b.String()

@@ -662,28 +662,6 @@ func (d *decoder) byPosition(fields map[string]toml.Primitive) []string {
 	})
 }
 
-// newDecoder parses data as the TOML document file, returning a decoder for
-// it and its top-level table, or the syntax error as a problem.
-func newDecoder(file string, data []byte) (*decoder, map[string]toml.Primitive, error) {
-	src := strings.TrimPrefix(string(data), "\uFEFF")
-	d := &decoder{file: file, src: src, lines: []int{0}}
-	for i := 0; i < len(src); i++ {
-		if src[i] == '\n' {
-			d.lines = append(d.lines, i+1)
-		}
-	}
-	if err := d.depth(); err != nil {
-		return nil, nil, err
-	}
-	var top map[string]toml.Primitive
-	md, err := toml.Decode(src, &top)
-	if err != nil {
-		return nil, nil, d.syntaxError(err)
-	}
-	d.md = md
-	return d, top, nil
-}
-
 // err joins the problems found, in file order, or returns nil.
 func (d *decoder) err() error {
 	if len(d.probs) == 0 {
