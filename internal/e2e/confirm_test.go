@@ -771,7 +771,7 @@ func TestConfirmURLModern(t *testing.T) {
 	})
 	t.Run("expiry", func(t *testing.T) {
 		t.Parallel()
-		setup, hp, cs := start(t, "confirm_ttl = \"1s\"\n")
+		setup, hp, cs := start(t, "confirm_ttl = \"2s\"\n")
 		ctx := testCtx(t)
 		res, page := first(ctx, t, hp, cs)
 		// The proxy gives up first (an event in the audit log, not a
