@@ -206,7 +206,7 @@ func (s *Server) startCall(ctx context.Context, ss *mcp.ServerSession, name stri
 	} else if _, retry := fields["requestState"]; retry && s.resumeCall(ctx, ss, re, name, e.Server, fields, finish) {
 		return
 	}
-	if outcome, text := s.refuseGuarded(name, d, fields["arguments"], id, time.Now()); outcome != "" {
+	if outcome, text := s.refuseGuarded(ctx, name, d, fields["arguments"], id, time.Now()); outcome != "" {
 		rec.Outcome = outcome
 		done(toolError("%s", text), nil)
 		return
@@ -228,7 +228,14 @@ func (s *Server) startCall(ctx context.Context, ss *mcp.ServerSession, name stri
 		up, fixed = iso, ss
 	}
 	if r := d.Limits.Rate; !r.IsZero() {
-		if wait := s.limits.take(rateKey(name, d.Limits, id), r, time.Now()); wait > 0 {
+		wait, err := s.takeRate(ctx, rateKey(name, d.Limits, id), r)
+		if err != nil {
+			rec.Outcome = "rate limit unchecked"
+			done(toolError("rate limit: %s allows %s (%s), and the count shared by the replicas could not be checked (%v); nothing was executed. Retry in a few seconds; if it persists, the operator should check the [cluster] Redis",
+				name, r, d.Limits.RateSource, err), nil)
+			return
+		}
+		if wait > 0 {
 			rec.Outcome = "rate limited"
 			done(toolError("rate limit: %s allows %s (%s); nothing was executed. Retry in %s",
 				name, r, d.Limits.RateSource, (wait+time.Millisecond).Round(time.Second/10)), nil)
@@ -373,7 +380,7 @@ func (s *Server) startCall(ctx context.Context, ss *mcp.ServerSession, name stri
 		raw = s.maskRaw(raw)
 		settled.Store(true)
 		if len(d.Limits.Budgets) > 0 {
-			rec.Spend = s.countSpend(b, name, d, raw, id, time.Now())
+			rec.Spend = s.countSpend(context.WithoutCancel(cctx), b, name, d, raw, id, time.Now())
 		}
 		if naming.MayContainURIs(raw) {
 			raw = c.filterResultResources(b.name, raw, who)

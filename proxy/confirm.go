@@ -194,6 +194,9 @@ func (s *Server) confirmCall(ctx context.Context, ss *mcp.ServerSession, re reqE
 	digest := approvalDigest(s.principal(ss, re), exposed, canonical)
 	mode := s.approvalMode(re)
 	if mode == "" {
+		if s.opts.Approvals != nil {
+			return s.approveShared(ctx, server, exposed, original, d, digest, canonical, fields, rec, done)
+		}
 		return s.approveByCommand(ss, re, server, exposed, original, d, digest, canonical, fields, rec, done)
 	}
 	id := newApprovalID()
@@ -345,6 +348,46 @@ func (s *Server) approveByCommand(ss *mcp.ServerSession, re reqEra, server, expo
 		"It shows them the server, the tool and these exact arguments. Once they approved, call %s again with exactly the same arguments before %s: it will run once. "+
 		"No tool can give this approval; only the person can.",
 		exposed, a.id, a.id, exposed, a.expires.UTC().Format(time.RFC3339)), nil)
+	return false
+}
+
+// approveShared is approveByCommand with the approvals shared by replicas
+// (Options.Approvals): the approval waits in the store, approve-call grants
+// it there, and whichever replica the retry reaches redeems it, once. A
+// store that cannot be reached refuses the call: an approval never fails
+// open.
+func (s *Server) approveShared(ctx context.Context, server, exposed, original string, d policy.Decision, digest string,
+	canonical []byte, fields map[string]json.RawMessage, rec *auditRecord, done func(json.RawMessage, error)) bool {
+	st := s.opts.Approvals
+	unavailable := func(err error) bool {
+		rec.Confirm, rec.Outcome = confirmUnavailable, "approvals unavailable"
+		done(toolError("This call of %q needs a person's approval, and the approvals shared by the replicas could not be checked (%v); nothing was executed. Retry in a few seconds; if it persists, the operator should check the [cluster] Redis.", exposed, err), nil)
+		return false
+	}
+	id, ok, err := st.Redeem(ctx, digest)
+	if err != nil {
+		return unavailable(err)
+	}
+	if ok {
+		rec.Confirm, rec.Approval = confirmAccepted, id
+		fields["arguments"] = canonical
+		return true
+	}
+	id = newApprovalID()
+	expires := time.Now().Add(s.confirmTTL())
+	view, err := json.Marshal(s.view(id, server, exposed, original, d, canonical, expires))
+	if err != nil {
+		return unavailable(err)
+	}
+	if id, expires, err = st.Offer(ctx, id, digest, view, expires); err != nil {
+		return unavailable(err)
+	}
+	rec.Confirm, rec.Approval, rec.Outcome = confirmUnavailable, id, "needs approval"
+	done(toolError("This call of %q needs a person's approval before it runs, and this client cannot ask for it (it declared no elicitation); nothing was executed. "+
+		"Approval id: %s. Ask the person to run, where manifold runs (any replica, with the same config):\n\n    manifold approve-call %s\n\n"+
+		"It shows them the server, the tool and these exact arguments. Once they approved, call %s again with exactly the same arguments before %s: it will run once. "+
+		"No tool can give this approval; only the person can.",
+		exposed, id, id, exposed, expires.UTC().Format(time.RFC3339)), nil)
 	return false
 }
 

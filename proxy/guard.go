@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,15 +27,17 @@ type Spend struct {
 
 // SpendLedger records spends per key (an exposed tool and one of its
 // budgets) for the budgets' sliding windows. The proxy's own keeps them in
-// memory, per process; one shared by replicas (issue 16: Redis) satisfies
-// the same two methods. Implementations must be safe for concurrent use.
+// memory, per process; one shared by replicas (internal/cluster: Redis)
+// satisfies the same two methods, and returns an error wrapping
+// ErrSharedUnavailable when it cannot be reached (shared.go).
+// Implementations must be safe for concurrent use.
 type SpendLedger interface {
 	// Add records that a call under key spent amount (> 0) at t.
-	Add(key string, amount float64, t time.Time)
+	Add(ctx context.Context, key string, amount float64, t time.Time) error
 	// Since returns key's spends after since, oldest first (a window of
 	// length w ending at now holds the spends after now-w); it may forget
 	// the others.
-	Since(key string, since time.Time) []Spend
+	Since(ctx context.Context, key string, since time.Time) ([]Spend, error)
 }
 
 // memoryLedger is the SpendLedger of one process.
@@ -43,7 +46,7 @@ type memoryLedger struct {
 	spends map[string][]Spend // oldest first; guarded by mu
 }
 
-func (l *memoryLedger) Add(key string, amount float64, t time.Time) {
+func (l *memoryLedger) Add(_ context.Context, key string, amount float64, t time.Time) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.spends == nil {
@@ -55,9 +58,10 @@ func (l *memoryLedger) Add(key string, amount float64, t time.Time) {
 		i--
 	}
 	l.spends[key] = append(s[:i], append([]Spend{{At: t, Amount: amount}}, s[i:]...)...)
+	return nil
 }
 
-func (l *memoryLedger) Since(key string, since time.Time) []Spend {
+func (l *memoryLedger) Since(_ context.Context, key string, since time.Time) ([]Spend, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	s := l.spends[key]
@@ -67,11 +71,11 @@ func (l *memoryLedger) Since(key string, since time.Time) []Spend {
 	}
 	if i == len(s) {
 		delete(l.spends, key)
-		return nil
+		return nil, nil
 	}
 	s = s[i:]
 	l.spends[key] = s
-	return append([]Spend(nil), s...)
+	return append([]Spend(nil), s...), nil
 }
 
 // budgetKey is the ledger key of budget bu of the exposed tool name: a
@@ -110,7 +114,7 @@ func budgetState(spends []Spend, bu policy.Budget) (spent float64, back time.Tim
 // argument limits and budgets of its decision, before it is forwarded. It
 // returns "" when the call may go, else the audit outcome and the text of
 // the isError result that refuses it.
-func (s *Server) refuseGuarded(name string, d policy.Decision, args json.RawMessage, id identity, now time.Time) (outcome, text string) {
+func (s *Server) refuseGuarded(ctx context.Context, name string, d policy.Decision, args json.RawMessage, id identity, now time.Time) (outcome, text string) {
 	l := d.Limits
 	if len(l.Args) > 0 {
 		v, err := decodeArgs(args)
@@ -124,7 +128,12 @@ func (s *Server) refuseGuarded(name string, d policy.Decision, args json.RawMess
 		}
 	}
 	for _, bu := range l.Budgets {
-		spent, back := budgetState(s.ledger.Since(budgetKey(name, bu, spendWho(bu, id)), now.Add(-bu.Window)), bu)
+		spends, err := s.ledger.Since(ctx, budgetKey(name, bu, spendWho(bu, id)), now.Add(-bu.Window))
+		if err != nil {
+			return "budget unchecked", fmt.Sprintf("spend cap: %s has a budget of %s per %s (%s), and the spends shared by the replicas could not be read (%v); nothing was executed. Retry in a few seconds; if it persists, the operator should check the [cluster] Redis",
+				name, policy.FormatAmount(bu.Limit), bu.Window, bu.Source, err)
+		}
+		spent, back := budgetState(spends, bu)
 		if back.IsZero() {
 			continue
 		}
@@ -148,7 +157,7 @@ type auditSpend struct {
 // countSpend counts what a raw tools/call result of the exposed tool name
 // on b reports against each budget of d, logging a result that reports no
 // honest number, and returns the audit lines.
-func (s *Server) countSpend(b *backend, name string, d policy.Decision, raw json.RawMessage, id identity, now time.Time) []auditSpend {
+func (s *Server) countSpend(ctx context.Context, b *backend, name string, d policy.Decision, raw json.RawMessage, id identity, now time.Time) []auditSpend {
 	var v any
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
@@ -163,9 +172,12 @@ func (s *Server) countSpend(b *backend, name string, d policy.Decision, raw json
 		}
 		key := budgetKey(name, bu, spendWho(bu, id))
 		if amount > 0 {
-			s.ledger.Add(key, amount, now)
+			// A shared ledger that cannot be reached logs so itself, once
+			// per outage; the audit line's total then counts without it.
+			_ = s.ledger.Add(ctx, key, amount, now)
 		}
-		spent, _ := budgetState(s.ledger.Since(key, now.Add(-bu.Window)), bu)
+		spends, _ := s.ledger.Since(ctx, key, now.Add(-bu.Window))
+		spent, _ := budgetState(spends, bu)
 		out = append(out, auditSpend{From: bu.From.String(), Amount: amount, Spent: spent, Limit: bu.Limit, Budget: bu.Source})
 	}
 	return out

@@ -49,14 +49,14 @@ func TestBudgetWindow(t *testing.T) {
 	}
 	for _, st := range steps {
 		now := t0.Add(st.at)
-		outcome, text := s.refuseGuarded("web__search", d, nil, identity{}, now)
+		outcome, text := s.refuseGuarded(t.Context(), "web__search", d, nil, identity{}, now)
 		switch {
 		case st.wantRefused == "" && outcome != "":
 			t.Fatalf("at +%s: refused (%s): %s", st.at, outcome, text)
 		case st.wantRefused != "" && (outcome != "budget spent" || !strings.Contains(text, st.wantRefused)):
 			t.Fatalf("at +%s: outcome %q, text %q; want a refusal with %q", st.at, outcome, text, st.wantRefused)
 		case st.wantRefused == "":
-			s.countSpend(b, "web__search", d, credits(st.spend), identity{}, now)
+			s.countSpend(t.Context(), b, "web__search", d, credits(st.spend), identity{}, now)
 		}
 	}
 }
@@ -85,7 +85,7 @@ func TestBudgetHostileValues(t *testing.T) {
 			d.Limits.Budgets[0].Missing = tt.missing
 			var got []float64
 			for i, r := range tt.results {
-				lines := s.countSpend(b, "web__search", d, r, identity{}, t0.Add(time.Duration(i)*time.Second))
+				lines := s.countSpend(t.Context(), b, "web__search", d, r, identity{}, t0.Add(time.Duration(i)*time.Second))
 				got = append(got, lines[0].Spent)
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
@@ -131,7 +131,7 @@ func TestArgLimits(t *testing.T) {
 	s := &Server{ledger: &memoryLedger{}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			outcome, text := s.refuseGuarded("files__read", d, json.RawMessage(tt.args), identity{}, t0)
+			outcome, text := s.refuseGuarded(t.Context(), "files__read", d, json.RawMessage(tt.args), identity{}, t0)
 			if tt.want == "" {
 				if outcome != "" {
 					t.Fatalf("refused: %s", text)
@@ -147,14 +147,15 @@ func TestArgLimits(t *testing.T) {
 
 func TestMemoryLedgerOrder(t *testing.T) {
 	l := &memoryLedger{}
-	l.Add("k", 1, t0.Add(2*time.Second))
-	l.Add("k", 2, t0) // the clock stepped back
-	l.Add("k", 3, t0.Add(time.Second))
+	l.Add(t.Context(), "k", 1, t0.Add(2*time.Second))
+	l.Add(t.Context(), "k", 2, t0) // the clock stepped back
+	l.Add(t.Context(), "k", 3, t0.Add(time.Second))
 	want := []Spend{{At: t0.Add(time.Second), Amount: 3}, {At: t0.Add(2 * time.Second), Amount: 1}}
-	if diff := cmp.Diff(want, l.Since("k", t0)); diff != "" {
+	got, _ := l.Since(t.Context(), "k", t0)
+	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Since (-want +got):\n%s", diff)
 	}
-	if got := l.Since("k", t0.Add(time.Hour)); got != nil {
+	if got, _ := l.Since(t.Context(), "k", t0.Add(time.Hour)); got != nil {
 		t.Errorf("Since after every spend = %v, want none", got)
 	}
 	if len(l.spends) != 0 {

@@ -198,6 +198,13 @@ type Options struct {
 	// SpendLedger records what calls spent against the policy's budgets
 	// (guard.go). If nil, a ledger in the memory of this process.
 	SpendLedger SpendLedger
+	// RateStore keeps the rate limits' buckets (shared.go). If nil, buckets
+	// in the memory of this process.
+	RateStore RateStore
+	// Approvals shares the approvals given with `manifold approve-call`
+	// between replicas (confirm.go); ApprovalDir is then not used. If nil,
+	// approvals go through ApprovalDir, for this process only.
+	Approvals ApprovalStore
 }
 
 // Server is the aggregating MCP server.

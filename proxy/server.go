@@ -456,7 +456,14 @@ func (s *Server) handleGetPrompt(ctx context.Context, req *mcp.GetPromptRequest)
 	rec.Decision, rec.Rule = decisionWords(d)
 	if r := d.Limits.Rate; !r.IsZero() {
 		// Buckets are per exposed item; a prompt's never shares a tool's.
-		if wait := s.limits.take(rateKey("prompt\x00"+req.Params.Name, d.Limits, id), r, time.Now()); wait > 0 {
+		wait, err := s.takeRate(ctx, rateKey("prompt\x00"+req.Params.Name, d.Limits, id), r)
+		if err != nil {
+			rec.Outcome = "rate limit unchecked"
+			return nil, &jsonrpc.Error{Code: codeRateLimited, Message: fmt.Sprintf(
+				"rate limit: prompt %s allows %s (%s), and the count shared by the replicas could not be checked (%v); nothing was sent upstream. Retry in a few seconds",
+				req.Params.Name, r, d.Limits.RateSource, err)}
+		}
+		if wait > 0 {
 			rec.Outcome = "rate limited"
 			return nil, &jsonrpc.Error{Code: codeRateLimited, Message: fmt.Sprintf(
 				"rate limit: prompt %s allows %s (%s); nothing was sent upstream. Retry in %s",

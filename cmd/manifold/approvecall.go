@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/manifold-mcp/manifold/internal/cluster"
+	"github.com/manifold-mcp/manifold/internal/config"
 	"github.com/manifold-mcp/manifold/proxy"
 )
 
@@ -45,6 +48,9 @@ func cmdApproveCall(args []string, stdin io.Reader, stdout, stderr io.Writer) er
 	id := pos[0]
 	if !proxy.ValidApprovalID(id) {
 		return usageError("approve-call: %q is not an approval id; copy the id (ap- and 26 letters and digits) from the message of the refused call", id)
+	}
+	if cfg, err := loadConfig(c); err == nil && cfg.Cluster.Redis != "" {
+		return approveShared(cfg, id, *yes, stdin, stdout, stderr)
 	}
 	dir := approvalDir()
 	if dir == "" {
@@ -95,4 +101,44 @@ func readApproval(dir, id string) (proxy.ApprovalView, error) {
 		return v, fmt.Errorf("approve-call: the manifold that asked for approval %s (pid %d) is not running any more", id, v.PID)
 	}
 	return v, nil
+}
+
+// approveShared approves id in the [cluster] Redis that the replicas share:
+// the retried call runs once, on whichever replica it reaches.
+func approveShared(cfg *config.Config, id string, yes bool, stdin io.Reader, stdout, stderr io.Writer) error {
+	st, err := clusterStore(cfg, nil)
+	if err != nil {
+		return fmt.Errorf("approve-call: %w", err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	raw, err := st.View(ctx, id)
+	if errors.Is(err, cluster.ErrNoApproval) {
+		return fmt.Errorf("approve-call: no call waits for approval %s in the shared store ([cluster] of %s): it was used, it expired, or it belongs to another deployment; ask the model to call the tool again for a new id", id, cfg.Path)
+	}
+	if err != nil {
+		return fmt.Errorf("approve-call: %w; check that the [cluster] Redis of %s is up", err, cfg.Path)
+	}
+	var v proxy.ApprovalView
+	if err := json.Unmarshal(raw, &v); err != nil || v.ID != id {
+		return fmt.Errorf("approve-call: the shared record of approval %s is damaged; ask the model to call the tool again for a new id", id)
+	}
+	fmt.Fprintln(stdout, v.Text())
+	fmt.Fprintln(stdout)
+	if !yes && !confirm(stdin, stderr, "Approve this call?") {
+		fmt.Fprintln(stderr, "Nothing approved; run again and answer y, or with --yes.")
+		return exitError{code: 1}
+	}
+	granted, err := st.Grant(ctx, id)
+	switch {
+	case errors.Is(err, cluster.ErrNoApproval):
+		return fmt.Errorf("approve-call: approval %s was used or expired meanwhile; ask the model to call the tool again for a new id", id)
+	case err != nil:
+		return fmt.Errorf("approve-call: %w; check that the [cluster] Redis of %s is up", err, cfg.Path)
+	case !granted:
+		return fmt.Errorf("approve-call: %s is approved already; the model's next call with the same arguments runs once", id)
+	}
+	fmt.Fprintf(stdout, "Approved %s: the next call of %s with exactly these arguments runs once, on any replica, until %s. Tell the model to call it again.\n",
+		id, v.Tool, v.Expires.Local().Format(time.DateTime))
+	return nil
 }

@@ -262,6 +262,9 @@ func newProxy(c common, defaultLevel string, waitForClient bool, stderr io.Write
 		return nil, nil, err
 	}
 	opts.Metrics = cfg.Telemetry.Metrics
+	if err := clusterOptions(&opts, cfg, log); err != nil {
+		return nil, nil, err
+	}
 	if c.only != "" {
 		opts.Servers = serversFor(c.only, opts.Servers)
 	}

@@ -23,6 +23,7 @@ const (
 	toml     = "github.com/BurntSushi/toml"
 	goPlugin = "github.com/hashicorp/go-plugin"
 	goJOSE   = "github.com/go-jose/go-jose"
+	goRedis  = "github.com/redis/go-redis"
 )
 
 // rule says what the packages matching one pattern may not depend on, directly
@@ -62,6 +63,12 @@ var rules = []rule{
 	// and reads the identity from the SDK's auth.TokenInfo: the JOSE library and
 	// internal/auth stay out of it.
 	{dir: "proxy", forbidden: []string{
+		module + "/internal/config", module + "/internal/auth", module + "/plugins", module + "/cmd", toml, goPlugin, goJOSE,
+		module + "/internal/cluster", goRedis,
+	}},
+	// internal/cluster keeps what replicas share on Redis, as implementations
+	// of interfaces that proxy declares; it knows no config file.
+	{dir: "internal/cluster", forbidden: []string{
 		module + "/internal/config", module + "/internal/auth", module + "/plugins", module + "/cmd", toml, goPlugin, goJOSE,
 	}},
 	// internal/auth validates tokens and API keys into identities

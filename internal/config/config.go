@@ -103,6 +103,9 @@ type Config struct {
 	// Telemetry is the [telemetry] table (metrics) and log_format.
 	Telemetry Telemetry
 
+	// Cluster is the [cluster] table: the state replicas share on Redis.
+	Cluster Cluster
+
 	// Policy is the top-level read_only and the servers' policy keys
 	// (allow/deny lists, read_only, annotations, overrides) and, once [Load]
 	// has read them, the policy files' rules. It is nil when the file sets

@@ -67,6 +67,7 @@ func decode(file, abs string, data []byte, lookup func(string) (string, bool), l
 	cfg.HTTP = d.http(root)
 	cfg.Auth = d.auth(root, cfg)
 	cfg.Telemetry = d.telemetry(root)
+	cfg.Cluster = d.cluster(root)
 	cfg.Protocol = d.protocol(root, cfg)
 	cfg.Catalog = d.catalog(root)
 	cfg.Servers = d.servers(root, cfg)

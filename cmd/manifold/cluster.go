@@ -1,0 +1,40 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/manifold-mcp/manifold/internal/cluster"
+	"github.com/manifold-mcp/manifold/internal/config"
+	"github.com/manifold-mcp/manifold/proxy"
+)
+
+// clusterStore returns the shared store of the config's [cluster] table,
+// nil without one.
+func clusterStore(cfg *config.Config, log *slog.Logger) (*cluster.Store, error) {
+	cl := cfg.Cluster
+	if cl.Redis == "" {
+		return nil, nil
+	}
+	st, err := cluster.New(cluster.Options{URL: cl.Redis, KeyPrefix: cl.KeyPrefix, FailOpen: cl.FailOpen, Timeout: cl.Timeout, Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("%s: [cluster]: %w", cfg.Path, err)
+	}
+	return st, nil
+}
+
+// clusterOptions shares the rate limits, spend caps and approve-call's
+// approvals on the config's [cluster] Redis, if it has one. The store lives
+// as long as the process; [cluster] is read at start only (a reload keeps
+// it). A Redis that does not answer at start is logged, not fatal: the
+// fail mode (on_error) applies until it does.
+func clusterOptions(opts *proxy.Options, cfg *config.Config, log *slog.Logger) error {
+	st, err := clusterStore(cfg, log)
+	if err != nil || st == nil {
+		return err
+	}
+	_ = st.Ping(context.Background()) // logs an outage itself
+	opts.RateStore, opts.SpendLedger, opts.Approvals = st, st, st
+	return nil
+}
