@@ -174,6 +174,11 @@ func (s *Server) startCall(ctx context.Context, ss *mcp.ServerSession, name stri
 		}
 		done(nil, c.unknownTool(name))
 	}
+	if s.stopping.Load() { // drain.go: no call for an upstream that is stopping
+		rec.Outcome = "stopping"
+		done(stoppingResult(), nil)
+		return
+	}
 	c := s.catalog.Load()
 	e, d, ok := c.visibleTool(name, who)
 	if !ok {

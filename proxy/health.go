@@ -146,8 +146,9 @@ func oneLine(s string) string {
 	return s
 }
 
-// HealthHandler serves /healthz (the proxy process is alive), /readyz (every
-// required server is up and passes its health check: 200, else 503) and
+// HealthHandler serves /healthz (the proxy process is alive), /readyz (the
+// proxy is not draining (drain.go) and every required server is up and
+// passes its health check: 200, else 503) and
 // /status (every server's status as JSON) and /status/clients (the connected
 // clients with the catalog mode each got, and the catalog's size per mode).
 func (s *Server) HealthHandler() http.Handler {
@@ -157,6 +158,12 @@ func (s *Server) HealthHandler() http.Handler {
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if s.draining.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintln(w, "draining: this replica is shutting down")
+			return
+		}
 		var notReady []string
 		for _, st := range s.Status() {
 			if st.Required && (st.State != "up" || st.Health != "" && st.Health != "ok") {

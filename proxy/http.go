@@ -263,6 +263,13 @@ type mcpEndpoint struct {
 const modernRequestsPerSession = 8
 
 func (m *mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if m.refuseDraining(w, r) {
+		return
+	}
+	if r.Method != http.MethodGet {
+		m.s.inflight.Add(1) // drain.go: WaitIdle
+		defer m.s.inflight.Add(-1)
+	}
 	id := r.Header.Get("Mcp-Session-Id")
 	if id == "" {
 		m.serveNew(w, r)
@@ -404,6 +411,10 @@ func (m *mcpEndpoint) serveModern(w http.ResponseWriter, r *http.Request, listen
 			return
 		}
 		defer m.listens.Release(1)
+		// A listen stream lasts as long as its client wants: not a
+		// request that draining waits for (ServeHTTP counted it).
+		m.s.inflight.Add(-1)
+		defer m.s.inflight.Add(1)
 	}
 	m.stateless.ServeHTTP(w, r)
 }

@@ -259,6 +259,9 @@ type Server struct {
 	clientOnce   sync.Once
 	clientModern atomic.Bool // the stdio client speaks 2026-07-28 (set with clientOnce)
 
+	draining  atomic.Bool   // Drain was called: /readyz is 503, new HTTP work is refused
+	stopping  atomic.Bool   // Close has begun: no call is handed to an upstream
+	inflight  atomic.Int64  // HTTP requests to /mcp being served, GET streams left out
 	ready     chan struct{} // closed when every upstream's initial start has finished
 	startOnce sync.Once
 	started   bool // guarded by reloadMu; Start has launched the servers
@@ -411,6 +414,7 @@ func (s *Server) Redactor() *redact.Redactor { return s.opts.Redactor }
 func (s *Server) Close() error {
 	var errs []error
 	s.closeOnce.Do(func() {
+		s.stopping.Store(true)
 		close(s.closed)
 		s.cancel()
 		s.closeApprovals()

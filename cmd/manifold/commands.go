@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -455,10 +456,29 @@ func serveHTTP(ctx context.Context, p *proxy.Server, cfg *config.Config, addr st
 		return err
 	case <-ctx.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = srv.Shutdown(sctx)
+	drain(p, srv, cfg.HTTP.DrainGrace)
 	return nil
+}
+
+// drain stops serving HTTP after SIGTERM (README "Probes and draining"):
+// /readyz turns 503 and new work is refused while the listener stays open,
+// the requests in flight get up to grace to finish, then the listener and
+// the connections close; the caller then stops the upstreams (Close).
+func drain(p *proxy.Server, srv *http.Server, grace time.Duration) {
+	p.Drain()
+	log := p.Logger()
+	log.Info("manifold: draining: /readyz answers 503 and new sessions and requests are refused; waiting for the requests in flight",
+		"in_flight", p.InFlight(), "drain_grace", grace)
+	gctx, cancel := context.WithTimeout(context.Background(), grace)
+	if err := p.WaitIdle(gctx); err != nil {
+		log.Warn("manifold: drain_grace is over with requests still in flight; they are cancelled as the servers stop", "in_flight", p.InFlight(), "drain_grace", grace)
+	}
+	cancel()
+	sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = srv.Shutdown(sctx) // the listener, and the connections that are idle
+	_ = srv.Close()        // the streams still open
+	log.Info("manifold: drained; stopping the servers")
 }
 
 // serveMetrics serves GET /metrics on [telemetry] metrics = "ADDR", a

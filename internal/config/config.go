@@ -50,6 +50,9 @@ const (
 	DefaultHTTPBodyTimeout        = 30 * time.Second
 	DefaultHTTPMaxSessions        = 100
 	DefaultHTTPSessionIdleTimeout = 10 * time.Minute
+	// DefaultHTTPDrainGrace leaves the upstreams' stop sequence room in
+	// Kubernetes' default terminationGracePeriodSeconds (30s).
+	DefaultHTTPDrainGrace = 20 * time.Second
 
 	// MinHTTPMaxBodyBytes is the smallest http.max_body_bytes accepted.
 	MinHTTPMaxBodyBytes = 4 << 10
@@ -181,6 +184,9 @@ type HTTP struct {
 	// SessionIdleTimeout closes a session without any request open or call
 	// in flight for that long (http.session_idle_timeout).
 	SessionIdleTimeout time.Duration
+	// DrainGrace bounds how long serve --http waits, after SIGTERM, for the
+	// requests in flight before it stops (http.drain_grace).
+	DrainGrace time.Duration
 }
 
 // Server is one upstream MCP server: a local process (Command set) or a

@@ -55,6 +55,7 @@ func defaults() *Config {
 			BodyTimeout:        30 * time.Second,
 			MaxSessions:        100,
 			SessionIdleTimeout: 10 * time.Minute,
+			DrainGrace:         20 * time.Second,
 		},
 		Catalog:  Catalog{Mode: CatalogAuto, SearchAbove: DefaultSearchAbove},
 		Pin:      PinQuarantine,
@@ -109,6 +110,7 @@ header_timeout = "2s"
 body_timeout = "5s"
 max_sessions = 8
 session_idle_timeout = "90s"
+drain_grace = "45s"
 `,
 			want: func(c *Config) {
 				c.StartupTimeout = 5 * time.Second
@@ -127,6 +129,7 @@ session_idle_timeout = "90s"
 					BodyTimeout:        5 * time.Second,
 					MaxSessions:        8,
 					SessionIdleTimeout: 90 * time.Second,
+					DrainGrace:         45 * time.Second,
 				}
 			},
 		},
@@ -438,7 +441,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name: "unknown key without a close match lists the valid ones",
 			doc:  "[http]\naddress = \"127.0.0.1:1\"\n",
-			want: `proxy.toml:2:1: http.address: unknown key; valid keys here are listen, allowed_hosts, allowed_origins, max_body_bytes, header_timeout, body_timeout, max_sessions, session_idle_timeout`,
+			want: `proxy.toml:2:1: http.address: unknown key; valid keys here are listen, allowed_hosts, allowed_origins, max_body_bytes, header_timeout, body_timeout, max_sessions, session_idle_timeout, drain_grace`,
 		},
 		{
 			name: "server table outside [servers]",

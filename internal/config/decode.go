@@ -203,6 +203,7 @@ func (d *decoder) http(root *table) HTTP {
 		BodyTimeout:        DefaultHTTPBodyTimeout,
 		MaxSessions:        DefaultHTTPMaxSessions,
 		SessionIdleTimeout: DefaultHTTPSessionIdleTimeout,
+		DrainGrace:         DefaultHTTPDrainGrace,
 	}
 	t, ok := root.table("http")
 	if !ok {
@@ -257,6 +258,7 @@ func (d *decoder) http(root *table) HTTP {
 		}
 	}
 	h.SessionIdleTimeout = t.duration("session_idle_timeout", DefaultHTTPSessionIdleTimeout)
+	h.DrainGrace = t.duration("drain_grace", DefaultHTTPDrainGrace)
 	t.finish()
 	return h
 }

@@ -5,10 +5,12 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -268,4 +270,76 @@ func TestClusterShared(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestDrain: SIGTERM to `serve --http` during a slow call. /readyz turns
+// 503 while /healthz stays 200, a new request is refused with 503 and
+// Retry-After, the slow call completes with its result, and the process
+// exits 0 with every process it started gone (checked by stop).
+func TestDrain(t *testing.T) {
+	t.Parallel()
+	cfg := writeConfig(t, "[http]\ndrain_grace = \"2m\"\n"+fixture("alpha", []string{"-tools", "echo,sleep"}))
+	hp := startHTTP(t, cfg)
+	ctx := testCtx(t)
+	get := func(path string) int {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+hp.addr+path, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Errorf("GET %s: %v", path, err)
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := get("/readyz"); code != http.StatusOK {
+		t.Fatalf("GET /readyz before SIGTERM = %d, want 200", code)
+	}
+	type result struct {
+		isErr bool
+		text  string
+	}
+	slow := make(chan result, 1)
+	go func() {
+		isErr, text := clusterCall(ctx, t, hp, 1, "alpha__sleep", `{"ms":4000}`)
+		slow <- result{isErr, text}
+	}()
+	deadline := time.Now().Add(readyBound)
+	for !strings.Contains(hp.stderr.String(), "sleep started") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the slow call did not reach the server within %s:\n%s", readyBound, hp.stderr)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	code := hp.stop(func() {
+		if err := syscall.Kill(hp.pid(), syscall.SIGTERM); err != nil {
+			t.Errorf("SIGTERM: %v", err)
+		}
+		for i := 0; get("/readyz") != http.StatusServiceUnavailable; i++ {
+			if i == 500 {
+				t.Errorf("GET /readyz still not 503 after SIGTERM (500 probes)")
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if code := get("/healthz"); code != http.StatusOK {
+			t.Errorf("GET /healthz while draining = %d, want 200", code)
+		}
+		status, msg := eraPost(ctx, t, hp, map[string]string{"Mcp-Protocol-Version": modernVersion, "Mcp-Method": "tools/call", "Mcp-Name": "alpha__echo"},
+			modernBody(2, "tools/call", `"name":"alpha__echo","arguments":{"message":"late"}`))
+		if status != http.StatusServiceUnavailable || !strings.Contains(fmt.Sprint(msg), "draining") {
+			t.Errorf("a new request while draining: status %d, %v; want 503 saying it drains", status, msg)
+		}
+		r := <-slow
+		if r.isErr || r.text != "alpha: slept 4000 ms" {
+			t.Errorf("the call in flight at SIGTERM = %q (isError %v), want it to complete", r.text, r.isErr)
+		}
+		<-hp.exited
+	})
+	if code != 0 {
+		t.Errorf("manifold exited with status %d after draining, want 0", code)
+	}
+	if s := hp.stderr.String(); !strings.Contains(s, "manifold: draining") || !strings.Contains(s, "manifold: drained") {
+		t.Errorf("the log does not say it drained:\n%s", s)
+	}
 }
