@@ -225,7 +225,21 @@ func (s *Server) startCall(ctx context.Context, ss *mcp.ServerSession, name stri
 		return
 	}
 	var fixed *mcp.ServerSession // the session whose own process runs the call
-	if iso, err := s.sessionUpstream(ctx, b, ss); err != nil {
+	if b.cfg.PerIdentity {       // the caller's own credential (identityconn.go)
+		own, err := s.identityUpstream(ctx, b)
+		var ae *upstream.AuthError
+		switch {
+		case errors.As(err, &ae):
+			rec.Outcome = "unauthorized"
+			done(toolError("%v; nothing was executed", ae), nil)
+			return
+		case err != nil:
+			rec.Outcome = "unavailable"
+			done(toolError("upstream %q could not connect with this caller's credential: %v; nothing was executed", b.name, err), nil)
+			return
+		}
+		up = own
+	} else if iso, err := s.sessionUpstream(ctx, b, ss); err != nil {
 		rec.Outcome = "unavailable"
 		done(toolError("upstream %q could not start a process for this client: %v; nothing was executed", b.name, err), nil)
 		return
@@ -360,7 +374,12 @@ func (s *Server) startCall(ctx context.Context, ss *mcp.ServerSession, name stri
 	settle = func(raw json.RawMessage, err error) {
 		if err != nil {
 			var rpcErr *jsonrpc.Error
+			var authErr *upstream.AuthError
 			switch {
+			case errors.As(err, &authErr): // a 401 no refresh cured: say how to authorize
+				rec.Outcome = "unauthorized"
+				b.forgetIdentity(ctx, err)
+				done(toolError("%v; nothing was executed", authErr), nil)
 			case errors.As(err, &rpcErr):
 				done(nil, rpcErr)
 			case callCtx.Err() != nil:

@@ -32,8 +32,12 @@ type sessionProc struct {
 
 // sessionUpstream returns ss's own process of b, starting it on first use
 // (bounded by the startup timeout). It returns nil when b is shared or ss is
-// the only kind of session there is (stdio).
+// the only kind of session there is (stdio). For a server with credentials
+// = "identity" it returns the caller's own connection instead.
 func (s *Server) sessionUpstream(ctx context.Context, b *backend, ss *mcp.ServerSession) (*upstream.Upstream, error) {
+	if b.cfg.PerIdentity { // the caller's own credential (identityconn.go)
+		return s.identityUpstream(ctx, b)
+	}
 	if !b.cfg.PerSession || ss == nil || ss.ID() == "" {
 		return nil, nil
 	}

@@ -64,6 +64,13 @@ type ServerConfig struct {
 	// (isolation = "session"); stdio has one session, so it changes nothing
 	// there. If false, all sessions share one process.
 	PerSession bool
+	// PerIdentity makes each caller's calls, reads and prompt gets travel on
+	// a connection of its own that carries that caller's stored credential
+	// (credentials = "identity"; Upstream.OAuth set, its Identity filled in
+	// per caller). The shared connection (the service credential or none)
+	// keeps the catalog and the health checks. If false, every caller uses
+	// the shared connection.
+	PerIdentity bool
 	// Lazy starts the server on the first call that needs it; until then its
 	// tools are advertised from the last successful listing (Options.CacheDir).
 	Lazy bool

@@ -45,9 +45,27 @@ func (u *Upstream) dial(ctx context.Context, opts Options) error {
 	hc := &http.Client{Transport: bt}
 
 	var t mcp.Transport
+	var oauth *oauthHandler
+	if opts.OAuth != nil {
+		if opts.Transport == "sse" {
+			cancel(nil)
+			return fmt.Errorf("upstream %q: OAuth needs the streamable transport; remove transport = \"sse\"", u.name)
+		}
+		var err error
+		// The authorization server gets a transport of its own: the
+		// server's headers are not for it.
+		if oauth, err = newOAuthHandler(u.name, *opts.OAuth, http.DefaultTransport.(*http.Transport).Clone()); err != nil {
+			cancel(nil)
+			return err
+		}
+	}
 	switch opts.Transport {
 	case "", "streamable":
-		t = &mcp.StreamableClientTransport{Endpoint: opts.URL, HTTPClient: hc, MaxEventSize: opts.MaxMessageBytes}
+		st := &mcp.StreamableClientTransport{Endpoint: opts.URL, HTTPClient: hc, MaxEventSize: opts.MaxMessageBytes}
+		if oauth != nil {
+			st.OAuthHandler = oauth
+		}
+		t = st
 	case "sse":
 		// Responses arrive on the event stream, not on the POST: repaired
 		// per connection (its conn has no client-connection hooks to lose).

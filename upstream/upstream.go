@@ -63,6 +63,11 @@ type Options struct {
 	URL       string
 	Headers   map[string]string
 	Transport string
+	// OAuth, if set, puts the stored OAuth credential it names on every
+	// request to the remote server (streamable transport only), refreshes
+	// it, and turns a 401 that a refresh does not cure into an *AuthError
+	// (errors.Is ErrUnauthorized). If nil, the requests carry Headers only.
+	OAuth *OAuth
 
 	// StartupTimeout bounds spawning and initialize. If zero, 30s.
 	StartupTimeout time.Duration
@@ -442,7 +447,10 @@ func (u *Upstream) callToolSDK(ctx context.Context, params json.RawMessage) (jso
 	res, err := u.session.CallTool(ctx, cp)
 	if err != nil {
 		var we *jsonrpc.Error
+		var ae *AuthError
 		switch {
+		case errors.As(err, &ae): // before *jsonrpc.Error: it comes wrapped in the transport's ErrRejected
+			return nil, ae
 		case errors.As(err, &we):
 			return nil, we
 		case ctx.Err() != nil:

@@ -24,6 +24,7 @@ import (
 
 	"github.com/manifold-mcp/manifold/internal/config"
 	"github.com/manifold-mcp/manifold/internal/redact"
+	"github.com/manifold-mcp/manifold/internal/tokenstore"
 	"github.com/manifold-mcp/manifold/policy"
 	"github.com/manifold-mcp/manifold/proxy"
 	"github.com/manifold-mcp/manifold/upstream"
@@ -183,6 +184,10 @@ func proxyOptions(cfg *config.Config, log *slog.Logger) proxy.Options {
 		ApprovalDir:      approvalDir(),
 		Catalog:          catalogOptions(cfg.Catalog),
 	}
+	var store *tokenstore.Store // nil: OAuth servers say how to configure [tokens]
+	if cfg.Tokens.Key != "" {
+		store, _ = tokenStore(cfg) // the key's length is checked by the config
+	}
 	for _, s := range cfg.Servers {
 		var env []string
 		keys := make([]string, 0, len(s.Env))
@@ -207,7 +212,9 @@ func proxyOptions(cfg *config.Config, log *slog.Logger) proxy.Options {
 				MaxMessageBytes: s.MaxMessageBytes,
 				Protocol:        s.Protocol,
 				ProbeTimeout:    s.ProbeTimeout,
+				OAuth:           oauthOptions(s, store),
 			},
+			PerIdentity:  s.PerIdentity,
 			Prefix:       s.Prefix,
 			Required:     s.Required,
 			CallTimeout:  s.CallTimeout,
@@ -234,6 +241,15 @@ func proxyOptions(cfg *config.Config, log *slog.Logger) proxy.Options {
 	}
 	opts.Servers = append(opts.Servers, pluginServers(cfg, log)...)
 	return opts
+}
+
+// oauthOptions are the upstream's OAuth options of s: the service
+// credential (the proxy sets the identity of per-identity connections).
+func oauthOptions(s config.Server, store *tokenstore.Store) *upstream.OAuth {
+	if s.OAuth == nil {
+		return nil
+	}
+	return &upstream.OAuth{Store: store}
 }
 
 // newProxy loads the config and builds the proxy; it starts nothing.

@@ -100,6 +100,8 @@ Usage:
                  [--as IDENTITY [--group NAME]...]      ... as one HTTP identity sees it (user:SUB, key:NAME)
   manifold approve [--config FILE] [SERVER[/NAME]]      review changed upstream definitions and accept them into manifold.lock
   manifold approve-call [--yes] ID                      approve one call that waits for a person (confirm = true)
+  manifold login SERVER [--as IDENTITY]                 authorize Manifold at a server with auth = "oauth" (browser link)
+  manifold logout SERVER [--as IDENTITY]                forget a stored credential
   manifold import [CLIENT... | FILE...] [--write]       the servers your clients have, as proxy.toml tables
   manifold connect CLIENT [--replace] [--http URL]      add Manifold as one entry of a client (preview, backup, --undo)
   manifold doctor [--config FILE] [--json]              clients, their Manifold entries, duplicates, config and start problems
@@ -136,6 +138,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdExplain(ctx, rest, stdout, stderr)
 	case "approve":
 		return cmdApprove(ctx, rest, stdout, stderr)
+	case "login":
+		return cmdLogin(ctx, rest, stdout, stderr)
+	case "logout":
+		return cmdLogout(rest, stdout, stderr)
 	case "approve-call":
 		return cmdApproveCall(rest, stdin, stdout, stderr)
 	case "import":

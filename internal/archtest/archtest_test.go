@@ -49,6 +49,9 @@ var rules = []rule{
 	// internal/jsonscan is the raw JSON scanner of the stdio hot paths,
 	// shared by proxy and upstream.
 	{dir: "internal/jsonscan", stdlibOnly: true},
+	// internal/tokenstore keeps upstream OAuth credentials encrypted at
+	// rest (stdlib crypto); it knows no OAuth library, no config and no network.
+	{dir: "internal/tokenstore", stdlibOnly: true},
 	// proxy/search ranks catalog entries; pure, so it can be tested and
 	// benchmarked alone (ARCHITECTURE §1 "Where new capabilities live").
 	{dir: "proxy/search", stdlibOnly: true},

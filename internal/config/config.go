@@ -108,6 +108,9 @@ type Config struct {
 
 	// Cluster is the [cluster] table: the state replicas share on Redis.
 	Cluster Cluster
+	// Tokens is the [tokens] table: the store of the OAuth credentials of
+	// servers with auth = "oauth".
+	Tokens Tokens
 
 	// Policy is the top-level read_only and the servers' policy keys
 	// (allow/deny lists, read_only, annotations, overrides) and, once [Load]
@@ -249,6 +252,13 @@ type Server struct {
 	// ProbeTimeout bounds the server/discover probe; 0: the default
 	// (upstream.DefaultProbeTimeout).
 	ProbeTimeout time.Duration
+	// OAuth is set for auth = "oauth": Manifold is the server's OAuth 2.1
+	// client; nil otherwise.
+	OAuth *OAuthClient
+	// PerIdentity makes each caller's calls carry that caller's own
+	// credential (credentials = "identity"); the catalog and health checks
+	// use the service credential, or none.
+	PerIdentity bool
 	// Pin is the server's pin mode (PinQuarantine, PinWarn or PinOff): its
 	// own pin key, else the top-level one.
 	Pin string

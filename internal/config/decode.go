@@ -68,6 +68,7 @@ func decode(file, abs string, data []byte, lookup func(string) (string, bool), l
 	cfg.Auth = d.auth(root, cfg)
 	cfg.Telemetry = d.telemetry(root)
 	cfg.Cluster = d.cluster(root)
+	cfg.Tokens = d.tokens(root, cfg)
 	cfg.Protocol = d.protocol(root, cfg)
 	cfg.Catalog = d.catalog(root)
 	cfg.Servers = d.servers(root, cfg)
@@ -420,6 +421,7 @@ func (d *decoder) server(t *table, name string, cfg *Config) (entry, bool) {
 	}
 	s.ProbeTimeout = t.duration("probe_timeout", 0)
 	s.Pin = serverPin(t, cfg)
+	d.serverOAuth(t, &s)
 	t.hint = foreignServerKey
 	unknown := t.finish()
 	if disabled {

@@ -1,0 +1,171 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+)
+
+// This file decodes the keys of per-user upstream credentials:
+//
+//	[tokens]                          # where OAuth credentials are kept
+//	dir = "~/.local/state/manifold/tokens"
+//	key = "${file:token.key}"         # at least 32 bytes; encrypts them at rest
+//
+//	[servers.notes]
+//	url = "https://notes.example.com/mcp"
+//	auth = "oauth"                    # Manifold is the server's OAuth 2.1 client
+//	credentials = "identity"          # each caller's own token ("service": one for all)
+//	[servers.notes.oauth]             # all optional
+//	client_id = "manifold"            # registered client; else CIMD, else dynamic registration
+//	client_secret = "${file:notes.secret}"
+//	client_metadata_url = "https://manifold.example.com/client.json"
+//	scopes = ["notes.read"]
+//	redirect_port = 8976              # loopback redirect listener of `manifold login`
+
+// Tokens is the [tokens] table: the store of OAuth credentials.
+type Tokens struct {
+	// Dir is the folder of the credential files (absolute); empty when
+	// absent: [DefaultTokenDir].
+	Dir string
+	// Key encrypts them (at least 32 bytes); empty when absent, which is
+	// an error for a server with auth = "oauth" only when it is used.
+	Key string
+}
+
+// MinTokenKeyLen is the shortest [tokens] key accepted.
+const MinTokenKeyLen = 32
+
+// OAuthClient is a server's OAuth client settings ([servers.NAME.oauth]).
+type OAuthClient struct {
+	ClientID          string
+	ClientSecret      string
+	ClientMetadataURL string
+	Scopes            []string
+	// RedirectPort is the loopback port of the login's redirect listener;
+	// 0: any free port.
+	RedirectPort int
+}
+
+// Values of Server.Credentials.
+const (
+	CredentialsService  = "service"
+	CredentialsIdentity = "identity"
+)
+
+func (d *decoder) tokens(root *table, cfg *Config) Tokens {
+	var tk Tokens
+	t, ok := root.table("tokens")
+	if !ok {
+		return tk
+	}
+	if dir, ok := t.str("dir"); ok {
+		if dir == "" {
+			t.errorf("dir", `dir is empty; write the folder that keeps the credentials, or remove the key for the default`)
+		} else {
+			tk.Dir = resolve(cfg.Dir, expandHome(dir))
+		}
+	}
+	if key, ok := t.str("key"); ok {
+		if len(key) < MinTokenKeyLen {
+			t.errorf("key", `the key is %d bytes long; it must be at least %d: write key = "${file:token.key}" with the output of `+"`openssl rand -base64 32`"+` in that file`, len(key), MinTokenKeyLen)
+		} else {
+			tk.Key = key
+			d.recordSecret(key, "[tokens] key")
+		}
+	}
+	t.finish()
+	return tk
+}
+
+func expandHome(p string) string {
+	if rest, ok := cutHome(p); ok {
+		if home, err := os.UserHomeDir(); err == nil {
+			return filepath.Join(home, rest)
+		}
+	}
+	return p
+}
+
+func cutHome(p string) (string, bool) {
+	if p == "~" {
+		return "", true
+	}
+	if len(p) > 2 && p[:2] == "~/" {
+		return p[2:], true
+	}
+	return "", false
+}
+
+// DefaultTokenDir is the folder of the credentials when [tokens] dir is
+// absent: $XDG_STATE_HOME/manifold/tokens, else
+// ~/.local/state/manifold/tokens.
+func DefaultTokenDir() string {
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "manifold", "tokens")
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".local", "state", "manifold", "tokens")
+	}
+	return filepath.Join(os.TempDir(), "manifold-tokens")
+}
+
+// serverOAuth decodes auth, credentials and [servers.NAME.oauth].
+func (d *decoder) serverOAuth(t *table, s *Server) {
+	mode, modeOK := t.str("auth")
+	if modeOK {
+		switch mode {
+		case "none":
+		case "oauth":
+			s.OAuth = &OAuthClient{}
+		default:
+			t.errorf("auth", `%q is not an auth mode; write "oauth" (Manifold logs in to the server with OAuth 2.1: `+"`manifold login %s`"+`) or "none" (the default; headers may still carry a static token)`, mode, s.Name)
+		}
+	}
+	if c, ok := t.str("credentials"); ok {
+		switch c {
+		case CredentialsService:
+		case CredentialsIdentity:
+			s.PerIdentity = true
+		default:
+			t.errorf("credentials", `%q is not a credentials mode; write "service" (one credential for every caller, the default) or "identity" (each caller's own, from `+"`manifold login %s --as IDENTITY`"+`)`, c, s.Name)
+		}
+		if s.OAuth == nil && c == CredentialsIdentity {
+			t.errorf("credentials", `credentials = "identity" needs auth = "oauth"; add it`)
+		}
+	}
+	if o, ok := t.tableOf("oauth", `a table such as { client_id = "manifold", scopes = ["read"] }`); ok {
+		if s.OAuth == nil {
+			t.errorf("oauth", `[servers.%s.oauth] needs auth = "oauth"; add it`, s.Name)
+		}
+		var c OAuthClient
+		c.ClientID, _ = o.str("client_id")
+		c.ClientSecret, _ = o.str("client_secret")
+		c.ClientMetadataURL, _ = o.str("client_metadata_url")
+		c.Scopes, _ = o.strs("scopes")
+		if p, ok := o.integer("redirect_port"); ok {
+			if p < 0 || p > 65535 {
+				o.errorf("redirect_port", "%d is not a port; use 1 to 65535, or 0 (the default) for any free port", p)
+			} else {
+				c.RedirectPort = int(p)
+			}
+		}
+		if c.ClientSecret != "" && c.ClientID == "" {
+			o.errorf("client_secret", "client_secret needs client_id; add the client's id")
+		}
+		if c.ClientSecret != "" {
+			d.recordSecret(c.ClientSecret, "client_secret")
+		}
+		o.finish()
+		if s.OAuth != nil {
+			*s.OAuth = c
+		}
+	}
+	if s.OAuth != nil {
+		if t.has("command") {
+			t.errorf("auth", `auth = "oauth" is only for a remote server (one with url); remove it`)
+		}
+		if tr, _ := t.raw("transport"); tr == TransportSSE {
+			t.errorf("auth", `auth = "oauth" needs the streamable transport; remove transport = "sse"`)
+		}
+	}
+}

@@ -1,0 +1,232 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/manifold-mcp/manifold/testdata/oauthfixture"
+)
+
+// tokenKey is the [tokens] key of these tests (a file read with ${file:}).
+const tokenKey = "e2e-token-store-key-0123456789abcdef0123"
+
+// oauthConfig writes a config whose server "notes" is f's protected MCP
+// server with auth = "oauth", extra appended to its table, beside the local
+// fixture server; rest goes at the end.
+func oauthConfig(t *testing.T, f *oauthfixture.Fixture, extra, rest string) string {
+	t.Helper()
+	cfg := writeConfig(t, `
+[audit]
+file = "audit.jsonl"
+
+[tokens]
+dir = "tokens"
+key = "${file:token.key}"
+`+fixture("local", nil)+`
+[servers.notes]
+url = `+tomlStr(f.URL)+`
+auth = "oauth"
+`+extra+"\n"+rest)
+	writeFile(t, filepath.Join(filepath.Dir(cfg), "token.key"), tokenKey)
+	return cfg
+}
+
+// login runs `manifold login notes` (with --as as, if not empty) and plays
+// the browser as user at the authorization server: it follows the link
+// that manifold prints and agrees. It returns manifold's output.
+func login(t *testing.T, cfg, as, user string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(testCtx(t), testTimeout)
+	defer cancel()
+	args := []string{"login", "notes", "--config", cfg}
+	if as != "" {
+		args = append(args, "--as", as)
+	}
+	cmd := exec.CommandContext(ctx, manifoldBin, args...)
+	cmd.WaitDelay = 5 * time.Second
+	var out bytes.Buffer
+	errR, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout = &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var errb strings.Builder
+	sc := bufio.NewScanner(errR)
+	consented := false
+	for sc.Scan() {
+		line := sc.Text()
+		errb.WriteString(line + "\n")
+		if link, ok := strings.CutPrefix(strings.TrimSpace(line), "http"); ok && !consented {
+			consented = true
+			if err := oauthfixture.Consent(ctx, "http"+link, user); err != nil {
+				t.Errorf("browser step: %v", err)
+			}
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("manifold %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, out.String(), errb.String())
+	}
+	if !consented {
+		t.Fatalf("manifold %s printed no link:\n%s", strings.Join(args, " "), errb.String())
+	}
+	return out.String() + errb.String()
+}
+
+func oauthCall(t *testing.T, cs *mcp.ClientSession, name string) (string, bool) {
+	t.Helper()
+	var args any
+	if strings.HasSuffix(name, "echo") {
+		args = map[string]any{"message": "hi"}
+	}
+	res, err := cs.CallTool(testCtx(t), &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("call %s: %v", name, err)
+	}
+	return text(res), res.IsError
+}
+
+// secretsOf are every access and refresh token f issued or was sent.
+func secretsOf(f *oauthfixture.Fixture) []string {
+	out := f.AllIssued()
+	for _, form := range f.TokenRequests() {
+		for _, k := range []string{"refresh_token", "code", "code_verifier"} {
+			if v := form.Get(k); v != "" {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
+
+func noSecrets(t *testing.T, f *oauthfixture.Fixture, where string, texts ...string) {
+	t.Helper()
+	for _, s := range secretsOf(f) {
+		for _, txt := range texts {
+			if strings.Contains(txt, s) {
+				t.Errorf("%s shows a token or code (%.6s...)", where, s)
+			}
+		}
+	}
+}
+
+// TestOAuthServiceCredential: `manifold login` runs the authorization-code
+// flow (dynamic registration, PKCE, resource) through a browser link; calls
+// carry the stored token; a token the server stops accepting is refreshed,
+// and the refresh carries the resource; a revoked grant becomes a result
+// that says how to authorize, while the other servers keep working; a new
+// login cures it without a restart; no token shows anywhere.
+func TestOAuthServiceCredential(t *testing.T) {
+	t.Parallel()
+	f, err := oauthfixture.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Close)
+	cfg := oauthConfig(t, f, "", "")
+	dir := filepath.Dir(cfg)
+
+	out := login(t, cfg, "", "svc")
+	if !strings.Contains(out, "Logged in to \"notes\"") {
+		t.Errorf("login output:\n%s", out)
+	}
+	issued := f.Issued("svc")
+	if len(issued) != 1 {
+		t.Fatalf("tokens issued to svc: %d, want 1", len(issued))
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "tokens", "notes", "*.tok"))
+	if len(files) != 1 {
+		t.Fatalf("token files: %q, want one", files)
+	}
+	if fi, err := os.Stat(files[0]); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("token file %s: %v, %v; want mode 0600", files[0], fi.Mode(), err)
+	}
+	raw, _ := os.ReadFile(files[0])
+	noSecrets(t, f, "the token file (encrypted at rest)", string(raw))
+	authz := f.TokenRequests()[0]
+	if authz.Get("grant_type") != "authorization_code" || authz.Get("resource") != f.URL || authz.Get("code_verifier") == "" {
+		t.Errorf("code exchange form: grant_type %q, resource %q, code_verifier set %v; want authorization_code, %q, true",
+			authz.Get("grant_type"), authz.Get("resource"), authz.Get("code_verifier") != "", f.URL)
+	}
+
+	hp := startHTTP(t, cfg)
+	cs := connectHTTP(t, hp)
+
+	t.Run("call carries the stored token", func(t *testing.T) {
+		if got, isErr := oauthCall(t, cs, "notes__whoami"); got != "user=svc" || isErr {
+			t.Fatalf("notes__whoami = %q (isError %v), want user=svc", got, isErr)
+		}
+		calls := f.Calls()
+		if last := calls[len(calls)-1]; last.Token != issued[0] {
+			t.Errorf("the server got another token than the one issued at login")
+		}
+	})
+
+	t.Run("refresh keeps the resource", func(t *testing.T) {
+		f.Expire()
+		if got, isErr := oauthCall(t, cs, "notes__whoami"); got != "user=svc" || isErr {
+			t.Fatalf("after expiry: notes__whoami = %q (isError %v), want user=svc", got, isErr)
+		}
+		var refreshes int
+		for _, form := range f.TokenRequests() {
+			if form.Get("grant_type") != "refresh_token" {
+				continue
+			}
+			refreshes++
+			if form.Get("resource") != f.URL {
+				t.Errorf("refresh request resource = %q, want %q", form.Get("resource"), f.URL)
+			}
+		}
+		if refreshes != 1 {
+			t.Errorf("refresh requests: %d, want 1", refreshes)
+		}
+		now := f.Issued("svc")
+		calls := f.Calls()
+		if len(now) != 2 || calls[len(calls)-1].Token != now[1] {
+			t.Errorf("after the refresh the server did not get the new token (%d issued)", len(now))
+		}
+	})
+
+	t.Run("revoked grant says how to authorize", func(t *testing.T) {
+		f.Revoke("svc")
+		got, isErr := oauthCall(t, cs, "notes__whoami")
+		if !isErr || !strings.Contains(got, "manifold login notes") || !strings.Contains(got, "not authorized") {
+			t.Errorf("after revocation: notes__whoami = %q (isError %v), want an error result naming `manifold login notes`", got, isErr)
+		}
+		if got, isErr := oauthCall(t, cs, "local__echo"); isErr || !strings.Contains(got, "hi") {
+			t.Errorf("local__echo after notes' revocation = %q (isError %v), want it to work", got, isErr)
+		}
+	})
+
+	t.Run("a new login cures it", func(t *testing.T) {
+		login(t, cfg, "", "svc")
+		if got, isErr := oauthCall(t, cs, "notes__whoami"); got != "user=svc" || isErr {
+			t.Errorf("after a new login: notes__whoami = %q (isError %v), want user=svc", got, isErr)
+		}
+	})
+
+	status, _, _ := runCLI(t, "status", "--url", "http://"+hp.addr)
+	audit, _ := os.ReadFile(filepath.Join(dir, "audit.jsonl"))
+	noSecrets(t, f, "manifold's stderr, status or audit", hp.stderr.String(), status, string(audit))
+
+	t.Run("logout forgets", func(t *testing.T) {
+		out, _, code := runCLI(t, "logout", "notes", "--config", cfg)
+		if code != 0 || !strings.Contains(out, "Forgot the credential") {
+			t.Errorf("logout: exit %d, %q", code, out)
+		}
+		if files, _ := filepath.Glob(filepath.Join(dir, "tokens", "notes", "*.tok")); len(files) != 0 {
+			t.Errorf("token files after logout: %q", files)
+		}
+	})
+}

@@ -1,0 +1,177 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/manifold-mcp/manifold/upstream"
+)
+
+// This file gives each caller of a remote server with
+// ServerConfig.PerIdentity (credentials = "identity") a connection of its
+// own that carries that caller's stored OAuth credential: one caller's calls
+// never travel with another's token. The shared connection, with the
+// service credential or none, still provides the catalog and answers the
+// health checks: those never use a user's credential.
+
+// maxIdentityConns bounds the identity connections of one server.
+const maxIdentityConns = 256
+
+// identityConn is one identity's own connection to a server.
+type identityConn struct {
+	ready chan struct{} // closed when the start ended
+	up    *upstream.Upstream
+	err   error
+}
+
+// credentialOf names id the way `manifold login --as` does: "user:SUBJECT";
+// "" for no identity.
+func credentialOf(id identity) string {
+	if id.subject == "" {
+		return ""
+	}
+	return "user:" + id.subject
+}
+
+// identityUpstream returns the connection of b that carries the credential
+// of the caller on ctx, connecting on first use. The error is an
+// *upstream.AuthError (errors.Is upstream.ErrUnauthorized) when the caller
+// has no identity or no usable credential: it says how to authorize.
+func (s *Server) identityUpstream(ctx context.Context, b *backend) (*upstream.Upstream, error) {
+	who := credentialOf(identityFrom(ctx))
+	if who == "" {
+		return nil, &upstream.AuthError{Server: b.name, Identity: "this caller",
+			Reason: `the server has credentials = "identity" and the request carries no identity (the HTTP endpoint authenticates no one, or this is stdio)`,
+			Login:  "configure [auth] for the HTTP endpoint, then " + upstream.LoginCommand(b.name, "user:SUBJECT")}
+	}
+	b.mu.Lock()
+	if b.state == stateStopped {
+		b.mu.Unlock()
+		return nil, fmt.Errorf("upstream %q is stopped", b.name)
+	}
+	if b.perIdentity == nil {
+		b.perIdentity = make(map[string]*identityConn)
+	}
+	ic, ok := b.perIdentity[who]
+	if !ok {
+		if len(b.perIdentity) >= maxIdentityConns {
+			b.mu.Unlock()
+			return nil, fmt.Errorf("upstream %q has connections for %d identities, the most it keeps; retry later", b.name, maxIdentityConns)
+		}
+		ic = &identityConn{ready: make(chan struct{})}
+		b.perIdentity[who] = ic
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.runIdentityConn(b, who, ic)
+		}()
+	}
+	b.mu.Unlock()
+	select {
+	case <-ic.ready:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if ic.err != nil {
+		return nil, ic.err
+	}
+	select {
+	case <-ic.up.Done(): // it ended: the next call connects again
+		b.dropIdentity(who, ic)
+		return nil, fmt.Errorf("upstream %q: the connection for %s ended (%v); retry to connect again", b.name, who, ic.up.Err())
+	default:
+	}
+	return ic.up, nil
+}
+
+// forgetIdentity drops who's connection after err, when err says its
+// credential is no good: the next call reads the store again (a new login).
+func (b *backend) forgetIdentity(ctx context.Context, err error) {
+	if !b.cfg.PerIdentity || !errors.Is(err, upstream.ErrUnauthorized) {
+		return
+	}
+	who := credentialOf(identityFrom(ctx))
+	b.mu.Lock()
+	ic := b.perIdentity[who]
+	b.mu.Unlock()
+	if ic == nil {
+		return
+	}
+	b.dropIdentity(who, ic)
+	select {
+	case <-ic.ready:
+		if ic.up != nil {
+			go func() { _ = ic.up.Close() }()
+		}
+	default:
+	}
+}
+
+func (b *backend) dropIdentity(who string, ic *identityConn) {
+	b.mu.Lock()
+	if b.perIdentity[who] == ic {
+		delete(b.perIdentity, who)
+	}
+	b.mu.Unlock()
+}
+
+// runIdentityConn connects who's connection to b and closes it when b or
+// the proxy stops, or when it ends.
+func (s *Server) runIdentityConn(b *backend, who string, ic *identityConn) {
+	opts := b.cfg.Upstream
+	opts.Logger = s.log.With("identity", who)
+	opts.ClientInfo = &mcp.Implementation{Name: "manifold", Version: Version}
+	opts.Client, opts.Middleware = s.clientOptions(b, nil)
+	if opts.MaxMessageBytes == 0 {
+		opts.MaxMessageBytes = s.opts.MaxMessageBytes
+	}
+	if opts.Eras == nil {
+		opts.Eras = s.eras
+	}
+	if opts.OAuth != nil {
+		o := *opts.OAuth
+		o.Identity = who
+		o.Login = ""
+		opts.OAuth = &o
+	}
+	ic.up, ic.err = upstream.Start(s.life, opts)
+	close(ic.ready)
+	if ic.err != nil {
+		b.dropIdentity(who, ic)
+		return
+	}
+	b.log.Info("connected with the credential of one identity", "identity", who)
+	select {
+	case <-ic.up.Done():
+	case <-s.closed:
+	case <-b.quit:
+	}
+	_ = ic.up.Close()
+	b.dropIdentity(who, ic)
+}
+
+// closeIdentities closes every identity connection of b, in parallel.
+func (b *backend) closeIdentities() {
+	b.mu.Lock()
+	var ups []*upstream.Upstream
+	for _, ic := range b.perIdentity {
+		select {
+		case <-ic.ready:
+			if ic.up != nil {
+				ups = append(ups, ic.up)
+			}
+		default:
+		}
+	}
+	b.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, up := range ups {
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = up.Close() }()
+	}
+	wg.Wait()
+}
