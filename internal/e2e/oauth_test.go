@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/manifold-mcp/manifold/testdata/oauthfixture"
@@ -229,4 +230,87 @@ func TestOAuthServiceCredential(t *testing.T) {
 			t.Errorf("token files after logout: %q", files)
 		}
 	})
+}
+
+// TestOAuthPerIdentity: with credentials = "identity", each authenticated
+// caller's calls reach the upstream with that caller's own token only; a
+// caller without a login gets the result that says how to authorize, and
+// so does a caller whose grant was revoked, while the others keep working;
+// the catalog and health use the service credential, never a user's.
+func TestOAuthPerIdentity(t *testing.T) {
+	t.Parallel()
+	f, err := oauthfixture.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Close)
+	const aliceKey = "e2e-oauth-key-alice-0123456789abcdef"
+	const bobKey = "e2e-oauth-key-bob-0123456789abcdef01"
+	const carolKey = "e2e-oauth-key-carol-0123456789abcdef"
+	cfg := oauthConfig(t, f, `credentials = "identity"`, "[auth]\napi_keys_file = \"keys.toml\"\n")
+	dir := filepath.Dir(cfg)
+	writeFile(t, filepath.Join(dir, "keys.toml"), keyLine("alice", aliceKey)+keyLine("bob", bobKey)+keyLine("carol", carolKey))
+
+	login(t, cfg, "", "svc")
+	login(t, cfg, "user:alice", "alice")
+	login(t, cfg, "user:bob", "bob")
+	hp := startHTTP(t, cfg)
+	alice := authedSession(t, hp, "alice", aliceKey)
+	bob := authedSession(t, hp, "bob", bobKey)
+	carol := authedSession(t, hp, "carol", carolKey)
+
+	for _, tc := range []struct {
+		cs   *mcp.ClientSession
+		user string
+	}{{alice, "alice"}, {bob, "bob"}, {alice, "alice"}, {bob, "bob"}} {
+		if got, isErr := oauthCall(t, tc.cs, "notes__whoami"); got != "user="+tc.user || isErr {
+			t.Errorf("%s: notes__whoami = %q (isError %v), want user=%s", tc.user, got, isErr, tc.user)
+		}
+	}
+	tokensOf := map[string]map[string]bool{}
+	for _, u := range []string{"svc", "alice", "bob"} {
+		tokensOf[u] = map[string]bool{}
+		for _, tok := range f.Issued(u) {
+			tokensOf[u][tok] = true
+		}
+	}
+	var byUser = map[string]int{}
+	for _, c := range f.Calls() {
+		byUser[c.User]++
+		if !tokensOf[c.User][c.Token] {
+			t.Errorf("a call of %s reached the server with a token not issued to %s", c.User, c.User)
+		}
+	}
+	if diff := cmp.Diff(map[string]int{"alice": 2, "bob": 2}, byUser); diff != "" {
+		t.Errorf("calls per user at the upstream (-want +got):\n%s", diff)
+	}
+
+	t.Run("no login", func(t *testing.T) {
+		got, isErr := oauthCall(t, carol, "notes__whoami")
+		if !isErr || !strings.Contains(got, "manifold login notes --as user:carol") {
+			t.Errorf("carol: notes__whoami = %q (isError %v), want an error result naming `manifold login notes --as user:carol`", got, isErr)
+		}
+		if got, isErr := oauthCall(t, carol, "local__echo"); isErr || !strings.Contains(got, "hi") {
+			t.Errorf("carol: local__echo = %q (isError %v), want it to work", got, isErr)
+		}
+	})
+
+	t.Run("one revoked, the other works", func(t *testing.T) {
+		f.Revoke("alice")
+		got, isErr := oauthCall(t, alice, "notes__whoami")
+		if !isErr || !strings.Contains(got, "manifold login notes --as user:alice") {
+			t.Errorf("alice revoked: notes__whoami = %q (isError %v), want an error result naming `manifold login notes --as user:alice`", got, isErr)
+		}
+		if got, isErr := oauthCall(t, bob, "notes__whoami"); got != "user=bob" || isErr {
+			t.Errorf("bob after alice's revocation: notes__whoami = %q (isError %v), want user=bob", got, isErr)
+		}
+		login(t, cfg, "user:alice", "alice")
+		if got, isErr := oauthCall(t, alice, "notes__whoami"); got != "user=alice" || isErr {
+			t.Errorf("alice after a new login: notes__whoami = %q (isError %v), want user=alice", got, isErr)
+		}
+	})
+
+	status, _, _ := runCLI(t, "status", "--url", "http://"+hp.addr)
+	audit, _ := os.ReadFile(filepath.Join(dir, "audit.jsonl"))
+	noSecrets(t, f, "manifold's stderr, status or audit", hp.stderr.String(), status, string(audit))
 }
