@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -11,12 +12,14 @@ import (
 	"github.com/manifold-mcp/manifold/upstream"
 )
 
-// This file gives each caller of a remote server with
-// ServerConfig.PerIdentity (credentials = "identity") a connection of its
-// own that carries that caller's stored OAuth credential: one caller's calls
-// never travel with another's token. The shared connection, with the
-// service credential or none, still provides the catalog and answers the
-// health checks: those never use a user's credential.
+// This file gives each caller of a server with ServerConfig.PerIdentity a
+// connection of its own: for a remote server (credentials = "identity") one
+// that carries that caller's stored OAuth credential, so that one caller's
+// calls never travel with another's token; for a stdio server (isolation =
+// "identity") a process started with that caller's environment. The shared
+// connection, with the service credential or none, still provides the
+// catalog and answers the health checks: those never use a user's
+// credential.
 
 // maxIdentityConns bounds the identity connections of one server.
 const maxIdentityConns = 256
@@ -47,6 +50,11 @@ func (s *Server) identityUpstream(ctx context.Context, b *backend) (*upstream.Up
 		return nil, &upstream.AuthError{Server: b.name, Identity: "this caller",
 			Reason: `the server has credentials = "identity" and the request carries no identity (the HTTP endpoint authenticates no one, or this is stdio)`,
 			Login:  "configure [auth] for the HTTP endpoint, then " + upstream.LoginCommand(b.name, "user:SUBJECT")}
+	}
+	if b.cfg.Upstream.OAuth == nil {
+		if _, ok := b.cfg.IdentityEnv[who]; !ok {
+			return nil, fmt.Errorf("upstream %q starts a process per identity (isolation = \"identity\") and %s has no environment there: add [servers.%s.identities.%q] env = { ... } to the config", b.name, who, b.name, who)
+		}
 	}
 	b.mu.Lock()
 	if b.state == stateStopped {
@@ -137,6 +145,13 @@ func (s *Server) runIdentityConn(b *backend, who string, ic *identityConn) {
 		o.Identity = who
 		o.Login = ""
 		opts.OAuth = &o
+	} else { // a process of this identity's own, with its environment
+		opts.Env = append(slices.Clone(opts.Env), b.cfg.IdentityEnv[who]...)
+		opts.Progress = func(p *mcp.ProgressNotificationParams) { s.progress.forward(b, nil, p) }
+		opts.Log = func(p *mcp.LoggingMessageParams) { s.forwardLog(s.life, b, nil, p) } //lint:ignore SA1019 logging is part of the protocol versions the proxy serves
+		if opts.Reaper == nil {
+			opts.Reaper = s.opts.Reaper
+		}
 	}
 	ic.up, ic.err = upstream.Start(s.life, opts)
 	close(ic.ready)

@@ -69,8 +69,14 @@ type ServerConfig struct {
 	// (credentials = "identity"; Upstream.OAuth set, its Identity filled in
 	// per caller). The shared connection (the service credential or none)
 	// keeps the catalog and the health checks. If false, every caller uses
-	// the shared connection.
+	// the shared connection. For a stdio server (isolation = "identity")
+	// the caller's own connection is a process of its own, started with
+	// IdentityEnv's entry for the caller added to Upstream.Env.
 	PerIdentity bool
+	// IdentityEnv are the KEY=VALUE environments of the identities
+	// ("user:SUBJECT") of a stdio server with PerIdentity; a caller without
+	// an entry is refused. If nil, every caller is refused.
+	IdentityEnv map[string][]string
 	// Lazy starts the server on the first call that needs it; until then its
 	// tools are advertised from the last successful listing (Options.CacheDir).
 	Lazy bool

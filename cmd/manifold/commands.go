@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -215,6 +216,7 @@ func proxyOptions(cfg *config.Config, log *slog.Logger) proxy.Options {
 				OAuth:           oauthOptions(s, store),
 			},
 			PerIdentity:  s.PerIdentity,
+			IdentityEnv:  identityEnv(s.Identities),
 			Prefix:       s.Prefix,
 			Required:     s.Required,
 			CallTimeout:  s.CallTimeout,
@@ -250,6 +252,22 @@ func oauthOptions(s config.Server, store *tokenstore.Store) *upstream.OAuth {
 		return nil
 	}
 	return &upstream.OAuth{Store: store}
+}
+
+// identityEnv maps the identities' env tables to KEY=VALUE lists.
+func identityEnv(ids map[string]map[string]string) map[string][]string {
+	if ids == nil {
+		return nil
+	}
+	out := make(map[string][]string, len(ids))
+	for id, env := range ids {
+		list := make([]string, 0, len(env))
+		for _, k := range slices.Sorted(maps.Keys(env)) {
+			list = append(list, k+"="+env[k])
+		}
+		out[id] = list
+	}
+	return out
 }
 
 // newProxy loads the config and builds the proxy; it starts nothing.

@@ -256,9 +256,15 @@ type Server struct {
 	// client; nil otherwise.
 	OAuth *OAuthClient
 	// PerIdentity makes each caller's calls carry that caller's own
-	// credential (credentials = "identity"); the catalog and health checks
-	// use the service credential, or none.
+	// credential: for a remote server, its own OAuth token (credentials =
+	// "identity"); for a stdio one, a process of its own started with its
+	// entry of Identities (isolation = "identity"). The catalog and health
+	// checks use the shared connection: the service credential, or none.
 	PerIdentity bool
+	// Identities are the environments of the identities of a stdio server
+	// with isolation = "identity" ([servers.NAME.identities."user:SUBJECT"]
+	// env = {...}), added to Env; a caller without an entry is refused.
+	Identities map[string]map[string]string
 	// Pin is the server's pin mode (PinQuarantine, PinWarn or PinOff): its
 	// own pin key, else the top-level one.
 	Pin string

@@ -390,8 +390,13 @@ func (d *decoder) server(t *table, name string, cfg *Config) (entry, bool) {
 		case "shared":
 		case "session":
 			s.PerSession = true
+		case "identity":
+			s.PerIdentity = true
+			if t.has("url") {
+				t.errorf("isolation", `isolation = "identity" starts a process per identity, and this server is remote; for each caller's own credential write auth = "oauth" and credentials = "identity"`)
+			}
 		default:
-			t.errorf("isolation", `%q is not an isolation mode; write "shared" (one process for all clients, the default) or "session" (a process per HTTP client session)`, iso)
+			t.errorf("isolation", `%q is not an isolation mode; write "shared" (one process for all clients, the default), "session" (a process per HTTP client session) or "identity" (a process per authenticated caller)`, iso)
 		}
 	}
 	if kinds, ok := t.strs("allow_unsolicited"); ok {
@@ -422,6 +427,7 @@ func (d *decoder) server(t *table, name string, cfg *Config) (entry, bool) {
 	s.ProbeTimeout = t.duration("probe_timeout", 0)
 	s.Pin = serverPin(t, cfg)
 	d.serverOAuth(t, &s)
+	d.serverIdentities(t, &s)
 	t.hint = foreignServerKey
 	unknown := t.finish()
 	if disabled {

@@ -1,8 +1,11 @@
 package config
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 )
 
 // This file decodes the keys of per-user upstream credentials:
@@ -168,4 +171,32 @@ func (d *decoder) serverOAuth(t *table, s *Server) {
 			t.errorf("auth", `auth = "oauth" needs the streamable transport; remove transport = "sse"`)
 		}
 	}
+}
+
+// serverIdentities decodes [servers.NAME.identities."user:SUBJECT"] env.
+func (d *decoder) serverIdentities(t *table, s *Server) {
+	ids, ok := t.tableOf("identities", `a table such as [servers.NAME.identities."user:alice"] with env = { KEY = "value" }`)
+	if !ok {
+		return
+	}
+	if !s.PerIdentity || t.has("url") {
+		t.errorf("identities", `identities are the environments of a stdio server with isolation = "identity"; add isolation = "identity", or remove the table`)
+	}
+	s.Identities = make(map[string]map[string]string)
+	for _, name := range d.inDocumentOrder(ids) {
+		it, ok := ids.tableOf(name, `a table with env = { KEY = "value" }`)
+		if !ok {
+			continue
+		}
+		if sub, ok := strings.CutPrefix(name, "user:"); !ok || sub == "" {
+			ids.errorf(name, `%q is not an identity; write "user:SUBJECT", the subject of the caller's token or the name of its API key`, name)
+		}
+		env, _ := it.strMap("env")
+		for _, k := range slices.Sorted(maps.Keys(env)) {
+			d.recordSecret(env[k], "the env of identity "+name) // per-user credentials, whatever their name
+		}
+		it.finish()
+		s.Identities[name] = env
+	}
+	ids.finish()
 }

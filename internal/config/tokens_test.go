@@ -52,6 +52,9 @@ redirect_port = 8976
 		{"oauth over sse", "[servers.a]\nurl = \"https://a.example/mcp\"\ntransport = \"sse\"\nauth = \"oauth\"\n", `needs the streamable transport`},
 		{"short key", "[tokens]\nkey = \"short\"\n", `must be at least 32`},
 		{"unknown oauth key", "[servers.a]\nurl = \"https://a.example/mcp\"\nauth = \"oauth\"\n[servers.a.oauth]\nclient = \"x\"\n", `client`},
+		{"identities without isolation", "[servers.a]\ncommand = \"x\"\n[servers.a.identities.\"user:al\"]\nenv = { A = \"b\" }\n", `add isolation = "identity"`},
+		{"identity not user:", "[servers.a]\ncommand = \"x\"\nisolation = \"identity\"\n[servers.a.identities.alice]\nenv = { A = \"b\" }\n", `"alice" is not an identity`},
+		{"isolation identity on a url", "[servers.a]\nurl = \"https://a.example/mcp\"\nisolation = \"identity\"\n", `credentials = "identity"`},
 		{"secret without id", "[servers.a]\nurl = \"https://a.example/mcp\"\nauth = \"oauth\"\n[servers.a.oauth]\nclient_secret = \"0123456789abcdef\"\n", `client_secret needs client_id`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -63,5 +66,29 @@ redirect_port = 8976
 				t.Errorf("error shows the secret: %v", err)
 			}
 		})
+	}
+}
+
+func TestIsolationIdentityKeys(t *testing.T) {
+	cfg, err := ParseEnv("/cfg/proxy.toml", []byte(`
+[servers.a]
+command = "x"
+isolation = "identity"
+[servers.a.identities."user:alice"]
+env = { TOKEN = "alice-secret-token-1" }
+`), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := cfg.Servers[0]
+	if diff := cmp.Diff(map[string]map[string]string{"user:alice": {"TOKEN": "alice-secret-token-1"}}, s.Identities); diff != "" || !s.PerIdentity {
+		t.Errorf("Identities (-want +got):\n%s\nPerIdentity %v", diff, s.PerIdentity)
+	}
+	found := false
+	for _, v := range cfg.Secrets {
+		found = found || v == "alice-secret-token-1"
+	}
+	if !found {
+		t.Error("an identity's env value is not among the secrets")
 	}
 }

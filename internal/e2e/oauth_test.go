@@ -314,3 +314,44 @@ func TestOAuthPerIdentity(t *testing.T) {
 	audit, _ := os.ReadFile(filepath.Join(dir, "audit.jsonl"))
 	noSecrets(t, f, "manifold's stderr, status or audit", hp.stderr.String(), status, string(audit))
 }
+
+// TestIsolationIdentity: a stdio server with isolation = "identity" runs a
+// process per authenticated caller, started with that caller's environment;
+// a caller without an entry is refused with what to add; the shared
+// process (the catalog) has none of them.
+func TestIsolationIdentity(t *testing.T) {
+	t.Parallel()
+	const aliceKey = "e2e-iso-key-alice-0123456789abcdef"
+	const bobKey = "e2e-iso-key-bob-0123456789abcdef01"
+	const carolKey = "e2e-iso-key-carol-0123456789abcdef"
+	cfg := writeConfig(t, `
+[auth]
+api_keys_file = "keys.toml"
+`+fixture("per", []string{"-extra", "secrets"}, `isolation = "identity"`, `pin = "off"`)+`
+[servers.per.identities."user:alice"]
+env = { WHO = "alice" }
+[servers.per.identities."user:bob"]
+env = { WHO = "bob" }
+`)
+	writeFile(t, filepath.Join(filepath.Dir(cfg), "keys.toml"), keyLine("alice", aliceKey)+keyLine("bob", bobKey)+keyLine("carol", carolKey))
+	hp := startHTTP(t, cfg)
+	for _, tc := range []struct {
+		key, user, want, not string
+	}{
+		{aliceKey, "alice", "WHO=alice", "WHO=bob"},
+		{bobKey, "bob", "WHO=bob", "WHO=alice"},
+	} {
+		cs := authedSession(t, hp, tc.user, tc.key)
+		for range 2 {
+			got, isErr := oauthCall(t, cs, "per__secrets")
+			if isErr || !strings.Contains(got, tc.want) || strings.Contains(got, tc.not) {
+				t.Errorf("%s: per__secrets = %q (isError %v), want %s and not %s", tc.user, got, isErr, tc.want, tc.not)
+			}
+		}
+	}
+	carol := authedSession(t, hp, "carol", carolKey)
+	got, isErr := oauthCall(t, carol, "per__secrets")
+	if !isErr || !strings.Contains(got, `[servers.per.identities."user:carol"]`) || strings.Contains(got, "WHO=") {
+		t.Errorf("carol: per__secrets = %q (isError %v), want a refusal naming [servers.per.identities.\"user:carol\"]", got, isErr)
+	}
+}
