@@ -37,15 +37,14 @@ client_secret="$(field client_secret)"
 } >"${work}/proxy.toml"
 
 # login prints the link on stderr; the "browser" follows it to the callback.
-coproc LOGIN { exec "${MANIFOLD_BIN}" login up --config "${work}/proxy.toml" --timeout 20s 2>&1; }
-while IFS= read -r line <&"${LOGIN[0]}"; do
+"${MANIFOLD_BIN}" login up --config "${work}/proxy.toml" --timeout 20s 2>&1 | while IFS= read -r line; do
 	echo "login: ${line}" >&2
 	link="$(sed -n 's/^ *\(https\?:\/\/.*\)$/\1/p' <<<"${line}")"
 	if [[ -n "${link}" ]]; then
 		curl -sS -L --max-time 15 -o /dev/null "${link}" || echo "browser: could not follow the link" >&2
 	fi
 done
-wait "${LOGIN_PID}"
+[[ "${PIPESTATUS[0]}" -eq 0 ]] || exit 1
 
 "${MANIFOLD_BIN}" tools --config "${work}/proxy.toml" >"${work}/tools.txt"
 cat "${work}/tools.txt" >&2

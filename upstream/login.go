@@ -9,10 +9,10 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/oauth2"
 
@@ -55,8 +55,9 @@ type LoginOptions struct {
 }
 
 // Login runs the authorization-code flow with PKCE for o.Name and stores
-// the credential: it asks the server without a token, follows its
-// challenge to the protected resource and authorization server metadata
+// the credential: it opens a session to the server without a token (and
+// lists its tools), follows the challenge of the first refused request to the
+// protected resource and authorization server metadata
 // (the go-sdk's auth.AuthorizationCodeHandler does discovery, Client ID
 // Metadata Documents, dynamic registration, PKCE and the resource
 // indicator), shows the browser link, and takes the code on a loopback
@@ -81,17 +82,13 @@ func Login(ctx context.Context, o LoginOptions) error {
 	codes := make(chan callback, 1)
 	srv := &http.Server{Handler: callbackHandler(codes), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
-	defer srv.Close()
-
-	req, resp, err := challenge(ctx, hc, o.URL)
-	if err != nil {
-		return fmt.Errorf("login %q: %w", o.Name, err)
-	}
-	if resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden {
-		resp.Body.Close()
-		return fmt.Errorf("login %q: %s answered %d %s to a request without a token, not 401: it does not ask for OAuth; remove auth = \"oauth\" from its config",
-			o.Name, o.URL, resp.StatusCode, http.StatusText(resp.StatusCode))
-	}
+	defer func() {
+		// Gracefully: the browser's page is still being written when the
+		// code it brought has ended the login.
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
 
 	var resource string
 	var cfg *oauth2.Config
@@ -138,14 +135,21 @@ func Login(ctx context.Context, o LoginOptions) error {
 	}
 	h, err := auth.NewAuthorizationCodeHandler(hcfg)
 	if err != nil {
-		resp.Body.Close()
 		return fmt.Errorf("login %q: %w", o.Name, err)
 	}
-	if err := h.Authorize(ctx, req, resp); err != nil {
-		return fmt.Errorf("login %q: %w", o.Name, err)
+	// A session as serve opens one, with the interactive handler: whichever
+	// request the server refuses (initialize, or a list) starts the flow.
+	st := &mcp.StreamableClientTransport{Endpoint: o.URL, HTTPClient: hc, OAuthHandler: h}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "manifold"}, nil).Connect(ctx, st, &mcp.ClientSessionOptions{ProtocolVersion: ModernVersion})
+	if err == nil {
+		_, err = cs.ListTools(ctx, nil)
+		_ = cs.Close()
 	}
-	if tok == nil || cfg == nil {
-		return fmt.Errorf("login %q: the authorization server gave no token", o.Name)
+	switch {
+	case tok == nil && err != nil:
+		return fmt.Errorf("login %q: %w", o.Name, err)
+	case tok == nil:
+		return fmt.Errorf("login %q: %s initialized and listed its tools without asking for authorization: it does not need OAuth; remove auth = \"oauth\" from its config", o.Name, o.URL)
 	}
 	if resource == "" {
 		resource = o.URL
@@ -155,27 +159,13 @@ func Login(ctx context.Context, o LoginOptions) error {
 		Scopes: cfg.Scopes, Resource: resource, TokenURL: cfg.Endpoint.TokenURL, AuthStyle: int(cfg.Endpoint.AuthStyle),
 		ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret,
 	}
-	if err := o.Store.Save(o.Name, o.Identity, cred); err != nil {
-		return fmt.Errorf("login %q: %w", o.Name, err)
+	if serr := o.Store.Save(o.Name, o.Identity, cred); serr != nil {
+		return fmt.Errorf("login %q: %w", o.Name, serr)
+	}
+	if err != nil {
+		return fmt.Errorf("login %q: the credential is saved, but the server still refused the session: %w", o.Name, err)
 	}
 	return nil
-}
-
-// challenge posts an initialize request without a token to endpoint, for
-// the server's 401 and its WWW-Authenticate challenge.
-func challenge(ctx context.Context, hc *http.Client, endpoint string) (*http.Request, *http.Response, error) {
-	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"` + protocolVersion + `","capabilities":{},"clientInfo":{"name":"manifold"}}}`
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(body))
-	if err != nil {
-		return nil, nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil, nil, fmt.Errorf("asking %s for its challenge: %w", endpoint, err)
-	}
-	return req, resp, nil
 }
 
 // callback is what the redirect brought: a code, or the server's refusal.
