@@ -31,11 +31,15 @@ type identityConn struct {
 	err   error
 }
 
-// credentialOf names id the way `manifold login --as` does: "user:SUBJECT";
-// "" for no identity.
+// credentialOf names id the way `manifold login --as` and the who-rules
+// do: "key:NAME" for an API key, "user:SUBJECT" for a token's subject; ""
+// for no identity.
 func credentialOf(id identity) string {
-	if id.subject == "" {
+	switch {
+	case id.user == "" || id.subject == "":
 		return ""
+	case id.method == methodAPIKey:
+		return "key:" + id.subject
 	}
 	return "user:" + id.subject
 }
@@ -49,7 +53,7 @@ func (s *Server) identityUpstream(ctx context.Context, b *backend) (*upstream.Up
 	if who == "" {
 		return nil, &upstream.AuthError{Server: b.name, Identity: "this caller",
 			Reason: `the server has credentials = "identity" and the request carries no identity (the HTTP endpoint authenticates no one, or this is stdio)`,
-			Login:  "configure [auth] for the HTTP endpoint, then " + upstream.LoginCommand(b.name, "user:SUBJECT")}
+			Login:  "configure [auth] for the HTTP endpoint, then " + upstream.LoginCommand(b.name, "user:SUBJECT")+" (or --as key:NAME)"}
 	}
 	if b.cfg.Upstream.OAuth == nil {
 		if _, ok := b.cfg.IdentityEnv[who]; !ok {

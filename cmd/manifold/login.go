@@ -22,7 +22,7 @@ import (
 func cmdLogin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var c common
 	fs := newFlags("login", "login SERVER [--as IDENTITY]", levelOneShot, stderr, &c)
-	as := fs.String("as", "", `whose credential this is, as the proxy names callers: "user:SUBJECT" (the token's sub, or the API key's name); empty: the service credential, used for the catalog, health checks and every caller of a server with credentials = "service"`)
+	as := fs.String("as", "", `whose credential this is, as the who-rules name callers: "user:SUBJECT" (a token's sub) or "key:NAME" (an API key); empty: the service credential, used for the catalog, health checks and every caller of a server with credentials = "service"`)
 	timeout := fs.Duration("timeout", 5*time.Minute, "how long to wait for the browser")
 	pos, ok, err := parse(fs, args)
 	if !ok {
@@ -57,7 +57,7 @@ func cmdLogin(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 func cmdLogout(args []string, stdout, stderr io.Writer) error {
 	var c common
 	fs := newFlags("logout", "logout SERVER [--as IDENTITY]", levelOneShot, stderr, &c)
-	as := fs.String("as", "", `whose credential to forget ("user:SUBJECT"); empty: the service credential`)
+	as := fs.String("as", "", `whose credential to forget ("user:SUBJECT" or "key:NAME"); empty: the service credential`)
 	pos, ok, err := parse(fs, args)
 	if !ok {
 		return err
@@ -92,14 +92,18 @@ func forWhom(identity string) string {
 	return " for " + identity
 }
 
-// identityArg checks the --as value: "user:SUBJECT".
+// identityArg checks the --as value: "user:SUBJECT" or "key:NAME", as the
+// who-rules spell callers.
 func identityArg(as string) (string, error) {
 	if as == "" {
 		return "", nil
 	}
 	sub, ok := strings.CutPrefix(as, "user:")
-	if !ok || sub == "" || strings.ContainsAny(sub, "\x00\r\n") {
-		return "", usageError(`--as %q: write the identity as "user:SUBJECT", the subject of the caller's token or the name of its API key (such as --as user:alice@example.com)`, as)
+	if !ok {
+		sub, ok = strings.CutPrefix(as, "key:")
+	}
+	if !ok || sub == "" || strings.ContainsFunc(sub, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return "", usageError(`--as %q: write the identity as the who-rules do: "user:SUBJECT" (the sub of the caller's token, such as --as user:alice@example.com) or "key:NAME" (the name of its API key)`, as)
 	}
 	return as, nil
 }

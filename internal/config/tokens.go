@@ -173,7 +173,8 @@ func (d *decoder) serverOAuth(t *table, s *Server) {
 	}
 }
 
-// serverIdentities decodes [servers.NAME.identities."user:SUBJECT"] env.
+// serverIdentities decodes [servers.NAME.identities."user:SUBJECT"] (or
+// "key:NAME") env.
 func (d *decoder) serverIdentities(t *table, s *Server) {
 	ids, ok := t.tableOf("identities", `a table such as [servers.NAME.identities."user:alice"] with env = { KEY = "value" }`)
 	if !ok {
@@ -188,8 +189,12 @@ func (d *decoder) serverIdentities(t *table, s *Server) {
 		if !ok {
 			continue
 		}
-		if sub, ok := strings.CutPrefix(name, "user:"); !ok || sub == "" {
-			ids.errorf(name, `%q is not an identity; write "user:SUBJECT", the subject of the caller's token or the name of its API key`, name)
+		sub, ok := strings.CutPrefix(name, "user:")
+		if !ok {
+			sub, ok = strings.CutPrefix(name, "key:")
+		}
+		if !ok || sub == "" {
+			ids.errorf(name, `%q is not an identity; write "user:SUBJECT" (the sub of the caller's token) or "key:NAME" (the name of its API key)`, name)
 		}
 		env, _ := it.strMap("env")
 		for _, k := range slices.Sorted(maps.Keys(env)) {

@@ -252,8 +252,8 @@ func TestOAuthPerIdentity(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "keys.toml"), keyLine("alice", aliceKey)+keyLine("bob", bobKey)+keyLine("carol", carolKey))
 
 	login(t, cfg, "", "svc")
-	login(t, cfg, "user:alice", "alice")
-	login(t, cfg, "user:bob", "bob")
+	login(t, cfg, "key:alice", "alice")
+	login(t, cfg, "key:bob", "bob")
 	hp := startHTTP(t, cfg)
 	alice := authedSession(t, hp, "alice", aliceKey)
 	bob := authedSession(t, hp, "bob", bobKey)
@@ -287,8 +287,8 @@ func TestOAuthPerIdentity(t *testing.T) {
 
 	t.Run("no login", func(t *testing.T) {
 		got, isErr := oauthCall(t, carol, "notes__whoami")
-		if !isErr || !strings.Contains(got, "manifold login notes --as user:carol") {
-			t.Errorf("carol: notes__whoami = %q (isError %v), want an error result naming `manifold login notes --as user:carol`", got, isErr)
+		if !isErr || !strings.Contains(got, "manifold login notes --as key:carol") {
+			t.Errorf("carol: notes__whoami = %q (isError %v), want an error result naming `manifold login notes --as key:carol`", got, isErr)
 		}
 		if got, isErr := oauthCall(t, carol, "local__echo"); isErr || !strings.Contains(got, "hi") {
 			t.Errorf("carol: local__echo = %q (isError %v), want it to work", got, isErr)
@@ -298,13 +298,13 @@ func TestOAuthPerIdentity(t *testing.T) {
 	t.Run("one revoked, the other works", func(t *testing.T) {
 		f.Revoke("alice")
 		got, isErr := oauthCall(t, alice, "notes__whoami")
-		if !isErr || !strings.Contains(got, "manifold login notes --as user:alice") {
-			t.Errorf("alice revoked: notes__whoami = %q (isError %v), want an error result naming `manifold login notes --as user:alice`", got, isErr)
+		if !isErr || !strings.Contains(got, "manifold login notes --as key:alice") {
+			t.Errorf("alice revoked: notes__whoami = %q (isError %v), want an error result naming `manifold login notes --as key:alice`", got, isErr)
 		}
 		if got, isErr := oauthCall(t, bob, "notes__whoami"); got != "user=bob" || isErr {
 			t.Errorf("bob after alice's revocation: notes__whoami = %q (isError %v), want user=bob", got, isErr)
 		}
-		login(t, cfg, "user:alice", "alice")
+		login(t, cfg, "key:alice", "alice")
 		if got, isErr := oauthCall(t, alice, "notes__whoami"); got != "user=alice" || isErr {
 			t.Errorf("alice after a new login: notes__whoami = %q (isError %v), want user=alice", got, isErr)
 		}
@@ -328,9 +328,9 @@ func TestIsolationIdentity(t *testing.T) {
 [auth]
 api_keys_file = "keys.toml"
 `+fixture("per", []string{"-extra", "secrets"}, `isolation = "identity"`, `pin = "off"`)+`
-[servers.per.identities."user:alice"]
+[servers.per.identities."key:alice"]
 env = { WHO = "alice" }
-[servers.per.identities."user:bob"]
+[servers.per.identities."key:bob"]
 env = { WHO = "bob" }
 `)
 	writeFile(t, filepath.Join(filepath.Dir(cfg), "keys.toml"), keyLine("alice", aliceKey)+keyLine("bob", bobKey)+keyLine("carol", carolKey))
@@ -351,7 +351,7 @@ env = { WHO = "bob" }
 	}
 	carol := authedSession(t, hp, "carol", carolKey)
 	got, isErr := oauthCall(t, carol, "per__secrets")
-	if !isErr || !strings.Contains(got, `[servers.per.identities."user:carol"]`) || strings.Contains(got, "WHO=") {
-		t.Errorf("carol: per__secrets = %q (isError %v), want a refusal naming [servers.per.identities.\"user:carol\"]", got, isErr)
+	if !isErr || !strings.Contains(got, `[servers.per.identities."key:carol"]`) || strings.Contains(got, "WHO=") {
+		t.Errorf("carol: per__secrets = %q (isError %v), want a refusal naming [servers.per.identities.\"key:carol\"]", got, isErr)
 	}
 }
