@@ -53,7 +53,7 @@ func (s *Server) identityUpstream(ctx context.Context, b *backend) (*upstream.Up
 	if who == "" {
 		return nil, &upstream.AuthError{Server: b.name, Identity: "this caller",
 			Reason: `the server has credentials = "identity" and the request carries no identity (the HTTP endpoint authenticates no one, or this is stdio)`,
-			Login:  "configure [auth] for the HTTP endpoint, then " + upstream.LoginCommand(b.name, "user:SUBJECT")+" (or --as key:NAME)"}
+			Login:  "configure [auth] for the HTTP endpoint, then " + upstream.LoginCommand(b.name, "user:SUBJECT") + " (or --as key:NAME)"}
 	}
 	if b.cfg.Upstream.OAuth == nil {
 		if _, ok := b.cfg.IdentityEnv[who]; !ok {
