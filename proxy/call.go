@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/manifold-mcp/manifold/internal/telemetry"
 	"github.com/manifold-mcp/manifold/policy"
 	"github.com/manifold-mcp/manifold/proxy/era"
 	"github.com/manifold-mcp/manifold/proxy/naming"
@@ -115,6 +116,9 @@ func (s *Server) callTool(ctx context.Context, ss *mcp.ServerSession, name strin
 func (s *Server) startCall(ctx context.Context, ss *mcp.ServerSession, name string, fields map[string]json.RawMessage, finish func(json.RawMessage, error)) {
 	var settled atomic.Bool // settle masked the result already
 	finish = s.maskingFinish(finish, settled.Load)
+	if s.tracer != nil {
+		ctx, finish = s.startCallSpan(ctx, ss, name, fields, finish)
+	}
 	if s.serveSurface(ctx, ss, name, fields, finish) {
 		return
 	}
@@ -128,11 +132,15 @@ func (s *Server) startCall(ctx context.Context, ss *mcp.ServerSession, name stri
 	// mode is decided here as a list would decide it, and status shows it.
 	rec.Catalog = s.sessionMode(ctx, ss, nil, s.catalog.Load(), true)
 	var cleanups []func()
-	var pc *parkedCall // the bridge of a modern client's call on a legacy server
-	rounds := 0        // rounds of input a legacy client gave a modern server
+	var upSpan *telemetry.Span // the upstream call's, when traced
+	var pc *parkedCall         // the bridge of a modern client's call on a legacy server
+	rounds := 0                // rounds of input a legacy client gave a modern server
 	done := func(raw json.RawMessage, err error) {
 		for i := len(cleanups) - 1; i >= 0; i-- {
 			cleanups[i]()
+		}
+		if upSpan != nil {
+			upSpan.End(errType(raw, err))
 		}
 		if s.audit != nil || s.metrics != nil {
 			rec.Rounds = rounds
@@ -338,13 +346,25 @@ func (s *Server) startCall(ctx context.Context, ss *mcp.ServerSession, name stri
 			pc.setProgressRoute(route)
 		}
 	}
+	traceCtx := callCtx // with the upstream call's span, when traced
+	if s.tracer != nil {
+		var meta json.RawMessage
+		// callCtx is ctx, or a bridged call's context, which outlives the
+		// request but keeps its values, the request's span among them.
+		if traceCtx, meta, upSpan, err = s.traceUpstream(callCtx, "tools/call", e.Original, b.name, fields["_meta"]); err != nil {
+			done(nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid _meta: %v", err)})
+			return
+		} else if meta != nil {
+			fields["_meta"] = meta
+		}
+	}
 	params, err := json.Marshal(fields)
 	if err != nil {
 		done(nil, err)
 		return
 	}
 
-	cctx, cancel := context.WithTimeout(callCtx, timeout)
+	cctx, cancel := context.WithTimeout(traceCtx, timeout)
 	cleanups = append(cleanups, cancel, b.enter(callCtx, ss))
 	var onResult, settle func(json.RawMessage, error)
 	onResult = func(raw json.RawMessage, err error) {

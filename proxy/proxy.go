@@ -163,6 +163,10 @@ type Options struct {
 	// Metrics keeps Prometheus metrics, served by [Server.MetricsHandler]
 	// and at /metrics of [Server.HTTPHandler]. If false, nothing is counted.
 	Metrics bool
+	// Tracer, if set, makes an OpenTelemetry span of every request and
+	// passes the trace context on to the upstreams (trace.go); Close shuts
+	// it down, exporting the spans left. If nil, nothing is traced.
+	Tracer *telemetry.Tracer
 	// Reaper, if set, is given to every stdio server so that its whole process
 	// group dies with the proxy, even when the proxy is killed with SIGKILL;
 	// Close closes it last. If nil, only each server's direct child dies
@@ -265,6 +269,7 @@ type Server struct {
 	ledger       SpendLedger
 	audit        *auditor           // the client's logging/setLevel, for servers that start later
 	metrics      *telemetry.Metrics // nil when Options.Metrics is off
+	tracer       *telemetry.Tracer  // nil when traces are off
 
 	capsMu       sync.Mutex
 	clientCaps   *mcp.ClientCapabilities // guarded by capsMu; offered to upstreams
@@ -332,6 +337,7 @@ func New(opts Options) (*Server, error) {
 	if opts.Metrics {
 		s.metrics = s.newMetrics()
 	}
+	s.tracer = opts.Tracer
 	g, err := s.newGeneration(opts.Servers, nil)
 	if err != nil {
 		return nil, err
@@ -454,6 +460,15 @@ func (s *Server) Close() error {
 		}
 		if err := s.opts.Reaper.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("reaper: %w", err))
+		}
+		if s.tracer != nil {
+			// The spans not yet exported go now, briefly: a collector
+			// that is down does not hold the exit.
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			if err := s.tracer.Shutdown(ctx); err != nil {
+				s.log.Warn("traces: exporting the last spans failed", "err", err)
+			}
+			cancel()
 		}
 	})
 	s.wg.Wait()

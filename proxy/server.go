@@ -77,6 +77,9 @@ func (s *Server) newMCPServer() *mcp.Server {
 	})
 	srv.AddReceivingMiddleware(s.identityMiddleware, s.routingMiddleware)
 	srv.AddSendingMiddleware(s.listChangedMiddleware)
+	if s.tracer != nil || s.metrics != nil {
+		srv.AddReceivingMiddleware(s.telemetryMiddleware)
+	}
 	// Outermost (added last): what reaches a client is masked last.
 	srv.AddReceivingMiddleware(s.maskingMiddleware)
 	srv.AddSendingMiddleware(s.maskingSender)
@@ -369,6 +372,7 @@ func (s *Server) readResource(ctx context.Context, ss *mcp.ServerSession, p *mcp
 	defer cancel()
 	fwd := *p
 	fwd.URI = original
+	ctx, fwd.Meta = s.traceMeta(ctx, fwd.Meta)
 	res, err = cs.ReadResource(ctx, &fwd)
 	if err != nil {
 		return nil, rpcError(server, err)
@@ -487,6 +491,7 @@ func (s *Server) handleGetPrompt(ctx context.Context, req *mcp.GetPromptRequest)
 	defer cancel()
 	fwd := *req.Params
 	fwd.Name = e.Original
+	ctx, fwd.Meta = s.traceMeta(ctx, fwd.Meta)
 	res, err = cs.GetPrompt(ctx, &fwd)
 	if err != nil {
 		return nil, rpcError(e.Server, err)

@@ -419,6 +419,9 @@ func (l *lean) divert(ctx context.Context, f frame) bool {
 				fields["_meta"] = meta
 			}
 		}
+		if l.s.tracer != nil {
+			ctx = context.WithValue(ctx, requestIDKey{}, string(id)) // jsonrpc.request.id of the span
+		}
 		cctx, cancel := context.WithCancel(ctx)
 		key := string(id)
 		l.mu.Lock()

@@ -264,6 +264,12 @@ func (t *boundTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		cancel()
 	}
 	r := req.Clone(ctx)
+	if tc, ok := req.Context().Value(traceKey{}).(traceContext); ok {
+		r.Header.Set("traceparent", tc.parent)
+		if tc.state != "" {
+			r.Header.Set("tracestate", tc.state)
+		}
+	}
 	for k, v := range t.header {
 		r.Header[k] = v
 	}
@@ -294,4 +300,22 @@ func (b *releaseBody) Close() error {
 	err := b.ReadCloser.Close()
 	b.once.Do(b.release)
 	return err
+}
+
+// traceKey is the context key of the W3C trace context of a request to a
+// remote server (WithTraceContext).
+type traceKey struct{}
+
+type traceContext struct{ parent, state string }
+
+// WithTraceContext returns ctx with a W3C trace context (the traceparent
+// and tracestate header values) that a request to a remote server made
+// with ctx carries in its HTTP headers. The configured headers are set
+// after it, so a configured traceparent wins. A child process gets the
+// trace context in params._meta only, which the caller sets.
+func WithTraceContext(ctx context.Context, traceparent, tracestate string) context.Context {
+	if traceparent == "" {
+		return ctx
+	}
+	return context.WithValue(ctx, traceKey{}, traceContext{traceparent, tracestate})
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/manifold-mcp/manifold/internal/config"
 	"github.com/manifold-mcp/manifold/internal/redact"
 	"github.com/manifold-mcp/manifold/internal/tokenstore"
+	"github.com/manifold-mcp/manifold/internal/telemetry"
 	"github.com/manifold-mcp/manifold/policy"
 	"github.com/manifold-mcp/manifold/proxy"
 	"github.com/manifold-mcp/manifold/upstream"
@@ -299,6 +300,16 @@ func newProxy(c common, defaultLevel string, waitForClient bool, stderr io.Write
 	opts.Metrics = cfg.Telemetry.Metrics
 	if err := clusterOptions(&opts, cfg, log); err != nil {
 		return nil, nil, err
+	}
+	if cfg.Telemetry.Traces && !c.oneShot {
+		tr, err := telemetry.NewTracer(telemetry.TraceOptions{
+			Endpoint: cfg.Telemetry.TracesEndpoint, Ratio: cfg.Telemetry.TracesRatio,
+			Version: proxy.Version, Log: log,
+		})
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: telemetry.traces: %w", cfg.Path, err)
+		}
+		opts.Tracer = tr
 	}
 	if c.only != "" {
 		opts.Servers = serversFor(c.only, opts.Servers)

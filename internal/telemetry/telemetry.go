@@ -21,6 +21,12 @@ const Other = "other"
 // bound of last resort (a catalog that grows through reloads).
 const MaxTools = 2000
 
+// MaxToolsPerServer bounds the distinct tool label values of one server, so
+// that a server that lists thousands of tools (a hostile or broken one)
+// cannot take the whole MaxTools from the others: its further tools are
+// counted under Other.
+const MaxToolsPerServer = 250
+
 // Buckets are the duration histogram's upper bounds, in seconds: from a
 // cached answer (1 ms) to a long upstream call (call_timeout defaults to 60s).
 var Buckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120}
@@ -57,9 +63,12 @@ type Metrics struct {
 	duration *prometheus.HistogramVec
 	refusals *prometheus.CounterVec
 
-	mu    sync.RWMutex
-	tools map[string]struct{} // tool label values in use; guarded by mu
+	mu        sync.RWMutex
+	tools     map[toolKey]struct{} // tool label values in use; guarded by mu
+	perServer map[string]int       // len(tools) per server; guarded by mu
 }
+
+type toolKey struct{ server, tool string }
 
 // New returns a registry of its own (not the global default, so that two
 // proxies in one process or test do not mix) with the process and Go
@@ -85,7 +94,8 @@ func New(src Source) *Metrics {
 			Name: "manifold_refusals_total",
 			Help: "Calls refused before reaching an upstream, by reason (rate_limit, policy, budget, argument_limit, pin), server and exposed tool.",
 		}, []string{"reason", "server", "tool"}),
-		tools: make(map[string]struct{}),
+		tools:     make(map[toolKey]struct{}),
+		perServer: make(map[string]int),
 	}
 	m.reg.MustRegister(m.requests, m.errors, m.duration, m.refusals,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -109,7 +119,7 @@ func (m *Metrics) Request(method, server, tool, outcome, refused string, d time.
 	if m == nil {
 		return
 	}
-	tool = m.bound(tool)
+	tool = m.bound(server, tool)
 	m.requests.WithLabelValues(method, server, tool, outcome).Inc()
 	m.duration.WithLabelValues(method, server, tool, outcome).Observe(d.Seconds())
 	if !OK(outcome) {
@@ -125,27 +135,33 @@ func OK(outcome string) bool {
 	return outcome == "ok" || outcome == "ok, cut to max_result_bytes"
 }
 
-// bound returns tool, or Other once MaxTools distinct names are in use.
-func (m *Metrics) bound(tool string) string {
+// bound returns tool, or Other once MaxTools distinct names, or
+// MaxToolsPerServer of server's, are in use.
+func (m *Metrics) bound(server, tool string) string {
 	if tool == "" || tool == Other {
 		return tool
 	}
+	k := toolKey{server, tool}
 	m.mu.RLock()
-	_, known := m.tools[tool]
-	n := len(m.tools)
+	_, known := m.tools[k]
+	full := len(m.tools) >= MaxTools || m.perServer[server] >= MaxToolsPerServer
 	m.mu.RUnlock()
 	if known {
 		return tool
 	}
-	if n >= MaxTools {
+	if full {
 		return Other
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if len(m.tools) >= MaxTools {
+	if _, known := m.tools[k]; known {
+		return tool
+	}
+	if len(m.tools) >= MaxTools || m.perServer[server] >= MaxToolsPerServer {
 		return Other
 	}
-	m.tools[tool] = struct{}{}
+	m.tools[k] = struct{}{}
+	m.perServer[server]++
 	return tool
 }
 

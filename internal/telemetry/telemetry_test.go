@@ -34,30 +34,50 @@ func labels(m *dto.Metric) map[string]string {
 	return out
 }
 
-// TestToolLabelsBounded: a client that makes calls under 10,000 distinct
-// tool names leaves at most MaxTools+1 tool label values, however the
-// caller bounded them.
+// TestToolLabelsBounded: calls under 10,000 distinct tool names leave at
+// most MaxToolsPerServer+1 tool label values for one server (a hostile
+// upstream that lists 10,000 tools), and at most MaxTools+1 in all across
+// many servers, however the caller bounded them.
 func TestToolLabelsBounded(t *testing.T) {
-	m := New(Source{})
 	const calls = 10000
-	for i := range calls {
-		m.Request("tools/call", "srv", fmt.Sprintf("hostile_%d", i), "ok", "", time.Millisecond)
+	tests := []struct {
+		name    string
+		server  func(i int) string
+		maxSeen int // distinct tool label values other than Other
+	}{
+		{name: "one hostile server", server: func(int) string { return "srv" }, maxSeen: MaxToolsPerServer},
+		{name: "many servers", server: func(i int) string { return fmt.Sprintf("srv%d", i%100) }, maxSeen: MaxTools},
 	}
-	got := series(t, m, "manifold_requests_total")
-	if len(got) != MaxTools+1 {
-		t.Fatalf("manifold_requests_total has %d series, want %d (MaxTools + other)", len(got), MaxTools+1)
-	}
-	var other float64
-	for _, s := range got {
-		if labels(s)["tool"] == Other {
-			other = s.GetCounter().GetValue()
-		}
-	}
-	if want := float64(calls - MaxTools); other != want {
-		t.Errorf("calls counted under %q = %v, want %v", Other, other, want)
-	}
-	if n := len(series(t, m, "manifold_request_duration_seconds")); n != MaxTools+1 {
-		t.Errorf("duration histogram has %d series, want %d", n, MaxTools+1)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := New(Source{})
+			for i := range calls {
+				m.Request("tools/call", tt.server(i), fmt.Sprintf("hostile_%d", i), "ok", "", time.Millisecond)
+			}
+			got := series(t, m, "manifold_requests_total")
+			tools := map[string]bool{}
+			var other float64
+			for _, s := range got {
+				l := labels(s)
+				if l["tool"] == Other {
+					other += s.GetCounter().GetValue()
+					continue
+				}
+				tools[l["tool"]] = true
+			}
+			if len(tools) != tt.maxSeen {
+				t.Errorf("%d distinct tool labels, want %d", len(tools), tt.maxSeen)
+			}
+			if want := float64(calls - tt.maxSeen); other != want {
+				t.Errorf("calls counted under %q = %v, want %v", Other, other, want)
+			}
+			if n, max := len(series(t, m, "manifold_request_duration_seconds")), len(got); n != max {
+				t.Errorf("duration histogram has %d series, want %d as the counter", n, max)
+			}
+			if len(got) > MaxTools+100 { // + one Other series per server
+				t.Errorf("manifold_requests_total has %d series, want at most %d", len(got), MaxTools+100)
+			}
+		})
 	}
 }
 
