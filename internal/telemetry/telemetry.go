@@ -1,4 +1,6 @@
-// Package telemetry keeps the proxy's Prometheus metrics and serves them at /metrics.
+// Package telemetry keeps the proxy's Prometheus metrics, served at /metrics, and
+// makes its OpenTelemetry spans, exported over OTLP. No other package imports
+// Prometheus or OpenTelemetry; the proxy hands it plain values.
 package telemetry
 
 import (
