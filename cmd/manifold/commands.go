@@ -25,8 +25,8 @@ import (
 
 	"github.com/manifold-mcp/manifold/internal/config"
 	"github.com/manifold-mcp/manifold/internal/redact"
-	"github.com/manifold-mcp/manifold/internal/tokenstore"
 	"github.com/manifold-mcp/manifold/internal/telemetry"
+	"github.com/manifold-mcp/manifold/internal/tokenstore"
 	"github.com/manifold-mcp/manifold/policy"
 	"github.com/manifold-mcp/manifold/proxy"
 	"github.com/manifold-mcp/manifold/upstream"
