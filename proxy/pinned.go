@@ -116,45 +116,11 @@ type pinSnapshot struct {
 func (s *Server) checkPins(g *generation, snap map[string]lists, pinned map[string]pinSnapshot, tools *naming.Table) *pinState {
 	ps := &pinState{held: map[pin.Key]string{}, reviews: map[string][]PinReview{}, heldInstr: map[string]bool{}}
 	lock := s.pins.Load()
-	// Every server's tool names, for shadowing: exposed ones, and the
-	// distinctive originals.
-	type owned struct{ name, whose string }
-	var exposedNames, originalNames []owned
-	ownNames := map[string]map[string]bool{}
-	owner := map[string]string{} // whose -> server
+	servers := make([]string, 0, len(g.backends))
 	for _, b := range g.backends {
-		own := map[string]bool{}
-		ownNames[b.name] = own
-		for _, t := range snap[b.name].tools {
-			if t == nil {
-				continue
-			}
-			own[t.Name] = true
-			whose := fmt.Sprintf("tool %q of server %q", t.Name, b.name)
-			owner[whose] = b.name
-			if exposed, ok := tools.Exposed(b.name, t.Name); ok {
-				own[exposed] = true
-				exposedNames = append(exposedNames, owned{exposed, whose})
-			}
-			if pin.Distinctive(t.Name) {
-				originalNames = append(originalNames, owned{t.Name, whose})
-			}
-		}
+		servers = append(servers, b.name)
 	}
-	othersOf := func(server string) pin.Names {
-		n := pin.Names{Exposed: map[string]string{}, Original: map[string]string{}}
-		for _, o := range exposedNames {
-			if owner[o.whose] != server {
-				n.Exposed[o.name] = o.whose
-			}
-		}
-		for _, o := range originalNames {
-			if _, taken := n.Original[o.name]; !taken && owner[o.whose] != server {
-				n.Original[o.name] = o.whose
-			}
-		}
-		return n
-	}
+	othersOf, ownNames := shadowNames(servers, snap, tools)
 	var trusted []pin.Entry
 	for _, b := range g.backends {
 		mode := g.pin[b.name] // the mode of this generation (a kept backend's cfg is older)
@@ -165,7 +131,7 @@ func (s *Server) checkPins(g *generation, snap map[string]lists, pinned map[stri
 		if !known && !pinned[b.name].listed {
 			continue // nothing to trust yet, and nothing approved to hold against
 		}
-		others := othersOf(b.name)
+		others := othersOf[b.name]
 		for _, d := range s.pinDefs(b, snap[b.name], pinned[b.name].instructions) {
 			key := pin.Key{Server: b.name, Kind: d.def.Kind, Name: d.def.Name}
 			entry, approved := lock.Lookup(key)
@@ -310,4 +276,54 @@ func (c *catalog) pinReviews(server string) []PinReview {
 func (c *catalog) heldMessage(kind, exposed string) (string, bool) {
 	msg, ok := c.pinHeld[kind+"\x00"+exposed]
 	return msg, ok
+}
+
+// shadowNames returns, per server, the tool names of the other servers that
+// pin.Shadows looks for, and the server's own names (original and exposed),
+// which never count. An exposed name counts as the name clients see only
+// when it differs from the tool's own name (a prefix, an override, a
+// shortening): the exposed names of a server with prefix "" are its tools'
+// own names, and another server having a tool of the same name is a
+// coincidence of common names (two servers' "search"), not a copy of what
+// clients see; such a name counts as an original one, only when distinctive.
+func shadowNames(servers []string, snap map[string]lists, tools *naming.Table) (map[string]pin.Names, map[string]map[string]bool) {
+	type owned struct{ name, whose, server string }
+	var exposedNames, originalNames []owned
+	own := map[string]map[string]bool{}
+	for _, server := range servers {
+		names := map[string]bool{}
+		own[server] = names
+		for _, t := range snap[server].tools {
+			if t == nil {
+				continue
+			}
+			names[t.Name] = true
+			whose := fmt.Sprintf("tool %q of server %q", t.Name, server)
+			if exposed, ok := tools.Exposed(server, t.Name); ok {
+				names[exposed] = true
+				if exposed != t.Name {
+					exposedNames = append(exposedNames, owned{exposed, whose, server})
+				}
+			}
+			if pin.Distinctive(t.Name) {
+				originalNames = append(originalNames, owned{t.Name, whose, server})
+			}
+		}
+	}
+	others := make(map[string]pin.Names, len(servers))
+	for _, server := range servers {
+		n := pin.Names{Exposed: map[string]string{}, Original: map[string]string{}}
+		for _, o := range exposedNames {
+			if o.server != server {
+				n.Exposed[o.name] = o.whose
+			}
+		}
+		for _, o := range originalNames {
+			if _, taken := n.Original[o.name]; !taken && o.server != server {
+				n.Original[o.name] = o.whose
+			}
+		}
+		others[server] = n
+	}
+	return others, own
 }
