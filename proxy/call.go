@@ -485,9 +485,21 @@ func (c *catalog) filterResultResources(server string, raw json.RawMessage, who 
 	return out
 }
 
-// handleCallTool is the SDK-path tools/call handler (HTTP sessions, and stdio
-// frames that the lean path passes on).
+// handleCallTool is the typed tools/call handler the SDK registers for every
+// exposed tool. The routing middleware answers tools/call first (serveCallTool,
+// httplean.go), so it runs only for a request that middleware passes on.
 func (s *Server) handleCallTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	raw, err := s.callToolRequest(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return typedCallResult(req.Params.Name, raw)
+}
+
+// callToolRequest is a tools/call that the SDK decoded (HTTP, and stdio
+// frames that the stdio lean path passes on), forwarded as the stdio lean
+// path forwards one: it returns the raw result of callTool.
+func (s *Server) callToolRequest(ctx context.Context, req *mcp.CallToolRequest) (json.RawMessage, error) {
 	if req.Session != nil && req.Session.ID() != "" {
 		var done func()
 		ctx, done = s.sessionCalls.track(ctx, req.Session.ID())
@@ -514,13 +526,15 @@ func (s *Server) handleCallTool(ctx context.Context, req *mcp.CallToolRequest) (
 	if req.Params.RequestState != "" {
 		fields["requestState"], _ = json.Marshal(req.Params.RequestState)
 	}
-	raw, err := s.callTool(ctx, req.Session, req.Params.Name, fields)
-	if err != nil {
-		return nil, err
-	}
+	return s.callTool(ctx, req.Session, req.Params.Name, fields)
+}
+
+// typedCallResult decodes a raw tools/call result of the tool name for the
+// SDK to encode again.
+func typedCallResult(name string, raw json.RawMessage) (*mcp.CallToolResult, error) {
 	var res mcp.CallToolResult
 	if err := json.Unmarshal(raw, &res); err != nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("upstream result for %q could not be decoded: %v", req.Params.Name, err)}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("upstream result for %q could not be decoded: %v", name, err)}
 	}
 	if res.Content == nil {
 		res.Content = []mcp.Content{} // "content" is required

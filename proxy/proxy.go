@@ -230,6 +230,7 @@ type Server struct {
 	log        *slog.Logger
 	server     *mcp.Server
 	serverInfo []byte // implementation() as JSON, for the lean path's modern results
+	typedCalls bool   // tests only: answer tools/call the SDK decoded with a typed result (httplean.go)
 
 	schemaWarned sync.Map // tool name + untranslatable schema parts already logged
 

@@ -151,7 +151,7 @@ func (s *Server) route(ctx context.Context, next mcp.MethodHandler, method strin
 				p.Meta = era.StripMeta(p.Meta)
 				r = &mcp.CallToolRequest{Session: r.Session, Params: &p, Extra: r.Extra}
 			}
-			return s.handleCallTool(ctx, r)
+			return s.serveCallTool(ctx, r)
 		}
 	case "prompts/get":
 		// A name the client learned earlier may belong to a server that

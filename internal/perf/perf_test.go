@@ -3,6 +3,7 @@ package perf
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -31,6 +32,10 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	bins.err = build(dir)
+	flag.Parse()
+	if *manifoldBin != "" {
+		bins.manifold = *manifoldBin
+	}
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

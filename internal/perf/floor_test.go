@@ -1,0 +1,380 @@
+package perf
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// rounds is the number of alternating rounds of BenchmarkFloor.
+var rounds = flag.Int("rounds", 5, "rounds of BenchmarkFloor, alternating which side goes first")
+
+// manifoldBin, if set, is the manifold binary the benchmarks run instead of
+// the one built from this tree: a build of another commit, for a
+// before/after comparison.
+var manifoldBin = flag.String("manifold", "", "manifold `binary` to benchmark instead of building ./cmd/manifold")
+
+// side is one end of a comparison: a client session and, for the proxy, the
+// pid whose memory is read.
+type side struct {
+	cs   *mcp.ClientSession
+	pid  int
+	tool string
+}
+
+func (s side) call(ctx context.Context) error {
+	return call(ctx, &conn{cs: s.cs}, s.tool)
+}
+
+// floorCase is one transport and protocol version of BenchmarkFloor: how
+// to start the direct server and the proxy in front of the same server.
+type floorCase struct {
+	name    string
+	version string
+	http    bool
+	era     string // the fixture's -era, direct and upstream
+}
+
+var floorCases = []floorCase{
+	{"stdio", "2025-11-25", false, "legacy"},
+	{"stdio-2026", "2026-07-28", false, "modern"},
+	{"http", "2025-11-25", true, "legacy"},
+	{"http-2026", "2026-07-28", true, "modern"},
+}
+
+// BenchmarkFloor is the measurement of issue 16 in one run: for each
+// transport (stdio, streamable HTTP) and protocol era, the same client calls
+// the fixture directly and through Manifold (three fixture upstreams, calls
+// to one), at the same protocol version on both sides. Each of -rounds
+// rounds has a sequential phase (b.N calls on each side, one at a time,
+// alternating call by call) and a phase of 8 calls in flight (b.N calls on
+// each side, one side after the other, the first side alternating from round
+// to round). It reports the medians over the rounds of the ratios
+// proxy/direct of p50 and p99 latency and of throughput, with their spread
+// (-min, -max), the proxy's RSS idle (connected, before any call) and the
+// highest RSS sampled under load, and the 1-minute load average at the
+// end, and the CPU time the proxy process spent per call (both phases),
+// which depends far less on the load than latency does. Nothing is
+// asserted on time.
+//
+//	nice -n 10 go test -run '^$' -bench BenchmarkFloor -benchtime 400x ./internal/perf/
+func BenchmarkFloor(b *testing.B) {
+	for _, fc := range floorCases {
+		b.Run(fc.name, func(b *testing.B) { floor(b, fc) })
+	}
+}
+
+func floor(b *testing.B, fc floorCase) {
+	d, p := fc.start(b)
+	idle, err := rssKB(p.pid)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	for range 50 { // warm up both paths
+		for _, s := range []side{d, p} {
+			if err := s.call(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	var p50s, p99s, tputs []float64
+	var dp50, pp50 []time.Duration
+	var peak atomic.Int64
+	cpu0, err := cpuNS(p.pid)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for r := range *rounds {
+		first, second := d, p
+		if r%2 == 1 {
+			first, second = p, d
+		}
+		lat := map[*mcp.ClientSession][]time.Duration{}
+		for range b.N {
+			for _, s := range []side{first, second} {
+				t0 := time.Now()
+				if err := s.call(ctx); err != nil {
+					b.Fatal(err)
+				}
+				lat[s.cs] = append(lat[s.cs], time.Since(t0))
+			}
+		}
+		dl, pl := lat[d.cs], lat[p.cs]
+		slices.Sort(dl)
+		slices.Sort(pl)
+		p50s = append(p50s, float64(quantile(pl, 0.5))/float64(quantile(dl, 0.5)))
+		p99s = append(p99s, float64(quantile(pl, 0.99))/float64(quantile(dl, 0.99)))
+		dp50, pp50 = append(dp50, quantile(dl, 0.5)), append(pp50, quantile(pl, 0.5))
+
+		tput := map[*mcp.ClientSession]float64{}
+		for _, s := range []side{first, second} {
+			var stop func()
+			if s.pid == p.pid {
+				stop = sampleRSS(p.pid, &peak)
+			}
+			t, err := parallel8(ctx, s, b.N)
+			if stop != nil {
+				stop()
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			tput[s.cs] = t
+		}
+		tputs = append(tputs, tput[p.cs]/tput[d.cs])
+	}
+	b.StopTimer()
+	cpu1, err := cpuNS(p.pid)
+	if err != nil {
+		b.Fatal(err)
+	}
+	// CPU time per call is far less sensitive to the machine's load than
+	// latency: the before/after figure of a change to the hot path.
+	b.ReportMetric(float64(cpu1-cpu0)/1e3/float64(2**rounds*b.N), "proxy-cpu-µs/call")
+	report := func(vals []float64, unit string) {
+		slices.Sort(vals)
+		b.ReportMetric(vals[len(vals)/2], unit)
+		b.ReportMetric(vals[0], unit+"-min")
+		b.ReportMetric(vals[len(vals)-1], unit+"-max")
+	}
+	report(p50s, "p50-ratio")
+	report(p99s, "p99-ratio")
+	report(tputs, "throughput-ratio")
+	slices.Sort(dp50)
+	slices.Sort(pp50)
+	b.ReportMetric(float64(dp50[len(dp50)/2].Microseconds()), "direct-p50-µs")
+	b.ReportMetric(float64(pp50[len(pp50)/2].Microseconds()), "proxy-p50-µs")
+	b.ReportMetric(float64(idle)/1024, "rss-idle-MB")
+	b.ReportMetric(float64(peak.Load())/1024, "rss-load-MB")
+	if la, err := loadAverage(); err == nil {
+		b.ReportMetric(la, "loadavg")
+	}
+}
+
+// quantile returns the q-quantile of sorted d.
+func quantile(d []time.Duration, q float64) time.Duration {
+	return d[min(len(d)-1, int(float64(len(d))*q))]
+}
+
+// parallel8 makes n calls on s with 8 in flight and returns the calls per
+// second.
+func parallel8(ctx context.Context, s side, n int) (float64, error) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var firstErr atomic.Value
+	start := time.Now()
+	for range 8 {
+		wg.Go(func() {
+			for next.Add(1) <= int64(n) {
+				if err := s.call(ctx); err != nil {
+					firstErr.CompareAndSwap(nil, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err, _ := firstErr.Load().(error); err != nil {
+		return 0, err
+	}
+	return float64(n) / time.Since(start).Seconds(), nil
+}
+
+// sampleRSS records the highest VmRSS of pid into peak every 10ms until the
+// returned func is called.
+func sampleRSS(pid int, peak *atomic.Int64) func() {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(10 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if kb, err := rssKB(pid); err == nil && int64(kb) > peak.Load() {
+				peak.Store(int64(kb))
+			}
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	})
+	return func() { close(done); wg.Wait() }
+}
+
+// cpuNS returns the CPU time pid's threads have run, in nanoseconds (the
+// first field of /proc/PID/task/*/schedstat).
+func cpuNS(pid int) (int64, error) {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return 0, err
+	}
+	var sum int64
+	for _, t := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, t.Name()))
+		if err != nil {
+			continue // the thread ended
+		}
+		f := strings.Fields(string(b))
+		if len(f) == 0 {
+			continue
+		}
+		n, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/%d/task/%s/schedstat: %w", pid, t.Name(), err)
+		}
+		sum += n
+	}
+	return sum, nil
+}
+
+func loadAverage() (float64, error) {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0, err
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0, fmt.Errorf("empty /proc/loadavg")
+	}
+	return strconv.ParseFloat(f[0], 64)
+}
+
+// start starts the direct server and the proxy of fc and connects a client
+// to each.
+func (fc floorCase) start(b testing.TB) (direct, proxy side) {
+	if bins.err != nil {
+		b.Fatal(bins.err)
+	}
+	cfg := proxyConfig(b, 3, fc.era)
+	if !fc.http {
+		d := connectAt(b, fc.version, bins.fixture, "-name", "s0", "-era", fc.era)
+		p := connectAt(b, fc.version, bins.manifold, "serve", "--config", cfg)
+		direct, proxy = side{d.cs, d.cmd.Process.Pid, "echo"}, side{p.cs, p.cmd.Process.Pid, "s0__echo"}
+	} else {
+		durl, dpid := startServing(b, bins.fixture, "-name", "s0", "-era", fc.era, "-http", "127.0.0.1:0")
+		purl, ppid := startServing(b, bins.manifold, "serve", "--config", cfg, "--http", "127.0.0.1:0")
+		direct = side{connectURL(b, fc.version, durl), dpid, "echo"}
+		proxy = side{connectURL(b, fc.version, purl), ppid, "s0__echo"}
+	}
+	for _, s := range []side{direct, proxy} {
+		if v := s.cs.InitializeResult().ProtocolVersion; v != fc.version {
+			b.Fatalf("negotiated %s, want %s", v, fc.version)
+		}
+	}
+	// Idle means connected, listed and every upstream up.
+	if _, err := proxy.cs.ListTools(context.Background(), nil); err != nil {
+		b.Fatal(err)
+	}
+	return direct, proxy
+}
+
+var servingURL = regexp.MustCompile(`serving MCP on (http://\S+/mcp)`)
+
+// startServing starts a process that serves MCP over HTTP and says where on
+// stderr (the fixture's -http, manifold serve --http), and returns the URL
+// and its pid. It ends when its stdin is closed, at cleanup.
+func startServing(tb testing.TB, name string, args ...string) (string, int) {
+	tb.Helper()
+	cmd := exec.Command(name, args...)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		_ = stdin.Close()
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if m := servingURL.FindStringSubmatch(sc.Text()); m != nil {
+				found <- m[1]
+				break
+			}
+		}
+		_, _ = io.Copy(io.Discard, stderr)
+	}()
+	select {
+	case u := <-found:
+		return u, cmd.Process.Pid
+	case <-time.After(30 * time.Second):
+		tb.Fatalf("%s did not say where it serves within 30s", name)
+		return "", 0
+	}
+}
+
+// connectURL connects a client of version to a streamable HTTP endpoint,
+// over an HTTP client that keeps enough idle connections for 8 calls in
+// flight (the default keeps 2, and would open a connection per call).
+func connectURL(tb testing.TB, version, url string) *mcp.ClientSession {
+	tb.Helper()
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}, Timeout: 30 * time.Second}
+	c := mcp.NewClient(&mcp.Implementation{Name: "perf", Version: "0"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		tb.Fatalf("connect %s: %v", url, err)
+	}
+	tb.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+// TestFloorMeasurable checks BenchmarkFloor's measurement itself, for every
+// case, without timing anything: both sides answer at the same protocol
+// version, sequentially and 8 in flight, and the proxy's RSS and CPU time
+// can be read.
+func TestFloorMeasurable(t *testing.T) {
+	for _, fc := range floorCases {
+		t.Run(fc.name, func(t *testing.T) {
+			d, p := fc.start(t)
+			for _, s := range []side{d, p} {
+				if err := s.call(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := parallel8(t.Context(), s, 16); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if kb, err := rssKB(p.pid); err != nil || kb <= 0 {
+				t.Errorf("VmRSS = %d kB, %v", kb, err)
+			}
+			if ns, err := cpuNS(p.pid); err != nil || ns <= 0 {
+				t.Errorf("CPU time = %d ns, %v", ns, err)
+			}
+		})
+	}
+}
