@@ -62,8 +62,9 @@ type catalog struct {
 	items                            map[string]policy.Item
 	varies                           [numCatalogKinds]bool
 	variesResources, variesTemplates bool
-	views                            sync.Map // identity.key() -> *view
-	metaDefs                         sync.Map // visible count and servers -> the meta-tools for them (who.go)
+	lists                            listCache // prepared tools/list answers (listbytes.go)
+	views                            sync.Map  // identity.key() -> *view
+	metaDefs                         sync.Map  // visible count and servers -> the meta-tools for them (who.go)
 	nviews                           atomic.Int64
 
 	// pin is what the pin check found (pinned.go); pinHeld maps "tool\x00"
@@ -673,6 +674,7 @@ func (s *Server) register(c *catalog) {
 	sync("resource template", s.reg.templates, anyMap(c.templates), func(_ string, def any) error {
 		return catchPanic(func() { s.server.AddResourceTemplate(def.(*mcp.ResourceTemplate), s.handleReadResource) })
 	}, s.server.RemoveResourceTemplates)
+	s.regGen.Add(1) // the lists prepared before are of another registry (listbytes.go)
 }
 
 func anyMap[V any](m map[string]V) map[string]any {

@@ -39,7 +39,7 @@ func (s *Server) serveCallTool(ctx context.Context, req *mcp.CallToolRequest) (m
 	if err != nil {
 		return nil, err
 	}
-	if s.typedCalls || !leanResult(raw) {
+	if s.typed || !leanResult(raw) {
 		res, err := typedCallResult(req.Params.Name, raw)
 		if err != nil {
 			return nil, err

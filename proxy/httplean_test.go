@@ -80,12 +80,18 @@ func dialMemory(t testing.TB, srv *mcp.Server) func(context.Context) (mcp.Transp
 // returns the /mcp URL.
 func serveLean(tb testing.TB, typed bool, opts Options, prepare func(*Server)) string {
 	tb.Helper()
+	return serveLeanHTTP(tb, typed, opts, HTTPOptions{}, prepare)
+}
+
+// serveLeanHTTP is serveLean with the HTTP face's options hopts.
+func serveLeanHTTP(tb testing.TB, typed bool, opts Options, hopts HTTPOptions, prepare func(*Server)) string {
+	tb.Helper()
 	opts.Servers = []ServerConfig{{Upstream: upstream.Options{Name: "lean", Dial: leanUpstream(tb)}, Prefix: "lean"}}
 	s, err := New(opts)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	s.typedCalls = typed
+	s.typed = typed
 	if prepare != nil {
 		prepare(s)
 	}
@@ -94,7 +100,7 @@ func serveLean(tb testing.TB, typed bool, opts Options, prepare func(*Server)) s
 		tb.Fatal(err)
 	}
 	<-s.Ready()
-	hs := httptest.NewServer(s.HTTPHandler(HTTPOptions{}))
+	hs := httptest.NewServer(s.HTTPHandler(hopts))
 	tb.Cleanup(hs.Close)
 	return hs.URL + "/mcp"
 }

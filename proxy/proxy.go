@@ -229,8 +229,9 @@ type Server struct {
 	opts       Options
 	log        *slog.Logger
 	server     *mcp.Server
-	serverInfo []byte // implementation() as JSON, for the lean path's modern results
-	typedCalls bool   // tests only: answer tools/call the SDK decoded with a typed result (httplean.go)
+	serverInfo []byte        // implementation() as JSON, for the lean path's modern results
+	typed      bool          // tests only: answer tools/call and tools/list with typed results (httplean.go, listbytes.go)
+	regGen     atomic.Uint64 // changes of the SDK's registry, for the prepared lists (listbytes.go)
 
 	schemaWarned sync.Map // tool name + untranslatable schema parts already logged
 

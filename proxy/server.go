@@ -162,7 +162,16 @@ func (s *Server) route(ctx context.Context, next mcp.MethodHandler, method strin
 		var res mcp.Result
 		var err error
 		ss, _ := req.GetSession().(*mcp.ServerSession)
-		if c := s.catalog.Load(); s.sessionMode(ctx, ss, listMeta(req), c, true) == ModeSearch {
+		c := s.catalog.Load()
+		search := s.sessionMode(ctx, ss, listMeta(req), c, true) == ModeSearch
+		key, keep := s.listKeyFor(ctx, req, c, search) // listbytes.go
+		keep = keep && !s.typed
+		if keep {
+			if res, ok := c.preparedListFor(key); ok {
+				return res, nil
+			}
+		}
+		if search {
 			// A search-mode session lists the search surface; the
 			// SDK's registry holds the full catalog, every session's.
 			// Its cache fields are settled as the SDK settles its own
@@ -182,9 +191,14 @@ func (s *Server) route(ctx context.Context, next mcp.MethodHandler, method strin
 		}
 		lr = s.narrowResult(ctx, req, lr).(*mcp.ListToolsResult)
 		if v := sessionVersion(req.GetSession()); v < modernVersion {
-			return adaptToolList(lr, v), nil
+			lr = adaptToolList(lr, v)
+		} else {
+			lr = s.modernToolList(lr)
 		}
-		return s.modernToolList(lr), nil
+		if !keep {
+			return lr, nil
+		}
+		return c.prepareList(key, lr), nil
 	case "prompts/list", "resources/list", "resources/templates/list":
 		kind := catPrompts
 		if method != "prompts/list" {

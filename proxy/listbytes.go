@@ -1,0 +1,143 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"sync"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// tools/list from prepared bytes: the tools of a list answer are encoded
+// once per catalog, registry state and view (who sees them, at which
+// protocol version, in which catalog mode, from which cursor) and every
+// later list of that view is answered with the same bytes, which is both
+// the cheap way (a catalog of a thousand tools is most of the encoding) and
+// byte-stable (issue 12: two lists of one view are the same bytes). A new
+// catalog (any change of upstreams, policy or pins) or a change of the
+// SDK's registry starts over.
+
+// maxListViews bounds the prepared lists a catalog keeps; past it, lists are
+// prepared per request (a client can name cursors at will).
+const maxListViews = 256
+
+// listCache is a catalog's prepared tools/list answers.
+type listCache struct {
+	m sync.Map     // listKey -> *preparedList
+	n atomic.Int64 // entries stored
+}
+
+// listKey is what a tools/list answer depends on besides the catalog.
+type listKey struct {
+	gen     uint64 // Server.regGen when the list was made
+	view    *view  // the caller's view (who.go); nil when no rule narrows by identity
+	version string // the session's protocol version
+	search  bool   // the session's catalog mode is search
+	cursor  string
+	ready   bool // the upstreams' first start is over (it settles ttlMs)
+}
+
+// preparedList is one prepared answer: the result without its tools, and
+// the tools' encoding.
+type preparedList struct {
+	res   mcp.ListToolsResult // Tools nil
+	tools json.RawMessage
+}
+
+// listKeyFor returns the key of the tools/list req on c, and false when the
+// answer must not be kept (an identity whose view c does not keep).
+func (s *Server) listKeyFor(ctx context.Context, req mcp.Request, c *catalog, search bool) (listKey, bool) {
+	k := listKey{gen: s.regGen.Load(), search: search}
+	select {
+	case <-s.ready:
+		k.ready = true
+	default:
+	}
+	if r, ok := req.(*mcp.ListToolsRequest); ok && r.Params != nil {
+		k.cursor = r.Params.Cursor
+	}
+	ss, _ := req.GetSession().(*mcp.ServerSession)
+	k.version = sessionVersion(ss)
+	if c.who {
+		id := requestIdentity(ctx, req)
+		k.view = c.viewOf(id)
+		if kept, ok := c.views.Load(id.key()); !ok || kept != k.view {
+			return k, false // computed for this list alone
+		}
+	}
+	return k, true
+}
+
+// preparedListFor returns the answer prepared for k on c, if any.
+func (c *catalog) preparedListFor(k listKey) (mcp.Result, bool) {
+	p, ok := c.lists.m.Load(k)
+	if !ok {
+		return nil, false
+	}
+	return p.(*preparedList).result(), true
+}
+
+// prepareList encodes the tools of res, keeps them for k on c (within
+// maxListViews) and returns the answer.
+func (c *catalog) prepareList(k listKey, res *mcp.ListToolsResult) mcp.Result {
+	tools, err := json.Marshal(res.Tools)
+	if err != nil || res.Tools == nil {
+		return res // the SDK will say what is wrong
+	}
+	p := &preparedList{res: *res, tools: tools}
+	p.res.Tools = nil
+	if c.lists.n.Add(1) <= maxListViews {
+		if actual, loaded := c.lists.m.LoadOrStore(k, p); loaded {
+			p = actual.(*preparedList) // the first one made: every list of k the same bytes
+		}
+	}
+	return p.result()
+}
+
+func (p *preparedList) result() mcp.Result {
+	return &rawToolList{ListToolsResult: p.res, tools: p.tools}
+}
+
+// rawToolList is a tools/list answer whose tools are prepared bytes. The
+// SDK may still set its _meta and resultType (they are encoded); a
+// middleware that decodes it again (masking) gets a typed list.
+type rawToolList struct {
+	mcp.ListToolsResult
+	tools json.RawMessage // nil once decoded
+}
+
+// placeholder ends the encoding of the rest of the result, whose last member
+// is tools, in place of the prepared tools.
+var placeholder = []byte(`"tools":[]}`)
+
+func (r *rawToolList) MarshalJSON() ([]byte, error) {
+	rest := r.ListToolsResult
+	if r.tools == nil {
+		return json.Marshal(&rest)
+	}
+	rest.Tools = []*mcp.Tool{}
+	b, err := json.Marshal(&rest)
+	if err != nil {
+		return nil, err
+	}
+	if !bytes.HasSuffix(b, placeholder) {
+		return nil, errNoTools
+	}
+	at := len(b) - len(placeholder) + len(`"tools":`)
+	out := make([]byte, 0, len(b)+len(r.tools))
+	return append(append(append(out, b[:at]...), r.tools...), '}'), nil
+}
+
+// UnmarshalJSON decodes a list (masking does): the tools are then its own.
+func (r *rawToolList) UnmarshalJSON(b []byte) error {
+	r.tools = nil
+	return json.Unmarshal(b, &r.ListToolsResult)
+}
+
+var errNoTools = jsonError("tools/list: the encoded result has no tools member")
+
+type jsonError string
+
+func (e jsonError) Error() string { return string(e) }
