@@ -35,6 +35,14 @@
 // adding the cosine to the confidence told requests with a right tool from
 // those without worse, not better.
 //
+// Options{Semantic: true} also expands a query word that no tool uses by
+// the forms WordNet 3.0 derives from or to it ("reviewers" → review),
+// from a table embedded in wordnet.txt.gz (internal/genwn makes it from
+// Debian's wordnet-base; about 0.8 MB of heap, decoded on the first such
+// index only). Such a word then matches those forms at a lower score and
+// counts as a subject in the no-match decision. WordNet's synonym sets and
+// hypernyms did no better on the dev queries.
+//
 // NewWith(docs, Options{Embed: f}) adds a sentence-embedding signal: f maps
 // a text to a unit vector (internal/encoder's Model.Encode, the Universal
 // Sentence Encoder lite in plain Go, is the one evaluated). Each tool's

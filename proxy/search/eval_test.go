@@ -545,14 +545,15 @@ func BenchmarkSearch(b *testing.B) {
 
 // TestRetrievalDevCalibration holds the no-match decision to what it was
 // calibrated to on the dev split (ours + semantic, what the search surface
-// runs: 64.9 / 82.5 / 8 %; it refused more right answers before, 64.0 /
-// 79.8 / 8 %): it reads the dev split only, so it can be run while tuning.
+// runs: 65.8 / 83.3 / 8 %; 64.9 / 82.5 / 8 % before the related forms of
+// wordnet.go, 64.0 / 79.8 / 8 % before the last recalibration): it reads
+// the dev split only, so it can be run while tuning.
 func TestRetrievalDevCalibration(t *testing.T) {
 	docs := loadEvalCatalog(t)
 	f := evalRun(evalOursSemantic(docs), loadEvalQueries(t, docs), "dev")
 	t.Logf("dev, ours + semantic: %s", f)
-	if f.top5 < 94 || f.top1 < 74 || f.wrong > 2 {
-		t.Errorf("dev, ours + semantic: %d/%d in the top 5 (want ≥ 94), %d first (want ≥ 74), %d of %d no-match requests answered (want ≤ 2)",
+	if f.top5 < 95 || f.top1 < 75 || f.wrong > 2 {
+		t.Errorf("dev, ours + semantic: %d/%d in the top 5 (want ≥ 95), %d first (want ≥ 75), %d of %d no-match requests answered (want ≤ 2)",
 			f.top5, f.positives, f.top1, f.wrong, f.noMatch)
 	}
 }

@@ -151,3 +151,17 @@ func (ix *Index) TopMean(q string) (id string, confidence, cos float64) {
 	}
 	return ix.ids[r.docs[0]], r.confidence(ix.opt), cos
 }
+
+// WordnetDecoded tells whether the table of related forms has been decoded
+// in this process.
+func WordnetDecoded() bool { return wordnetDecoded.Load() }
+
+// DecodeWordnet decodes the embedded table of related forms (for its
+// benchmark).
+func DecodeWordnet() map[string][]string {
+	t, err := decodeWordnet(wordnetGz)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}

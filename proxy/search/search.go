@@ -84,6 +84,11 @@ type options struct {
 	// (not values or arguments) that are no doc's subject: in no name,
 	// title or server field, nor a synonym of a word there.
 	Unsubject float64
+	// Related scales the score of a word matched through its derivationally
+	// related forms (wordnet.go): a query word that no doc has also matches
+	// those ("reviewers" → review), and counts as a subject of the docs one
+	// of them is the subject of; 0 turns it off.
+	Related float64
 }
 
 var defaultOptions = options{
@@ -106,6 +111,7 @@ var defaultOptions = options{
 var semanticOptions = func() options {
 	o := defaultOptions
 	o.Mean, o.MeanFloor = 0.05, 0.1
+	o.Related = 0.2
 	return o
 }()
 
@@ -117,7 +123,8 @@ type Options struct {
 	// words the catalog does not use ("previous" for "recent"). The vectors
 	// are generic English ones embedded in the binary (GloVe, vectors.go),
 	// decoded on the first such index. The signal only ranks: whether any
-	// tool matches is decided as without it.
+	// tool matches is decided as without it. Semantic also expands a query
+	// word no tool uses by its WordNet related forms (options.Related).
 	Semantic bool
 	// Embed, if not nil, adds a sentence-embedding signal: the function maps
 	// a text to a unit vector (all of one length), such as
@@ -172,6 +179,7 @@ type Index struct {
 	ids      []string
 	postings map[string][]posting // term → docs containing it, by doc
 	synonyms map[string][]string  // analysed word → analysed words of its groups
+	related  map[string][]string  // analysed word → analysed related words (WordNet), nil when off
 	phrases  map[[2]string]string // analysed pair → analysed single word
 	// The semantic signal (nil when off): by doc, the mean vector of its
 	// name, title and description less centre, the mean of those over the
@@ -209,6 +217,9 @@ func buildWith(docs []Doc, opt options, embed func(string) []float32) *Index {
 	}
 	if !opt.Plain {
 		ix.synonyms, ix.phrases = analysedWords()
+		if opt.Related > 0 {
+			ix.related = wordnet()
+		}
 	}
 
 	// Term frequencies per doc and field, and field lengths.
@@ -807,8 +818,12 @@ func (ix *Index) rank(query string) ranking {
 		if (t.role == roleWord || t.role == roleName) && !ix.known(t.word) {
 			r.unknown++
 		}
+		// Only a word that no doc has is expanded: one the catalog uses
+		// means what it says there.
+		expand := ix.related != nil && ix.postings[t.word] == nil
 		if (t.role == roleWord || t.role == roleName) && !ix.subjects[t.word] &&
-			!slices.ContainsFunc(ix.synonyms[t.word], func(s string) bool { return ix.subjects[s] }) {
+			!slices.ContainsFunc(ix.synonyms[t.word], func(s string) bool { return ix.subjects[s] }) &&
+			!(expand && slices.ContainsFunc(ix.related[t.word], func(s string) bool { return ix.subjects[s] })) {
 			r.unsub++
 		}
 		w, weight := t.word, ix.weight(t)
@@ -827,6 +842,11 @@ func (ix *Index) rank(query string) ranking {
 		}
 		for _, s := range ix.synonyms[w] {
 			ix.match(s, maxIDF, weight*syn, best)
+		}
+		if expand {
+			for _, s := range ix.related[w] {
+				ix.match(s, maxIDF, weight*ix.opt.Related, best)
+			}
 		}
 		for d, s := range best {
 			r.score[d] += s

@@ -87,19 +87,21 @@ func TestSemanticWithoutVectors(t *testing.T) {
 }
 
 // TestSemanticOffDecodesNothing: an index without the semantic signal never
-// decodes the vector table, and one with it does. It runs in a child process
+// decodes the vector table nor the related forms, and one with it does. It runs in a child process
 // of the test binary, so that no other test has decoded the table before.
 func TestSemanticOffDecodesNothing(t *testing.T) {
 	if os.Getenv("SEARCH_DECODE_CHILD") == "1" {
 		docs := []search.Doc{{ID: "a__read_file", Name: "a__read_file", Description: "Reads a file.", Server: "a"}}
 		search.New(docs).Search("read the file", 5)
 		search.NewWith(docs, search.Options{}).Search("read the file", 5)
-		if search.VectorsDecoded() {
-			t.Fatal("an index without the semantic signal decoded the vector table")
+		if search.VectorsDecoded() || search.WordnetDecoded() {
+			t.Fatalf("an index without the semantic signal decoded the vector table (%v) or the related forms (%v)",
+				search.VectorsDecoded(), search.WordnetDecoded())
 		}
 		search.NewWith(docs, search.Options{Semantic: true}).Search("read the file", 5)
-		if !search.VectorsDecoded() {
-			t.Fatal("an index with the semantic signal did not decode the vector table")
+		if !search.VectorsDecoded() || !search.WordnetDecoded() {
+			t.Fatalf("an index with the semantic signal did not decode the vector table (%v) or the related forms (%v)",
+				search.VectorsDecoded(), search.WordnetDecoded())
 		}
 		return
 	}
@@ -139,5 +141,43 @@ func BenchmarkDecodeVectors(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		search.DecodeVectors()
+	}
+}
+
+// TestRelatedForms: a request word that no tool uses matches the forms
+// WordNet derives it from or to ("reviewers" → review), with the semantic
+// options (the search surface's); a word some tool uses is not expanded.
+func TestRelatedForms(t *testing.T) {
+	docs := []search.Doc{
+		{ID: "x__list_comments", Name: "x__list_comments", Description: "Lists the comments on a pull request.", Server: "x"},
+		{ID: "x__list_reviews", Name: "x__list_reviews", Description: "Lists the reviews on a pull request.", Server: "x"},
+		{ID: "x__get_weather", Name: "x__get_weather", Description: "Returns the weather forecast for a city.", Server: "x"},
+		{ID: "x__send_mail", Name: "x__send_mail", Description: "Sends an email message.", Server: "x"},
+		{ID: "x__read_file", Name: "x__read_file", Description: "Reads a file from disk.", Server: "x"},
+		{ID: "x__create_user", Name: "x__create_user", Description: "Creates a user account.", Server: "x"},
+	}
+	with := search.NewWith(docs, search.Options{Semantic: true})
+	off := search.SemanticKnobs
+	off.Related = 0
+	without := search.NewWithKnobs(docs, off)
+	const q = "reviewers of pull request 7"
+	if hits := with.Search(q, 5); len(hits) == 0 || hits[0].ID != "x__list_reviews" {
+		t.Errorf("%q: %v, want x__list_reviews first", q, hits)
+	}
+	if hits := without.Search(q, 5); len(hits) > 0 && hits[0].ID == "x__list_reviews" {
+		t.Errorf("%q without the related forms: %v; the test needs a request they change", q, hits)
+	}
+	for _, q := range []string{"list the reviews", "comments on the pull request", "send the weather"} {
+		if diff := cmp.Diff(without.Search(q, 5), with.Search(q, 5)); diff != "" {
+			t.Errorf("%q, in words the catalog uses: the related forms changed the hits (-without +with):\n%s", q, diff)
+		}
+	}
+}
+
+// BenchmarkDecodeWordnet is the one-time decoding of the related forms.
+func BenchmarkDecodeWordnet(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		search.DecodeWordnet()
 	}
 }

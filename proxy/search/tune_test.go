@@ -100,6 +100,7 @@ func TestTuneDev(t *testing.T) {
 		{"Arg", []float64{0.1, 0.3, 0.6, 1}, func(o *search.Knobs, v float64) { o.Arg = v }},
 		{"Value", []float64{0.1, 0.2, 0.3, 0.5}, func(o *search.Knobs, v float64) { o.Value = v }},
 		{"Synonym", []float64{0.4, 0.5, 0.6, 0.7, 0.8}, func(o *search.Knobs, v float64) { o.Synonym = v }},
+		{"Related", []float64{0, 0.1, 0.2, 0.35, 0.5, 0.7}, func(o *search.Knobs, v float64) { o.Related = v }},
 		{"B", []float64{0.3, 0.5, 0.75}, func(o *search.Knobs, v float64) { o.B = v }},
 		{"K1", []float64{0.8, 1.2, 1.6, 2}, func(o *search.Knobs, v float64) { o.K1 = v }},
 		{"Profile", []float64{0, 0.3, 0.5, 0.7}, func(o *search.Knobs, v float64) { o.Profile = v }},
