@@ -37,19 +37,18 @@ const (
 )
 
 // The floors TestRetrievalQuality holds the rankers to, on the test split
-// and on all queries: a little under what they do today (ours: test
-// 55.6 / 70.1 / 16 %, all 58.9 / 76.2 / 12 %; ours + semantic: test
-// 56.4 / 70.1 / 16 %, all 60.6 / 76.2 / 12 %), so that a change that makes
-// one worse fails. The no-match ceiling is above the target: the
-// decision was calibrated on dev (8 % there) to refuse fewer right answers,
-// and on test it answers 4 of 25 no-match requests. Ours + semantic +
-// encoder is measured on the whole catalog by eval.sh only, as embedding it
-// takes minutes; the quick test runs it on a subset
-// (TestRetrievalEncoderSubset), and internal/encoder's tests check the
-// encoder against TF.js.
+// and on all queries: what they do today (ours: test 55.6 / 70.1 / 16 %,
+// all 58.9 / 76.2 / 12 %; ours + semantic: test 56.4 / 70.1 / 16 %, all
+// 61.0 / 76.6 / 12 %), so that a change that makes one worse fails. The
+// no-match ceiling is above the target: the decision was
+// calibrated on dev (8 % there) to refuse fewer right answers, and on test
+// it answers 4 of 25 no-match requests. Ours + semantic + encoder is
+// measured on the whole catalog by eval.sh only, as embedding it takes
+// minutes; the quick test runs it on a subset (TestRetrievalEncoderSubset),
+// and internal/encoder's tests check the encoder against TF.js.
 var evalFloors = map[string]struct{ top5, top1, noMatch float64 }{
-	"ours (BM25F)":    {top5: 0.68, top1: 0.54, noMatch: 0.20},
-	"ours + semantic": {top5: 0.68, top1: 0.55, noMatch: 0.20},
+	"ours (BM25F)":    {top5: 0.70, top1: 0.55, noMatch: 0.16},
+	"ours + semantic": {top5: 0.70, top1: 0.56, noMatch: 0.16},
 }
 
 type evalQuery struct {
@@ -405,11 +404,11 @@ func TestRetrievalQuality(t *testing.T) {
 // what it can afford: the tools of five servers (filesystem, github, slack,
 // memory, redis: 61 tools) and the dev queries for them or for no tool, so
 // that a change that breaks the encoder's place in the ranking fails here
-// and not only in eval.sh (which runs it on everything). The bounds are a
-// little past what it measured on this subset (24 queries with a right
-// tool, 25 without; ours + semantic: top-1 50.0, top-5 79.2 %, no-match
-// answered 4 %; + encoder: 54.2 / 83.3 / 8 %), and it must not do worse
-// than ours + semantic at top-5.
+// and not only in eval.sh (which runs it on everything). The bounds are
+// what it measures on this subset (24 queries with a right tool, 25
+// without; ours + semantic and + encoder alike: top-1 62.5, top-5 91.7 %,
+// no-match answered 12 %; 58.3 / 87.5 / 12 % before the related forms of
+// wordnet.go), and it must not do worse than ours + semantic at top-5.
 func TestRetrievalEncoderSubset(t *testing.T) {
 	servers := map[string]bool{"filesystem": true, "github": true, "slack": true, "memory": true, "redis": true}
 	all := loadEvalCatalog(t)
@@ -441,8 +440,8 @@ func TestRetrievalEncoderSubset(t *testing.T) {
 		got, floor float64
 		ceiling    bool
 	}{
-		{"top-1", enc.top1Rate(), 0.50, false},
-		{"top-5", enc.top5Rate(), 0.79, false},
+		{"top-1", enc.top1Rate(), 0.62, false},
+		{"top-5", enc.top5Rate(), 0.91, false},
 		{"no-match answered", enc.wrongRate(), 0.12, true},
 	} {
 		if (!c.ceiling && c.got < c.floor) || (c.ceiling && c.got > c.floor) {
