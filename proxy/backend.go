@@ -79,20 +79,20 @@ type backend struct {
 	lists       lists              // guarded by mu
 	listed      bool               // guarded by mu; lists holds a listing (of a start, a re-listing or the cache)
 	caps        *mcp.ServerCapabilities
-	dirty       listKind                            // guarded by mu; lists to re-fetch
-	fetching    bool                                // guarded by mu; a refresh loop runs
-	busy        map[*inflight]struct{}              // guarded by mu; calls in flight
-	started     chan struct{}                       // closed when the initial start attempt ended
-	since       time.Time                           // guarded by mu; when it last came up
-	retryAt     time.Time                           // guarded by mu; next start attempt while down
-	restarts    int                                 // guarded by mu; times it exited and was restarted
-	perSession  map[*mcp.ServerSession]*sessionProc // guarded by mu; isolation = "session"
-	callProcs   int                                 // guarded by mu; processes running one modern call each (callUpstream)
-	perIdentity map[string]*identityConn            // guarded by mu; credentials = "identity" (identityconn.go)
-	wakeCh      chan struct{}                       // a call needs the server: start it (capacity 1)
-	woken       atomic.Bool                         // a call woke it and waits for it
-	lastUsed    atomic.Int64                        // unix nanos of the last call
-	quit        chan struct{}                       // closed by close: the supervisor stops
+	dirty       listKind                        // guarded by mu; lists to re-fetch
+	fetching    bool                            // guarded by mu; a refresh loop runs
+	busy        map[*inflight]struct{}          // guarded by mu; calls in flight
+	started     chan struct{}                   // closed when the initial start attempt ended
+	since       time.Time                       // guarded by mu; when it last came up
+	retryAt     time.Time                       // guarded by mu; next start attempt while down
+	restarts    int                             // guarded by mu; times it exited and was restarted
+	perSession  map[*mcp.ServerSession]*ownConn // guarded by mu; isolation = "session"
+	callProcs   int                             // guarded by mu; processes running one modern call each (callUpstream)
+	perIdentity map[string]*ownConn             // guarded by mu; credentials = "identity" (identityconn.go)
+	wakeCh      chan struct{}                   // a call needs the server: start it (capacity 1)
+	woken       atomic.Bool                     // a call woke it and waits for it
+	lastUsed    atomic.Int64                    // unix nanos of the last call
+	quit        chan struct{}                   // closed by close: the supervisor stops
 	quitOnce    sync.Once
 	checked     time.Time        // guarded by mu; last health check
 	healthErr   error            // guarded by mu; its failure, nil if it passed
@@ -230,8 +230,7 @@ func (b *backend) snapshot() (state, *upstream.Upstream, error) {
 
 func (b *backend) close() error {
 	b.quitOnce.Do(func() { close(b.quit) })
-	b.closeSessions()
-	b.closeIdentities()
+	b.closeOwn()
 	b.mu.Lock()
 	up := b.up
 	b.state = stateStopped

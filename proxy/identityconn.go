@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -23,13 +22,6 @@ import (
 
 // maxIdentityConns bounds the identity connections of one server.
 const maxIdentityConns = 256
-
-// identityConn is one identity's own connection to a server.
-type identityConn struct {
-	ready chan struct{} // closed when the start ended
-	up    *upstream.Upstream
-	err   error
-}
 
 // credentialOf names id the way `manifold login --as` and the who-rules
 // do: "key:NAME" for an API key, "user:SUBJECT" for a token's subject; ""
@@ -66,7 +58,7 @@ func (s *Server) identityUpstream(ctx context.Context, b *backend) (*upstream.Up
 		return nil, fmt.Errorf("upstream %q is stopped", b.name)
 	}
 	if b.perIdentity == nil {
-		b.perIdentity = make(map[string]*identityConn)
+		b.perIdentity = make(map[string]*ownConn)
 	}
 	ic, ok := b.perIdentity[who]
 	if !ok {
@@ -74,7 +66,7 @@ func (s *Server) identityUpstream(ctx context.Context, b *backend) (*upstream.Up
 			b.mu.Unlock()
 			return nil, fmt.Errorf("upstream %q has connections for %d identities, the most it keeps; retry later", b.name, maxIdentityConns)
 		}
-		ic = &identityConn{ready: make(chan struct{})}
+		ic = &ownConn{ready: make(chan struct{})}
 		b.perIdentity[who] = ic
 		s.wg.Add(1)
 		go func() {
@@ -123,7 +115,7 @@ func (b *backend) forgetIdentity(ctx context.Context, err error) {
 	}
 }
 
-func (b *backend) dropIdentity(who string, ic *identityConn) {
+func (b *backend) dropIdentity(who string, ic *ownConn) {
 	b.mu.Lock()
 	if b.perIdentity[who] == ic {
 		delete(b.perIdentity, who)
@@ -133,7 +125,7 @@ func (b *backend) dropIdentity(who string, ic *identityConn) {
 
 // runIdentityConn connects who's connection to b and closes it when b or
 // the proxy stops, or when it ends.
-func (s *Server) runIdentityConn(b *backend, who string, ic *identityConn) {
+func (s *Server) runIdentityConn(b *backend, who string, ic *ownConn) {
 	opts := b.cfg.Upstream
 	opts.Logger = s.log.With("identity", who)
 	opts.ClientInfo = &mcp.Implementation{Name: "manifold", Version: Version}
@@ -171,26 +163,4 @@ func (s *Server) runIdentityConn(b *backend, who string, ic *identityConn) {
 	}
 	_ = ic.up.Close()
 	b.dropIdentity(who, ic)
-}
-
-// closeIdentities closes every identity connection of b, in parallel.
-func (b *backend) closeIdentities() {
-	b.mu.Lock()
-	var ups []*upstream.Upstream
-	for _, ic := range b.perIdentity {
-		select {
-		case <-ic.ready:
-			if ic.up != nil {
-				ups = append(ups, ic.up)
-			}
-		default:
-		}
-	}
-	b.mu.Unlock()
-	var wg sync.WaitGroup
-	for _, up := range ups {
-		wg.Add(1)
-		go func() { defer wg.Done(); _ = up.Close() }()
-	}
-	wg.Wait()
 }

@@ -23,8 +23,10 @@ import (
 // elicitation and roots requests during the call belong to that call alone
 // and become its input_required rounds; the process stops when the call ends.
 
-// sessionProc is one session's own process of a server.
-type sessionProc struct {
+// ownConn is a process or connection of a server's own for one key: a
+// client session (backend.perSession, this file) or an identity
+// (backend.perIdentity, identityconn.go).
+type ownConn struct {
 	ready chan struct{} // closed when the start ended
 	up    *upstream.Upstream
 	err   error
@@ -47,11 +49,11 @@ func (s *Server) sessionUpstream(ctx context.Context, b *backend, ss *mcp.Server
 		return nil, fmt.Errorf("upstream %q is stopped", b.name)
 	}
 	if b.perSession == nil {
-		b.perSession = make(map[*mcp.ServerSession]*sessionProc)
+		b.perSession = make(map[*mcp.ServerSession]*ownConn)
 	}
 	sp, ok := b.perSession[ss]
 	if !ok {
-		sp = &sessionProc{ready: make(chan struct{})}
+		sp = &ownConn{ready: make(chan struct{})}
 		b.perSession[ss] = sp
 		s.wg.Add(1)
 		go func() {
@@ -165,7 +167,7 @@ func (s *Server) procOptions(b *backend, ss *mcp.ServerSession, kind string) ups
 }
 
 // runSessionProc starts ss's process of b and stops it when the session ends.
-func (s *Server) runSessionProc(b *backend, ss *mcp.ServerSession, sp *sessionProc) {
+func (s *Server) runSessionProc(b *backend, ss *mcp.ServerSession, sp *ownConn) {
 	opts := s.procOptions(b, ss, "session")
 	sp.up, sp.err = upstream.Start(s.life, opts)
 	if sp.err == nil {
@@ -200,26 +202,33 @@ func (s *Server) runSessionProc(b *backend, ss *mcp.ServerSession, sp *sessionPr
 	b.mu.Unlock()
 }
 
-// closeSessions stops every per-session process of b, in parallel.
-func (b *backend) closeSessions() {
+// closeOwn closes every per-session process and per-identity connection of
+// b whose start ended, in parallel, and waits for them.
+func (b *backend) closeOwn() {
 	b.mu.Lock()
+	ups := append(started(b.perSession), started(b.perIdentity)...)
+	b.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, up := range ups {
+		wg.Go(func() { _ = up.Close() })
+	}
+	wg.Wait()
+}
+
+// started returns the upstreams of conns whose start ended with one.
+// Called with the backend's mu held.
+func started[K comparable](conns map[K]*ownConn) []*upstream.Upstream {
 	var ups []*upstream.Upstream
-	for _, sp := range b.perSession {
+	for _, c := range conns {
 		select {
-		case <-sp.ready:
-			if sp.up != nil {
-				ups = append(ups, sp.up)
+		case <-c.ready:
+			if c.up != nil {
+				ups = append(ups, c.up)
 			}
 		default:
 		}
 	}
-	b.mu.Unlock()
-	var wg sync.WaitGroup
-	for _, up := range ups {
-		wg.Add(1)
-		go func() { defer wg.Done(); _ = up.Close() }()
-	}
-	wg.Wait()
+	return ups
 }
 
 // sessionProc returns ss's running process of b, or nil if it has none.
