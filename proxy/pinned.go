@@ -86,8 +86,28 @@ func (p *pinState) isHeld(server string, kind pin.Kind, name string) (string, bo
 // SetLock replaces the approved definitions (after `manifold approve`
 // rewrote the lock file); the catalog is rebuilt, so an approved
 // definition is served again at once.
+//
+// A definition trusted on first use stays in force until a lock that has
+// an entry of its key is set: l may have been read before the trust was
+// recorded (a reload reads the lock file, then reloads the servers, which
+// may see a server for the first time), and dropping the entry would make
+// its server unknown again, so that a change since would be trusted as a
+// first sight, or, with some of the server's entries in l, the rest held as
+// new. Once a lock with the entry was set, one without it drops it (a
+// person deleted the line).
 func (s *Server) SetLock(l *pin.Lock) {
 	s.catMu.Lock()
+	var keep []pin.Entry
+	for k, e := range s.unconfirmed {
+		if _, ok := l.Lookup(k); ok {
+			delete(s.unconfirmed, k)
+		} else {
+			keep = append(keep, e)
+		}
+	}
+	if len(keep) > 0 {
+		l = l.With(keep...)
+	}
 	s.pins.Store(l)
 	s.catMu.Unlock()
 	s.rebuild()
@@ -187,6 +207,12 @@ func (s *Server) checkPins(g *generation, snap map[string]lists, pinned map[stri
 	if len(trusted) > 0 {
 		lock = lock.With(trusted...)
 		s.pins.Store(lock)
+		if s.unconfirmed == nil {
+			s.unconfirmed = make(map[pin.Key]pin.Entry)
+		}
+		for _, e := range trusted {
+			s.unconfirmed[e.Key] = e
+		}
 		servers := map[string]bool{}
 		for _, e := range trusted {
 			servers[e.Server] = true

@@ -332,3 +332,94 @@ func TestShadowNames(t *testing.T) {
 		t.Errorf("evil/note: a description naming other servers' tools not flagged as both: %q", f)
 	}
 }
+
+// lockFile is what OnTrust writes, as the lock file is in cmd/manifold:
+// every trust is added to it.
+type lockFile struct {
+	mu     sync.Mutex
+	lock   *pin.Lock
+	writes map[string]int // server -> writes of its entries
+}
+
+func (f *lockFile) write(es []pin.Entry) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lock = f.lock.With(es...)
+	for _, e := range es {
+		if e.Kind == pin.Tool {
+			f.writes[e.Server]++
+		}
+	}
+}
+
+func (f *lockFile) read() *pin.Lock { f.mu.Lock(); defer f.mu.Unlock(); return f.lock }
+
+func (f *lockFile) trusts(server string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.writes[server]
+}
+
+// TestSetLockKeepsFirstSight: a reload reads the lock file, reloads the
+// servers and then puts the lock it read in force (SetLock). What a server
+// had trusted on first use after the read (written to the file, but not in
+// the lock read) is kept: were it dropped, the server would be unknown
+// again, and a change of its definitions since (held as "changed") would be
+// trusted as a first sight. A lock that has the entry puts it in force as
+// it has it (an approval), and one read after it that lacks it drops it.
+func TestSetLockKeepsFirstSight(t *testing.T) {
+	file := &lockFile{lock: pin.NewLock(), writes: map[string]int{}}
+	a, b := newPinUpstream(""), newPinUpstream("")
+	da, db := a.dial(t), b.dial(t)
+	cfg := func(names ...string) []ServerConfig {
+		var out []ServerConfig
+		for _, n := range names {
+			dial := map[string]func(context.Context) (mcp.Transport, error){"a": da, "b": db}[n]
+			out = append(out, ServerConfig{Upstream: upstream.Options{Name: n, Dial: dial}, Prefix: n, Pin: PinQuarantine, Fingerprint: n})
+		}
+		return out
+	}
+	s := startedServer(t, Options{Servers: cfg("a"), OnTrust: file.write})
+	waitUntil(t, func() bool { return s.Lock().Has("a") })
+
+	read := file.read() // the reload reads the lock file: it has a only
+	if err := s.Reload(cfg("a", "b")); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, func() bool { return s.Lock().Has("b") }) // b's first sight, meanwhile
+	reviewOfB := func() []PinReview { return s.Status()[1].Review }
+	b.describe("Reads a file, then deletes it.") // and then a change of b's tool
+	waitUntil(t, func() bool { return len(reviewOfB()) == 1 })
+
+	s.SetLock(read) // the reload puts the lock it read in force
+	if rs := reviewOfB(); len(rs) != 1 || rs[0].Change != "changed" || !rs[0].Held || visibleEntries(s)["b__read"] {
+		t.Fatalf("after SetLock of a lock read before b's first sight: reviews %+v, b__read visible %v; want b's changed tool held",
+			rs, visibleEntries(s)["b__read"])
+	}
+	if !file.read().Has("b") || !s.Lock().Has("b") {
+		t.Fatalf("b's first sight: in the file %v, in force %v", file.read().Has("b"), s.Lock().Has("b"))
+	}
+
+	// Approving the change (a lock with b's new definition) serves it.
+	r := reviewOfB()[0]
+	e, err := pin.NewEntry(pin.Key{Server: "b", Kind: pin.Tool, Name: "read"}, r.Definition)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.SetLock(file.read().With(e))
+	if rs := reviewOfB(); len(rs) != 0 || !visibleEntries(s)["b__read"] {
+		t.Fatalf("after approval: reviews %+v, b__read visible %v", rs, visibleEntries(s)["b__read"])
+	}
+	// A lock that had b's entries was in force: one without them (a person
+	// deleted b's lines) drops them, and b is seen afresh.
+	var others []pin.Entry
+	for _, e := range s.Lock().Entries() {
+		if e.Server != "b" {
+			others = append(others, e)
+		}
+	}
+	s.SetLock(pin.NewLock(others...))
+	if n := file.trusts("b"); n != 2 {
+		t.Errorf("b's lines deleted: b trusted on first use %d times, want 2 (seen afresh)", n)
+	}
+}

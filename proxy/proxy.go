@@ -260,6 +260,7 @@ type Server struct {
 	eras         *upstream.EraCache // each server's protocol era, across restarts and reloads
 	rules        atomic.Pointer[policy.Rules]
 	pins         atomic.Pointer[pin.Lock]        // approved definitions (pinned.go); stored with catMu held
+	unconfirmed  map[pin.Key]pin.Entry           // guarded by catMu; trusted on first use, not yet in a lock given to SetLock
 	heldInstr    atomic.Pointer[map[string]bool] // servers whose instructions are held for review
 	pinLogged    sync.Map                        // reviews already logged
 	limits       limiters
