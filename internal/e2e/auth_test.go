@@ -15,7 +15,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -524,7 +523,7 @@ url = `+tomlStr(up.url)+`
 			t.Fatal(err)
 		}
 		run := func(token string) (string, error) {
-			cmd := exec.CommandContext(testCtx(t), manifoldBin, "status", "--url", "http://"+hp.addr)
+			cmd := commandContext(testCtx(t), manifoldBin, "status", "--url", "http://"+hp.addr)
 			cmd.Env = append(os.Environ(), "MANIFOLD_CONFIG=", "MANIFOLD_TOKEN="+token)
 			cmd.WaitDelay = 5 * time.Second
 			out, err := cmd.CombinedOutput()
@@ -679,7 +678,7 @@ func TestAuthRemoteNeedsAuth(t *testing.T) {
 		t.Errorf("serve --allow-remote on 0.0.0.0 without auth.resource: exit %d, stderr:\n%s\nwant a failure naming auth.resource", code, stderr)
 	}
 	// --insecure-no-auth: it serves.
-	p := exec.Command(manifoldBin, "serve", "--config", cfg, "--http", freePort(t), "--allow-remote", "--insecure-no-auth")
+	p := command(manifoldBin, "serve", "--config", cfg, "--http", freePort(t), "--allow-remote", "--insecure-no-auth")
 	out := &syncBuffer{}
 	p.Stderr = out
 	p.WaitDelay = 5 * time.Second

@@ -306,7 +306,7 @@ func TestCLIArgsPendingOnTerminal(t *testing.T) {
 	cfg := writeConfig(t, fixture("quick", nil)+fixture("slow", []string{"-mode", "slowstart", "-delay", "3s"}))
 	out, typescript := filepath.Join(dir, "stdout"), filepath.Join(dir, "typescript")
 	ctx := testCtx(t)
-	cmd := exec.CommandContext(ctx, scriptBin, "-qfec", shQuote(manifoldBin)+" tools --config "+shQuote(cfg)+" > "+shQuote(out), typescript)
+	cmd := commandContext(ctx, scriptBin, "-qfec", shQuote(manifoldBin)+" tools --config "+shQuote(cfg)+" > "+shQuote(out), typescript)
 	cmd.Env = append(os.Environ(), "MANIFOLD_CONFIG=")
 	cmd.WaitDelay = 5 * time.Second
 	if b, err := cmd.CombinedOutput(); err != nil {

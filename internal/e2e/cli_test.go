@@ -26,7 +26,7 @@ func runCLIIn(t *testing.T, dir string, args ...string) (stdout, stderr string, 
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, manifoldBin, args...)
+	cmd := commandContext(ctx, manifoldBin, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "MANIFOLD_CONFIG=", "XDG_CONFIG_HOME="+cmd.Dir)
 	cmd.WaitDelay = 5 * time.Second

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -35,7 +34,7 @@ func runManifold(t *testing.T, dir string, env []string, args ...string) (stdout
 	t.Helper()
 	ctx, cancel := context.WithTimeout(testCtx(t), testTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, manifoldBin, args...)
+	cmd := commandContext(ctx, manifoldBin, args...)
 	cmd.Dir, cmd.Env = dir, env
 	cmd.WaitDelay = 5 * time.Second
 	var out, errb bytes.Buffer
@@ -184,7 +183,7 @@ disabled_tools = ["fail"]
 			if !filepath.IsAbs(e.command) || !slices.Contains(e.args, cfg) {
 				t.Fatalf("entry %s %v: want an absolute binary and the config path", e.command, e.args)
 			}
-			cmd := exec.Command(e.command, e.args...)
+			cmd := command(e.command, e.args...)
 			cmd.Dir, cmd.Env = t.TempDir(), env // a client's folder is not the config's
 			var errb syncBuffer
 			cmd.Stderr = &errb
@@ -315,7 +314,7 @@ func TestDoctorRunningInstance(t *testing.T) {
 		Problems []string `json:"problems"`
 	}
 	waitFor(t, 20*time.Second, "the running instance and its client in manifold doctor --json", func() bool {
-		cmd := exec.CommandContext(testCtx(t), manifoldBin, "doctor", "--json", "--config", cfg)
+		cmd := commandContext(testCtx(t), manifoldBin, "doctor", "--json", "--config", cfg)
 		cmd.Env = homeEnv(home)
 		out, _ := cmd.Output() // exits 1: there are problems
 		if json.Unmarshal(out, &rep) != nil || len(rep.Instances) != 1 || len(rep.Instances[0].Clients) != 1 {
@@ -348,7 +347,7 @@ func TestDoctorRunningInstance(t *testing.T) {
 		}
 	}
 	// The terminal report says it too.
-	cmd := exec.CommandContext(testCtx(t), manifoldBin, "doctor", "--config", cfg)
+	cmd := commandContext(testCtx(t), manifoldBin, "doctor", "--config", cfg)
 	cmd.Env = homeEnv(home)
 	out, _ := cmd.Output()
 	if !strings.Contains(string(out), "client claude-code 2.1.332, protocol "+protocolVersion+", elicitation") || !strings.Contains(string(out), "; full list") {

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -58,7 +57,7 @@ func runClient(t *testing.T, dir string, env []string, bin string, args ...strin
 	t.Helper()
 	ctx, cancel := context.WithTimeout(testCtx(t), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd := commandContext(ctx, bin, args...)
 	cmd.Dir, cmd.Env = dir, env
 	cmd.WaitDelay = 5 * time.Second
 	out, err := cmd.CombinedOutput()

@@ -50,7 +50,7 @@ func (r *redisServer) start() {
 	t := r.t
 	t.Helper()
 	_, port, _ := net.SplitHostPort(r.addr)
-	r.cmd = exec.Command("redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir())
+	r.cmd = command("redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir())
 	r.done = make(chan struct{})
 	out := &syncBuffer{}
 	r.cmd.Stdout, r.cmd.Stderr = out, out
@@ -219,7 +219,7 @@ func TestClusterShared(t *testing.T) {
 		if again := refusedIDs(b); again != id {
 			t.Errorf("replica B offered approval %s for the same call, want A's %s", again, id)
 		}
-		out, err := exec.Command(manifoldBin, "approve-call", "--config", cfg, "--yes", id).CombinedOutput()
+		out, err := command(manifoldBin, "approve-call", "--config", cfg, "--yes", id).CombinedOutput()
 		if err != nil || !strings.Contains(string(out), "Approved "+id) || !strings.Contains(string(out), `"message": "pay bob 10"`) {
 			t.Fatalf("approve-call %s: %v\n%s", id, err, out)
 		}
@@ -231,7 +231,7 @@ func TestClusterShared(t *testing.T) {
 				t.Errorf("approval %s was used a second time on %s", id, r.addr)
 			}
 		}
-		out, err = exec.Command(manifoldBin, "approve-call", "--config", cfg, "--yes", id).CombinedOutput()
+		out, err = command(manifoldBin, "approve-call", "--config", cfg, "--yes", id).CombinedOutput()
 		if err == nil || !strings.Contains(string(out), "no call waits for approval "+id) {
 			t.Errorf("approve-call of a used id: %v\n%s", err, out)
 		}

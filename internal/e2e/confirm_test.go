@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -377,7 +376,7 @@ func TestConfirmModernRaw(t *testing.T) {
 // approveCall runs `manifold approve-call --yes ID` as the person would.
 func approveCall(t *testing.T, id string) (string, error) {
 	t.Helper()
-	cmd := exec.Command(manifoldBin, "approve-call", "--yes", id)
+	cmd := command(manifoldBin, "approve-call", "--yes", id)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
@@ -593,7 +592,7 @@ func TestConfirmExplain(t *testing.T) {
 		"notes__echo":   `exposed; needs a person's approval per call (rule "notes" at policy.toml:1): writes a note`,
 		"notes__whoami": "exposed",
 	} {
-		out, err := exec.Command(manifoldBin, "explain", "--config", setup.cfg, name).CombinedOutput()
+		out, err := command(manifoldBin, "explain", "--config", setup.cfg, name).CombinedOutput()
 		if err != nil || !strings.Contains(string(out), want) || name == "notes__whoami" && strings.Contains(string(out), "approval") {
 			t.Errorf("explain %s: %v\n%s\nwant %q", name, err, out, want)
 		}

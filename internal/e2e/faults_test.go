@@ -77,7 +77,7 @@ func TestRequiredServerFailureIsFatal(t *testing.T) {
 	path := writeConfig(t, cfg)
 	ctx, cancel := context.WithTimeout(t.Context(), exitBound)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, manifoldBin, "serve", "--config", path)
+	cmd := commandContext(ctx, manifoldBin, "serve", "--config", path)
 	var stderr syncBuffer
 	cmd.Stderr = &stderr
 	cmd.WaitDelay = 5 * time.Second

@@ -33,6 +33,12 @@ const (
 // protocolVersion is the version the test clients pin (ARCHITECTURE §3).
 const protocolVersion = "2025-11-25"
 
+// childBinsEnv, set in a test binary's environment, holds the paths of the
+// manifold and fixture binaries (joined by os.PathListSeparator): the
+// binary is TestOrphanDiesWithTest's child, which builds nothing and runs
+// TestOrphanChild.
+const childBinsEnv = "MANIFOLD_E2E_CHILD_BINS"
+
 // Paths set by TestMain.
 var (
 	moduleRoot  string // the folder holding go.mod
@@ -65,6 +71,10 @@ func runMain(m *testing.M) int {
 	}
 	manifoldBin = filepath.Join(dir, "manifold")
 	fixtureBin = filepath.Join(dir, "fixture")
+	if bins := os.Getenv(childBinsEnv); bins != "" { // a child of TestOrphanDiesWithTest: built already
+		manifoldBin, fixtureBin, _ = strings.Cut(bins, string(os.PathListSeparator))
+		return m.Run()
+	}
 	// manifold is built with the race detector when the tests are, so that a
 	// race inside the proxy fails the test that provoked it.
 	var raceFlag []string
@@ -76,7 +86,7 @@ func runMain(m *testing.M) int {
 		{"build", "-o", fixtureBin, "./testdata/fixture"},
 	}
 	for _, args := range builds {
-		cmd := exec.Command(goTool(), args...)
+		cmd := command(goTool(), args...)
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "e2e: go %s: %v\n%s", strings.Join(args, " "), err, out)
@@ -84,6 +94,22 @@ func runMain(m *testing.M) int {
 		}
 	}
 	return m.Run()
+}
+
+// command is exec.Command for every process the tests start: the process
+// dies with the test binary (dieWithTest). TestCommandsDieWithTest keeps
+// exec.Command out of the tests.
+func command(name string, args ...string) *exec.Cmd {
+	cmd := exec.Command(name, args...)
+	dieWithTest(cmd)
+	return cmd
+}
+
+// commandContext is command with exec.CommandContext.
+func commandContext(ctx context.Context, name string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, name, args...)
+	dieWithTest(cmd)
+	return cmd
 }
 
 func findModuleRoot() (string, error) {
@@ -286,7 +312,7 @@ func startStdio(t *testing.T, cfg string) *stdioProxy {
 func startStdioClient(t *testing.T, cfg string, client *mcp.Client, version string) *stdioProxy {
 	t.Helper()
 	p := &proc{t: t, stderr: &syncBuffer{}}
-	p.cmd = exec.Command(manifoldBin, "serve", "--config", cfg)
+	p.cmd = command(manifoldBin, "serve", "--config", cfg)
 	p.cmd.Stderr = p.stderr
 	p.cmd.WaitDelay = 5 * time.Second
 	t.Cleanup(p.logOnFailure)
@@ -399,7 +425,7 @@ func tryStartHTTP(t *testing.T, cfg string) (*httpProxy, string) {
 	t.Helper()
 	addr := freePort(t)
 	p := &proc{t: t, stderr: &syncBuffer{}}
-	p.cmd = exec.Command(manifoldBin, "serve", "--config", cfg, "--http", addr)
+	p.cmd = command(manifoldBin, "serve", "--config", cfg, "--http", addr)
 	p.cmd.Stderr = p.stderr
 	p.cmd.WaitDelay = 5 * time.Second
 	if err := p.cmd.Start(); err != nil {

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -52,7 +51,7 @@ func login(t *testing.T, cfg, as, user string) string {
 	if as != "" {
 		args = append(args, "--as", as)
 	}
-	cmd := exec.CommandContext(ctx, manifoldBin, args...)
+	cmd := commandContext(ctx, manifoldBin, args...)
 	cmd.WaitDelay = 5 * time.Second
 	var out bytes.Buffer
 	errR, err := cmd.StderrPipe()

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -52,7 +51,7 @@ mode = "full"
 // exit error.
 func manifoldCmd(ctx context.Context, t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	cmd := exec.CommandContext(ctx, manifoldBin, args...)
+	cmd := commandContext(ctx, manifoldBin, args...)
 	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "MANIFOLD_CONFIG=")
 	cmd.WaitDelay = 5 * time.Second
 	out, err := cmd.CombinedOutput()

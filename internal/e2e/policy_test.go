@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"slices"
@@ -698,7 +697,7 @@ func runIn(t *testing.T, dir string, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, manifoldBin, args...)
+	cmd := commandContext(ctx, manifoldBin, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "MANIFOLD_CONFIG=", "XDG_CONFIG_HOME="+dir)
 	cmd.WaitDelay = 5 * time.Second

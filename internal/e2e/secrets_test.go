@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -254,7 +253,7 @@ headers = { Authorization = "Bearer ${file:`+hdrFile+`}", X-Api-Key = "${env:E2E
 	t.Run("serve stdio", func(t *testing.T) {
 		frames := &syncBuffer{}
 		p := &proc{t: t, stderr: &syncBuffer{}}
-		p.cmd = exec.Command(manifoldBin, "serve", "--config", path)
+		p.cmd = command(manifoldBin, "serve", "--config", path)
 		p.cmd.Stderr = p.stderr
 		p.cmd.WaitDelay = 5 * time.Second
 		t.Cleanup(p.logOnFailure)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -90,7 +89,7 @@ func TestShutdownDuringStartKeepsGrace(t *testing.T) {
 				args = append(args, "installing__echo", `{"message":"hi"}`)
 			}
 			stderr := &syncBuffer{}
-			c := exec.Command(manifoldBin, args...)
+			c := command(manifoldBin, args...)
 			c.Stderr = stderr
 			c.WaitDelay = 5 * time.Second
 			if err := c.Start(); err != nil {
@@ -141,7 +140,7 @@ func TestShutdownServeBeforeClient(t *testing.T) {
 		t.Run(sig.String(), func(t *testing.T) {
 			t.Parallel()
 			cache := t.TempDir()
-			c := exec.Command(manifoldBin, "serve", "--config", writeConfig(t, fixture("alpha", nil)))
+			c := command(manifoldBin, "serve", "--config", writeConfig(t, fixture("alpha", nil)))
 			c.Env = append(os.Environ(), "XDG_CACHE_HOME="+cache)
 			stdin, err := c.StdinPipe() // held open: no client, no end of input
 			if err != nil {

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"io"
-	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -17,7 +16,7 @@ func TestSIGKILLLeavesNoProcess(t *testing.T) {
 	t.Parallel()
 	cfg := writeConfig(t, fixture("spawner", []string{"-mode", "spawn"})+
 		fixture("stubborn", []string{"-mode", "ignore-term"})+fixture("alpha", nil))
-	cmd := exec.Command(manifoldBin, "serve", "--config", cfg)
+	cmd := command(manifoldBin, "serve", "--config", cfg)
 	var stderr syncBuffer
 	cmd.Stderr = &stderr
 	stdin, err := cmd.StdinPipe()

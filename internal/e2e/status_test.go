@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,7 +20,7 @@ func TestStatusOfRunningInstance(t *testing.T) {
 
 	var out string
 	waitFor(t, 10*time.Second, "the running instance in manifold status", func() bool {
-		b, _ := exec.CommandContext(ctx, manifoldBin, "status", "--config", cfg).Output()
+		b, _ := commandContext(ctx, manifoldBin, "status", "--config", cfg).Output()
 		out = string(b)
 		return strings.Contains(out, "manifold pid "+strconv.Itoa(sp.pid())) && strings.Contains(out, " up ")
 	})
@@ -34,7 +33,7 @@ func TestStatusOfRunningInstance(t *testing.T) {
 		t.Errorf("status does not show alpha's pid %s:\n%s", serverPid, out)
 	}
 
-	b, err := exec.CommandContext(ctx, manifoldBin, "status", "--fresh", "--config", cfg).CombinedOutput()
+	b, err := commandContext(ctx, manifoldBin, "status", "--fresh", "--config", cfg).CombinedOutput()
 	if err != nil {
 		t.Fatalf("status --fresh: %v\n%s", err, b)
 	}
@@ -43,7 +42,7 @@ func TestStatusOfRunningInstance(t *testing.T) {
 	}
 
 	sp.stop()
-	b, _ = exec.CommandContext(ctx, manifoldBin, "status", "--config", cfg).CombinedOutput()
+	b, _ = commandContext(ctx, manifoldBin, "status", "--config", cfg).CombinedOutput()
 	if strings.Contains(string(b), "manifold pid "+strconv.Itoa(sp.pid())) {
 		t.Errorf("status still shows the instance after it exited:\n%s", b)
 	}

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -34,7 +33,7 @@ type rawStdio struct {
 func startRaw(t *testing.T, cfg string) *rawStdio {
 	t.Helper()
 	p := &proc{t: t, stderr: &syncBuffer{}}
-	p.cmd = exec.Command(manifoldBin, "serve", "--config", cfg)
+	p.cmd = command(manifoldBin, "serve", "--config", cfg)
 	p.cmd.Stderr = p.stderr
 	p.cmd.WaitDelay = 5 * time.Second
 	stdin, err := p.cmd.StdinPipe()
