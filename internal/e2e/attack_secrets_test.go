@@ -87,12 +87,7 @@ func assertNoneOf(t *testing.T, where, out string, secrets []string) {
 // over stdio and HTTP (its stderr, the status file, GET /status, /readyz) and
 // the audit log with arguments: no secret appears anywhere, in any spelling.
 func TestSecretsNeverPrinted(t *testing.T) {
-	// Not parallel: Setenv (the secrets reach manifold through its environment).
-	for k, v := range attackSecrets {
-		t.Setenv(k, v)
-	}
-	cache := t.TempDir()
-	t.Setenv("XDG_CACHE_HOME", cache)
+	cache := secretEnv(t, attackSecrets) // not parallel: Setenv
 
 	// A remote server that is never there: its errors echo its URL.
 	remote := "http://" + freePort(t) + "/mcp?api_key=${E2E_QUERY_KEY}&tenant=acme"

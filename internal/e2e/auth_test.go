@@ -12,7 +12,6 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -53,11 +52,6 @@ func newTestIssuer(t *testing.T) *testIssuer {
 	is := &testIssuer{t: t, keys: map[string]*rsa.PrivateKey{}}
 	is.mode.Store("")
 	is.addKey("k1", true)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	is.url = "http://" + ln.Addr().String()
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /.well-known/oauth-authorization-server", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -96,9 +90,7 @@ func newTestIssuer(t *testing.T) *testIssuer {
 		is.mu.Unlock()
 		_ = json.NewEncoder(w).Encode(set)
 	})
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
+	is.url = serveLoopback(t, mux) // the handlers read it when called
 	return is
 }
 
@@ -275,20 +267,13 @@ func newRecordingUpstream(t *testing.T) *recordingUpstream {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "remote: " + in.Message}}}, nil, nil
 		})
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.url = "http://" + ln.Addr().String() + "/mcp"
-	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	u.url = serveLoopback(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		u.mu.Lock()
 		u.reqs++
 		u.authz = append(u.authz, r.Header.Values("Authorization")...)
 		u.mu.Unlock()
 		h.ServeHTTP(w, r)
-	})}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
+	})) + "/mcp"
 	return u
 }
 

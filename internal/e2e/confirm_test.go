@@ -322,38 +322,18 @@ func TestConfirmModernRaw(t *testing.T) {
 				}
 				return res
 			}
-			retry := func(res *mcp.CallToolResult, args map[string]any, approve bool) (*mcp.CallToolResult, error) {
-				answers := mcp.InputResponseMap{}
-				for k := range res.InputRequests {
-					answers[k] = &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": approve}}
-				}
-				return cs.CallTool(ctx, &mcp.CallToolParams{Name: "bank__args", Arguments: args, InputResponses: answers, RequestState: res.RequestState})
-			}
-			wantInvalid := func(t *testing.T, what string, err error, contains string) {
-				t.Helper()
-				var rpcErr *jsonrpc.Error
-				if !errors.As(err, &rpcErr) || rpcErr.Code != jsonrpc.CodeInvalidParams || !strings.Contains(rpcErr.Message, contains) {
-					t.Errorf("%s: got %v, want -32602 saying %q", what, err, contains)
-				}
-			}
+			approve, deny := map[string]any{"approve": true}, map[string]any{"approve": false}
 
 			t.Run("changed argument", func(t *testing.T) {
-				res := first(t)
-				_, err := retry(res, map[string]any{"to": "bob", "amount": 1000}, true)
-				wantInvalid(t, "retry with another amount", err, "arguments differ")
-				_, err = retry(res, args, true) // the call was dropped
-				wantInvalid(t, "retry after the change", err, "no longer waiting")
-				if n := setup.count(t); n != 0 {
-					t.Errorf("calls that reached the server: %d, want 0 (%v)", n, setup.ran(t))
-				}
+				wantChangedArgsRefused(ctx, t, setup, cs, first(t), args, approve)
 			})
 			t.Run("accept and replay", func(t *testing.T) {
 				res := first(t)
-				final, err := retry(res, map[string]any{"amount": 10, "to": "bob"}, true)
+				final, err := retryBankArgs(ctx, cs, res, map[string]any{"amount": 10, "to": "bob"}, approve)
 				if err != nil || final.IsError || final.NeedsInput() || text(final) != `{"amount":10,"to":"bob"}` {
 					t.Fatalf("accepted retry = %+v, %v; want the server's result", final, err)
 				}
-				_, err = retry(res, args, true)
+				_, err = retryBankArgs(ctx, cs, res, args, approve)
 				wantInvalid(t, "replayed state", err, "no longer waiting")
 				if n := setup.count(t); n != 1 {
 					t.Errorf("calls that reached the server: %d, want 1 (%v)", n, setup.ran(t))
@@ -361,7 +341,7 @@ func TestConfirmModernRaw(t *testing.T) {
 			})
 			t.Run("deny", func(t *testing.T) {
 				res := first(t)
-				final, err := retry(res, args, false)
+				final, err := retryBankArgs(ctx, cs, res, args, deny)
 				if err != nil || !final.IsError {
 					t.Fatalf("denied retry = %+v, %v; want isError", final, err)
 				}
@@ -682,20 +662,6 @@ func TestConfirmURLModern(t *testing.T) {
 		}
 		panic("unreachable")
 	}
-	retry := func(ctx context.Context, cs *mcp.ClientSession, res *mcp.CallToolResult, args map[string]any) (*mcp.CallToolResult, error) {
-		answers := mcp.InputResponseMap{}
-		for k := range res.InputRequests {
-			answers[k] = &mcp.ElicitResult{Action: "accept"} // the client opened the page
-		}
-		return cs.CallTool(ctx, &mcp.CallToolParams{Name: "bank__args", Arguments: args, InputResponses: answers, RequestState: res.RequestState})
-	}
-	wantInvalid := func(t *testing.T, what string, err error, contains string) {
-		t.Helper()
-		var rpcErr *jsonrpc.Error
-		if !errors.As(err, &rpcErr) || rpcErr.Code != jsonrpc.CodeInvalidParams || !strings.Contains(rpcErr.Message, contains) {
-			t.Errorf("%s: got %v, want -32602 saying %q", what, err, contains)
-		}
-	}
 
 	t.Run("approve, then replays", func(t *testing.T) {
 		t.Parallel()
@@ -708,7 +674,7 @@ func TestConfirmURLModern(t *testing.T) {
 		if code := openPage(ctx, t, page, `&#34;amount&#34;: 10`, "approve"); code != http.StatusOK {
 			t.Fatalf("approve on the page: %d, want 200", code)
 		}
-		final, err := retry(ctx, cs, res, map[string]any{"amount": 10, "to": "bob"}) // same arguments, other order
+		final, err := retryBankArgs(ctx, cs, res, map[string]any{"amount": 10, "to": "bob"}, nil) // same arguments, other order
 		if err != nil || final.IsError || final.NeedsInput() || text(final) != `{"amount":10,"to":"bob"}` {
 			t.Fatalf("retry after the approval = %+v, %v; want the server's result", final, err)
 		}
@@ -724,7 +690,7 @@ func TestConfirmURLModern(t *testing.T) {
 		if code := postPage(ctx, t, page, "any", "approve"); code != http.StatusNotFound {
 			t.Errorf("POST to the used page: %d, want 404", code)
 		}
-		_, err = retry(ctx, cs, res, args)
+		_, err = retryBankArgs(ctx, cs, res, args, nil)
 		wantInvalid(t, "replayed requestState", err, "no longer waiting")
 		if n := setup.count(t); n != 1 {
 			t.Errorf("calls that reached the server after the replays: %d, want 1 (%v)", n, setup.ran(t))
@@ -744,7 +710,7 @@ func TestConfirmURLModern(t *testing.T) {
 		if code := openPage(ctx, t, page, "moves money", "deny"); code != http.StatusOK {
 			t.Fatalf("deny on the page: %d, want 200", code)
 		}
-		final, err := retry(ctx, cs, res, args)
+		final, err := retryBankArgs(ctx, cs, res, args, nil)
 		if err != nil || !final.IsError || !strings.Contains(text(final), "nothing was executed") {
 			t.Fatalf("retry after a denial = %+v, %v; want an isError saying nothing ran", final, err)
 		}
@@ -760,13 +726,7 @@ func TestConfirmURLModern(t *testing.T) {
 		if code := openPage(ctx, t, page, `&#34;amount&#34;: 10`, "approve"); code != http.StatusOK {
 			t.Fatalf("approve on the page: %d, want 200", code)
 		}
-		_, err := retry(ctx, cs, res, map[string]any{"to": "bob", "amount": 1000})
-		wantInvalid(t, "retry with another amount", err, "arguments differ")
-		_, err = retry(ctx, cs, res, args) // the call was dropped
-		wantInvalid(t, "retry after the change", err, "no longer waiting")
-		if n := setup.count(t); n != 0 {
-			t.Errorf("calls that reached the server: %d, want 0 (%v)", n, setup.ran(t))
-		}
+		wantChangedArgsRefused(ctx, t, setup, cs, res, args, nil)
 	})
 	t.Run("expiry", func(t *testing.T) {
 		t.Parallel()
@@ -786,7 +746,7 @@ func TestConfirmURLModern(t *testing.T) {
 		} else {
 			resp.Body.Close()
 		}
-		final, err := retry(ctx, cs, res, args)
+		final, err := retryBankArgs(ctx, cs, res, args, nil)
 		if err == nil && (!final.IsError || final.NeedsInput()) {
 			t.Errorf("retry after the expiry = %+v; want an isError or an error", final)
 		}
@@ -794,4 +754,40 @@ func TestConfirmURLModern(t *testing.T) {
 			t.Errorf("calls that reached the server after the expiry: %d (%v)", n, setup.ran(t))
 		}
 	})
+}
+
+// retryBankArgs retries the call of bank__args that res asked input for,
+// with args, answering each of its input requests "accept" with content
+// (nil: no content, as a client that opened a URL-mode page does).
+func retryBankArgs(ctx context.Context, cs *mcp.ClientSession, res *mcp.CallToolResult, args, content map[string]any) (*mcp.CallToolResult, error) {
+	answers := mcp.InputResponseMap{}
+	for k := range res.InputRequests {
+		answers[k] = &mcp.ElicitResult{Action: "accept", Content: content}
+	}
+	return cs.CallTool(ctx, &mcp.CallToolParams{Name: "bank__args", Arguments: args, InputResponses: answers, RequestState: res.RequestState})
+}
+
+// wantInvalid fails t unless err is a JSON-RPC invalid-params error
+// (-32602) whose message contains contains; what names the request.
+func wantInvalid(t *testing.T, what string, err error, contains string) {
+	t.Helper()
+	var rpcErr *jsonrpc.Error
+	if !errors.As(err, &rpcErr) || rpcErr.Code != jsonrpc.CodeInvalidParams || !strings.Contains(rpcErr.Message, contains) {
+		t.Errorf("%s: got %v, want -32602 saying %q", what, err, contains)
+	}
+}
+
+// wantChangedArgsRefused retries the call of bank__args that res asked input
+// for with another amount (answering with content, as retryBankArgs), and
+// then with args: the first is refused as arguments that differ, the second
+// because the call was dropped, and nothing reaches the server.
+func wantChangedArgsRefused(ctx context.Context, t *testing.T, setup confirmSetup, cs *mcp.ClientSession, res *mcp.CallToolResult, args, content map[string]any) {
+	t.Helper()
+	_, err := retryBankArgs(ctx, cs, res, map[string]any{"to": "bob", "amount": 1000}, content)
+	wantInvalid(t, "retry with another amount", err, "arguments differ")
+	_, err = retryBankArgs(ctx, cs, res, args, content) // the call was dropped
+	wantInvalid(t, "retry after the change", err, "no longer waiting")
+	if n := setup.count(t); n != 0 {
+		t.Errorf("calls that reached the server: %d, want 0 (%v)", n, setup.ran(t))
+	}
 }

@@ -463,6 +463,35 @@ func tryStartHTTP(t *testing.T, cfg string) (*httpProxy, string) {
 	return hp, ""
 }
 
+// serveLoopback serves h over HTTP on a free loopback port until the test
+// ends and returns its base URL ("http://127.0.0.1:PORT"): the tests'
+// remote servers, issuers and receivers.
+func serveLoopback(t *testing.T, h http.Handler) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return "http://" + ln.Addr().String()
+}
+
+// secretEnv sets env in the test's environment, which is how secrets reach
+// the manifold under test, and XDG_CACHE_HOME to a folder of the test's
+// own, which it returns (its status files and caches are the test's to
+// read). It uses t.Setenv: not for parallel tests.
+func secretEnv(t *testing.T, env map[string]string) (cache string) {
+	t.Helper()
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	cache = t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", cache)
+	return cache
+}
+
 // freePort returns a loopback host:port that was free a moment ago.
 func freePort(t *testing.T) string {
 	t.Helper()

@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -88,19 +87,12 @@ func echoRemote(t *testing.T) string {
 			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: headers()}}}, nil
 		})
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return serveLoopback(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		last = r.Header.Clone()
 		mu.Unlock()
 		h.ServeHTTP(w, r)
-	}), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = hs.Serve(ln) }()
-	t.Cleanup(func() { _ = hs.Close() })
-	return "http://" + ln.Addr().String() + "/mcp"
+	})) + "/mcp"
 }
 
 // received returns the frames that a mcp.LoggingTransport wrote to frames
@@ -130,12 +122,7 @@ func received(frames *syncBuffer) string {
 // the client receives) shows any secret in any spelling, while the echoes
 // arrive, masked.
 func TestSecretsByReference(t *testing.T) {
-	// Not parallel: Setenv (the secrets reach manifold through its environment).
-	for k, v := range refSecrets {
-		t.Setenv(k, v)
-	}
-	cache := t.TempDir()
-	t.Setenv("XDG_CACHE_HOME", cache)
+	cache := secretEnv(t, refSecrets) // not parallel: Setenv
 	remote := echoRemote(t)
 	hdrFile := filepath.Join(t.TempDir(), "remote.token")
 	if err := os.WriteFile(hdrFile, []byte(refHdrFileSecret+"\n"), 0o644); err != nil { // readable by others: check warns

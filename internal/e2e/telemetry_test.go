@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -300,10 +299,6 @@ type otlpReceiver struct {
 func startOTLPReceiver(t *testing.T) *otlpReceiver {
 	t.Helper()
 	r := &otlpReceiver{}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/traces", func(w http.ResponseWriter, req *http.Request) {
 		body, err := io.ReadAll(io.LimitReader(req.Body, 16<<20))
@@ -336,10 +331,7 @@ func startOTLPReceiver(t *testing.T) *otlpReceiver {
 		w.Header().Set("Content-Type", "application/x-protobuf")
 		_, _ = w.Write(out)
 	})
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = hs.Serve(ln) }()
-	t.Cleanup(func() { _ = hs.Close() })
-	r.url = "http://" + ln.Addr().String()
+	r.url = serveLoopback(t, mux)
 	return r
 }
 
@@ -398,11 +390,7 @@ func headerRemote(t *testing.T) (url string, seen func() []string) {
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
 	var mu sync.Mutex
 	var got []string
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	base := serveLoopback(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost {
 			body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 			r.Body = io.NopCloser(bytes.NewReader(body))
@@ -413,10 +401,8 @@ func headerRemote(t *testing.T) (url string, seen func() []string) {
 			}
 		}
 		h.ServeHTTP(w, r)
-	}), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = hs.Serve(ln) }()
-	t.Cleanup(func() { _ = hs.Close() })
-	return "http://" + ln.Addr().String() + "/mcp", func() []string {
+	}))
+	return base + "/mcp", func() []string {
 		mu.Lock()
 		defer mu.Unlock()
 		return slices.Clone(got)
