@@ -27,7 +27,7 @@ func clusterStore(cfg *config.Config, log *slog.Logger) (*cluster.Store, error) 
 // clusterOptions shares the rate limits, spend caps and approve-call's
 // approvals on the config's [cluster] Redis, if it has one. The store lives
 // as long as the process; [cluster] is read at start only (a reload keeps
-// it). A Redis that does not answer at start is logged, not fatal: the
+// it, and says that a restart is needed: restartNeeded). A Redis that does not answer at start is logged, not fatal: the
 // fail mode (on_error) applies until it does.
 func clusterOptions(opts *proxy.Options, cfg *config.Config, log *slog.Logger) error {
 	st, err := clusterStore(cfg, log)

@@ -387,13 +387,14 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 		defer p.Close()
 		warnExposed(p, cfg)
-		defer startPublishing(ctx, p, cfg.Path, "http "+*httpAddr)()
+		notes := &notices{}
+		defer startPublishing(ctx, p, cfg.Path, "http "+*httpAddr, notes)()
 		stopMetrics, err := serveMetrics(ctx, p, cfg, *allowRemote)
 		if err != nil {
 			return err
 		}
 		defer stopMetrics()
-		return serveHTTP(ctx, p, cfg, *httpAddr, *allowRemote, *insecureNoAuth, *reloadEvery, stderr)
+		return serveHTTP(ctx, p, cfg, *httpAddr, *allowRemote, *insecureNoAuth, *reloadEvery, notes, stderr)
 	}
 	// stdio: one client. The upstreams start when it initializes, so that
 	// they are offered exactly the capabilities it declared.
@@ -403,8 +404,9 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	defer p.Close()
 	warnExposed(p, cfg)
-	go watchConfig(ctx, p, cfg, *reloadEvery, p.Logger(), nil)
-	defer startPublishing(ctx, p, cfg.Path, "stdio")()
+	notes := &notices{}
+	go watchConfig(ctx, p, cfg, *reloadEvery, p.Logger(), nil, notes)
+	defer startPublishing(ctx, p, cfg.Path, "stdio", notes)()
 	if cfg.Telemetry.Metrics && cfg.Telemetry.MetricsListen == "" {
 		p.Logger().Warn(`metrics = true serves /metrics on the HTTP listener, and stdio mode has none: nothing serves the metrics. Set metrics = "127.0.0.1:9464" in [telemetry] for a listener of their own`)
 	}
@@ -446,7 +448,7 @@ func warnExposed(p *proxy.Server, cfg *config.Config) {
 	}
 }
 
-func serveHTTP(ctx context.Context, p *proxy.Server, cfg *config.Config, addr string, allowRemote, insecureNoAuth bool, reloadEvery time.Duration, stderr io.Writer) error {
+func serveHTTP(ctx context.Context, p *proxy.Server, cfg *config.Config, addr string, allowRemote, insecureNoAuth bool, reloadEvery time.Duration, notes *notices, stderr io.Writer) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return usageError("--http %q: want HOST:PORT, e.g. 127.0.0.1:7777", addr)
@@ -476,7 +478,7 @@ func serveHTTP(ctx context.Context, p *proxy.Server, cfg *config.Config, addr st
 		authOpts.Authenticate, authOpts.Public = authn.Middleware, authn.MetadataHandlers()
 		onReload = func(cfg *config.Config) { authn.SetKeys(authKeys(cfg.Auth.APIKeys)) }
 	}
-	go watchConfig(ctx, p, cfg, reloadEvery, p.Logger(), onReload)
+	go watchConfig(ctx, p, cfg, reloadEvery, p.Logger(), onReload, notes)
 	srv := p.HTTPServer(proxy.HTTPOptions{
 		ApprovalBase:    base,
 		Authenticate:    authOpts.Authenticate,

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -33,7 +34,16 @@ import (
 //
 // The API keys file (auth.api_keys_file) is watched too; onReload, if not
 // nil, gets each config that was put in force (to swap the API keys).
-func watchConfig(ctx context.Context, p *proxy.Server, cfg *config.Config, interval time.Duration, log *slog.Logger, onReload func(*config.Config)) {
+//
+// What is read at start only ([cluster]: the shared store) is not applied
+// by a reload: a reload that changes it logs a warning that a restart is
+// needed and records it in notes (shown by `manifold status`), until a
+// later reload puts it back as it was at start.
+//
+// A config mounted from a Kubernetes ConfigMap (files that are symlinks
+// into ..data, swapped atomically to a new generation) is seen like any
+// edit: every file is read through its path on each poll.
+func watchConfig(ctx context.Context, p *proxy.Server, cfg *config.Config, interval time.Duration, log *slog.Logger, onReload func(*config.Config), notes *notices) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -43,6 +53,7 @@ func watchConfig(ctx context.Context, p *proxy.Server, cfg *config.Config, inter
 	matched := matchingGlobs(globs)       // its globs that matched files
 	lockFile := cfg.LockFile              // the lock file of approved definitions (pin.go)
 	last := configSum(path, slices.Concat(globs, []string{lockFile}), secrets)
+	started := cfg // what is read at start only comes from it
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -91,7 +102,56 @@ func watchConfig(ctx context.Context, p *proxy.Server, cfg *config.Config, inter
 		inForce, matched = sum, matchingGlobs(globs)
 		last = configSum(path, slices.Concat(globs, []string{lockFile}), secrets)
 		log.Info("reloaded the config", "reason", why, "file", cfg.Path, "servers", len(cfg.Servers))
+		restart := restartNeeded(started, cfg)
+		if restart != notes.restart() {
+			if restart != "" {
+				log.Warn("reload: restart needed: "+restart, "file", cfg.Path)
+			} else {
+				log.Info("reload: what is read at start only is as it was at start again; no restart needed", "file", cfg.Path)
+			}
+			notes.setRestart(restart)
+		}
 	}
+}
+
+// restartNeeded says what of now differs from the config the process
+// started with in what only a restart applies; "" when nothing does. It
+// names the table, never its values (the Redis URL holds a password).
+//
+// [cluster] is read at start only: swapping the shared store under running
+// calls would drop the approvals waiting in the old Redis and restart every
+// rate limit and spend cap, while a rolling restart moves each replica over
+// whole (each drains first).
+func restartNeeded(start, now *config.Config) string {
+	if start.Cluster != now.Cluster {
+		return "[cluster] changed since start and is read at start only: the shared store (Redis) in use is still the one the process started with; restart manifold to apply the change (in Kubernetes: kubectl rollout restart)"
+	}
+	return ""
+}
+
+// notices is what a serving instance tells `manifold status` besides its
+// servers. A nil *notices records nothing.
+type notices struct {
+	mu         sync.Mutex
+	restartMsg string // guarded by mu; see restartNeeded
+}
+
+func (n *notices) setRestart(s string) {
+	if n == nil {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.restartMsg = s
+}
+
+func (n *notices) restart() string {
+	if n == nil {
+		return ""
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.restartMsg
 }
 
 // watched returns the files besides the config file whose changes reload it:

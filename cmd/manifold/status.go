@@ -57,6 +57,9 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 				continue
 			}
 			fmt.Fprintf(stdout, "manifold pid %d (%s), serving %s since %s:\n", inst.PID, inst.Mode, inst.Config, inst.Started.Local().Format(time.DateTime))
+			if inst.RestartNeeded != "" {
+				fmt.Fprintf(stdout, "  restart needed: %s\n", inst.RestartNeeded)
+			}
 			printStatus(stdout, inst.Servers)
 			printReviews(stdout, inst.Servers)
 			printClients(stdout, inst.Clients, inst.Catalog)

@@ -33,6 +33,9 @@ type instanceStatus struct {
 	// Names are the exposed tool names a client gets in each mode, for
 	// doctor's check of what each connected client would mangle.
 	Names *instanceNames `json:"names,omitempty"`
+	// RestartNeeded says what a reload could not apply (what is read at
+	// start only, such as [cluster]); empty when nothing.
+	RestartNeeded string `json:"restart_needed,omitempty"`
 }
 
 // instanceNames are the tool names of a full and of a search-mode list.
@@ -51,19 +54,19 @@ func runDir() string {
 
 // startPublishing publishes p's status until the returned func is called,
 // which removes the file and waits.
-func startPublishing(ctx context.Context, p *proxy.Server, config, mode string) (stop func()) {
+func startPublishing(ctx context.Context, p *proxy.Server, config, mode string, notes *notices) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		publishStatus(ctx, p, config, mode, time.Second)
+		publishStatus(ctx, p, config, mode, time.Second, notes)
 	}()
 	return func() { cancel(); <-done }
 }
 
 // publishStatus writes p's status file every interval until ctx ends, then
-// removes it.
-func publishStatus(ctx context.Context, p *proxy.Server, config, mode string, interval time.Duration) {
+// removes it; notes (may be nil) adds what reloads could not apply.
+func publishStatus(ctx context.Context, p *proxy.Server, config, mode string, interval time.Duration, notes *notices) {
 	dir := runDir()
 	if dir == "" || os.MkdirAll(dir, 0o700) != nil {
 		return
@@ -79,6 +82,7 @@ func publishStatus(ctx context.Context, p *proxy.Server, config, mode string, in
 		st.Clients, st.Catalog = p.Clients(), &size
 		full, search := p.ListedNames()
 		st.Names = &instanceNames{Full: full, Search: search}
+		st.RestartNeeded = notes.restart()
 		if st.Clients == nil {
 			st.Clients = []proxy.ClientStatus{}
 		}
