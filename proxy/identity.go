@@ -104,12 +104,29 @@ func (s *Server) identityMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-// withIdentity puts the identity of req on ctx.
+// withIdentity puts the identity of req on ctx, and its validated token
+// (for token exchange only: subjectTokenFrom).
 func withIdentity(ctx context.Context, req mcp.Request) context.Context {
 	if ex := req.GetExtra(); ex != nil && ex.TokenInfo != nil {
-		return context.WithValue(ctx, identityCtxKey{}, identityOf(ex.TokenInfo))
+		ctx = context.WithValue(ctx, identityCtxKey{}, identityOf(ex.TokenInfo))
+		if tok, ok := ex.TokenInfo.Extra[extraSubjectToken].(string); ok && tok != "" {
+			ctx = context.WithValue(ctx, subjectTokenKey{}, tok)
+		}
 	}
 	return ctx
+}
+
+// extraSubjectToken is internal/auth's ExtraSubjectToken.
+const extraSubjectToken = "subject_token"
+
+type subjectTokenKey struct{}
+
+// subjectTokenFrom is the caller's validated downstream token on ctx; ""
+// if none (an API key, or no authentication). Only token exchange sends
+// it anywhere: to the identity provider, never to an upstream.
+func subjectTokenFrom(ctx context.Context) string {
+	tok, _ := ctx.Value(subjectTokenKey{}).(string)
+	return tok
 }
 
 // requestIdentity is the identity of req: from ctx, else from req itself

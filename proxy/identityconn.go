@@ -47,7 +47,7 @@ func (s *Server) identityUpstream(ctx context.Context, b *backend) (*upstream.Up
 			Reason: `the server has credentials = "identity" and the request carries no identity (the HTTP endpoint authenticates no one, or this is stdio)`,
 			Login:  "configure [auth] for the HTTP endpoint, then " + upstream.LoginCommand(b.name, "user:SUBJECT") + " (or --as key:NAME)"}
 	}
-	if b.cfg.Upstream.OAuth == nil {
+	if b.cfg.Upstream.OAuth == nil && b.cfg.Upstream.Exchange == nil {
 		if _, ok := b.cfg.IdentityEnv[who]; !ok {
 			return nil, fmt.Errorf("upstream %q starts a process per identity (isolation = \"identity\") and %s has no environment there: add [servers.%s.identities.%q] env = { ... } to the config", b.name, who, b.name, who)
 		}
@@ -68,6 +68,7 @@ func (s *Server) identityUpstream(ctx context.Context, b *backend) (*upstream.Up
 		}
 		ic = &ownConn{ready: make(chan struct{})}
 		b.perIdentity[who] = ic
+		ic.setSubject(ctx)
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
@@ -75,6 +76,7 @@ func (s *Server) identityUpstream(ctx context.Context, b *backend) (*upstream.Up
 		}()
 	}
 	b.mu.Unlock()
+	ic.setSubject(ctx)
 	select {
 	case <-ic.ready:
 	case <-ctx.Done():
@@ -90,6 +92,21 @@ func (s *Server) identityUpstream(ctx context.Context, b *backend) (*upstream.Up
 	default:
 	}
 	return ic.up, nil
+}
+
+// setSubject keeps the caller's downstream token of ctx for the exchange of
+// the connection's next upstream token.
+func (ic *ownConn) setSubject(ctx context.Context) {
+	if tok := subjectTokenFrom(ctx); tok != "" {
+		ic.subject.Store(&tok)
+	}
+}
+
+func (ic *ownConn) currentSubject() string {
+	if p := ic.subject.Load(); p != nil {
+		return *p
+	}
+	return ""
 }
 
 // forgetIdentity drops who's connection after err, when err says its
@@ -136,7 +153,12 @@ func (s *Server) runIdentityConn(b *backend, who string, ic *ownConn) {
 	if opts.Eras == nil {
 		opts.Eras = s.eras
 	}
-	if opts.OAuth != nil {
+	if opts.Exchange != nil { // the caller's token, exchanged (RFC 8693)
+		x := *opts.Exchange
+		x.Identity = who
+		x.Subject = ic.currentSubject
+		opts.Exchange, opts.OAuth = &x, nil
+	} else if opts.OAuth != nil {
 		o := *opts.OAuth
 		o.Identity = who
 		o.Login = ""

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -30,6 +31,9 @@ type ownConn struct {
 	ready chan struct{} // closed when the start ended
 	up    *upstream.Upstream
 	err   error
+	// subject is the caller's latest downstream token, for the token
+	// exchange of an identity's connection (credentials = "exchange").
+	subject atomic.Pointer[string]
 }
 
 // sessionUpstream returns ss's own process of b, starting it on first use

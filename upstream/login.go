@@ -8,7 +8,9 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -39,8 +41,11 @@ type LoginOptions struct {
 	ClientSecret      string
 	ClientMetadataURL string
 	// Scopes to ask for. If empty, those the server's challenge or its
-	// protected resource metadata name.
+	// protected resource metadata name. Either way the login also asks for
+	// the scopes of the credential it replaces (those granted before, and
+	// those the server asked for since: step-up), and for Extra.
 	Scopes []string
+	Extra  []string
 	// RedirectPort is the loopback port of the redirect listener. If zero,
 	// any free port (RFC 8252 §7.3).
 	RedirectPort int
@@ -68,9 +73,22 @@ func Login(ctx context.Context, o LoginOptions) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
-	hc := o.Client
-	if hc == nil {
-		hc = &http.Client{Timeout: 30 * time.Second}
+	hc := &http.Client{Timeout: 30 * time.Second}
+	if o.Client != nil {
+		c := *o.Client
+		hc = &c
+	}
+	base := hc.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	meta := &metadataRecorder{base: base}
+	hc.Transport = meta
+	// What the credential it replaces holds, and what the server asked for
+	// since, is asked for again: a new login never loses a scope.
+	keep := slices.Clone(o.Extra)
+	if prev, err := o.Store.Load(o.Name, o.Identity); err == nil {
+		keep = unionScopes(prev.Scopes, prev.Wanted, keep)
 	}
 
 	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(o.RedirectPort)))
@@ -130,8 +148,13 @@ func Login(ctx context.Context, o LoginOptions) error {
 			hcfg.PreregisteredClient.ClientSecretAuth = &oauthex.ClientSecretAuth{ClientSecret: o.ClientSecret}
 		}
 	}
-	if len(o.Scopes) > 0 {
-		hcfg.ScopeFilter = func([]string) []string { return o.Scopes }
+	var requested []string
+	hcfg.ScopeFilter = func(discovered []string) []string {
+		if len(o.Scopes) > 0 {
+			discovered = o.Scopes
+		}
+		requested = unionScopes(discovered, keep)
+		return requested
 	}
 	h, err := auth.NewAuthorizationCodeHandler(hcfg)
 	if err != nil {
@@ -154,10 +177,17 @@ func Login(ctx context.Context, o LoginOptions) error {
 	if resource == "" {
 		resource = o.URL
 	}
+	granted := cfg.Scopes
+	if s, ok := tok.Extra("scope").(string); ok && s != "" {
+		granted = strings.Fields(s)
+	}
+	if len(granted) == 0 {
+		granted = requested
+	}
 	cred := &tokenstore.Credential{
 		AccessToken: tok.AccessToken, TokenType: tok.TokenType, RefreshToken: tok.RefreshToken, Expiry: tok.Expiry,
-		Scopes: cfg.Scopes, Resource: resource, TokenURL: cfg.Endpoint.TokenURL, AuthStyle: int(cfg.Endpoint.AuthStyle),
-		ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret,
+		Scopes: granted, Resource: resource, TokenURL: cfg.Endpoint.TokenURL, AuthStyle: int(cfg.Endpoint.AuthStyle),
+		ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret, RevocationURL: meta.revocationFor(cfg.Endpoint.TokenURL),
 	}
 	if serr := o.Store.Save(o.Name, o.Identity, cred); serr != nil {
 		return fmt.Errorf("login %q: %w", o.Name, serr)
@@ -205,4 +235,17 @@ func callbackHandler(codes chan<- callback) http.Handler {
 		}
 	})
 	return mux
+}
+
+// unionScopes is every scope of lists, each once, in first-seen order.
+func unionScopes(lists ...[]string) []string {
+	var out []string
+	for _, l := range lists {
+		for _, s := range l {
+			if s != "" && !slices.Contains(out, s) {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
 }

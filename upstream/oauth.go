@@ -8,10 +8,12 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/oauth2"
 
 	"github.com/manifold-mcp/manifold/internal/tokenstore"
@@ -35,7 +37,18 @@ type OAuth struct {
 	// Login is the command that authorizes, shown in errors. If empty,
 	// "manifold login NAME" (with --as IDENTITY for an identity).
 	Login string
+	// StepUp, if set, runs a new login of identity asking for scopes (the
+	// credential's and those the server demands) when the server answers
+	// 403 insufficient_scope, after which the request is retried with the
+	// new credential: for the interactive commands (manifold call, tools).
+	// Unset while serving: the result then says to run Login.
+	StepUp func(ctx context.Context, identity string, scopes []string) error
 }
+
+// maxStepUps bounds the step-up logins of one connection, so that a server
+// that keeps asking (RFC 6750 insufficient_scope for a scope it never
+// grants) does not loop.
+const maxStepUps = 2
 
 // ErrUnauthorized is matched (errors.Is) by an *AuthError: the server wants
 // a credential that the proxy does not hold, or refused the one it holds.
@@ -48,16 +61,23 @@ type AuthError struct {
 	Identity string // "" for the service credential
 	Reason   string // what happened, such as "no credential is stored"
 	Login    string // the command that authorizes
+	Hint     string // if set, what to do instead of running Login
 	Err      error  // the cause, if any
 }
 
 func (e *AuthError) Error() string {
+	if e.Hint != "" {
+		return fmt.Sprintf("upstream %q: %s is not authorized: %s; %s", e.Server, e.whose(), e.Reason, e.Hint)
+	}
 	return fmt.Sprintf("upstream %q: %s is not authorized: %s; run `%s` to authorize", e.Server, e.whose(), e.Reason, e.Login)
 }
 
 func (e *AuthError) whose() string {
 	if e.Identity == "" {
 		return "the service credential"
+	}
+	if e.Hint != "" {
+		return "the token of " + e.Identity
 	}
 	return fmt.Sprintf("the credential of %s", e.Identity)
 }
@@ -99,6 +119,7 @@ type oauthHandler struct {
 	cred *tokenstore.Credential // guarded by mu
 	ts   oauth2.TokenSource     // guarded by mu
 	dead string                 // guarded by mu; why the credential is no longer any good
+	ups  []string               // guarded by mu; the scope sets step-ups asked for
 }
 
 // newOAuthHandler loads the credential of o.Identity for server; base
@@ -189,7 +210,7 @@ func (h *oauthHandler) Authorize(ctx context.Context, req *http.Request, resp *h
 	sent := strings.TrimPrefix(req.Header.Get("Authorization"), "Bearer ")
 	status := fmt.Sprintf("the server answered %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
 	if resp.StatusCode == http.StatusForbidden {
-		return h.fail(status+" (the credential lacks a scope or a right it needs)", nil)
+		return h.forbidden(ctx, resp.Header, sent, status)
 	}
 	h.mu.Lock()
 	if h.reloadLocked(sent) {
@@ -216,6 +237,78 @@ func (h *oauthHandler) Authorize(ctx context.Context, req *http.Request, resp *h
 	h.ts = ts
 	h.mu.Unlock()
 	return nil
+}
+
+// forbidden handles a 403. For insufficient_scope with the scopes the
+// server wants (RFC 6750 §3.1), the credential is stepped up: by StepUp
+// when set (then the request is retried), else by keeping the scopes as
+// wanted, for the next `manifold login` to ask for, and failing with what
+// to run. Any other 403 is a right no login gives.
+func (h *oauthHandler) forbidden(ctx context.Context, header http.Header, sent, status string) error {
+	wanted, ok := insufficientScope(header)
+	if !ok {
+		return h.fail(status+" (the credential lacks a right it needs; a new login may not give it: ask the server's administrator)", nil)
+	}
+	h.mu.Lock()
+	if h.reloadLocked(sent) { // a login since: try its credential
+		h.mu.Unlock()
+		return nil
+	}
+	all := unionScopes(h.cred.Scopes, h.cred.Wanted, wanted)
+	key := strings.Join(slices.Sorted(slices.Values(all)), " ")
+	if h.o.StepUp != nil && len(h.ups) < maxStepUps && !slices.Contains(h.ups, key) {
+		h.ups = append(h.ups, key)
+		h.mu.Unlock()
+		if err := h.o.StepUp(ctx, h.o.Identity, all); err != nil {
+			return h.fail(fmt.Sprintf("%s: it asks for the scope %s, and the new login failed", status, strings.Join(wanted, " ")), err)
+		}
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if !h.reloadLocked(sent) {
+			return h.fail("the new login saved no new credential", nil)
+		}
+		return nil
+	}
+	c := *h.cred
+	c.Wanted = unionScopes(c.Wanted, wanted)
+	h.cred = &c
+	_ = h.o.Store.Save(h.server, h.o.Identity, &c)
+	h.mu.Unlock()
+	return h.fail(fmt.Sprintf("%s (insufficient_scope): the server asks for the scope %s, which the credential lacks; the new login asks for %s; nothing was executed",
+		status, strings.Join(wanted, " "), strings.Join(all, " ")), nil)
+}
+
+// Bounds of the scopes taken from a server's challenge.
+const (
+	maxWantedScopes = 32
+	maxScopeLen     = 128
+)
+
+// insufficientScope returns the scopes of a Bearer challenge with error
+// insufficient_scope, and whether there is one that names scopes. Only
+// scope tokens (RFC 6749 §3.3) are kept, and only so many: the server is
+// not trusted.
+func insufficientScope(h http.Header) ([]string, bool) {
+	cs, err := oauthex.ParseWWWAuthenticate(h.Values("WWW-Authenticate"))
+	if err != nil {
+		return nil, false
+	}
+	for _, c := range cs {
+		if !strings.EqualFold(c.Scheme, "bearer") || c.Params["error"] != "insufficient_scope" {
+			continue
+		}
+		var out []string
+		for _, s := range strings.Fields(c.Params["scope"]) {
+			if len(out) == maxWantedScopes {
+				break
+			}
+			if len(s) <= maxScopeLen && !strings.ContainsFunc(s, func(r rune) bool { return r < 0x21 || r > 0x7e || r == '"' || r == '\\' }) {
+				out = unionScopes(out, []string{s})
+			}
+		}
+		return out, len(out) > 0
+	}
+	return nil, false
 }
 
 // savingSource saves each new token of src to the store.

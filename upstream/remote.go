@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -45,19 +46,27 @@ func (u *Upstream) dial(ctx context.Context, opts Options) error {
 	hc := &http.Client{Transport: bt}
 
 	var t mcp.Transport
-	var oauth *oauthHandler
+	var oauth auth.OAuthHandler
+	if opts.Exchange != nil && opts.OAuth == nil {
+		if opts.Transport == "sse" {
+			cancel(nil)
+			return fmt.Errorf("upstream %q: token exchange needs the streamable transport; remove transport = \"sse\"", u.name)
+		}
+		oauth = newExchangeHandler(u.name, opts.URL, *opts.Exchange, http.DefaultTransport.(*http.Transport).Clone())
+	}
 	if opts.OAuth != nil {
 		if opts.Transport == "sse" {
 			cancel(nil)
 			return fmt.Errorf("upstream %q: OAuth needs the streamable transport; remove transport = \"sse\"", u.name)
 		}
-		var err error
 		// The authorization server gets a transport of its own: the
 		// server's headers are not for it.
-		if oauth, err = newOAuthHandler(u.name, *opts.OAuth, http.DefaultTransport.(*http.Transport).Clone()); err != nil {
+		h, err := newOAuthHandler(u.name, *opts.OAuth, http.DefaultTransport.(*http.Transport).Clone())
+		if err != nil {
 			cancel(nil)
 			return err
 		}
+		oauth = h
 	}
 	switch opts.Transport {
 	case "", "streamable":

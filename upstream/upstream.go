@@ -68,6 +68,10 @@ type Options struct {
 	// it, and turns a 401 that a refresh does not cure into an *AuthError
 	// (errors.Is ErrUnauthorized). If nil, the requests carry Headers only.
 	OAuth *OAuth
+	// Exchange, if set (and OAuth not), puts on every request a token
+	// exchanged (RFC 8693) for the caller's own downstream token; the
+	// proxy sets it on the connection of each identity.
+	Exchange *Exchange
 
 	// StartupTimeout bounds spawning and initialize. If zero, 30s.
 	StartupTimeout time.Duration

@@ -47,6 +47,9 @@ type common struct {
 	// Not flags: set by the command.
 	oneShot bool   // the answer is printed, then the servers stop (quickly: oneShotStdinGrace)
 	only    string // the name or URI a command is about: start only the servers that can own it
+	// interactive lets an OAuth server's 403 insufficient_scope run a new
+	// login (a browser link on stderr) and retry: manifold call and tools.
+	interactive bool
 }
 
 // Log levels a command uses when neither --log-level nor (for serve) the
@@ -215,6 +218,7 @@ func proxyOptions(cfg *config.Config, log *slog.Logger) proxy.Options {
 				Protocol:        s.Protocol,
 				ProbeTimeout:    s.ProbeTimeout,
 				OAuth:           oauthOptions(s, store),
+				Exchange:        exchangeOptions(s),
 			},
 			PerIdentity:  s.PerIdentity,
 			IdentityEnv:  identityEnv(s.Identities),
@@ -253,6 +257,16 @@ func oauthOptions(s config.Server, store *tokenstore.Store) *upstream.OAuth {
 		return nil
 	}
 	return &upstream.OAuth{Store: store}
+}
+
+// exchangeOptions are the token exchange options of s (credentials =
+// "exchange"), or nil; the proxy fills in each identity's subject token.
+func exchangeOptions(s config.Server) *upstream.Exchange {
+	if s.OAuth == nil || !s.OAuth.Exchange {
+		return nil
+	}
+	return &upstream.Exchange{TokenURL: s.OAuth.TokenURL, Audience: s.OAuth.Audience, Resource: s.OAuth.Resource,
+		Scopes: s.OAuth.Scopes, ClientID: s.OAuth.ClientID, ClientSecret: s.OAuth.ClientSecret}
 }
 
 // identityEnv maps the identities' env tables to KEY=VALUE lists.
@@ -318,6 +332,9 @@ func newProxy(c common, defaultLevel string, waitForClient bool, stderr io.Write
 		for i := range opts.Servers {
 			opts.Servers[i].Upstream.StdinGrace = oneShotStdinGrace
 		}
+	}
+	if c.interactive {
+		stepUpOptions(&opts, cfg, stderr)
 	}
 	if exe, err := os.Executable(); err == nil {
 		opts.Reaper = upstream.NewReaper(exe)
@@ -687,7 +704,7 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return usageError("call: arguments must be a JSON object, e.g. '{\"path\":\"README.md\"}': %v", err)
 		}
 	}
-	c.oneShot, c.only = true, name
+	c.oneShot, c.only, c.interactive = true, name, true
 	p, err := startReady(ctx, c, stderr)
 	if err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	"github.com/manifold-mcp/manifold/internal/config"
 	"github.com/manifold-mcp/manifold/internal/redact"
 	"github.com/manifold-mcp/manifold/internal/tokenstore"
+	"github.com/manifold-mcp/manifold/proxy"
 	"github.com/manifold-mcp/manifold/upstream"
 )
 
@@ -37,24 +38,18 @@ func cmdLogin(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	red := redact.New(cfg.Secrets...)
-	o := upstream.LoginOptions{
-		Name: s.Name, URL: s.URL, Identity: identity, Store: store,
-		ClientID: s.OAuth.ClientID, ClientSecret: s.OAuth.ClientSecret, ClientMetadataURL: s.OAuth.ClientMetadataURL,
-		Scopes: s.OAuth.Scopes, RedirectPort: s.OAuth.RedirectPort, Timeout: *timeout,
-		Client: &http.Client{Timeout: 30 * time.Second},
-		Prompt: func(link string) {
-			fmt.Fprintf(stderr, "To authorize Manifold at %q%s, open this link in a browser:\n\n  %s\n\nWaiting for the browser (up to %v)...\n", s.Name, forWhom(identity), link, *timeout)
-		},
-	}
-	if err := upstream.Login(ctx, o); err != nil {
+	if err := upstream.Login(ctx, loginOptions(s, identity, store, *timeout, nil, stderr)); err != nil {
 		return red.Error(err)
 	}
 	fmt.Fprintf(stdout, "Logged in to %q%s; the credential is kept encrypted in %s.\n", s.Name, forWhom(identity), store.Dir())
 	return nil
 }
 
-// cmdLogout forgets a stored credential.
-func cmdLogout(args []string, stdout, stderr io.Writer) error {
+// cmdLogout revokes a stored credential at the authorization server (RFC
+// 7009, when its metadata names a revocation endpoint) and forgets it. A
+// revocation that fails, or that the server does not offer, still forgets
+// it, and says so.
+func cmdLogout(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var c common
 	fs := newFlags("logout", "logout SERVER [--as IDENTITY]", levelOneShot, stderr, &c)
 	as := fs.String("as", "", `whose credential to forget ("user:SUBJECT" or "key:NAME"); empty: the service credential`)
@@ -62,7 +57,7 @@ func cmdLogout(args []string, stdout, stderr io.Writer) error {
 	if !ok {
 		return err
 	}
-	s, _, store, err := oauthServer("logout", c, pos)
+	s, cfg, store, err := oauthServer("logout", c, pos)
 	if err != nil {
 		return err
 	}
@@ -70,19 +65,74 @@ func cmdLogout(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	had, err := store.Delete(s.Name, identity)
-	if err != nil {
-		return err
-	}
-	if !had {
+	cred, lerr := store.Load(s.Name, identity)
+	if errors.Is(lerr, tokenstore.ErrNotFound) {
 		fmt.Fprintf(stdout, "No credential of %q%s was stored.\n", s.Name, forWhom(identity))
 		return nil
 	}
+	var revoked string
+	if lerr != nil {
+		revoked = "it could not be read, so it was not revoked at the authorization server (" + lerr.Error() + ")"
+	} else {
+		rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		rerr := upstream.Revoke(rctx, cred, &http.Client{Timeout: 30 * time.Second})
+		cancel()
+		switch {
+		case rerr == nil:
+			revoked = "revoked it at the authorization server"
+		case errors.Is(rerr, upstream.ErrNoRevocation):
+			revoked = "the authorization server offers no revocation endpoint, so its grant stays until it expires; revoke it there if it must end now"
+		default:
+			revoked = "the authorization server did not revoke it (" + redact.New(cfg.Secrets...).String(rerr.Error()) + "), so its grant may stay until it expires; revoke it there if it must end now"
+		}
+	}
+	if _, err := store.Delete(s.Name, identity); err != nil {
+		return fmt.Errorf("logout %q: %s, but deleting it failed: %w", s.Name, revoked, err)
+	}
 	// A running proxy rereads the store when the server next refuses the
-	// forgotten token; the authorization server's grant stays until it
-	// expires or is revoked there.
-	fmt.Fprintf(stdout, "Forgot the credential of %q%s. A running manifold stops using it at the next refusal, or restart it; revoke the grant at the authorization server too if it must end now.\n", s.Name, forWhom(identity))
+	// forgotten token.
+	fmt.Fprintf(stdout, "Forgot the credential of %q%s; %s. A running manifold stops using it at the next refusal, or restart it.\n", s.Name, forWhom(identity), revoked)
 	return nil
+}
+
+// loginOptions are those of a login of identity at s, asking also for
+// extra scopes, that shows the link on stderr.
+func loginOptions(s config.Server, identity string, store *tokenstore.Store, timeout time.Duration, extra []string, stderr io.Writer) upstream.LoginOptions {
+	return upstream.LoginOptions{
+		Name: s.Name, URL: s.URL, Identity: identity, Store: store,
+		ClientID: s.OAuth.ClientID, ClientSecret: s.OAuth.ClientSecret, ClientMetadataURL: s.OAuth.ClientMetadataURL,
+		Scopes: s.OAuth.Scopes, Extra: extra, RedirectPort: s.OAuth.RedirectPort, Timeout: timeout,
+		Client: &http.Client{Timeout: 30 * time.Second},
+		Prompt: func(link string) {
+			fmt.Fprintf(stderr, "To authorize Manifold at %q%s, open this link in a browser:\n\n  %s\n\nWaiting for the browser (up to %v)...\n", s.Name, forWhom(identity), link, timeout)
+		},
+	}
+}
+
+// stepUpTimeout bounds the browser step of a step-up in manifold call or
+// tools.
+const stepUpTimeout = 5 * time.Minute
+
+// stepUpOptions lets each OAuth server of opts run a new login, on stderr,
+// when it answers 403 insufficient_scope (see upstream.OAuth.StepUp).
+func stepUpOptions(opts *proxy.Options, cfg *config.Config, stderr io.Writer) {
+	byName := make(map[string]config.Server, len(cfg.Servers))
+	for _, s := range cfg.Servers {
+		byName[s.Name] = s
+	}
+	for i := range opts.Servers {
+		o := opts.Servers[i].Upstream.OAuth
+		s, ok := byName[opts.Servers[i].Upstream.Name]
+		if o == nil || !ok || s.OAuth == nil || o.Store == nil {
+			continue
+		}
+		oc := *o
+		oc.StepUp = func(ctx context.Context, identity string, scopes []string) error {
+			fmt.Fprintf(stderr, "%q asks for more scope (%s); logging in again.\n", s.Name, strings.Join(scopes, " "))
+			return upstream.Login(ctx, loginOptions(s, identity, oc.Store, stepUpTimeout, scopes, stderr))
+		}
+		opts.Servers[i].Upstream.OAuth = &oc
+	}
 }
 
 func forWhom(identity string) string {

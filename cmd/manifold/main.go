@@ -141,7 +141,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "login":
 		return cmdLogin(ctx, rest, stdout, stderr)
 	case "logout":
-		return cmdLogout(rest, stdout, stderr)
+		return cmdLogout(ctx, rest, stdout, stderr)
 	case "approve-call":
 		return cmdApproveCall(rest, stdin, stdout, stderr)
 	case "import":

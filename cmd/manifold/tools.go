@@ -37,7 +37,7 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	c.oneShot = true
+	c.oneShot, c.interactive = true, true
 	p, cfg, err := startProxy(ctx, c, levelOneShot, stderr)
 	if err != nil {
 		return err

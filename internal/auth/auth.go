@@ -55,6 +55,10 @@ const (
 	ExtraSubject = "subject"
 	ExtraGroups  = "groups"
 	ExtraMethod  = "method"
+	// ExtraSubjectToken is the validated JWT itself (not for API keys):
+	// token exchange (RFC 8693) sends it to the identity provider, and
+	// nothing else may use it (it is never forwarded to an upstream).
+	ExtraSubjectToken = "subject_token"
 )
 
 type identityKey struct{}
@@ -251,6 +255,9 @@ func (a *Authenticator) Middleware(next http.Handler) http.Handler {
 		}
 		ti := &sdkauth.TokenInfo{Scopes: id.Scopes, Expiration: exp, UserID: id.UserID(),
 			Extra: map[string]any{ExtraSubject: id.Subject, ExtraGroups: id.Groups, ExtraMethod: id.Method}}
+		if id.Method == MethodJWT {
+			ti.Extra[ExtraSubjectToken] = bearerToken(r)
+		}
 		ctx := context.WithValue(r.Context(), identityKey{}, id)
 		ctx = context.WithValue(ctx, tokenInfoKey{}, ti)
 		inner.ServeHTTP(w, r.WithContext(ctx))
@@ -258,6 +265,13 @@ func (a *Authenticator) Middleware(next http.Handler) http.Handler {
 }
 
 type tokenInfoKey struct{}
+
+// bearerToken is the token of r's one Authorization header (authenticate
+// has checked it).
+func bearerToken(r *http.Request) string {
+	_, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	return strings.TrimLeft(token, " ")
+}
 
 // refuse answers err's status with its challenge and a JSON body.
 func (a *Authenticator) refuse(w http.ResponseWriter, r *http.Request, err error) {

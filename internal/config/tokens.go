@@ -2,6 +2,8 @@ package config
 
 import (
 	"maps"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -24,6 +26,18 @@ import (
 //	client_metadata_url = "https://manifold.example.com/client.json"
 //	scopes = ["notes.read"]
 //	redirect_port = 8976              # loopback redirect listener of `manifold login`
+//
+//	[servers.wiki]                    # token exchange (RFC 8693)
+//	url = "https://wiki.example.com/mcp"
+//	auth = "oauth"
+//	credentials = "exchange"          # each caller's token, exchanged at the team's IdP
+//	[servers.wiki.oauth]
+//	token_url = "https://idp.example.com/token"   # the IdP's token endpoint (required)
+//	client_id = "manifold"                        # Manifold's client at the IdP (required)
+//	client_secret = "${file:idp.secret}"
+//	audience = "https://wiki.example.com"         # optional; else resource
+//	resource = "https://wiki.example.com/mcp"     # optional; else url
+//	scopes = ["wiki.read"]
 
 // Tokens is the [tokens] table: the store of OAuth credentials.
 type Tokens struct {
@@ -47,12 +61,21 @@ type OAuthClient struct {
 	// RedirectPort is the loopback port of the login's redirect listener;
 	// 0: any free port.
 	RedirectPort int
+	// Exchange is set by credentials = "exchange": each caller's own
+	// downstream token is exchanged (RFC 8693) at TokenURL for the
+	// server's, naming it by Audience and Resource (empty: the server's
+	// URL).
+	Exchange bool
+	TokenURL string
+	Audience string
+	Resource string
 }
 
 // Values of Server.Credentials.
 const (
 	CredentialsService  = "service"
 	CredentialsIdentity = "identity"
+	CredentialsExchange = "exchange"
 )
 
 func (d *decoder) tokens(root *table, cfg *Config) Tokens {
@@ -124,16 +147,19 @@ func (d *decoder) serverOAuth(t *table, s *Server) {
 			t.errorf("auth", `%q is not an auth mode; write "oauth" (Manifold logs in to the server with OAuth 2.1: `+"`manifold login %s`"+`) or "none" (the default; headers may still carry a static token)`, mode, s.Name)
 		}
 	}
+	exchange := false
 	if c, ok := t.str("credentials"); ok {
 		switch c {
 		case CredentialsService:
 		case CredentialsIdentity:
 			s.PerIdentity = true
+		case CredentialsExchange:
+			s.PerIdentity, exchange = true, true
 		default:
-			t.errorf("credentials", `%q is not a credentials mode; write "service" (one credential for every caller, the default) or "identity" (each caller's own, from `+"`manifold login %s --as IDENTITY`"+`)`, c, s.Name)
+			t.errorf("credentials", `%q is not a credentials mode; write "service" (one credential for every caller, the default), "identity" (each caller's own, from `+"`manifold login %s --as IDENTITY`"+`) or "exchange" (each caller's token exchanged at the identity provider, RFC 8693)`, c, s.Name)
 		}
-		if s.OAuth == nil && c == CredentialsIdentity {
-			t.errorf("credentials", `credentials = "identity" needs auth = "oauth"; add it`)
+		if s.OAuth == nil && (c == CredentialsIdentity || c == CredentialsExchange) {
+			t.errorf("credentials", `credentials = %q needs auth = "oauth"; add it`, c)
 		}
 	}
 	if o, ok := t.tableOf("oauth", `a table such as { client_id = "manifold", scopes = ["read"] }`); ok {
@@ -145,6 +171,14 @@ func (d *decoder) serverOAuth(t *table, s *Server) {
 		c.ClientSecret, _ = o.str("client_secret")
 		c.ClientMetadataURL, _ = o.str("client_metadata_url")
 		c.Scopes, _ = o.strs("scopes")
+		c.TokenURL, _ = o.str("token_url")
+		c.Audience, _ = o.str("audience")
+		c.Resource, _ = o.str("resource")
+		for _, k := range []string{"token_url", "resource"} {
+			if v, _ := o.str(k); v != "" && !httpsOrLoopback(v) {
+				o.errorf(k, `%q is not an https URL (http only for localhost)`, v)
+			}
+		}
 		if p, ok := o.integer("redirect_port"); ok {
 			if p < 0 || p > 65535 {
 				o.errorf("redirect_port", "%d is not a port; use 1 to 65535, or 0 (the default) for any free port", p)
@@ -158,9 +192,25 @@ func (d *decoder) serverOAuth(t *table, s *Server) {
 		if c.ClientSecret != "" {
 			d.recordSecret(c.ClientSecret, "client_secret")
 		}
+		if !exchange {
+			for _, k := range []string{"token_url", "audience", "resource"} {
+				if o.has(k) {
+					o.errorf(k, `%s is for token exchange; add credentials = "exchange" to [servers.%s], or remove it`, k, s.Name)
+				}
+			}
+		}
 		o.finish()
 		if s.OAuth != nil {
 			*s.OAuth = c
+		}
+	}
+	if exchange && s.OAuth != nil {
+		s.OAuth.Exchange = true
+		switch {
+		case s.OAuth.TokenURL == "":
+			t.errorf("credentials", `credentials = "exchange" needs the identity provider's token endpoint: add [servers.%s.oauth] token_url = "https://idp.example.com/token"`, s.Name)
+		case s.OAuth.ClientID == "":
+			t.errorf("credentials", `credentials = "exchange" needs Manifold's client at the identity provider: add [servers.%s.oauth] client_id (and client_secret)`, s.Name)
 		}
 	}
 	if s.OAuth != nil {
@@ -204,4 +254,22 @@ func (d *decoder) serverIdentities(t *table, s *Server) {
 		s.Identities[name] = env
 	}
 	ids.finish()
+}
+
+// httpsOrLoopback reports whether raw is an https URL, or http on a
+// loopback host.
+func httpsOrLoopback(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	switch u.Scheme {
+	case "https":
+		return true
+	case "http":
+		h := u.Hostname()
+		ip := net.ParseIP(h)
+		return h == "localhost" || ip != nil && ip.IsLoopback()
+	}
+	return false
 }

@@ -45,12 +45,25 @@ auth = "oauth"
 // that manifold prints and agrees. It returns manifold's output.
 func login(t *testing.T, cfg, as, user string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(testCtx(t), testTimeout)
-	defer cancel()
 	args := []string{"login", "notes", "--config", cfg}
 	if as != "" {
 		args = append(args, "--as", as)
 	}
+	out, errOut, links := runBrowsing(t, user, args...)
+	if links == 0 {
+		t.Fatalf("manifold %s printed no link:\n%s", strings.Join(args, " "), errOut)
+	}
+	return out + errOut
+}
+
+// runBrowsing runs manifold with args and plays the browser as user for
+// every authorization link it prints on stderr (a login, or the step-up of
+// manifold call). It fails the test if manifold fails, and returns stdout,
+// stderr and how many links it followed.
+func runBrowsing(t *testing.T, user string, args ...string) (string, string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(testCtx(t), testTimeout)
+	defer cancel()
 	cmd := commandContext(ctx, manifoldBin, args...)
 	cmd.WaitDelay = 5 * time.Second
 	var out bytes.Buffer
@@ -64,12 +77,12 @@ func login(t *testing.T, cfg, as, user string) string {
 	}
 	var errb strings.Builder
 	sc := bufio.NewScanner(errR)
-	consented := false
+	links := 0
 	for sc.Scan() {
 		line := sc.Text()
 		errb.WriteString(line + "\n")
-		if link, ok := strings.CutPrefix(strings.TrimSpace(line), "http"); ok && !consented {
-			consented = true
+		if link, ok := strings.CutPrefix(strings.TrimSpace(line), "http"); ok {
+			links++
 			if err := oauthfixture.Consent(ctx, "http"+link, user); err != nil {
 				t.Errorf("browser step: %v", err)
 			}
@@ -78,10 +91,7 @@ func login(t *testing.T, cfg, as, user string) string {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("manifold %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, out.String(), errb.String())
 	}
-	if !consented {
-		t.Fatalf("manifold %s printed no link:\n%s", strings.Join(args, " "), errb.String())
-	}
-	return out.String() + errb.String()
+	return out.String(), errb.String(), links
 }
 
 func oauthCall(t *testing.T, cs *mcp.ClientSession, name string) (string, bool) {

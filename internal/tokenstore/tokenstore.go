@@ -37,8 +37,12 @@ type Credential struct {
 	TokenType    string    `json:"token_type,omitempty"`
 	RefreshToken string    `json:"refresh_token,omitempty"`
 	Expiry       time.Time `json:"expiry,omitzero"`
-	// Scopes are the scopes requested at login.
+	// Scopes are the scopes granted at login: the token response's scope,
+	// else those requested. A new login asks for them again.
 	Scopes []string `json:"scopes,omitempty"`
+	// Wanted are scopes the server asked for since (403 insufficient_scope)
+	// that the credential lacks: the next login asks for them too.
+	Wanted []string `json:"wanted_scopes,omitempty"`
 
 	// Resource is the RFC 8707 resource indicator the token was issued for;
 	// a refresh sends it again.
@@ -51,6 +55,9 @@ type Credential struct {
 	// metadata document URL, or dynamically registered).
 	ClientID     string `json:"client_id"`
 	ClientSecret string `json:"client_secret,omitempty"`
+	// RevocationURL is the authorization server's revocation endpoint (RFC
+	// 7009) from its metadata at login; empty if it named none.
+	RevocationURL string `json:"revocation_url,omitempty"`
 
 	// Saved is when the credential was last written.
 	Saved time.Time `json:"saved"`

@@ -12,6 +12,7 @@
 package oauthfixture
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -20,10 +21,13 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	jose "github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/go-oauth2/oauth2/v4"
 	"github.com/go-oauth2/oauth2/v4/manage"
 	"github.com/go-oauth2/oauth2/v4/models"
@@ -36,11 +40,16 @@ import (
 // Scope is the scope the MCP server asks for.
 const Scope = "notes"
 
+// WriteScope is the scope the tool write_note needs besides Scope: a call
+// without it is answered 403 insufficient_scope (step-up).
+const WriteScope = "notes.write"
+
 // Call is one tools/call the MCP server served.
 type Call struct {
-	Tool  string
-	User  string
-	Token string
+	Tool   string
+	User   string
+	Token  string
+	Scopes []string
 }
 
 // Fixture is a running authorization server and MCP server.
@@ -60,6 +69,22 @@ type Fixture struct {
 	expired  map[string]bool     // guarded by mu; access tokens made to look expired
 	refresh  map[string][]string // guarded by mu; user -> refresh tokens issued
 	revoked  map[string]bool     // guarded by mu; access and refresh tokens revoked
+	revokes  []url.Values        // guarded by mu; forms posted to the revocation endpoint
+	revMode  string              // guarded by mu; "" (works), "fail" (503) or "absent" (not in the metadata)
+
+	xcfg      *ExchangeConfig   // guarded by mu; nil: token exchange is off
+	exchanged map[string]string // guarded by mu; exchanged access token -> subject
+	xrefuse   map[string]bool   // guarded by mu; subjects whose exchange is refused
+	xforms    []url.Values      // guarded by mu; forms posted to the exchange endpoint
+	seen      []string          // guarded by mu; every Authorization header the MCP server got
+}
+
+// ExchangeConfig is the token exchange endpoint's (RFC 8693) trust: it
+// exchanges a subject token signed by a key of JWKSURL, from Issuer, for
+// Audience, posted by the client ClientID with ClientSecret.
+type ExchangeConfig struct {
+	JWKSURL, Issuer, Audience string
+	ClientID, ClientSecret    string
 }
 
 // Start serves a fixture on two loopback ports; Close stops it.
@@ -81,6 +106,9 @@ func Start() (*Fixture, error) {
 		refresh: make(map[string][]string),
 		revoked: make(map[string]bool),
 		clients: store.NewClientStore(),
+
+		exchanged: make(map[string]string),
+		xrefuse:   make(map[string]bool),
 	}
 	f.manager = manage.NewDefaultManager()
 	f.manager.SetAuthorizeCodeTokenCfg(&manage.Config{AccessTokenExp: time.Hour, RefreshTokenExp: 24 * time.Hour, IsGenerateRefresh: true})
@@ -134,7 +162,7 @@ func Start() (*Fixture, error) {
 
 	asMux := http.NewServeMux()
 	asMux.HandleFunc("GET /.well-known/oauth-authorization-server", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, map[string]any{
+		md := map[string]any{
 			"issuer":                                f.Issuer,
 			"authorization_endpoint":                f.Issuer + "/authorize",
 			"token_endpoint":                        f.Issuer + "/token",
@@ -144,8 +172,16 @@ func Start() (*Fixture, error) {
 			"code_challenge_methods_supported":      []string{"S256"},
 			"token_endpoint_auth_methods_supported": []string{"none"},
 			"scopes_supported":                      []string{Scope, "offline_access"},
-		})
+		}
+		f.mu.Lock()
+		if f.revMode != "absent" {
+			md["revocation_endpoint"] = f.Issuer + "/revoke"
+		}
+		f.mu.Unlock()
+		writeJSON(w, md)
 	})
+	asMux.HandleFunc("POST /revoke", f.revoke)
+	asMux.HandleFunc("POST /exchange", f.exchange)
 	asMux.HandleFunc("POST /register", f.register)
 	asMux.HandleFunc("/authorize", func(w http.ResponseWriter, r *http.Request) {
 		if err := srv.HandleAuthorizeRequest(w, r); err != nil {
@@ -169,14 +205,23 @@ func Start() (*Fixture, error) {
 			ti := req.Extra.TokenInfo
 			tok, _ := ti.Extra["token"].(string)
 			f.mu.Lock()
-			f.calls = append(f.calls, Call{Tool: "whoami", User: ti.UserID, Token: tok})
+			f.calls = append(f.calls, Call{Tool: "whoami", User: ti.UserID, Token: tok, Scopes: ti.Scopes})
 			f.mu.Unlock()
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "user=" + ti.UserID}}}, nil, nil
+		})
+	mcp.AddTool(ms, &mcp.Tool{Name: "write_note", Description: "Needs the scope notes.write too."},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			ti := req.Extra.TokenInfo
+			tok, _ := ti.Extra["token"].(string)
+			f.mu.Lock()
+			f.calls = append(f.calls, Call{Tool: "write_note", User: ti.UserID, Token: tok, Scopes: ti.Scopes})
+			f.mu.Unlock()
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "written by " + ti.UserID}}}, nil, nil
 		})
 	prmURL := "http://" + rsLn.Addr().String() + "/.well-known/oauth-protected-resource/mcp"
 	protect := auth.RequireBearerToken(f.verify, &auth.RequireBearerTokenOptions{ResourceMetadataURL: prmURL, Scopes: []string{Scope}})
 	rsMux := http.NewServeMux()
-	rsMux.Handle("/mcp", protect(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return ms }, nil)))
+	rsMux.Handle("/mcp", f.record(protect(stepUp(prmURL, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return ms }, nil)))))
 	rsMux.HandleFunc("GET /.well-known/oauth-protected-resource/mcp", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, map[string]any{
 			"resource":                 f.URL,
@@ -199,8 +244,15 @@ func (f *Fixture) Close() {
 	_ = f.as.Close()
 }
 
-// verify is the MCP server's token check: the authorization server's store.
+// verify is the MCP server's token check: the exchanged tokens, else the
+// authorization server's store.
 func (f *Fixture) verify(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+	f.mu.Lock()
+	sub, ok := f.exchanged[token]
+	f.mu.Unlock()
+	if ok {
+		return &auth.TokenInfo{UserID: sub, Scopes: []string{Scope}, Expiration: time.Now().Add(time.Hour), Extra: map[string]any{"token": token}}, nil
+	}
 	ti, err := f.manager.LoadAccessToken(ctx, token)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", auth.ErrInvalidToken, err)
@@ -217,6 +269,240 @@ func (f *Fixture) verify(ctx context.Context, token string, _ *http.Request) (*a
 		Expiration: ti.GetAccessCreateAt().Add(ti.GetAccessExpiresIn()),
 		Extra:      map[string]any{"token": token},
 	}, nil
+}
+
+// record keeps the Authorization header of every request to the MCP
+// server.
+func (f *Fixture) record(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h := r.Header.Get("Authorization"); h != "" {
+			f.mu.Lock()
+			f.seen = append(f.seen, h)
+			f.mu.Unlock()
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// SeenAuthorization returns every Authorization header the MCP server got.
+func (f *Fixture) SeenAuthorization() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.seen...)
+}
+
+// EnableExchange turns the token exchange endpoint (Issuer + "/exchange")
+// on.
+func (f *Fixture) EnableExchange(c ExchangeConfig) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.xcfg = &c
+}
+
+// RefuseExchange makes the exchange endpoint refuse the tokens of sub
+// (invalid_grant), as a provider does for a user it does not allow.
+func (f *Fixture) RefuseExchange(sub string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.xrefuse[sub] = true
+}
+
+// Exchanged returns the tokens the exchange endpoint issued to sub.
+func (f *Fixture) Exchanged(sub string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for tok, s := range f.exchanged {
+		if s == sub {
+			out = append(out, tok)
+		}
+	}
+	return out
+}
+
+// ExchangeRequests returns the forms posted to the exchange endpoint.
+func (f *Fixture) ExchangeRequests() []url.Values {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]url.Values, len(f.xforms))
+	for i, v := range f.xforms {
+		out[i] = cloneValues(v)
+	}
+	return out
+}
+
+// exchange is RFC 8693 token exchange: a subject token that verifies
+// (signature by a key of the JWKS, issuer, audience, expiry) is exchanged
+// for an access token of the MCP server bound to its subject.
+func (f *Fixture) exchange(w http.ResponseWriter, r *http.Request) {
+	refuse := func(status int, code, desc string) {
+		w.WriteHeader(status)
+		writeJSON(w, map[string]string{"error": code, "error_description": desc})
+	}
+	if err := r.ParseForm(); err != nil {
+		refuse(http.StatusBadRequest, "invalid_request", err.Error())
+		return
+	}
+	f.mu.Lock()
+	f.xforms = append(f.xforms, cloneValues(r.PostForm))
+	c := f.xcfg
+	f.mu.Unlock()
+	form := r.PostForm
+	switch {
+	case c == nil:
+		refuse(http.StatusBadRequest, "unsupported_grant_type", "token exchange is off")
+		return
+	case form.Get("client_id") != c.ClientID || form.Get("client_secret") != c.ClientSecret:
+		refuse(http.StatusUnauthorized, "invalid_client", "unknown client")
+		return
+	case form.Get("grant_type") != "urn:ietf:params:oauth:grant-type:token-exchange",
+		form.Get("subject_token_type") != "urn:ietf:params:oauth:token-type:access_token",
+		form.Get("resource") != f.URL:
+		refuse(http.StatusBadRequest, "invalid_request", "want a token exchange of an access token for resource "+f.URL)
+		return
+	}
+	sub, err := verifySubject(r.Context(), c, form.Get("subject_token"))
+	if err != nil {
+		refuse(http.StatusBadRequest, "invalid_grant", "the subject token does not verify: "+err.Error())
+		return
+	}
+	f.mu.Lock()
+	refused := f.xrefuse[sub]
+	tok := "xchg-" + rand.Text()
+	if !refused {
+		f.exchanged[tok] = sub
+	}
+	f.mu.Unlock()
+	if refused {
+		refuse(http.StatusBadRequest, "invalid_grant", "this user may not use the notes server")
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, map[string]any{
+		"access_token": tok, "issued_token_type": "urn:ietf:params:oauth:token-type:access_token",
+		"token_type": "Bearer", "expires_in": 3600,
+	})
+}
+
+// verifySubject checks token against c and returns its subject.
+func verifySubject(ctx context.Context, c *ExchangeConfig, token string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.JWKSURL, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	var set jose.JSONWebKeySet
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&set); err != nil {
+		return "", fmt.Errorf("jwks: %w", err)
+	}
+	tok, err := jwt.ParseSigned(token, []jose.SignatureAlgorithm{jose.RS256})
+	if err != nil {
+		return "", err
+	}
+	if len(tok.Headers) != 1 {
+		return "", fmt.Errorf("want one signature")
+	}
+	keys := set.Key(tok.Headers[0].KeyID)
+	if len(keys) == 0 {
+		return "", fmt.Errorf("unknown key %q", tok.Headers[0].KeyID)
+	}
+	var claims jwt.Claims
+	if err := tok.Claims(keys[0].Key, &claims); err != nil {
+		return "", err
+	}
+	if err := claims.Validate(jwt.Expected{Issuer: c.Issuer, AnyAudience: jwt.Audience{c.Audience}, Time: time.Now()}); err != nil {
+		return "", err
+	}
+	if claims.Subject == "" {
+		return "", fmt.Errorf("no subject")
+	}
+	return claims.Subject, nil
+}
+
+// stepUp answers a call of write_note whose token lacks WriteScope with
+// 403 insufficient_scope naming it (RFC 6750 §3.1, MCP step-up).
+func stepUp(prmURL string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			next.ServeHTTP(w, r)
+			return
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var msg struct {
+			Method string `json:"method"`
+			Params struct {
+				Name string `json:"name"`
+			} `json:"params"`
+		}
+		ti := auth.TokenInfoFromContext(r.Context())
+		if json.Unmarshal(body, &msg) == nil && msg.Method == "tools/call" && msg.Params.Name == "write_note" &&
+			ti != nil && !slices.Contains(ti.Scopes, WriteScope) {
+			w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer error="insufficient_scope", scope="%s", resource_metadata="%s", error_description="write_note needs %s"`, WriteScope, prmURL, WriteScope))
+			w.WriteHeader(http.StatusForbidden)
+			writeJSON(w, map[string]string{"error": "insufficient_scope"})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// revoke is RFC 7009 revocation: it records the form, and the token (of
+// the client that asks) no longer works, neither to call nor to refresh.
+func (f *Fixture) revoke(w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseForm(); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	f.mu.Lock()
+	f.revokes = append(f.revokes, cloneValues(r.PostForm))
+	mode := f.revMode
+	f.mu.Unlock()
+	if mode == "fail" {
+		http.Error(w, "revocation is down", http.StatusServiceUnavailable)
+		return
+	}
+	tok := r.PostForm.Get("token")
+	ti, err := f.manager.LoadRefreshToken(r.Context(), tok)
+	if err != nil {
+		ti, err = f.manager.LoadAccessToken(r.Context(), tok)
+	}
+	if err == nil && ti.GetClientID() != r.PostForm.Get("client_id") {
+		w.WriteHeader(http.StatusUnauthorized)
+		writeJSON(w, map[string]string{"error": "invalid_client"})
+		return
+	}
+	f.mu.Lock()
+	f.revoked[tok] = true
+	f.mu.Unlock()
+	w.WriteHeader(http.StatusOK) // also for an unknown token (RFC 7009 §2.2)
+}
+
+// Revocations returns the forms posted to the revocation endpoint so far.
+func (f *Fixture) Revocations() []url.Values {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]url.Values, len(f.revokes))
+	for i, v := range f.revokes {
+		out[i] = cloneValues(v)
+	}
+	return out
+}
+
+// SetRevocation sets how the revocation endpoint behaves: "" works,
+// "fail" answers 503, "absent" leaves it out of the metadata.
+func (f *Fixture) SetRevocation(mode string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.revMode = mode
 }
 
 // register is RFC 7591 dynamic client registration of public clients.
@@ -295,6 +581,13 @@ func (f *Fixture) Issued(user string) []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]string(nil), f.issued[user]...)
+}
+
+// RefreshTokens returns the refresh tokens issued to user, oldest first.
+func (f *Fixture) RefreshTokens(user string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.refresh[user]...)
 }
 
 // AllIssued returns every access token issued.
