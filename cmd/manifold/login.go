@@ -98,9 +98,13 @@ func cmdLogout(ctx context.Context, args []string, stdout, stderr io.Writer) err
 // loginOptions are those of a login of identity at s, asking also for
 // extra scopes, that shows the link on stderr.
 func loginOptions(s config.Server, identity string, store *tokenstore.Store, timeout time.Duration, extra []string, stderr io.Writer) upstream.LoginOptions {
+	clientID, clientSecret := s.OAuth.ClientID, s.OAuth.ClientSecret
+	if s.OAuth.Exchange { // those are Manifold's client at the identity provider, for the exchange
+		clientID, clientSecret = "", ""
+	}
 	return upstream.LoginOptions{
 		Name: s.Name, URL: s.URL, Identity: identity, Store: store,
-		ClientID: s.OAuth.ClientID, ClientSecret: s.OAuth.ClientSecret, ClientMetadataURL: s.OAuth.ClientMetadataURL,
+		ClientID: clientID, ClientSecret: clientSecret, ClientMetadataURL: s.OAuth.ClientMetadataURL,
 		Scopes: s.OAuth.Scopes, Extra: extra, RedirectPort: s.OAuth.RedirectPort, Timeout: timeout,
 		Client: &http.Client{Timeout: 30 * time.Second},
 		Prompt: func(link string) {
