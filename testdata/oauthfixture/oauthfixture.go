@@ -336,8 +336,9 @@ func (f *Fixture) ExchangeRequests() []url.Values {
 // for an access token of the MCP server bound to its subject.
 func (f *Fixture) exchange(w http.ResponseWriter, r *http.Request) {
 	refuse := func(status int, code, desc string) {
+		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
-		writeJSON(w, map[string]string{"error": code, "error_description": desc})
+		_ = json.NewEncoder(w).Encode(map[string]string{"error": code, "error_description": desc})
 	}
 	if err := r.ParseForm(); err != nil {
 		refuse(http.StatusBadRequest, "invalid_request", err.Error())
