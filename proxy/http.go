@@ -211,13 +211,17 @@ func (s *Server) newMCPEndpoint(opts HTTPOptions) *mcpEndpoint {
 		Logger:                     slog.New(quietHandler{s.log.Handler(), slog.LevelWarn}).With("component", "http"),
 		DisableLocalhostProtection: true,
 	})
+	sessions := &httpSessions{s: s, max: opts.MaxSessions, idle: opts.SessionTimeout, store: s.opts.Sessions}
+	if sessions.store != nil {
+		s.server.AddReceivingMiddleware(sessions.initializeMiddleware) // httpsession.go
+	}
 	return &mcpEndpoint{
 		s:         s,
 		opts:      opts,
 		sdk:       sdk,
 		stateless: stateless,
 		events:    events,
-		sessions:  &httpSessions{s: s, max: opts.MaxSessions, idle: opts.SessionTimeout},
+		sessions:  sessions,
 		buffered:  semaphore.NewWeighted(opts.MaxBufferedBytes),
 		modern:    semaphore.NewWeighted(int64(modernRequestsPerSession * opts.MaxSessions)),
 		listens:   semaphore.NewWeighted(int64(opts.MaxSessions)),
@@ -276,7 +280,9 @@ func (m *mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	stream := opensGETStream(r)
-	e, res := m.sessions.enter(id, ownerOf(r), stream)
+	owner := ownerOf(r)
+	e, res := m.sessions.enter(id, owner, stream)
+	e, res = m.crossReplica(r, id, owner, stream, e, res) // httpsession.go: sessions other replicas created
 	if res != entered && r.ContentLength != 0 {
 		m.boundUnread(w) // refused unread: the body must not hold the answer
 	}
@@ -289,6 +295,16 @@ func (m *mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	case streamOpen:
 		writeHTTPError(w, http.StatusConflict, codeInvalidRequest, "manifold: this session already has a GET stream open; close it before opening another", nil)
+		return
+	case sharedDown:
+		w.Header().Set("Retry-After", "1")
+		writeHTTPError(w, http.StatusServiceUnavailable, codeServerError, "manifold: this session was created by another replica, and the shared store ([cluster] redis) that describes it cannot be reached; retry shortly", nil)
+		return
+	case tooManyAdopt:
+		w.Header().Set("Retry-After", "30")
+		writeHTTPError(w, http.StatusServiceUnavailable, codeServerError,
+			fmt.Sprintf("manifold: too many HTTP sessions open on this replica (%s = %d); retry later, or raise %s in the proxy config", keyMaxSessions, m.opts.MaxSessions, keyMaxSessions),
+			map[string]any{"limit": m.opts.MaxSessions, "key": keyMaxSessions})
 		return
 	}
 	defer m.sessions.leave(e, stream)
@@ -303,6 +319,13 @@ func (m *mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// The client ends its session: its calls in flight are cancelled
 		// upstream (the SDK would wait for them before closing it).
 		m.s.sessionCalls.cancel(id)
+	}
+	if r.Method == http.MethodDelete {
+		m.sessions.forget(r.Context(), id)
+	}
+	if e.tr != nil {
+		m.serveAdopted(w, r, e)
+		return
 	}
 	if r.Method == http.MethodDelete {
 		dw := &statusWriter{ResponseWriter: w}

@@ -1,6 +1,10 @@
 package proxy
 
 import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -12,9 +16,11 @@ import (
 // cap on how many exist. It closes a session that has been idle (no request
 // open, no call in flight) for the idle timeout.
 type httpSessions struct {
-	s    *Server
-	max  int
-	idle time.Duration
+	s     *Server
+	max   int
+	idle  time.Duration
+	store SessionStore // Options.Sessions: the records replicas share; nil: this process only
+	adopt sync.Mutex   // serialises taking over sessions from their records (adopt)
 
 	mu      sync.Mutex
 	byID    map[string]*httpSession // guarded by mu
@@ -26,6 +32,8 @@ type httpSession struct {
 	id     string
 	owner  peer
 	ss     *mcp.ServerSession
+	tr     *mcp.StreamableServerTransport // set for a session taken over from its record (adopt); nil: the SDK's handler holds it
+	shared bool                           // its record was written (share); guarded by httpSessions.mu once registered
 	open   int         // requests open; guarded by httpSessions.mu
 	stream bool        // the GET stream is open; guarded by httpSessions.mu
 	timer  *time.Timer // fires after idle with open == 0; guarded by httpSessions.mu
@@ -39,6 +47,8 @@ const (
 	unknownSession
 	otherOwner
 	streamOpen
+	sharedDown   // the shared session records cannot be read (Options.Sessions)
+	tooManyAdopt // a session to take over finds no place (max)
 )
 
 // reserve claims a slot for a session about to be created, and reports
@@ -82,7 +92,14 @@ func (h *httpSessions) register(id string, owner peer) *httpSession {
 		h.byID = make(map[string]*httpSession)
 	}
 	h.byID[id] = e
+	// Shared here if initialize was handled already, else by
+	// initializeMiddleware: both decide under mu.
+	share := h.store != nil && ss.InitializeParams() != nil
+	e.shared = share
 	h.mu.Unlock()
+	if share {
+		h.share(e)
+	}
 	go func() {
 		// Owned by the session: returns when it closes, however it closes.
 		_ = ss.Wait()
@@ -171,4 +188,173 @@ func (sc *sessionCalls) busy(id string) bool {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	return len(sc.calls[id]) > 0
+}
+
+// sessionRecord is what a replica needs to serve an initialize-era session
+// that another created (Options.Sessions): who owns it, and what the client
+// said at initialize (its version, info and capabilities). The SDK assigns
+// a session id before it reads initialize, so the id cannot carry this
+// itself; a record in the shared store also ends everywhere at once with a
+// DELETE, and expires when the session is idle on every replica.
+type sessionRecord struct {
+	Addr string                `json:"addr,omitempty"` // the owner's peer (peer)
+	UID  int                   `json:"uid"`
+	User string                `json:"user,omitempty"`
+	Init *mcp.InitializeParams `json:"init"`
+}
+
+func (rec *sessionRecord) owner() peer {
+	p := peer{uid: rec.UID, user: rec.User}
+	if rec.Addr != "" {
+		p.addr, _ = netip.ParseAddr(rec.Addr)
+	}
+	return p
+}
+
+// share writes e's record to the store, once its session is initialized.
+// A store that cannot be reached leaves the session to this replica (and
+// says so).
+func (h *httpSessions) share(e *httpSession) {
+	init := e.ss.InitializeParams()
+	if init == nil {
+		return
+	}
+	rec := sessionRecord{UID: e.owner.uid, User: e.owner.user, Init: init}
+	if e.owner.addr.IsValid() {
+		rec.Addr = e.owner.addr.String()
+	}
+	raw, err := json.Marshal(rec)
+	if err == nil {
+		err = h.store.PutSession(context.Background(), e.id, raw, h.idle)
+	}
+	if err != nil {
+		h.s.log.Warn("HTTP session not shared with the other replicas: only this one can serve it", "err", err)
+	}
+}
+
+// initializeMiddleware writes the record of a session the moment its
+// initialize has been handled, before the answer leaves: the client's next
+// request may reach another replica. A session registered only after that
+// (register) is shared there instead.
+func (h *httpSessions) initializeMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		ss, ok := req.GetSession().(*mcp.ServerSession)
+		if method != "initialize" || err != nil || !ok || ss.ID() == "" {
+			return res, err
+		}
+		h.mu.Lock()
+		e := h.byID[ss.ID()]
+		share := e != nil && !e.shared && e.ss.InitializeParams() != nil
+		if share {
+			e.shared = true
+		}
+		h.mu.Unlock()
+		if share {
+			h.share(e)
+		}
+		return res, err
+	}
+}
+
+// crossReplica checks a request of owner for session id against the shared
+// records, after enter answered e, res: a session this process holds must
+// still have its record (a DELETE through another replica, or the idle
+// timeout on all of them, ended it), and one it does not hold is taken over
+// from its record, bound to the same owner. Without a store, or with one
+// that cannot be reached for a session held here, it returns e, res.
+func (m *mcpEndpoint) crossReplica(r *http.Request, id string, owner peer, stream bool, e *httpSession, res enterResult) (*httpSession, enterResult) {
+	h := m.sessions
+	if h.store == nil || (res != entered && res != unknownSession) {
+		return e, res
+	}
+	ctx := r.Context()
+	if res == entered {
+		ok, err := h.store.TouchSession(ctx, id, h.idle)
+		if err != nil || ok {
+			return e, res
+		}
+		h.leave(e, stream)
+		h.remove(e)
+		_ = e.ss.Close()
+		return nil, unknownSession
+	}
+	h.adopt.Lock()
+	defer h.adopt.Unlock()
+	if e, res := h.enter(id, owner, stream); res != unknownSession {
+		return e, res // another request took it over meanwhile
+	}
+	raw, ok, err := h.store.GetSession(ctx, id)
+	switch {
+	case err != nil:
+		return nil, sharedDown
+	case !ok:
+		return nil, unknownSession
+	}
+	var rec sessionRecord
+	if json.Unmarshal(raw, &rec) != nil || rec.Init == nil {
+		return nil, unknownSession
+	}
+	if rec.owner() != owner {
+		return nil, otherOwner
+	}
+	if !h.reserve() {
+		return nil, tooManyAdopt
+	}
+	tr := &mcp.StreamableServerTransport{SessionID: id, EventStore: m.events}
+	state := &mcp.ServerSessionState{
+		InitializeParams:          rec.Init,
+		InitializedParams:         &mcp.InitializedParams{},
+		NegotiatedProtocolVersion: r.Header.Get("Mcp-Protocol-Version"),
+		LogLevel:                  "info",
+	}
+	// The session outlives the request that takes it over.
+	ss, err := m.s.server.Connect(context.WithoutCancel(ctx), tr, &mcp.ServerSessionOptions{State: state})
+	if err != nil {
+		h.unreserve()
+		m.s.log.Warn("taking over an HTTP session from its shared record failed", "err", err)
+		return nil, sharedDown
+	}
+	ne := &httpSession{id: id, owner: owner, ss: ss, tr: tr, open: 1, stream: stream}
+	h.mu.Lock()
+	h.pending--
+	if h.byID == nil {
+		h.byID = make(map[string]*httpSession)
+	}
+	h.byID[id] = ne
+	h.mu.Unlock()
+	go func() {
+		// Owned by the session: returns when it closes, however it closes.
+		_ = ss.Wait()
+		h.remove(ne)
+	}()
+	return ne, entered
+}
+
+// forget removes the shared record of session id, which its client ended
+// (DELETE): no replica serves it from then on.
+func (h *httpSessions) forget(ctx context.Context, id string) {
+	if h.store == nil {
+		return
+	}
+	if err := h.store.DeleteSession(ctx, id); err != nil {
+		h.s.log.Warn("the shared record of an ended HTTP session could not be removed; other replicas serve it until it expires", "err", err)
+	}
+}
+
+// serveAdopted serves a request of a session taken over from its record
+// (crossReplica) on its own transport, as the SDK's handler serves those
+// it created.
+func (m *mcpEndpoint) serveAdopted(w http.ResponseWriter, r *http.Request, e *httpSession) {
+	switch r.Method {
+	case http.MethodDelete:
+		m.sessions.remove(e)
+		_ = e.ss.Close()
+		w.WriteHeader(http.StatusNoContent)
+	case http.MethodGet, http.MethodPost:
+		e.tr.ServeHTTP(&retryWriter{ResponseWriter: w}, r)
+	default:
+		w.Header().Set("Allow", "GET, POST, DELETE")
+		http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
+	}
 }

@@ -222,6 +222,10 @@ type Options struct {
 	// between replicas (confirm.go); ApprovalDir is then not used. If nil,
 	// approvals go through ApprovalDir, for this process only.
 	Approvals ApprovalStore
+	// Sessions keeps the records of the initialize era's HTTP sessions, so
+	// that any replica serves a session another created (httpsession.go).
+	// If nil, a session is known to the process that created it only.
+	Sessions SessionStore
 }
 
 // Server is the aggregating MCP server.

@@ -48,6 +48,25 @@ type ApprovalStore interface {
 	Redeem(ctx context.Context, digest string) (string, bool, error)
 }
 
+// SessionStore keeps a record of each HTTP session of the initialize era
+// (httpsession.go sessionRecord), so that a replica can serve a session that
+// another created: the record names the session's owner and holds what the
+// client said at initialize. Implementations must be safe for concurrent
+// use. If Options.Sessions is nil, a session lives in the process that
+// created it only.
+type SessionStore interface {
+	// PutSession records session id as record, for ttl.
+	PutSession(ctx context.Context, id string, record []byte, ttl time.Duration) error
+	// GetSession returns the record of id, and false when there is none
+	// (it ended, expired, or never existed).
+	GetSession(ctx context.Context, id string) ([]byte, bool, error)
+	// TouchSession extends the life of id's record to ttl from now, and
+	// reports false when there is none.
+	TouchSession(ctx context.Context, id string, ttl time.Duration) (bool, error)
+	// DeleteSession removes id's record: no replica serves it from then on.
+	DeleteSession(ctx context.Context, id string) error
+}
+
 // Take is the RateStore of one process.
 func (l *limiters) Take(_ context.Context, key string, rate policy.Rate) (time.Duration, error) {
 	return l.take(key, rate, time.Now()), nil

@@ -35,6 +35,16 @@ func clusterOptions(opts *proxy.Options, cfg *config.Config, log *slog.Logger) e
 		return err
 	}
 	_ = st.Ping(context.Background()) // logs an outage itself
-	opts.RateStore, opts.SpendLedger, opts.Approvals = st, st, st
+	opts.RateStore, opts.SpendLedger, opts.Approvals, opts.Sessions = st, st, st, st
 	return nil
+}
+
+// stateKey is the key that seals requestState: [cluster] key, which every
+// replica shares, or [protocol] state_key_file; nil (a random key of this
+// process) without either.
+func stateKey(cfg *config.Config) []byte {
+	if cfg.Cluster.Key != nil {
+		return cfg.Cluster.Key
+	}
+	return cfg.Protocol.StateKey
 }

@@ -182,7 +182,7 @@ func proxyOptions(cfg *config.Config, log *slog.Logger) proxy.Options {
 		FirstListTimeout: cfg.FirstListTimeout,
 		MaxMessageBytes:  cfg.MaxMessageBytes,
 		Logger:           log,
-		StateKey:         cfg.Protocol.StateKey,
+		StateKey:         stateKey(cfg),
 		StateTTL:         cfg.Protocol.StateTTL,
 		MaxInputRounds:   cfg.Protocol.MaxInputRounds,
 		ConfirmTTL:       cfg.ConfirmTTL,

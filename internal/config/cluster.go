@@ -16,9 +16,11 @@ import (
 //	key_prefix = "manifold:"                # every key this deployment writes
 //	on_error = "closed"                     # or "open": Redis down refuses, or admits
 //	timeout = "250ms"                       # one Redis round trip
+//	key = "${file:/run/secrets/manifold-key}" # seals requestState, the same on every replica
 //
-// Without it, each process keeps its rate limits, spend caps and approvals
-// alone.
+// Without it, each process keeps its rate limits, spend caps, approvals
+// and HTTP sessions alone. With it, key (or [protocol] state_key_file) is
+// required: a requestState sealed by one replica must open on any other.
 
 // Cluster is the [cluster] table. Its zero value (no table) means no shared
 // state.
@@ -35,6 +37,11 @@ type Cluster struct {
 	FailOpen bool
 	// Timeout bounds one Redis round trip. DefaultClusterTimeout when absent.
 	Timeout time.Duration
+	// Key seals the requestState values handed to 2026-07-28 clients, so
+	// that every replica opens what another sealed (at least MinStateKeyBytes
+	// bytes). Empty when absent: [protocol] state_key_file must then be set,
+	// and Protocol.StateKey is used.
+	Key []byte
 }
 
 // Defaults of [cluster].
@@ -49,6 +56,7 @@ func (d *decoder) cluster(root *table) Cluster {
 	if !ok {
 		return Cluster{}
 	}
+	d.clusterTable = t
 	c := Cluster{KeyPrefix: DefaultKeyPrefix, Timeout: t.duration("timeout", DefaultClusterTimeout)}
 	if s, ok := t.str("redis"); ok {
 		u, err := url.Parse(s)
@@ -80,6 +88,30 @@ func (d *decoder) cluster(root *table) Cluster {
 			t.errorf("on_error", `%q is not a fail mode; use "closed" (the default: refuse what cannot be checked) or "open" (admit it)`, s)
 		}
 	}
+	if key, ok := t.str("key"); ok {
+		if len(key) < MinStateKeyBytes {
+			t.errorf("key", `the key is %d bytes long; it must be at least %d, the same on every replica: write key = "${file:cluster.key}" with the output of `+"`openssl rand -base64 32`"+` in that file`, len(key), MinStateKeyBytes)
+		} else {
+			c.Key = []byte(key)
+			d.recordSecret(key, "[cluster] key")
+		}
+	}
 	t.finish()
 	return c
+}
+
+// clusterKey checks, once [cluster] and [protocol] are decoded, that the
+// replicas share a key to seal requestState with: [cluster] key, or
+// [protocol] state_key_file (a file every replica mounts), not both.
+func (d *decoder) clusterKey(cfg *Config) {
+	t := d.clusterTable
+	if t == nil || cfg.Cluster.Redis == "" {
+		return
+	}
+	switch {
+	case t.has("key") && cfg.Protocol.StateKey != nil:
+		t.errorf("key", "both [cluster] key and [protocol] state_key_file are set; keep one, so that every replica seals requestState with the same key")
+	case !t.has("key") && cfg.Protocol.StateKey == nil:
+		t.errorHere(`[cluster] needs key = "${file:cluster.key}" (at least 32 bytes, the same on every replica; or [protocol] state_key_file): a 2026-07-28 client's requestState sealed by one replica must open on another`)
+	}
 }

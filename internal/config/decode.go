@@ -49,6 +49,8 @@ type decoder struct {
 	expanded    map[string]string // value of a ${VAR} expansion → "${VAR}", for messages
 	dir         string            // the file's folder: the base of relative ${file:} paths
 	secretFiles []SecretFile      // files read by ${file:}, once each (Config.SecretFiles)
+
+	clusterTable *table // [cluster], if present, for clusterKey
 }
 
 // decode parses data, the file at abs shown as file. lookPath, if not nil,
@@ -70,6 +72,7 @@ func decode(file, abs string, data []byte, lookup func(string) (string, bool), l
 	cfg.Cluster = d.cluster(root)
 	cfg.Tokens = d.tokens(root, cfg)
 	cfg.Protocol = d.protocol(root, cfg)
+	d.clusterKey(cfg)
 	cfg.Catalog = d.catalog(root)
 	cfg.Servers = d.servers(root, cfg)
 	cfg.Plugins = d.plugins(root, cfg) // after the servers: it checks names and prefixes against theirs

@@ -151,7 +151,7 @@ confirm = true
 reason = "moves money"
 `
 	return policyConfig(t, "policy_files = [\"policy/*.toml\"]\n\n[cluster]\nredis = "+tomlStr("redis://"+addr+"/0")+
-		"\nkey_prefix = "+tomlStr("e2e:"+t.Name()+":")+"\non_error = "+tomlStr(onError)+"\ntimeout = \"500ms\"\n"+
+		"\nkey_prefix = "+tomlStr("e2e:"+t.Name()+":")+"\nkey = "+tomlStr(clusterKey)+"\non_error = "+tomlStr(onError)+"\ntimeout = \"500ms\"\n"+
 		fixture("alpha", []string{"-tools", "echo,whoami"})+
 		fixture("paid", []string{"-tools", "echo", "-extra", "charge"})+
 		fixture("bank", []string{"-tools", "echo"}),
