@@ -181,7 +181,8 @@ frontend mcp
 
 backend manifold
     balance roundrobin
-    option httpchk GET /readyz
+    option httpchk
+    http-check send meth GET uri /readyz ver HTTP/1.1 hdr Host localhost
     http-check expect status 200
     default-server inter 200ms fall 1 rise 2
 `, addr)
