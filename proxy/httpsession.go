@@ -34,9 +34,9 @@ type httpSession struct {
 	ss     *mcp.ServerSession
 	tr     *mcp.StreamableServerTransport // set for a session taken over from its record (adopt); nil: the SDK's handler holds it
 	shared bool                           // its record was written (share); guarded by httpSessions.mu once registered
-	open   int         // requests open; guarded by httpSessions.mu
-	stream bool        // the GET stream is open; guarded by httpSessions.mu
-	timer  *time.Timer // fires after idle with open == 0; guarded by httpSessions.mu
+	open   int                            // requests open; guarded by httpSessions.mu
+	stream bool                           // the GET stream is open; guarded by httpSessions.mu
+	timer  *time.Timer                    // fires after idle with open == 0; guarded by httpSessions.mu
 }
 
 // enterResult says why a request may not use a session.
