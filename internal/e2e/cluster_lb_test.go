@@ -209,7 +209,7 @@ func startHAProxy(t *testing.T, replicas []string) *haproxy {
 	if err := os.WriteFile(cfg, []byte(haproxyConfig(h.addr, replicas)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	h.cmd = exec.Command(bin, "-db", "-f", cfg) // -db: in the foreground, this process
+	h.cmd = command(bin, "-db", "-f", cfg) // -db: in the foreground, this process
 	h.cmd.Stdout, h.cmd.Stderr = h.out, h.out
 	if err := h.cmd.Start(); err != nil {
 		t.Fatalf("start haproxy: %v", err)
@@ -318,7 +318,7 @@ func TestClusterLB(t *testing.T) {
 			return m[1]
 		}
 		apID := refused() // one replica offers it; round robin sends the retry to the next
-		out, err := exec.Command(manifoldBin, "approve-call", "--config", cfg, "--yes", apID).CombinedOutput()
+		out, err := command(manifoldBin, "approve-call", "--config", cfg, "--yes", apID).CombinedOutput()
 		if err != nil || !strings.Contains(string(out), "Approved "+apID) {
 			t.Fatalf("approve-call %s: %v\n%s", apID, err, out)
 		}
