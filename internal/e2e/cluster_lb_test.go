@@ -333,7 +333,7 @@ func TestClusterLB(t *testing.T) {
 	})
 
 	t.Run("load while one dies and one drains", func(t *testing.T) {
-		const clients, perClient = 3, 60 // of each era; each call is a tools/call
+		const clients, perClient = 3, 200 // of each era; each call is a tools/call
 		var load lbLoad
 		stop := make(chan struct{})
 		var wg sync.WaitGroup
@@ -410,10 +410,17 @@ func TestClusterLB(t *testing.T) {
 				}
 			}()
 		}
+		finished := make(chan struct{}) // every client has made its calls
+		go func() {
+			wg.Wait()
+			close(finished)
+		}()
 		waitCalls := func(n int64) {
 			t.Helper()
 			for load.calls.Load() < n {
 				select {
+				case <-finished:
+					t.Fatalf("the clients made all their calls (%d answered) before the replicas were stopped; raise perClient", load.calls.Load())
 				case <-ctx.Done():
 					t.Fatalf("the load made %d calls, want %d: %v", load.calls.Load(), n, ctx.Err())
 				case <-time.After(10 * time.Millisecond):
@@ -440,7 +447,7 @@ func TestClusterLB(t *testing.T) {
 		}()
 		waitCalls(load.calls.Load() + 30)
 		close(stop)
-		wg.Wait()
+		<-finished
 		if code := <-drainedCode; code != 0 {
 			t.Errorf("the drained replica exited with status %d, want 0", code)
 		}
