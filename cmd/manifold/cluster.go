@@ -43,8 +43,8 @@ func clusterOptions(opts *proxy.Options, cfg *config.Config, log *slog.Logger) e
 // replica shares, or [protocol] state_key_file; nil (a random key of this
 // process) without either.
 func stateKey(cfg *config.Config) []byte {
-	if cfg.Cluster.Key != nil {
-		return cfg.Cluster.Key
+	if cfg.Cluster.Key != "" {
+		return []byte(cfg.Cluster.Key)
 	}
 	return cfg.Protocol.StateKey
 }

@@ -41,7 +41,7 @@ type Cluster struct {
 	// that every replica opens what another sealed (at least MinStateKeyBytes
 	// bytes). Empty when absent: [protocol] state_key_file must then be set,
 	// and Protocol.StateKey is used.
-	Key []byte
+	Key string
 }
 
 // Defaults of [cluster].
@@ -92,7 +92,7 @@ func (d *decoder) cluster(root *table) Cluster {
 		if len(key) < MinStateKeyBytes {
 			t.errorf("key", `the key is %d bytes long; it must be at least %d, the same on every replica: write key = "${file:cluster.key}" with the output of `+"`openssl rand -base64 32`"+` in that file`, len(key), MinStateKeyBytes)
 		} else {
-			c.Key = []byte(key)
+			c.Key = key
 			d.recordSecret(key, "[cluster] key")
 		}
 	}

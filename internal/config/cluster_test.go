@@ -19,13 +19,13 @@ func TestCluster(t *testing.T) {
 	}{
 		{name: "off by default", doc: ""},
 		{name: "defaults", doc: "[cluster]\nredis = \"redis://127.0.0.1:6379/0\"\nkey = \"0123456789abcdef0123456789abcdef\"\n",
-			want: Cluster{Redis: "redis://127.0.0.1:6379/0", KeyPrefix: DefaultKeyPrefix, Timeout: DefaultClusterTimeout, Key: []byte(testClusterKey)}},
+			want: Cluster{Redis: "redis://127.0.0.1:6379/0", KeyPrefix: DefaultKeyPrefix, Timeout: DefaultClusterTimeout, Key: testClusterKey}},
 		{name: "every key", doc: "[cluster]\nredis = \"rediss://redis.internal:6380/2\"\nkey_prefix = \"mf:prod:\"\non_error = \"open\"\ntimeout = \"1s\"\nkey = \"0123456789abcdef0123456789abcdef\"\n",
-			want: Cluster{Redis: "rediss://redis.internal:6380/2", KeyPrefix: "mf:prod:", FailOpen: true, Timeout: 1e9, Key: []byte(testClusterKey)}},
+			want: Cluster{Redis: "rediss://redis.internal:6380/2", KeyPrefix: "mf:prod:", FailOpen: true, Timeout: 1e9, Key: testClusterKey}},
 		{name: "closed", doc: "[cluster]\nredis = \"redis://h:1/0\"\non_error = \"closed\"\nkey = \"0123456789abcdef0123456789abcdef\"\n",
-			want: Cluster{Redis: "redis://h:1/0", KeyPrefix: DefaultKeyPrefix, Timeout: DefaultClusterTimeout, Key: []byte(testClusterKey)}},
+			want: Cluster{Redis: "redis://h:1/0", KeyPrefix: DefaultKeyPrefix, Timeout: DefaultClusterTimeout, Key: testClusterKey}},
 		{name: "from the environment", doc: "[cluster]\nredis = \"${env:REDIS_URL}\"\nkey = \"0123456789abcdef0123456789abcdef\"\n", env: map[string]string{"REDIS_URL": "redis://:s3cret-pass-word@h:6379/0"},
-			want: Cluster{Redis: "redis://:s3cret-pass-word@h:6379/0", KeyPrefix: DefaultKeyPrefix, Timeout: DefaultClusterTimeout, Key: []byte(testClusterKey)}},
+			want: Cluster{Redis: "redis://:s3cret-pass-word@h:6379/0", KeyPrefix: DefaultKeyPrefix, Timeout: DefaultClusterTimeout, Key: testClusterKey}},
 		{name: "no redis", doc: "[cluster]\non_error = \"open\"\n",
 			err: `proxy.toml:1:2: cluster: [cluster] needs redis = "redis://HOST:PORT/DB"; without it, remove [cluster] and each process counts alone`},
 		{name: "bad scheme", doc: "[cluster]\nredis = \"http://h:6379\"\n",
@@ -57,7 +57,7 @@ func TestCluster(t *testing.T) {
 			if diff := cmp.Diff(tt.want, cfg.Cluster); diff != "" {
 				t.Errorf("Cluster (-want +got):\n%s", diff)
 			}
-			if cfg.Cluster.Key != nil && !strings.Contains(strings.Join(cfg.Secrets, " "), testClusterKey) {
+			if cfg.Cluster.Key != "" && !strings.Contains(strings.Join(cfg.Secrets, " "), testClusterKey) {
 				t.Errorf("the [cluster] key is not among the config's secrets %q", cfg.Secrets)
 			}
 			if tt.env != nil && !strings.Contains(strings.Join(cfg.Secrets, " "), "s3cret-pass-word") {
