@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -156,7 +155,7 @@ func TestClusterReloadNeedsRestart(t *testing.T) {
 	// A Redis on a port nothing listens on: the outage is logged, not fatal.
 	redis := "redis://" + freePort(t) + "/0"
 	cluster := func(prefix string) string {
-		return "\n[cluster]\nredis = " + tomlStr(redis) + "\nkey_prefix = " + tomlStr(prefix) + "\n"
+		return "\n[cluster]\nredis = " + tomlStr(redis) + "\nkey_prefix = " + tomlStr(prefix) + "\nkey = " + tomlStr(clusterKey) + "\n"
 	}
 	body := fixture("alpha", nil) + cluster("e2e:")
 	cfg := writeConfig(t, body)
@@ -166,7 +165,7 @@ func TestClusterReloadNeedsRestart(t *testing.T) {
 	listTools(ctx, t, cs)
 
 	status := func() string {
-		out, _ := exec.CommandContext(ctx, manifoldBin, "status", "--config", cfg).Output()
+		out, _ := commandContext(ctx, manifoldBin, "status", "--config", cfg).Output()
 		return string(out)
 	}
 	waitFor(t, 10*time.Second, "the instance in manifold status", func() bool {
