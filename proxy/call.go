@@ -98,12 +98,8 @@ func (s *Server) callTool(ctx context.Context, ss *mcp.ServerSession, name strin
 		raw json.RawMessage
 		err error
 	}
-	ch := make(chan result, 1)
-	// On a goroutine of its own: a call may answer its request before
-	// startCall returns (a modern client's call that waits for input, such
-	// as a person's approval, answers with input_required and goes on when
-	// the client retries).
-	go s.startCall(ctx, ss, name, fields, func(raw json.RawMessage, err error) { ch <- result{raw, err} })
+	ch := make(chan result, 1) // a call may answer before startCall returns
+	s.startCall(ctx, ss, name, fields, func(raw json.RawMessage, err error) { ch <- result{raw, err} })
 	r := <-ch
 	return r.raw, r.err
 }
@@ -113,7 +109,51 @@ func (s *Server) callTool(ctx context.Context, ss *mcp.ServerSession, name strin
 // completion (result rewriting, audit, finish) runs on the goroutine that
 // reads the server's output, so no goroutine waits per call (ARCHITECTURE §3
 // "The hot path is lean"); finish must not block for long.
+//
+// startCall does not wait on its caller's goroutine: a call is routed,
+// decided and written to its server there (for stdio, by the goroutine that
+// reads the client, with no hand-off per call), and what may wait (the
+// initial start, the search surface, a lazy start, a process of its own, a
+// shared limit on Redis, a person's approval, a client's retry) goes on on a
+// goroutine of its own (mayWait). finish may be called before startCall
+// returns.
 func (s *Server) startCall(ctx context.Context, ss *mcp.ServerSession, name string, fields map[string]json.RawMessage, finish func(json.RawMessage, error)) {
+	select {
+	case <-s.ready:
+		if !slices.Contains(metaTools, name) || ctx.Value(innerCallKey{}) != nil {
+			s.routeCall(ctx, ss, name, fields, finish)
+			return
+		}
+	default:
+	}
+	go s.routeCall(ctx, ss, name, fields, finish)
+}
+
+// mayWait reports whether the rest of a call of a visible tool, decided d on
+// backend b, may wait for something else than writing to its server: then
+// it does not run on the caller's goroutine (startCall).
+func (s *Server) mayWait(b *backend, d policy.Decision, re reqEra, fields map[string]json.RawMessage) bool {
+	if b == nil || d.Confirm || b.cfg.PerIdentity || b.cfg.PerSession {
+		return true // a person's approval, a connection or process of its own
+	}
+	if _, retry := fields["requestState"]; retry && re.modern {
+		return true // a parked call may be resumed
+	}
+	if !d.Limits.Rate.IsZero() && s.opts.RateStore != nil {
+		return true // a round trip to the shared store
+	}
+	if _, local := s.ledger.(*memoryLedger); len(d.Limits.Budgets) > 0 && !local {
+		return true
+	}
+	st, up, _ := b.snapshot()
+	if st != stateUp || up == nil {
+		return true // a lazy server starts first
+	}
+	return re.modern && !up.Modern() // parked on a legacy server (mrtr.go)
+}
+
+// routeCall is startCall on the goroutine it runs on.
+func (s *Server) routeCall(ctx context.Context, ss *mcp.ServerSession, name string, fields map[string]json.RawMessage, finish func(json.RawMessage, error)) {
 	var settled atomic.Bool // settle masked the result already
 	finish = s.maskingFinish(finish, settled.Load)
 	if s.tracer != nil {
@@ -211,244 +251,250 @@ func (s *Server) startCall(ctx context.Context, ss *mcp.ServerSession, name stri
 		meta = fields["_meta"]
 	}
 	re := callEra(ss, meta)
-	if !re.modern {
-		// Only a modern client retries with input; a legacy client's
-		// fields of that name are not the proxy's to pass on raw.
-		delete(fields, "requestState")
-		delete(fields, "inputResponses")
-	} else if _, retry := fields["requestState"]; retry && s.resumeCall(ctx, ss, re, name, e.Server, fields, finish) {
-		return
-	}
-	if outcome, text := s.refuseGuarded(ctx, name, d, fields["arguments"], id, time.Now()); outcome != "" {
-		rec.Outcome = outcome
-		done(toolError("%s", text), nil)
-		return
-	}
-	b := c.gen.byName[e.Server]
-	s.ensureUp(ctx, b)
-	st, up, _ := b.snapshot()
-	if st != stateUp || up == nil {
-		rec.Outcome = "unavailable"
-		done(toolError("%s", b.unavailable()), nil)
-		return
-	}
-	var fixed *mcp.ServerSession // the session whose own process runs the call
-	if b.cfg.PerIdentity {       // the caller's own credential (identityconn.go)
-		own, err := s.identityUpstream(ctx, b)
-		var ae *upstream.AuthError
-		switch {
-		case errors.As(err, &ae):
-			rec.Outcome = "unauthorized"
-			done(toolError("%v; nothing was executed", ae), nil)
+	// The rest runs on the caller's goroutine (for stdio, the one that reads
+	// the client: no hand-off per call) unless it may wait (mayWait).
+	send := func() {
+		if !re.modern {
+			// Only a modern client retries with input; a legacy client's
+			// fields of that name are not the proxy's to pass on raw.
+			delete(fields, "requestState")
+			delete(fields, "inputResponses")
+		} else if _, retry := fields["requestState"]; retry && s.resumeCall(ctx, ss, re, name, e.Server, fields, finish) {
 			return
-		case err != nil:
+		}
+		if outcome, text := s.refuseGuarded(ctx, name, d, fields["arguments"], id, time.Now()); outcome != "" {
+			rec.Outcome = outcome
+			done(toolError("%s", text), nil)
+			return
+		}
+		b := c.gen.byName[e.Server]
+		s.ensureUp(ctx, b)
+		st, up, _ := b.snapshot()
+		if st != stateUp || up == nil {
 			rec.Outcome = "unavailable"
-			done(toolError("upstream %q could not connect with this caller's credential: %v; nothing was executed", b.name, err), nil)
+			done(toolError("%s", b.unavailable()), nil)
 			return
 		}
-		up = own
-	} else if iso, err := s.sessionUpstream(ctx, b, ss); err != nil {
-		rec.Outcome = "unavailable"
-		done(toolError("upstream %q could not start a process for this client: %v; nothing was executed", b.name, err), nil)
-		return
-	} else if iso != nil {
-		up, fixed = iso, ss
-	}
-	if r := d.Limits.Rate; !r.IsZero() {
-		wait, err := s.takeRate(ctx, rateKey(name, d.Limits, id), r)
-		if err != nil {
-			rec.Outcome = "rate limit unchecked"
-			done(toolError("rate limit: %s allows %s (%s), and the count shared by the replicas could not be checked (%v); nothing was executed. Retry in a few seconds; if it persists, the operator should check the [cluster] Redis",
-				name, r, d.Limits.RateSource, err), nil)
-			return
-		}
-		if wait > 0 {
-			rec.Outcome = "rate limited"
-			done(toolError("rate limit: %s allows %s (%s); nothing was executed. Retry in %s",
-				name, r, d.Limits.RateSource, (wait+time.Millisecond).Round(time.Second/10)), nil)
-			return
-		}
-	}
-
-	timeout := b.cfg.CallTimeout
-	if t := d.Limits.CallTimeout; t > 0 && t < timeout {
-		timeout = t
-	}
-	ttl := s.opts.StateTTL
-	if ttl <= 0 || ttl > timeout {
-		ttl = timeout
-	}
-	bind := era.Binding{Method: "tools/call", Name: name, Upstream: b.name, Principal: s.principal(ss, re)}
-	callCtx := ctx // the call's own context: ctx, or a bridged call's, which outlives each of its requests
-	if d.Confirm {
-		// A person approves the exact call first (confirm.go); a modern
-		// client is asked through a parked call, as for a server's input.
-		if re.modern {
-			var err error
-			if callCtx, pc, err = s.newParked(ctx, bind, re.caps, max(ttl, s.confirmTTL()), finish); err != nil {
-				done(nil, err)
-				return
-			}
-			finish = pc.finish
-		}
-		if !s.confirmCall(callCtx, ss, re, b.name, name, e.Original, d, fields, &rec, done) {
-			return
-		}
-	}
-	if re.modern && ss != nil && !up.Modern() {
-		if pc == nil {
-			var err error
-			if callCtx, pc, err = s.newParked(ctx, bind, re.caps, ttl, finish); err != nil {
-				done(nil, err)
-				return
-			}
-			finish = pc.finish
-		}
-		if fixed == nil && s.perCall(b, ss, up) {
-			// No session to tie the server's requests to: a process
-			// for this call alone, stopped when it ends.
-			one, err := s.callUpstream(b, ss)
-			if err != nil {
-				rec.Outcome = "unavailable"
-				done(toolError("upstream %q could not start a process for this call: %v; nothing was executed", b.name, err), nil)
-				return
-			}
-			cleanups = append(cleanups, func() { go func() { _ = one.Close() }() })
-			up, fixed = one, ss
-		}
-	}
-
-	var err error
-	if fields["name"], err = json.Marshal(e.Original); err != nil {
-		done(nil, err)
-		return
-	}
-	if re.modern {
-		// The era's own keys describe this request, not the upstream's.
-		stripEraMeta(fields)
-	}
-	if up.Modern() {
-		// A modern server sees the capabilities of the client that asks.
-		if fields["_meta"], err = declareCaps(fields["_meta"], upstreamCaps(re.caps, b)); err != nil {
-			done(nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid _meta: %v", err)})
-			return
-		}
-	}
-	if meta, ok := fields["_meta"]; ok {
-		var release func()
-		var route string
-		if fields["_meta"], route, release, err = s.progress.mapToken(callCtx, ss, meta, b, fixed); err != nil {
-			done(nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid _meta: %v", err)})
-			return
-		}
-		cleanups = append(cleanups, release)
-		if pc != nil {
-			pc.setProgressRoute(route)
-		}
-	}
-	traceCtx := callCtx // with the upstream call's span, when traced
-	if s.tracer != nil {
-		var meta json.RawMessage
-		// callCtx is ctx, or a bridged call's context, which outlives the
-		// request but keeps its values, the request's span among them.
-		if traceCtx, meta, upSpan, err = s.traceUpstream(callCtx, "tools/call", e.Original, b.name, fields["_meta"]); err != nil {
-			done(nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid _meta: %v", err)})
-			return
-		} else if meta != nil {
-			fields["_meta"] = meta
-		}
-	}
-	params, err := json.Marshal(fields)
-	if err != nil {
-		done(nil, err)
-		return
-	}
-
-	cctx, cancel := context.WithTimeout(traceCtx, timeout)
-	cleanups = append(cleanups, cancel, b.enter(callCtx, ss))
-	var onResult, settle func(json.RawMessage, error)
-	onResult = func(raw json.RawMessage, err error) {
-		if err != nil || re.modern || ss == nil || !bytes.Contains(raw, markInputRequired) {
-			settle(raw, err)
-			return
-		}
-		// A modern server may ask a legacy client (cell 4): ask the client,
-		// then call again with its answers. The client may take a person's
-		// time: not on the goroutine that reads the server's output.
-		go func() {
-			next, final := s.inputRound(cctx, ss, b, re, raw, fields, &rounds)
+		var fixed *mcp.ServerSession // the session whose own process runs the call
+		if b.cfg.PerIdentity {       // the caller's own credential (identityconn.go)
+			own, err := s.identityUpstream(ctx, b)
+			var ae *upstream.AuthError
 			switch {
-			case final:
-				settle(raw, nil)
-			case next.err != nil:
-				settle(nil, next.err)
-			case next.raw != nil:
-				up.CallToolRawAsync(cctx, next.raw, onResult)
-			default:
-				rec.Outcome = "input rounds exceeded"
-				done(toolError("upstream %q asked for input more than %d times in one call of %q (max_input_rounds); the call was stopped and may have partly run. Retry, or raise max_input_rounds in [protocol]",
-					b.name, s.maxInputRounds(), e.Original), nil)
-			}
-		}()
-	}
-	settle = func(raw json.RawMessage, err error) {
-		if err != nil {
-			var rpcErr *jsonrpc.Error
-			var authErr *upstream.AuthError
-			switch {
-			case errors.As(err, &authErr): // a 401 no refresh cured: say how to authorize
+			case errors.As(err, &ae):
 				rec.Outcome = "unauthorized"
-				b.forgetIdentity(ctx, err)
-				done(toolError("%v; nothing was executed", authErr), nil)
-			case errors.As(err, &rpcErr):
-				done(nil, rpcErr)
-			case callCtx.Err() != nil:
-				rec.Outcome = "cancelled"
-				done(nil, callCtx.Err())
-			case errors.Is(err, context.DeadlineExceeded):
-				rec.Outcome = "timeout"
-				done(toolError("upstream %q did not answer %q within %s; the call was cancelled upstream and may have partly run. Retry with smaller input, or raise call_timeout for this server",
-					b.name, e.Original, timeout), nil)
-			case errors.Is(err, upstream.ErrClosed):
-				rec.Outcome = "upstream exited"
-				done(toolError("upstream %q exited while running %q (after %s) and is being restarted; the call may or may not have taken effect, so check before retrying (%v)",
-					b.name, e.Original, time.Since(start).Round(time.Millisecond), err), nil)
-			default:
-				rec.Outcome = "error"
-				done(toolError("upstream %q failed to run %q: %v", b.name, e.Original, err), nil)
+				done(toolError("%v; nothing was executed", ae), nil)
+				return
+			case err != nil:
+				rec.Outcome = "unavailable"
+				done(toolError("upstream %q could not connect with this caller's credential: %v; nothing was executed", b.name, err), nil)
+				return
 			}
+			up = own
+		} else if iso, err := s.sessionUpstream(ctx, b, ss); err != nil {
+			rec.Outcome = "unavailable"
+			done(toolError("upstream %q could not start a process for this client: %v; nothing was executed", b.name, err), nil)
 			return
+		} else if iso != nil {
+			up, fixed = iso, ss
 		}
-		// Secrets first: spend counting and labels never see one
-		// (mask.go).
-		raw = s.maskRaw(raw)
-		settled.Store(true)
-		if len(d.Limits.Budgets) > 0 {
-			rec.Spend = s.countSpend(context.WithoutCancel(cctx), b, name, d, raw, id, time.Now())
-		}
-		if naming.MayContainURIs(raw) {
-			raw = c.filterResultResources(b.name, raw, who)
-		}
-		if ss != nil {
-			raw = adaptCallResult(raw, sessionVersion(ss))
-		}
-		if d.Label { // after adapting: the text made of structuredContent for an old client is the server's too
-			raw = s.labels.labelResult(raw, b.name, name)
-		}
-		if capped, cut := capResult(raw, d.Limits.MaxResultBytes, d); cut {
-			raw = capped
-			rec.Outcome = "ok, cut to max_result_bytes"
-		}
-		if re.modern && bytes.Contains(raw, markRequestState) {
-			if raw, err = s.wrapState(raw, bind, ttl); err != nil {
-				rec.Outcome = "error"
-				done(nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()})
+		if r := d.Limits.Rate; !r.IsZero() {
+			wait, err := s.takeRate(ctx, rateKey(name, d.Limits, id), r)
+			if err != nil {
+				rec.Outcome = "rate limit unchecked"
+				done(toolError("rate limit: %s allows %s (%s), and the count shared by the replicas could not be checked (%v); nothing was executed. Retry in a few seconds; if it persists, the operator should check the [cluster] Redis",
+					name, r, d.Limits.RateSource, err), nil)
+				return
+			}
+			if wait > 0 {
+				rec.Outcome = "rate limited"
+				done(toolError("rate limit: %s allows %s (%s); nothing was executed. Retry in %s",
+					name, r, d.Limits.RateSource, (wait+time.Millisecond).Round(time.Second/10)), nil)
 				return
 			}
 		}
-		done(raw, nil)
+
+		timeout := b.cfg.CallTimeout
+		if t := d.Limits.CallTimeout; t > 0 && t < timeout {
+			timeout = t
+		}
+		ttl := s.opts.StateTTL
+		if ttl <= 0 || ttl > timeout {
+			ttl = timeout
+		}
+		bind := era.Binding{Method: "tools/call", Name: name, Upstream: b.name, Principal: s.principal(ss, re)}
+		callCtx := ctx // the call's own context: ctx, or a bridged call's, which outlives each of its requests
+		if d.Confirm {
+			// A person approves the exact call first (confirm.go); a modern
+			// client is asked through a parked call, as for a server's input.
+			if re.modern {
+				var err error
+				if callCtx, pc, err = s.newParked(ctx, bind, re.caps, max(ttl, s.confirmTTL()), finish); err != nil {
+					done(nil, err)
+					return
+				}
+				finish = pc.finish
+			}
+			if !s.confirmCall(callCtx, ss, re, b.name, name, e.Original, d, fields, &rec, done) {
+				return
+			}
+		}
+		if re.modern && ss != nil && !up.Modern() {
+			if pc == nil {
+				var err error
+				if callCtx, pc, err = s.newParked(ctx, bind, re.caps, ttl, finish); err != nil {
+					done(nil, err)
+					return
+				}
+				finish = pc.finish
+			}
+			if fixed == nil && s.perCall(b, ss, up) {
+				// No session to tie the server's requests to: a process
+				// for this call alone, stopped when it ends.
+				one, err := s.callUpstream(b, ss)
+				if err != nil {
+					rec.Outcome = "unavailable"
+					done(toolError("upstream %q could not start a process for this call: %v; nothing was executed", b.name, err), nil)
+					return
+				}
+				cleanups = append(cleanups, func() { go func() { _ = one.Close() }() })
+				up, fixed = one, ss
+			}
+		}
+
+		var err error
+		fields["name"] = appendJSONString(nil, e.Original)
+		if re.modern {
+			// The era's own keys describe this request, not the upstream's.
+			stripEraMeta(fields)
+		}
+		if up.Modern() {
+			// A modern server sees the capabilities of the client that asks.
+			if fields["_meta"], err = declareCaps(fields["_meta"], upstreamCaps(re.caps, b)); err != nil {
+				done(nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid _meta: %v", err)})
+				return
+			}
+		}
+		if meta, ok := fields["_meta"]; ok {
+			var release func()
+			var route string
+			if fields["_meta"], route, release, err = s.progress.mapToken(callCtx, ss, meta, b, fixed); err != nil {
+				done(nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid _meta: %v", err)})
+				return
+			}
+			cleanups = append(cleanups, release)
+			if pc != nil {
+				pc.setProgressRoute(route)
+			}
+		}
+		traceCtx := callCtx // with the upstream call's span, when traced
+		if s.tracer != nil {
+			var meta json.RawMessage
+			// callCtx is ctx, or a bridged call's context, which outlives the
+			// request but keeps its values, the request's span among them.
+			if traceCtx, meta, upSpan, err = s.traceUpstream(callCtx, "tools/call", e.Original, b.name, fields["_meta"]); err != nil {
+				done(nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid _meta: %v", err)})
+				return
+			} else if meta != nil {
+				fields["_meta"] = meta
+			}
+		}
+		params := joinParams(fields)
+
+		cctx, cancel := context.WithTimeout(traceCtx, timeout)
+		cleanups = append(cleanups, cancel, b.enter(callCtx, ss))
+		var onResult, settle func(json.RawMessage, error)
+		onResult = func(raw json.RawMessage, err error) {
+			if err != nil || re.modern || ss == nil || !bytes.Contains(raw, markInputRequired) {
+				settle(raw, err)
+				return
+			}
+			// A modern server may ask a legacy client (cell 4): ask the client,
+			// then call again with its answers. The client may take a person's
+			// time: not on the goroutine that reads the server's output.
+			go func() {
+				next, final := s.inputRound(cctx, ss, b, re, raw, fields, &rounds)
+				switch {
+				case final:
+					settle(raw, nil)
+				case next.err != nil:
+					settle(nil, next.err)
+				case next.raw != nil:
+					up.CallToolRawAsync(cctx, next.raw, onResult)
+				default:
+					rec.Outcome = "input rounds exceeded"
+					done(toolError("upstream %q asked for input more than %d times in one call of %q (max_input_rounds); the call was stopped and may have partly run. Retry, or raise max_input_rounds in [protocol]",
+						b.name, s.maxInputRounds(), e.Original), nil)
+				}
+			}()
+		}
+		settle = func(raw json.RawMessage, err error) {
+			if err != nil {
+				var rpcErr *jsonrpc.Error
+				var authErr *upstream.AuthError
+				switch {
+				case errors.As(err, &authErr): // a 401 no refresh cured: say how to authorize
+					rec.Outcome = "unauthorized"
+					b.forgetIdentity(ctx, err)
+					done(toolError("%v; nothing was executed", authErr), nil)
+				case errors.As(err, &rpcErr):
+					done(nil, rpcErr)
+				case callCtx.Err() != nil:
+					rec.Outcome = "cancelled"
+					done(nil, callCtx.Err())
+				case errors.Is(err, context.DeadlineExceeded):
+					rec.Outcome = "timeout"
+					done(toolError("upstream %q did not answer %q within %s; the call was cancelled upstream and may have partly run. Retry with smaller input, or raise call_timeout for this server",
+						b.name, e.Original, timeout), nil)
+				case errors.Is(err, upstream.ErrNotReading):
+					rec.Outcome = "not reading"
+					done(toolError("upstream %q is not reading its input (it may be stuck): %q was not sent, nothing was executed. Retry later; if it persists, the server needs a restart",
+						b.name, e.Original), nil)
+				case errors.Is(err, upstream.ErrClosed):
+					rec.Outcome = "upstream exited"
+					done(toolError("upstream %q exited while running %q (after %s) and is being restarted; the call may or may not have taken effect, so check before retrying (%v)",
+						b.name, e.Original, time.Since(start).Round(time.Millisecond), err), nil)
+				default:
+					rec.Outcome = "error"
+					done(toolError("upstream %q failed to run %q: %v", b.name, e.Original, err), nil)
+				}
+				return
+			}
+			// Secrets first: spend counting and labels never see one
+			// (mask.go).
+			raw = s.maskRaw(raw)
+			settled.Store(true)
+			if len(d.Limits.Budgets) > 0 {
+				rec.Spend = s.countSpend(context.WithoutCancel(cctx), b, name, d, raw, id, time.Now())
+			}
+			if naming.MayContainURIs(raw) {
+				raw = c.filterResultResources(b.name, raw, who)
+			}
+			if ss != nil {
+				raw = adaptCallResult(raw, sessionVersion(ss))
+			}
+			if d.Label { // after adapting: the text made of structuredContent for an old client is the server's too
+				raw = s.labels.labelResult(raw, b.name, name)
+			}
+			if capped, cut := capResult(raw, d.Limits.MaxResultBytes, d); cut {
+				raw = capped
+				rec.Outcome = "ok, cut to max_result_bytes"
+			}
+			if re.modern && bytes.Contains(raw, markRequestState) {
+				if raw, err = s.wrapState(raw, bind, ttl); err != nil {
+					rec.Outcome = "error"
+					done(nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()})
+					return
+				}
+			}
+			done(raw, nil)
+		}
+		up.CallToolRawAsync(cctx, params, onResult)
 	}
-	up.CallToolRawAsync(cctx, params, onResult)
+	if s.mayWait(c.gen.byName[e.Server], d, re, fields) {
+		go send()
+		return
+	}
+	send()
 }
 
 var (

@@ -396,15 +396,13 @@ func (l *lean) divert(ctx context.Context, f frame) bool {
 			return false
 		}
 		id := json.RawMessage(bytes.Clone(f.id))
-		fields := make(map[string]json.RawMessage, 3)
-		if len(f.params) > 0 && string(f.params) != "null" {
-			if err := json.Unmarshal(f.params, &fields); err != nil {
-				l.writeError(id, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid tools/call params: %v", err)})
-				return true
-			}
+		fields, err := splitParams(f.params)
+		if err != nil {
+			l.writeError(id, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid tools/call params: %v", err)})
+			return true
 		}
-		var name string
-		if err := json.Unmarshal(fields["name"], &name); err != nil || name == "" {
+		name, ok := rawString(fields["name"])
+		if !ok || name == "" {
 			l.writeError(id, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call needs a tool name in params.name"})
 			return true
 		}
@@ -428,11 +426,11 @@ func (l *lean) divert(ctx context.Context, f frame) bool {
 		l.inflight[key] = cancel
 		l.mu.Unlock()
 		l.calls.Add(1)
-		// The call is routed and sent on a goroutine of its own (a lazy
-		// server may have to start first); its answer is written by
-		// whoever completes it, for a child process the goroutine that
-		// reads the server's output.
-		go l.s.startCall(cctx, l.ss, name, fields, func(raw json.RawMessage, err error) {
+		// The call is routed and sent on this goroutine unless it may
+		// wait (startCall); its answer is written by whoever completes
+		// it, for a child process the goroutine that reads the server's
+		// output.
+		l.s.startCall(cctx, l.ss, name, fields, func(raw json.RawMessage, err error) {
 			defer l.calls.Done()
 			l.mu.Lock()
 			delete(l.inflight, key)

@@ -55,7 +55,11 @@ type child struct {
 	stdoutR     *os.File
 	stderrR     *os.File
 
-	wmu sync.Mutex // serialises frames written to stdin
+	wmu      sync.Mutex // serialises frames written to stdin
+	queue    [][]byte   // guarded by wmu; what the pipe did not take yet, in order
+	queued   int        // guarded by wmu; the bytes in queue
+	flushing bool       // guarded by wmu; flush owns the queue
+	werr     error      // guarded by wmu; the error that ended writing
 
 	smu  sync.Mutex
 	sent map[string]struct{} // guarded by smu; ids of the SDK's requests not yet answered
@@ -488,11 +492,95 @@ func (c *child) closeStdin() {
 	})
 }
 
-// write sends one frame (which ends in '\n') to the child's stdin.
+// write sends one frame (which ends in '\n') to the child's stdin without
+// waiting for the child to read it: a caller is never held by a server that
+// does not read (for stdio, the goroutine that reads the client sends calls,
+// startCall in package proxy). What the pipe does not take at once is queued
+// and written in order by flush; a server that leaves more than
+// maxQueued(c.max) bytes unread gets no more frames, and the write fails.
 func (c *child) write(frame []byte) (int, error) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	return c.stdin.Write(frame)
+	switch {
+	case c.werr != nil:
+		return 0, c.werr
+	case c.flushing:
+		if c.queued+len(frame) > maxQueued(c.max) {
+			return 0, fmt.Errorf("upstream %q: %w (%d bytes are waiting); nothing was sent", c.name, ErrNotReading, c.queued)
+		}
+		c.queue = append(c.queue, bytes.Clone(frame))
+		c.queued += len(frame)
+		return len(frame), nil
+	}
+	n, err := writeNow(c.stdin, frame)
+	if err != nil {
+		c.werr = err
+		return n, err
+	}
+	if n < len(frame) {
+		c.queue = append(c.queue, bytes.Clone(frame[n:]))
+		c.queued, c.flushing = len(frame)-n, true
+		go c.flush()
+	}
+	return len(frame), nil
+}
+
+// maxQueued bounds what write queues for a server that does not read: two
+// of the largest messages, and at least 1 MiB.
+func maxQueued(maxMsg int) int { return max(2*maxMsg, 1<<20) }
+
+// flush writes the queue to stdin, waiting for the child to read, until the
+// queue is empty or writing fails (stdin closed: the child is stopping).
+func (c *child) flush() {
+	for {
+		c.wmu.Lock()
+		if len(c.queue) == 0 || c.werr != nil {
+			c.queue, c.queued, c.flushing = nil, 0, false
+			c.wmu.Unlock()
+			return
+		}
+		b := c.queue[0]
+		c.queue[0] = nil
+		c.queue = c.queue[1:]
+		c.queued -= len(b)
+		c.wmu.Unlock()
+		if _, err := c.stdin.Write(b); err != nil {
+			c.wmu.Lock()
+			c.werr = err
+			c.wmu.Unlock()
+		}
+	}
+}
+
+// writeNow writes what the pipe f takes of b without waiting, and returns
+// how much that was.
+func writeNow(f *os.File, b []byte) (int, error) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	var werr error
+	err = rc.Write(func(fd uintptr) bool {
+		for n < len(b) {
+			k, err := syscall.Write(int(fd), b[n:])
+			switch {
+			case err == syscall.EINTR:
+				continue
+			case err == syscall.EAGAIN:
+				return true // full: the rest is queued
+			case err != nil:
+				werr = err
+				return true
+			}
+			n += k
+		}
+		return true
+	})
+	if err == nil {
+		err = werr
+	}
+	return n, err
 }
 
 // stdinWriter is the SDK's side of the child's stdin. The SDK writes one
@@ -940,6 +1028,10 @@ func (c *child) callToolAsync(ctx context.Context, params json.RawMessage, done 
 		framePool.Put(bp)
 	}
 	if err != nil && c.forget(id) {
+		if errors.Is(err, ErrNotReading) {
+			finish(reply{err: err})
+			return
+		}
 		c.pmu.Lock()
 		ended := c.ended
 		c.pmu.Unlock()

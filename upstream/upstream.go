@@ -30,6 +30,11 @@ import (
 // ErrClosed is returned by calls on an upstream whose connection has ended.
 var ErrClosed = errors.New("upstream connection closed")
 
+// ErrNotReading is returned for a request to a server process that has left
+// more than twice its largest message unread on its input: it gets no more
+// until it reads.
+var ErrNotReading = errors.New("the server is not reading its input")
+
 // protocolVersion pins every upstream connection (see go-sdk-notes §0.1).
 const protocolVersion = "2025-11-25"
 
