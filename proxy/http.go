@@ -257,6 +257,7 @@ type mcpEndpoint struct {
 	buffered  *semaphore.Weighted // bytes of request bodies held, at most opts.MaxBufferedBytes
 	modern    *semaphore.Weighted // 2026-07-28 requests being served
 	listens   *semaphore.Weighted // open subscriptions/listen streams
+	lean      leanCalls           // tools/call served without the SDK (httpcall.go)
 }
 
 // modernRequestsPerSession sizes the cap on 2026-07-28 requests served at
@@ -314,6 +315,9 @@ func (m *mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		defer release()
+		if m.serveLean(w, r, e, r.Body.(*heldBody).data) {
+			return
+		}
 	}
 	if r.Method == http.MethodDelete {
 		// The client ends its session: its calls in flight are cancelled
