@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -215,7 +216,7 @@ func (s *Server) newMCPEndpoint(opts HTTPOptions) *mcpEndpoint {
 	if sessions.store != nil {
 		s.server.AddReceivingMiddleware(sessions.initializeMiddleware) // httpsession.go
 	}
-	return &mcpEndpoint{
+	m := &mcpEndpoint{
 		s:         s,
 		opts:      opts,
 		sdk:       sdk,
@@ -226,6 +227,8 @@ func (s *Server) newMCPEndpoint(opts HTTPOptions) *mcpEndpoint {
 		modern:    semaphore.NewWeighted(int64(modernRequestsPerSession * opts.MaxSessions)),
 		listens:   semaphore.NewWeighted(int64(opts.MaxSessions)),
 	}
+	s.startAnswers(m) // answerrelay.go
+	return m
 }
 
 // checkHostOrigin refuses requests whose Host is not a loopback name or an
@@ -257,6 +260,8 @@ type mcpEndpoint struct {
 	buffered  *semaphore.Weighted // bytes of request bodies held, at most opts.MaxBufferedBytes
 	modern    *semaphore.Weighted // 2026-07-28 requests being served
 	listens   *semaphore.Weighted // open subscriptions/listen streams
+
+	answersDown atomic.Bool // the last answer for another replica could not be relayed (logged once)
 }
 
 // modernRequestsPerSession sizes the cap on 2026-07-28 requests served at
@@ -314,6 +319,9 @@ func (m *mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		defer release()
+		if m.relayAnswers(w, r, id) { // answerrelay.go: answers to questions of other replicas
+			return
+		}
 	}
 	if r.Method == http.MethodDelete {
 		// The client ends its session: its calls in flight are cancelled
@@ -339,7 +347,7 @@ func (m *mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	m.sdk.ServeHTTP(&retryWriter{ResponseWriter: w}, r)
+	m.sdk.ServeHTTP(&retryWriter{ResponseWriter: m.tagIDs(w)}, r)
 }
 
 // opensGETStream reports whether r opens (or resumes) a session's one GET
@@ -406,7 +414,7 @@ func (m *mcpEndpoint) serveNew(w http.ResponseWriter, r *http.Request) {
 			m.sessions.unreserve()
 		}
 	}()
-	m.sdk.ServeHTTP(&retryWriter{ResponseWriter: nw}, r)
+	m.sdk.ServeHTTP(&retryWriter{ResponseWriter: m.tagIDs(nw)}, r)
 }
 
 // serveModern serves a 2026-07-28 request (no session) on the stateless
