@@ -64,7 +64,7 @@ func tagID(replica string, raw []byte) []byte {
 // replica it names and the original id's raw JSON (a number or a string).
 // It returns false for any other id.
 func untagID(raw []byte) (replica string, orig []byte, ok bool) {
-	if len(raw) == 0 || raw[0] != '"' || len(raw) > 2*(len(answerIDPrefix)+64+maxTaggedID) {
+	if len(raw) == 0 || raw[0] != '"' || len(raw) > 2+6*(len(answerIDPrefix)+1+64+maxTaggedID) {
 		return "", nil, false
 	}
 	var s string
@@ -203,8 +203,8 @@ func tagRequests(p []byte, replica string) []byte {
 	return append(out, p[last:]...)
 }
 
-// relayedAnswer is a client's answer to a tagged request of another replica, its
-// id restored.
+// relayedAnswer is a client's answer to a tagged request of another
+// replica, its id restored.
 type relayedAnswer struct {
 	replica string
 	msg     []byte
