@@ -217,8 +217,8 @@ type relayedAnswer struct {
 // rest of the body (nil when nothing is left), body itself when no message
 // carries a tagged id. Ids not in the tagged form pass unchanged.
 func routeAnswers(body []byte, replica string) (rest []byte, others []relayedAnswer) {
-	if !bytes.Contains(body, []byte(answerIDPrefix)) {
-		return body, nil
+	if !bytes.Contains(body, []byte(answerIDPrefix)) && !bytes.Contains(body, []byte(`\u`)) {
+		return body, nil // no tagged id, even one written with escapes: most bodies
 	}
 	classify := func(msg []byte) (restored []byte, to string) {
 		if _, _, ok := memberSpan(msg, "method"); ok {

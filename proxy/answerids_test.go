@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -83,6 +84,8 @@ func TestRouteAnswers(t *testing.T) {
 			want: routed{Rest: `{"id":"q\"1\u00e9","error":{"code":1,"message":"no"}}`}},
 		{name: "mine, escaped in the client's encoding", in: `{"id":"mr.aaaa.` + `\u004dw","result":{}}`,
 			want: routed{Rest: `{"id":3,"result":{}}`}},
+		{name: "mine, every character escaped", in: `{"id":"` + escapeAll("mr.aaaa.Mw") + `","result":{}}`,
+			want: routed{Rest: `{"id":3,"result":{}}`}},
 		{name: "other's", in: `{"jsonrpc":"2.0","id":` + tagged(other, "5") + `,"result":{}}`,
 			want: routed{Others: map[string][]string{other: {`{"jsonrpc":"2.0","id":5,"result":{}}`}}}},
 		{name: "a request with a tagged id is the client's own", in: `{"id":` + tagged(other, "5") + `,"method":"tools/list"}`,
@@ -159,4 +162,13 @@ func TestIsAnswer(t *testing.T) {
 			t.Errorf("isAnswer(%s) = %v, want %v", in, got, want)
 		}
 	}
+}
+
+// escapeAll writes every character of s as a \uXXXX escape.
+func escapeAll(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		fmt.Fprintf(&b, `\u%04x`, r)
+	}
+	return b.String()
 }
