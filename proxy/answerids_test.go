@@ -172,3 +172,37 @@ func escapeAll(s string) string {
 	}
 	return b.String()
 }
+
+// FuzzAnswerIDs: on any input neither direction panics; on valid JSON both
+// keep it valid, and an id tagged for this replica comes back as written.
+func FuzzAnswerIDs(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":3,"method":"elicitation/create","params":{}}`,
+		`[{"id":"x","method":"roots/list"},{"id":1,"result":{}}]`,
+		`{"method":"notifications/cancelled","params":{"requestId":"a\"b"}}`,
+		`{"id":"mr.aaaa.Mw","result":{}}`,
+		`{"id":"mr.bbbb.Mw","error":{"code":1,"message":"x"}}`,
+		`{"id":{"method":1},"method":"x"}`,
+		`{"id`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		tagged := tagRequests(b, "aaaa")
+		rest, others := routeAnswers(b, "aaaa")
+		if !json.Valid(b) {
+			return
+		}
+		if !json.Valid(tagged) {
+			t.Fatalf("tagRequests(%s) = %s, not JSON", b, tagged)
+		}
+		if rest != nil && !json.Valid(rest) {
+			t.Fatalf("routeAnswers(%s) left %s, not JSON", b, rest)
+		}
+		for _, a := range others {
+			if !json.Valid(a.msg) {
+				t.Fatalf("routeAnswers(%s) relays %s, not JSON", b, a.msg)
+			}
+		}
+	})
+}
