@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -215,7 +216,7 @@ func (s *Server) newMCPEndpoint(opts HTTPOptions) *mcpEndpoint {
 	if sessions.store != nil {
 		s.server.AddReceivingMiddleware(sessions.initializeMiddleware) // httpsession.go
 	}
-	return &mcpEndpoint{
+	m := &mcpEndpoint{
 		s:         s,
 		opts:      opts,
 		sdk:       sdk,
@@ -226,6 +227,8 @@ func (s *Server) newMCPEndpoint(opts HTTPOptions) *mcpEndpoint {
 		modern:    semaphore.NewWeighted(int64(modernRequestsPerSession * opts.MaxSessions)),
 		listens:   semaphore.NewWeighted(int64(opts.MaxSessions)),
 	}
+	s.startAnswers(m) // answerrelay.go
+	return m
 }
 
 // checkHostOrigin refuses requests whose Host is not a loopback name or an
@@ -258,6 +261,8 @@ type mcpEndpoint struct {
 	modern    *semaphore.Weighted // 2026-07-28 requests being served
 	listens   *semaphore.Weighted // open subscriptions/listen streams
 	lean      leanCalls           // tools/call served without the SDK (httpcall.go)
+
+	answersDown atomic.Bool // the last answer for another replica could not be relayed (logged once)
 }
 
 // modernRequestsPerSession sizes the cap on 2026-07-28 requests served at
@@ -315,6 +320,9 @@ func (m *mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		defer release()
+		if m.relayAnswers(w, r, id) { // answerrelay.go: answers to questions of other replicas
+			return
+		}
 		if m.serveLean(w, r, e, r.Body.(*heldBody).data) {
 			return
 		}
@@ -343,7 +351,7 @@ func (m *mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	m.sdk.ServeHTTP(&retryWriter{ResponseWriter: w}, r)
+	m.sdk.ServeHTTP(&retryWriter{ResponseWriter: m.tagIDs(w)}, r)
 }
 
 // opensGETStream reports whether r opens (or resumes) a session's one GET
@@ -410,7 +418,7 @@ func (m *mcpEndpoint) serveNew(w http.ResponseWriter, r *http.Request) {
 			m.sessions.unreserve()
 		}
 	}()
-	m.sdk.ServeHTTP(&retryWriter{ResponseWriter: nw}, r)
+	m.sdk.ServeHTTP(&retryWriter{ResponseWriter: m.tagIDs(nw)}, r)
 }
 
 // serveModern serves a 2026-07-28 request (no session) on the stateless

@@ -201,6 +201,10 @@ type sessionRecord struct {
 	UID  int                   `json:"uid"`
 	User string                `json:"user,omitempty"`
 	Init *mcp.InitializeParams `json:"init"`
+	// Roots is Init's Capabilities.RootsV2, which the SDK's type leaves out
+	// of its JSON (it is written from the deprecated Roots, which cannot say
+	// "absent"): without it a session taken over would lose roots.
+	Roots *mcp.RootCapabilities `json:"roots,omitempty"` //lint:ignore SA1019 roots are part of the protocol versions the proxy serves
 }
 
 func (rec *sessionRecord) owner() peer {
@@ -220,6 +224,9 @@ func (h *httpSessions) share(e *httpSession) {
 		return
 	}
 	rec := sessionRecord{UID: e.owner.uid, User: e.owner.user, Init: init}
+	if init.Capabilities != nil {
+		rec.Roots = init.Capabilities.RootsV2 //lint:ignore SA1019 roots are part of the protocol versions the proxy serves
+	}
 	if e.owner.addr.IsValid() {
 		rec.Addr = e.owner.addr.String()
 	}
@@ -298,6 +305,9 @@ func (m *mcpEndpoint) crossReplica(r *http.Request, id string, owner peer, strea
 	if rec.owner() != owner {
 		return nil, otherOwner
 	}
+	if rec.Init.Capabilities != nil {
+		rec.Init.Capabilities.RootsV2 = rec.Roots //lint:ignore SA1019 roots are part of the protocol versions the proxy serves
+	}
 	if !h.reserve() {
 		return nil, tooManyAdopt
 	}
@@ -352,7 +362,7 @@ func (m *mcpEndpoint) serveAdopted(w http.ResponseWriter, r *http.Request, e *ht
 		_ = e.ss.Close()
 		w.WriteHeader(http.StatusNoContent)
 	case http.MethodGet, http.MethodPost:
-		e.tr.ServeHTTP(&retryWriter{ResponseWriter: w}, r)
+		e.tr.ServeHTTP(&retryWriter{ResponseWriter: m.tagIDs(w)}, r)
 	default:
 		w.Header().Set("Allow", "GET, POST, DELETE")
 		http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)

@@ -226,6 +226,12 @@ type Options struct {
 	// that any replica serves a session another created (httpsession.go).
 	// If nil, a session is known to the process that created it only.
 	Sessions SessionStore
+	// Answers carries a legacy HTTP client's answer to a server→client
+	// request to the replica that asked it, when the answer reaches another
+	// (answerrelay.go). If nil, such an answer is handed to this process's
+	// session as it came, and a question another replica asked is not
+	// answered.
+	Answers AnswerRelay
 }
 
 // Server is the aggregating MCP server.
@@ -272,6 +278,7 @@ type Server struct {
 	bridge       bridges                      // sealed states and parked calls (mrtr.go)
 	approvals    approvals                    // approvals waiting for approve-call (confirm.go)
 	pages        atomic.Pointer[confirmPages] // URL-mode approval pages, when serving HTTP (confirmpage.go)
+	answerTo     atomic.Pointer[mcpEndpoint]  // receives the answers other replicas relay (answerrelay.go)
 	labels       labeler                      // labels results as data (label.go)
 	ledger       SpendLedger
 	audit        *auditor           // the client's logging/setLevel, for servers that start later

@@ -17,7 +17,8 @@ func clusterStore(cfg *config.Config, log *slog.Logger) (*cluster.Store, error) 
 	if cl.Redis == "" {
 		return nil, nil
 	}
-	st, err := cluster.New(cluster.Options{URL: cl.Redis, KeyPrefix: cl.KeyPrefix, FailOpen: cl.FailOpen, Timeout: cl.Timeout, Logger: log})
+	st, err := cluster.New(cluster.Options{URL: cl.Redis, KeyPrefix: cl.KeyPrefix, FailOpen: cl.FailOpen, Timeout: cl.Timeout, Logger: log,
+		Key: []byte(cl.Key), MaxAnswerBytes: int(cfg.HTTP.MaxBodyBytes)})
 	if err != nil {
 		return nil, fmt.Errorf("%s: [cluster]: %w", cfg.Path, err)
 	}
@@ -36,6 +37,9 @@ func clusterOptions(opts *proxy.Options, cfg *config.Config, log *slog.Logger) e
 	}
 	_ = st.Ping(context.Background()) // logs an outage itself
 	opts.RateStore, opts.SpendLedger, opts.Approvals, opts.Sessions = st, st, st, st
+	if cfg.Cluster.Key != "" {
+		opts.Answers = st // answers.go: a legacy client's answer reaches the replica that asked
+	}
 	return nil
 }
 

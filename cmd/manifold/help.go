@@ -43,7 +43,7 @@ var configKeys = []configKey{
 	{"cluster.key_prefix", "[cluster]", `Start of every key written to Redis (default "manifold:").`},
 	{"cluster.on_error", "[cluster]", `Redis unreachable: "closed" refuses the calls whose limits cannot be checked (default), "open" admits them; approvals always fail closed.`},
 	{"cluster.timeout", "[cluster]", "One Redis round trip, connecting included (default 250ms)."},
-	{"cluster.key", "[cluster]", `The key every replica seals 2026-07-28 requestState with, at least 32 bytes, the same on all: key = "${file:cluster.key}" (openssl rand -base64 32). Required with [cluster] unless [protocol] state_key_file is set.`},
+	{"cluster.key", "[cluster]", `The key every replica seals 2026-07-28 requestState and authenticates the answers relayed between replicas with, at least 32 bytes, the same on all: key = "${file:cluster.key}" (openssl rand -base64 32). Required with [cluster] unless [protocol] state_key_file is set.`},
 	{"audit.file", "[audit]", `The audit log, one JSON line per call; "-" for stderr.`},
 	{"audit.enabled", "[audit]", "Turn the audit log on (default: true when file is set)."},
 	{"audit.arguments", "[audit]", "Log the calls' argument values, redacted (default false)."},

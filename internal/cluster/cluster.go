@@ -40,6 +40,13 @@ type Options struct {
 	// Logger receives one line when Redis becomes unreachable and one when
 	// it is back. If nil, nothing is logged.
 	Logger *slog.Logger
+	// Key is the [cluster] key, the same on every replica: the answers
+	// relayed between replicas (answers.go) are authenticated with a key
+	// derived from it. If empty, no answer is relayed.
+	Key []byte
+	// MaxAnswerBytes bounds one relayed answer, as http.max_body_bytes
+	// bounds the POST that carried it. If zero, 4 MiB.
+	MaxAnswerBytes int
 }
 
 // Store is the shared state on one Redis. Its methods are safe for
@@ -51,6 +58,10 @@ type Store struct {
 	timeout  time.Duration
 	log      *slog.Logger
 	addr     string // for the log: host:port, never the password
+
+	replica   string // this replica's name (answers.go)
+	answerKey []byte // the MAC key of relayed answers; nil: none are relayed
+	maxAnswer int
 
 	mu   sync.Mutex
 	down bool // guarded by mu; the last operation could not reach Redis
@@ -83,8 +94,11 @@ func New(opts Options) (*Store, error) {
 	ro.MaxRetries = 1    // within the timeout: a retry after a restart of Redis finds a new connection
 	ro.DialerRetries = 1 // a refused connection is an answer: Redis is down
 	ro.DisableIdentity = true
+	if opts.MaxAnswerBytes <= 0 {
+		opts.MaxAnswerBytes = maxAnswer
+	}
 	return &Store{rdb: redis.NewClient(ro), prefix: opts.KeyPrefix, failOpen: opts.FailOpen, timeout: opts.Timeout,
-		log: opts.Logger, addr: ro.Addr}, nil
+		log: opts.Logger, addr: ro.Addr, replica: newReplicaID(), answerKey: answerKey(opts.Key), maxAnswer: opts.MaxAnswerBytes}, nil
 }
 
 // Close closes the connections.
