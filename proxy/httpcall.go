@@ -123,11 +123,23 @@ func (m *mcpEndpoint) serveLean(w http.ResponseWriter, r *http.Request, e *httpS
 	}
 	delete(fields, "name")
 
+	// A client of 2025-11-25 gets the event stream with a priming event
+	// first, as from the SDK, so that a stream that drops during the call
+	// can be resumed (GET with Last-Event-ID, served by the SDK from the
+	// same event store): the call then goes on when the connection drops,
+	// as on the SDK's path. An application/json answer cannot be resumed:
+	// its call is cancelled when the client goes away.
+	var stream *leanStream
+	base := r.Context()
+	if v := r.Header.Get("Mcp-Protocol-Version"); m.events != nil && v >= primingVersion {
+		stream = &leanStream{events: m.events, session: e.id, id: rand.Text()}
+		base = context.WithoutCancel(base)
+	}
 	key := leanKey{e.id, string(f.id)}
-	ctx, cancel := context.WithCancel(r.Context())
+	ctx, cancel := context.WithCancel(base)
 	defer cancel()
 	if !m.lean.add(key, cancel) {
-		var none *leanStream
+		var none *leanStream // refused before the stream starts
 		none.write(ctx, w, leanResponse(f.id, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
 			Message: "invalid request: id " + string(f.id) + " is already used by a request in flight; use a new id for every request"}))
 		return true
@@ -148,13 +160,7 @@ func (m *mcpEndpoint) serveLean(w http.ResponseWriter, r *http.Request, e *httpS
 		ctx = context.WithValue(ctx, requestIDKey{}, string(f.id))
 	}
 
-	// A client of 2025-11-25 gets the event stream with a priming event
-	// first, as from the SDK, so that a stream that drops during the call
-	// can be resumed (GET with Last-Event-ID, served by the SDK from the
-	// same event store).
-	var stream *leanStream
-	if v := r.Header.Get("Mcp-Protocol-Version"); m.events != nil && v >= primingVersion {
-		stream = &leanStream{events: m.events, session: e.id, id: rand.Text()}
+	if stream != nil {
 		stream.prime(ctx, w)
 	}
 
@@ -167,10 +173,12 @@ func (m *mcpEndpoint) serveLean(w http.ResponseWriter, r *http.Request, e *httpS
 	var a answer
 	select {
 	case a = <-ch:
-	case <-r.Context().Done(): // the client went away: cancel the call
+	case <-ctx.Done(): // cancelled, or (application/json) the client went away
 		cancel()
-		<-ch
-		return true
+		a = <-ch
+		if stream == nil {
+			return true
+		}
 	}
 	if a.err == nil && !leanResult(a.raw) {
 		if res, err := typedCallResult(name, a.raw); err != nil {
