@@ -2,6 +2,7 @@ package perf
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"slices"
@@ -68,6 +69,10 @@ func reaperOf(pid int) (int, error) {
 	return 0, fmt.Errorf("no reaper among the children of %d", pid)
 }
 
+// settle, if set, is how long BenchmarkProxyMemory waits after the load
+// before it reads the proxy's memory once more ("settled").
+var settle = flag.Duration("settle", 0, "how long BenchmarkProxyMemory waits after the load for its settled reading (0: none)")
+
 // memoryCases are the proxy's transports in BenchmarkProxyMemory.
 var memoryCases = []floorCase{floorCases[0], floorCases[2]}
 
@@ -75,23 +80,31 @@ var memoryCases = []floorCase{floorCases[0], floorCases[2]}
 // fixture upstreams, idle (connected and listed, before any call) and the
 // reading of highest VmRSS while b.N calls run 8 in flight, and the
 // reaper's, as VmRSS, RssAnon, RssFile and Pss in MB, medians over -rounds
-// fresh proxies. RssAnon is the process's own memory; RssFile is pages of
+// fresh proxies; with -settle D, also the proxy's memory D after the load
+// ("settled": what a proxy keeps while it waits between bursts). RssAnon is the process's own memory; RssFile is pages of
 // the binary, shared with the reaper (Pss divides them). These depend on
 // the machine's load far less than latency does. Nothing is asserted.
 //
-//	go test ./internal/perf/ -run '^$' -bench BenchmarkProxyMemory -benchtime 2000x -args -rounds=5
+//	go test ./internal/perf/ -run '^$' -bench BenchmarkProxyMemory -benchtime 2000x -args -rounds=5 -settle=25s
 func BenchmarkProxyMemory(b *testing.B) {
 	for _, fc := range memoryCases {
 		b.Run(fc.name, func(b *testing.B) {
-			var idle, load, reaper []memory
+			var idle, load, settled, reaper []memory
 			for range *rounds {
-				i, l, r := memoryRound(b, fc, b.N)
-				idle, load, reaper = append(idle, i), append(load, l), append(reaper, r)
+				i, l, st, r := memoryRound(b, fc, b.N, *settle)
+				idle, load, settled, reaper = append(idle, i), append(load, l), append(settled, st), append(reaper, r)
 			}
-			for _, s := range []struct {
+			sets := []struct {
 				name string
 				ms   []memory
-			}{{"idle", idle}, {"load", load}, {"reaper", reaper}} {
+			}{{"idle", idle}, {"load", load}, {"reaper", reaper}}
+			if *settle > 0 {
+				sets = append(sets, struct {
+					name string
+					ms   []memory
+				}{"settled", settled})
+			}
+			for _, s := range sets {
 				for _, f := range []struct {
 					unit string
 					of   func(memory) int
@@ -114,8 +127,9 @@ func BenchmarkProxyMemory(b *testing.B) {
 }
 
 // memoryRound starts a proxy of fc, reads its memory idle, under n calls 8
-// in flight and its reaper's, and stops it.
-func memoryRound(tb testing.TB, fc floorCase, n int) (idle, load, reaper memory) {
+// in flight, settle after them (if settle > 0) and its reaper's, and stops
+// it.
+func memoryRound(tb testing.TB, fc floorCase, n int, settle time.Duration) (idle, load, settled, reaper memory) {
 	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -160,7 +174,13 @@ func memoryRound(tb testing.TB, fc floorCase, n int) (idle, load, reaper memory)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return idle, load, reaper
+	if settle > 0 {
+		time.Sleep(settle)
+		if settled, err = readMemory(p.pid); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return idle, load, settled, reaper
 }
 
 // cleanupTB runs the cleanups registered on it when run is called, so that
@@ -185,7 +205,7 @@ func (c *cleanupTB) run() {
 func TestProxyMemoryMeasurable(t *testing.T) {
 	for _, fc := range memoryCases {
 		t.Run(fc.name, func(t *testing.T) {
-			idle, load, reaper := memoryRound(t, fc, 32)
+			idle, load, _, reaper := memoryRound(t, fc, 32, 0)
 			for _, m := range []memory{idle, load, reaper} {
 				if m.rss != m.anon+m.file+m.shmem || m.anon <= 0 || m.file <= 0 || m.pss <= 0 {
 					t.Errorf("reading %+v: VmRSS is not RssAnon+RssFile+RssShmem, or a part is missing", m)
