@@ -161,7 +161,7 @@ func coldRound(ctx context.Context, cc coldCase, cfg string, want int) (coldRun,
 // it serves. The client writes JSON-RPC lines and decodes the list outside
 // the timed span. Nothing is asserted on time.
 //
-//	nice -n 10 go test ./internal/perf/ -run '^$' -bench BenchmarkColdStart -benchtime 15x
+//	nice -n 10 go test ./internal/perf/ -run '^$' -bench BenchmarkColdStart -benchtime 100x
 func BenchmarkColdStart(b *testing.B) {
 	for _, cc := range coldCases {
 		b.Run(cc.name, func(b *testing.B) {
