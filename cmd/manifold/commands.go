@@ -406,6 +406,7 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		warnExposed(p, cfg)
 		notes := &notices{}
 		defer startPublishing(ctx, p, cfg.Path, "http "+*httpAddr, notes)()
+		defer startTrimming(ctx)()
 		stopMetrics, err := serveMetrics(ctx, p, cfg, *allowRemote)
 		if err != nil {
 			return err
@@ -424,6 +425,7 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	notes := &notices{}
 	go watchConfig(ctx, p, cfg, *reloadEvery, p.Logger(), nil, notes)
 	defer startPublishing(ctx, p, cfg.Path, "stdio", notes)()
+	defer startTrimming(ctx)()
 	if cfg.Telemetry.Metrics && cfg.Telemetry.MetricsListen == "" {
 		p.Logger().Warn(`metrics = true serves /metrics on the HTTP listener, and stdio mode has none: nothing serves the metrics. Set metrics = "127.0.0.1:9464" in [telemetry] for a listener of their own`)
 	}

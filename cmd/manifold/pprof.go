@@ -1,45 +1,73 @@
 //go:build pprof
 
+// This file is compiled only with -tags pprof: a build for looking at the
+// proxy's own memory and CPU, never the released one. With
+// MANIFOLD_PPROF_DIR set (else it does nothing), every SIGUSR1 runs a GC and writes heap-N.pprof (the live heap, for
+// `go tool pprof -sample_index=inuse_space`) and memstats-N.txt (the
+// runtime's account of its memory: heap, stacks, metadata) to that folder,
+// and SIGUSR2 starts a CPU profile (cpu-N.pprof) or stops the one running;
+// with MANIFOLD_PPROF_START=1 too, the first CPU profile starts at once
+// (a profile of the start-up, until the first SIGUSR2).
+//
+//	go build -tags pprof -o /tmp/manifold ./cmd/manifold
+//	MANIFOLD_PPROF_DIR=/tmp/prof /tmp/manifold serve ... & kill -USR1 $!
+//
+// For every allocation in the heap profile (init's too), add
+// GODEBUG=memprofilerate=1. The reaper process is left alone.
+
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"syscall"
-	"time"
+
+	"github.com/manifold-mcp/manifold/upstream"
 )
 
-// With the pprof build tag (go build -tags pprof), MANIFOLD_CPUPROFILE=FILE
-// writes a CPU profile of the whole run to FILE, from MANIFOLD_CPUPROFILE_AFTER (a duration) on, closed on SIGUSR2 or
-// after MANIFOLD_CPUPROFILE_FOR (a duration): for
-// profiling the hot path under a benchmark, never part of a release build.
 func init() {
-	path := os.Getenv("MANIFOLD_CPUPROFILE")
-	if path == "" || (len(os.Args) > 1 && os.Args[1] == "__manifold-reaper") {
+	dir := os.Getenv("MANIFOLD_PPROF_DIR")
+	if dir == "" || (len(os.Args) > 1 && os.Args[1] == upstream.ReaperArg) {
 		return
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return
-	}
-	if d, err := time.ParseDuration(os.Getenv("MANIFOLD_CPUPROFILE_AFTER")); err == nil {
-		time.AfterFunc(d, func() { _ = pprof.StartCPUProfile(f) })
-	} else if pprof.StartCPUProfile(f) != nil {
-		return
-	}
-	c := make(chan os.Signal, 1)
-	signal.Notify(c, syscall.SIGUSR2)
-	var after <-chan time.Time
-	if d, err := time.ParseDuration(os.Getenv("MANIFOLD_CPUPROFILE_FOR")); err == nil {
-		after = time.After(d)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGUSR1)
+	cpu := make(chan os.Signal, 1)
+	signal.Notify(cpu, syscall.SIGUSR2)
+	if os.Getenv("MANIFOLD_PPROF_START") == "1" {
+		cpu <- syscall.SIGUSR2
 	}
 	go func() {
-		select {
-		case <-c:
-		case <-after:
+		for n := 0; ; n++ {
+			<-cpu
+			f, err := os.Create(filepath.Join(dir, fmt.Sprintf("cpu-%d.pprof", n)))
+			if err != nil {
+				continue
+			}
+			if pprof.StartCPUProfile(f) == nil {
+				<-cpu
+				pprof.StopCPUProfile()
+			}
+			_ = f.Close()
 		}
-		pprof.StopCPUProfile()
-		f.Close()
+	}()
+	go func() {
+		for n := 0; ; n++ {
+			<-sigs
+			runtime.GC()
+			if f, err := os.Create(filepath.Join(dir, fmt.Sprintf("heap-%d.pprof", n))); err == nil {
+				_ = pprof.Lookup("heap").WriteTo(f, 0)
+				_ = f.Close()
+			}
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			s := fmt.Sprintf("HeapAlloc %d\nHeapInuse %d\nHeapIdle %d\nHeapReleased %d\nHeapSys %d\nStackInuse %d\nStackSys %d\nMSpanSys %d\nMCacheSys %d\nBuckHashSys %d\nGCSys %d\nOtherSys %d\nSys %d\nNumGC %d\nGoroutines %d\n",
+				ms.HeapAlloc, ms.HeapInuse, ms.HeapIdle, ms.HeapReleased, ms.HeapSys, ms.StackInuse, ms.StackSys, ms.MSpanSys, ms.MCacheSys, ms.BuckHashSys, ms.GCSys, ms.OtherSys, ms.Sys, ms.NumGC, runtime.NumGoroutine())
+			_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("memstats-%d.txt", n)), []byte(s), 0o644)
+		}
 	}()
 }

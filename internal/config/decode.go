@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,11 +19,6 @@ import (
 
 	"github.com/manifold-mcp/manifold/internal/redact"
 	"github.com/manifold-mcp/manifold/policy"
-)
-
-var (
-	serverNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$`)
-	prefixRE     = regexp.MustCompile(`^[A-Za-z0-9_-]{0,32}$`)
 )
 
 // decoder walks the document one table at a time. Every table is decoded into
@@ -437,7 +431,7 @@ func (d *decoder) server(t *table, name string, cfg *Config) (entry, bool) {
 		return entry{}, false
 	}
 
-	if !serverNameRE.MatchString(name) {
+	if !validServerName(name) {
 		t.errorHere("server name %q is not valid; use 1 to 32 letters, digits, '_' or '-', starting with a letter or digit", name)
 	}
 
@@ -509,7 +503,7 @@ func (t *table) prefix(name, value string, ok bool) (string, func(format string,
 	at := func(format string, args ...any) { t.errorf("prefix", format, args...) }
 	switch {
 	case !ok:
-	case !prefixRE.MatchString(value):
+	case !validPrefix(value):
 		t.errorf("prefix", `prefix %q is not valid; use at most 32 letters, digits, '_' or '-', or "" to expose names unchanged`, value)
 	default:
 		return value, at

@@ -2,7 +2,6 @@ package config
 
 import (
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 )
@@ -38,8 +37,6 @@ type Plugin struct {
 	CallTimeout    time.Duration
 	Required       bool
 }
-
-var sha256RE = regexp.MustCompile(`^[0-9A-Fa-f]{64}$`)
 
 // pluginEntry is a decoded, enabled plugin, with where to report problems.
 type pluginEntry struct {
@@ -138,7 +135,7 @@ func (d *decoder) plugin(t *table, name string, cfg *Config) (pluginEntry, bool)
 		return pluginEntry{}, false
 	}
 
-	if !serverNameRE.MatchString(name) {
+	if !validServerName(name) {
 		t.errorHere("plugin name %q is not valid; use 1 to 32 letters, digits, '_' or '-', starting with a letter or digit", name)
 	}
 
@@ -170,7 +167,7 @@ func (d *decoder) plugin(t *table, name string, cfg *Config) (pluginEntry, bool)
 	}
 
 	if sumOK {
-		if sha256RE.MatchString(sum) {
+		if validSHA256(sum) {
 			p.SHA256 = strings.ToLower(sum)
 		} else {
 			t.errorf("sha256", `%q is not a SHA-256; write the 64 hex digits that "sha256sum FILE" prints`, sum)

@@ -69,7 +69,6 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -78,9 +77,6 @@ import (
 
 	"github.com/manifold-mcp/manifold/policy"
 )
-
-// exposedNameRE is what an exposed tool name may be.
-var exposedNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // Audit configures the audit log: one JSON line per call.
 type Audit struct {
@@ -337,7 +333,7 @@ func (d *decoder) overrides(t *table, server string, disabled bool) map[string]p
 		}
 		o := policy.Override{Source: d.source(*tt.self)}
 		if name, ok := tt.str("name"); ok && !disabled {
-			if !exposedNameRE.MatchString(name) {
+			if !validExposedName(name) {
 				tt.errorf("name", "%q is not a valid tool name; use 1 to 64 letters, digits, '_' or '-'", name)
 			} else if prev, taken := d.renames[name]; taken {
 				tt.errorf("name", "%q is already the name given by %s; choose another name", name, prev)

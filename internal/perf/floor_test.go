@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -290,7 +291,8 @@ var servingURL = regexp.MustCompile(`serving MCP on (http://\S+/mcp)`)
 
 // startServing starts a process that serves MCP over HTTP and says where on
 // stderr (the fixture's -http, manifold serve --http), and returns the URL
-// and its pid. It ends when its stdin is closed, at cleanup.
+// and its pid. At cleanup its stdin is closed (the fixture ends), then it
+// gets SIGTERM (manifold), then SIGKILL.
 func startServing(tb testing.TB, name string, args ...string) (string, int) {
 	tb.Helper()
 	cmd := exec.Command(name, args...)
@@ -306,14 +308,21 @@ func startServing(tb testing.TB, name string, args ...string) (string, int) {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() {
+		// manifold serve --http does not end with its stdin: SIGTERM,
+		// after a moment, stops it as a service manager would.
 		_ = stdin.Close()
 		done := make(chan struct{})
 		go func() { _ = cmd.Wait(); close(done) }()
 		select {
 		case <-done:
-		case <-time.After(5 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
+		case <-time.After(time.Second):
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-done:
+			case <-time.After(5 * time.Second):
+				_ = cmd.Process.Kill()
+				<-done
+			}
 		}
 	})
 	found := make(chan string, 1)

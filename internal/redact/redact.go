@@ -338,54 +338,70 @@ func goQuote(s string) string {
 // values of credential keys in key=value, "key: value" and JSON pairs, and
 // known token formats.
 func Shapes(s string) string {
-	s = urlRE.ReplaceAllStringFunc(s, redactURLText)
-	s = schemeRE.ReplaceAllString(s, "${1}"+Mask)
-	s = tokenRE.ReplaceAllString(s, Mask)
-	s = pemRE.ReplaceAllString(s, "${1}"+Mask+"${2}")
-	return pairRE.ReplaceAllStringFunc(s, redactPair)
+	p := patterns()
+	s = p.urlRE.ReplaceAllStringFunc(s, redactURLText)
+	s = p.schemeRE.ReplaceAllString(s, "${1}"+Mask)
+	s = p.tokenRE.ReplaceAllString(s, Mask)
+	s = p.pemRE.ReplaceAllString(s, "${1}"+Mask+"${2}")
+	return p.pairRE.ReplaceAllStringFunc(s, redactPair)
 }
 
-var (
-	// urlRE matches a URL in text; it stops at quotes, backslashes (an
-	// escaped quote) and white space.
-	urlRE = regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.-]*://[^\s"'<>\\` + "`" + `]+`)
-	// userinfoRE is the userinfo of a matched URL.
-	userinfoRE = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*://)[^/?#@]+@`)
-	// queryValueRE is one query value of a matched URL's query.
-	queryValueRE = regexp.MustCompile(`([?&;][^=&#;]*=)[^&#;]+`)
-	// schemeRE is an HTTP credential after its auth scheme.
-	schemeRE = regexp.MustCompile(`(?i)\b((?:bearer|basic)\s+)[A-Za-z0-9._~+/=-]{6,}`)
-	// pemRE is the body of a PEM private key block ("-----BEGIN RSA PRIVATE
-	// KEY-----"…), complete or cut short (then up to the end of s).
-	pemRE = regexp.MustCompile(`(-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----)(?s:.*?)(-----END [A-Z0-9 ]*PRIVATE KEY-----|$)`)
-	// tokenRE is a token of a well-known format.
-	tokenRE = regexp.MustCompile(`\b(?:` + strings.Join([]string{
-		`sk-[A-Za-z0-9_-]{16,}`,                    // OpenAI, Anthropic
-		`(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}`, // GitHub
-		`github_pat_[A-Za-z0-9_]{20,}`,
-		`xox[abposre]-[A-Za-z0-9-]{10,}`,                          // Slack
-		`glpat-[A-Za-z0-9_-]{20,}`,                                // GitLab
-		`AKIA[0-9A-Z]{16}`,                                        // AWS access key id
-		`AIza[0-9A-Za-z_-]{35}`,                                   // Google API key
-		`npm_[A-Za-z0-9]{36}`,                                     // npm
-		`eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*`, // JWT
-	}, "|") + `)`)
-	// pairRE is key=value, key: value or "key":"value" (also with escaped
-	// quotes); redactPair decides whether the key is a credential's. A value
-	// does not start with '-' (${VAR:-default} is not a pair).
-	pairRE = regexp.MustCompile(`([A-Za-z][A-Za-z0-9_.-]*)(=|:[ \t]*|\\?"[ \t]*:[ \t]*\\?")([^\s"'&,;\\-][^\s"'&,;\\]*)`)
-)
+// patterns are the expressions of Shapes, compiled on first use: most
+// processes of the binary (the reaper, most commands) never redact text.
+var patterns = sync.OnceValue(func() *textPatterns {
+	return &textPatterns{
+		// urlRE matches a URL in text; it stops at quotes, backslashes (an
+		// escaped quote) and white space.
+		urlRE: regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.-]*://[^\s"'<>\\` + "`" + `]+`),
+		// userinfoRE is the userinfo of a matched URL.
+		userinfoRE: regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*://)[^/?#@]+@`),
+		// queryValueRE is one query value of a matched URL's query.
+		queryValueRE: regexp.MustCompile(`([?&;][^=&#;]*=)[^&#;]+`),
+		// schemeRE is an HTTP credential after its auth scheme.
+		schemeRE: regexp.MustCompile(`(?i)\b((?:bearer|basic)\s+)[A-Za-z0-9._~+/=-]{6,}`),
+		// pemRE is the body of a PEM private key block ("-----BEGIN RSA PRIVATE
+		// KEY-----"…), complete or cut short (then up to the end of s).
+		pemRE: regexp.MustCompile(`(-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----)(?s:.*?)(-----END [A-Z0-9 ]*PRIVATE KEY-----|$)`),
+		// tokenRE is a token of a well-known format.
+		tokenRE: regexp.MustCompile(`\b(?:` + strings.Join([]string{
+			`sk-[A-Za-z0-9_-]{16,}`,                    // OpenAI, Anthropic
+			`(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}`, // GitHub
+			`github_pat_[A-Za-z0-9_]{20,}`,
+			`xox[abposre]-[A-Za-z0-9-]{10,}`,                          // Slack
+			`glpat-[A-Za-z0-9_-]{20,}`,                                // GitLab
+			`AKIA[0-9A-Z]{16}`,                                        // AWS access key id
+			`AIza[0-9A-Za-z_-]{35}`,                                   // Google API key
+			`npm_[A-Za-z0-9]{36}`,                                     // npm
+			`eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*`, // JWT
+		}, "|") + `)`),
+		// pairRE is key=value, key: value or "key":"value" (also with escaped
+		// quotes); redactPair decides whether the key is a credential's. A value
+		// does not start with '-' (${VAR:-default} is not a pair).
+		pairRE: regexp.MustCompile(`([A-Za-z][A-Za-z0-9_.-]*)(=|:[ \t]*|\\?"[ \t]*:[ \t]*\\?")([^\s"'&,;\\-][^\s"'&,;\\]*)`),
+	}
+})
+
+type textPatterns struct {
+	urlRE        *regexp.Regexp
+	userinfoRE   *regexp.Regexp
+	queryValueRE *regexp.Regexp
+	schemeRE     *regexp.Regexp
+	pemRE        *regexp.Regexp
+	tokenRE      *regexp.Regexp
+	pairRE       *regexp.Regexp
+}
 
 func redactURLText(u string) string {
-	u = userinfoRE.ReplaceAllString(u, "${1}"+Mask+"@")
+	p := patterns()
+	u = p.userinfoRE.ReplaceAllString(u, "${1}"+Mask+"@")
 	if i := strings.IndexByte(u, '?'); i >= 0 {
-		u = u[:i] + queryValueRE.ReplaceAllString(u[i:], "${1}"+Mask)
+		u = u[:i] + p.queryValueRE.ReplaceAllString(u[i:], "${1}"+Mask)
 	}
 	return u
 }
 
 func redactPair(m string) string {
-	sub := pairRE.FindStringSubmatch(m)
+	sub := patterns().pairRE.FindStringSubmatch(m)
 	key, sep, value := sub[1], sub[2], sub[3]
 	if !textKey(key) || value == Mask || strings.EqualFold(value, "bearer") || strings.EqualFold(value, "basic") {
 		return m

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -33,7 +34,7 @@ func (f Finding) String() string {
 type Rule struct {
 	Name string
 	Why  string
-	re   *regexp.Regexp
+	re   func() *regexp.Regexp
 	// match, if set, is used instead of re.
 	match func(string) (int, int, bool)
 }
@@ -42,19 +43,26 @@ type Rule struct {
 // a phrase that a tool's description has no reason to say to the model.
 var Rules = []Rule{
 	{Name: "override", Why: "tells the model to drop its instructions",
-		re: regexp.MustCompile(`(?i)\b(ignore|disregard|forget|override)\s+(all\s+|any\s+)?(of\s+)?(the\s+|your\s+)?(previous|prior|above|earlier|preceding|other|system)\s+(instructions?|prompts?|rules|directions|messages)`)},
+		re: lazyRE(`(?i)\b(ignore|disregard|forget|override)\s+(all\s+|any\s+)?(of\s+)?(the\s+|your\s+)?(previous|prior|above|earlier|preceding|other|system)\s+(instructions?|prompts?|rules|directions|messages)`)},
 	{Name: "before-answering", Why: "orders the model to act before it answers",
-		re: regexp.MustCompile(`(?i)\bbefore\s+(answering|responding|replying|you\s+(answer|respond|reply|do\s+anything)|using\s+(this|any\s+other)\s+tool|calling\s+(this|any\s+other)\s+tool)`)},
+		re: lazyRE(`(?i)\bbefore\s+(answering|responding|replying|you\s+(answer|respond|reply|do\s+anything)|using\s+(this|any\s+other)\s+tool|calling\s+(this|any\s+other)\s+tool)`)},
 	{Name: "conceal", Why: "asks to keep something from the user",
-		re: regexp.MustCompile(`(?i)(\b(do\s+not|don't|dont|never)\s+(tell|inform|notify|alert|mention\s+(it|this|that)\s+to|show\s+(it|this|that)\s+to)\s+the\s+user|\bwithout\s+(telling|informing|notifying|alerting)\s+the\s+user|\b(hide|conceal|keep)\s+(it|this|that)\s+(secret\s+)?from\s+the\s+user)`)},
+		re: lazyRE(`(?i)(\b(do\s+not|don't|dont|never)\s+(tell|inform|notify|alert|mention\s+(it|this|that)\s+to|show\s+(it|this|that)\s+to)\s+the\s+user|\bwithout\s+(telling|informing|notifying|alerting)\s+the\s+user|\b(hide|conceal|keep)\s+(it|this|that)\s+(secret\s+)?from\s+the\s+user)`)},
 	{Name: "secret-file", Why: "names a credential file",
-		re: regexp.MustCompile(`(?i)(~|\$HOME|/home/[^/\s]+|/root)?/?\.(ssh|aws|gnupg|kube|docker)/|\bid_(rsa|dsa|ecdsa|ed25519)\b|/etc/(shadow|passwd|sudoers)\b|\.netrc\b|\.npmrc\b|\.pgpass\b|\.git-credentials\b`)},
+		re: lazyRE(`(?i)(~|\$HOME|/home/[^/\s]+|/root)?/?\.(ssh|aws|gnupg|kube|docker)/|\bid_(rsa|dsa|ecdsa|ed25519)\b|/etc/(shadow|passwd|sudoers)\b|\.netrc\b|\.npmrc\b|\.pgpass\b|\.git-credentials\b`)},
 	{Name: "pass-as", Why: "tells the model to smuggle data into an argument",
-		re: regexp.MustCompile(`(?i)\b(pass|put|include|send|add)\s+(it|them|its\s+contents?|their\s+contents?|the\s+(file'?s?\s+)?contents?(\s+of\s+\S+)?|the\s+(key|keys|token|tokens|secret|secrets|password|passwords|credentials?|conversation|chat\s+history))\s+(as|in|into|inside)\s+(the\s+)?[` + "`" + `'"]?[A-Za-z_]\w*[` + "`" + `'"]?(\s+(argument|parameter|field))?`)},
+		re: lazyRE(`(?i)\b(pass|put|include|send|add)\s+(it|them|its\s+contents?|their\s+contents?|the\s+(file'?s?\s+)?contents?(\s+of\s+\S+)?|the\s+(key|keys|token|tokens|secret|secrets|password|passwords|credentials?|conversation|chat\s+history))\s+(as|in|into|inside)\s+(the\s+)?[` + "`" + `'"]?[A-Za-z_]\w*[` + "`" + `'"]?(\s+(argument|parameter|field))?`)},
 	{Name: "tag", Why: "an <IMPORTANT>-style tag that addresses the model",
-		re: regexp.MustCompile(`(?i)<\s*/?\s*(important|system|instructions?|secret|hidden|admin|assistant)\s*>`)},
+		re: lazyRE(`(?i)<\s*/?\s*(important|system|instructions?|secret|hidden|admin|assistant)\s*>`)},
 	{Name: "hidden-characters", Why: "characters a person does not see (tags, zero-width, bidirectional overrides)",
 		match: hiddenChars},
+}
+
+// lazyRE compiles expr on first use: most processes of the binary (the
+// reaper, most commands, a proxy without pins) never scan a definition, and
+// these expressions cost about 190 KB of allocations to compile.
+func lazyRE(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
 }
 
 // hiddenChars finds Unicode tag characters, zero-width characters and
@@ -127,7 +135,7 @@ func Scan(d Def) []Finding {
 			var ok bool
 			if r.match != nil {
 				i, j, ok = r.match(t[1])
-			} else if loc := r.re.FindStringIndex(t[1]); loc != nil {
+			} else if loc := r.re().FindStringIndex(t[1]); loc != nil {
 				i, j, ok = loc[0], loc[1], true
 			}
 			if ok {

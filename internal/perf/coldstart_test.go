@@ -1,0 +1,228 @@
+package perf
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// coldCase is one set of upstreams for BenchmarkColdStart.
+type coldCase struct {
+	name      string
+	upstreams [][]string // fixture arguments, one per upstream
+}
+
+var coldCases = []coldCase{
+	{"3-upstreams", [][]string{{"-name", "s0"}, {"-name", "s1"}, {"-name", "s2"}}},
+	{"20x50-tools", func() [][]string {
+		a := make([][]string, listUpstreams)
+		for i := range a {
+			a[i] = manyArgs(fmt.Sprintf("s%d", i), listPerServer)
+		}
+		return a
+	}()},
+	// One upstream that takes 300 ms before it serves: the proxy's start
+	// is then bound by it, and the difference is the proxy's own.
+	{"slow-upstream", [][]string{{"-name", "s0"}, {"-name", "s1"}, {"-name", "s2", "-mode", "slowstart", "-delay", "300ms"}}},
+}
+
+// kinds returns the upstreams' distinct commands (the arguments but the
+// name), each once: the ones whose direct start is measured.
+func (cc coldCase) kinds() [][]string {
+	var out [][]string
+	seen := map[string]bool{}
+	for _, a := range cc.upstreams {
+		var rest []string
+		for i := 0; i < len(a); i++ {
+			if a[i] == "-name" {
+				i++
+				continue
+			}
+			rest = append(rest, a[i])
+		}
+		if k := strings.Join(rest, " "); !seen[k] {
+			seen[k] = true
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// startToList execs name with args, initializes a session over stdio,
+// lists tools until the list has want tools, and returns the time from
+// exec to that answer and the names listed; the process is then stopped
+// (not timed). The client is the wire client: its own cost is a few
+// microseconds.
+func startToList(ctx context.Context, want int, name string, args ...string) (time.Duration, []string, error) {
+	cmd := exec.Command(name, args...)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return 0, nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return 0, nil, err
+	}
+	t0 := time.Now()
+	if err := cmd.Start(); err != nil {
+		return 0, nil, err
+	}
+	defer stopByStdin(cmd, in)
+	w := &wire{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 1<<20), version: "2025-11-25"}
+	params := `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"perf","version":"0"}}`
+	if _, err := w.call(ctx, "initialize", params); err != nil {
+		return 0, nil, fmt.Errorf("initialize: %w", err)
+	}
+	if err := w.notify(ctx, "notifications/initialized"); err != nil {
+		return 0, nil, err
+	}
+	for {
+		pages, err := w.listTools(ctx)
+		if err != nil {
+			return 0, nil, fmt.Errorf("tools/list: %w", err)
+		}
+		d := time.Since(t0)
+		// Decoding is not timed: a client that lists once decodes once,
+		// the same for the proxy and the direct server.
+		names, err := toolNames(pages)
+		if err != nil {
+			return 0, nil, err
+		}
+		if len(names) >= want {
+			return d, names, nil
+		}
+		select {
+		case <-ctx.Done():
+			return 0, nil, fmt.Errorf("%d tools listed, want %d: %w", len(names), want, ctx.Err())
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+}
+
+// coldRun is one round of a coldCase: the proxy's start-to-list and the
+// slowest of the upstreams' own start-to-list, each measured alone.
+type coldRun struct {
+	proxy, slowest time.Duration
+	names          []string
+}
+
+// coldSetup returns the case's config and how many tools a complete list
+// through the proxy has (each upstream's, counted directly).
+func coldSetup(tb testing.TB, cc coldCase) (string, int) {
+	tb.Helper()
+	if bins.err != nil {
+		tb.Fatal(bins.err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	want := 0
+	for _, a := range cc.upstreams {
+		_, names, err := startToList(ctx, 1, bins.fixture, a...)
+		if err != nil {
+			tb.Fatalf("%s: fixture %q: %v", cc.name, a, err)
+		}
+		want += len(names)
+	}
+	return writeConfig(tb, cc.upstreams), want
+}
+
+func coldRound(ctx context.Context, cc coldCase, cfg string, want int) (coldRun, error) {
+	var r coldRun
+	var err error
+	r.proxy, r.names, err = startToList(ctx, want, bins.manifold, "serve", "--config", cfg)
+	if err != nil {
+		return r, fmt.Errorf("manifold: %w", err)
+	}
+	for _, a := range cc.kinds() {
+		d, _, err := startToList(ctx, 1, bins.fixture, a...)
+		if err != nil {
+			return r, fmt.Errorf("fixture %q: %w", a, err)
+		}
+		r.slowest = max(r.slowest, d)
+	}
+	return r, nil
+}
+
+// BenchmarkColdStart is issue 16's start-up measurement: the time from the
+// exec of `manifold serve` (stdio) to the first tools/list answer that lists
+// every upstream's tools, against the slowest upstream's own time from exec
+// to its tools/list answer, measured the same way (each distinct upstream
+// command started alone, right after the proxy, in every round). Each of
+// b.N rounds starts the proxy once; it reports the medians over the rounds
+// of the proxy's time, of the slowest upstream's and of their difference
+// (cold-minus-slowest-ms, the target's figure; its -max too), and the load
+// average. Cases: three fixtures; the 20 × 50-tool catalog of
+// BenchmarkToolsList1000; three fixtures of which one waits 300 ms before
+// it serves. The client writes JSON-RPC lines and decodes the list outside
+// the timed span. Nothing is asserted on time.
+//
+//	nice -n 10 go test ./internal/perf/ -run '^$' -bench BenchmarkColdStart -benchtime 100x
+func BenchmarkColdStart(b *testing.B) {
+	for _, cc := range coldCases {
+		b.Run(cc.name, func(b *testing.B) {
+			cfg, want := coldSetup(b, cc)
+			ctx := context.Background()
+			if _, err := coldRound(ctx, cc, cfg, want); err != nil { // warm the page cache
+				b.Fatal(err)
+			}
+			var proxy, slowest, diff []time.Duration
+			b.ResetTimer()
+			for range b.N {
+				r, err := coldRound(ctx, cc, cfg, want)
+				if err != nil {
+					b.Fatal(err)
+				}
+				proxy = append(proxy, r.proxy)
+				slowest = append(slowest, r.slowest)
+				diff = append(diff, r.proxy-r.slowest)
+			}
+			b.StopTimer()
+			ms := func(d []time.Duration) float64 {
+				slices.Sort(d)
+				return float64(d[len(d)/2].Microseconds()) / 1e3
+			}
+			b.ReportMetric(ms(proxy), "cold-start-ms")
+			b.ReportMetric(ms(slowest), "slowest-upstream-ms")
+			b.ReportMetric(ms(diff), "cold-minus-slowest-ms")
+			b.ReportMetric(float64(diff[len(diff)-1].Microseconds())/1e3, "cold-minus-slowest-ms-max")
+			if la, err := loadAverage(); err == nil {
+				b.ReportMetric(la, "loadavg")
+			}
+		})
+	}
+}
+
+// TestColdStartMeasurable checks BenchmarkColdStart's measurement, without
+// timing anything: for every case, one round ends with a list through the
+// proxy that has every upstream's tools under its prefix, and both
+// durations are measured.
+func TestColdStartMeasurable(t *testing.T) {
+	for _, cc := range coldCases {
+		t.Run(cc.name, func(t *testing.T) {
+			cfg, want := coldSetup(t, cc)
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+			defer cancel()
+			r, err := coldRound(ctx, cc, cfg, want)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.proxy <= 0 || r.slowest <= 0 {
+				t.Errorf("durations %v and %v", r.proxy, r.slowest)
+			}
+			if len(r.names) != want {
+				t.Errorf("%d tools listed, want %d", len(r.names), want)
+			}
+			for i := range cc.upstreams {
+				prefix := fmt.Sprintf("s%d__", i)
+				if !slices.ContainsFunc(r.names, func(n string) bool { return strings.HasPrefix(n, prefix) }) {
+					t.Errorf("no tool of s%d in %q", i, r.names)
+				}
+			}
+		})
+	}
+}

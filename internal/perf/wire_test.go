@@ -1,0 +1,228 @@
+package perf
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// wire is a client that speaks JSON-RPC lines (stdio) or POSTs (streamable
+// HTTP) and times a request to the last byte of its answer, without
+// decoding it: what a server costs a client before the client's own
+// decoding, which is the same for a proxy and a direct server. (A go-sdk
+// client spends tens of ms decoding the schemas of 1,000 tools, which
+// would hide the server's share.)
+type wire struct {
+	// stdio
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Reader
+	// HTTP
+	url, session string
+	hc           *http.Client
+
+	version string
+	id      int
+}
+
+// startWire starts a stdio server and initializes a session with it.
+func startWire(tb testing.TB, version, name string, args ...string) *wire {
+	tb.Helper()
+	cmd := exec.Command(name, args...)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { stopByStdin(cmd, in) })
+	w := &wire{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 1<<20), version: version}
+	w.initialize(tb)
+	return w
+}
+
+// dialWire initializes a session with a streamable HTTP endpoint.
+func dialWire(tb testing.TB, version, url string) *wire {
+	tb.Helper()
+	w := &wire{url: url, hc: &http.Client{Timeout: 30 * time.Second}, version: version}
+	w.initialize(tb)
+	return w
+}
+
+// stopByStdin closes a server's stdin and waits for it, and kills it (by
+// its pid) if it is still there after 5 s.
+func stopByStdin(cmd *exec.Cmd, in io.Closer) {
+	_ = in.Close()
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+	}
+}
+
+func (w *wire) initialize(tb testing.TB) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	params := fmt.Sprintf(`{"protocolVersion":%q,"capabilities":{},"clientInfo":{"name":"perf","version":"0"}}`, w.version)
+	if _, err := w.call(ctx, "initialize", params); err != nil {
+		tb.Fatalf("initialize: %v", err)
+	}
+	if err := w.notify(ctx, "notifications/initialized"); err != nil {
+		tb.Fatalf("notifications/initialized: %v", err)
+	}
+}
+
+// call sends one request and returns the bytes of its answer (for HTTP, the
+// whole body: one JSON object or an event stream).
+func (w *wire) call(ctx context.Context, method, params string) ([]byte, error) {
+	w.id++
+	req := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`, w.id, method, params)
+	if w.cmd != nil {
+		if _, err := io.WriteString(w.in, req+"\n"); err != nil {
+			return nil, err
+		}
+		idMember := []byte(`"id":` + strconv.Itoa(w.id))
+		for {
+			line, err := w.out.ReadBytes('\n')
+			if err != nil {
+				return nil, err
+			}
+			// An answer carries its id near the start; notifications and
+			// server requests in between are skipped.
+			if i := bytes.Index(line[:min(len(line), 64)], idMember); i >= 0 {
+				if rest := line[i+len(idMember):]; len(rest) > 0 && (rest[0] == ',' || rest[0] == '}') {
+					return line, nil
+				}
+			}
+		}
+	}
+	body, _, err := w.post(ctx, req)
+	return body, err
+}
+
+func (w *wire) notify(ctx context.Context, method string) error {
+	n := fmt.Sprintf(`{"jsonrpc":"2.0","method":%q}`, method)
+	if w.cmd != nil {
+		_, err := io.WriteString(w.in, n+"\n")
+		return err
+	}
+	_, _, err := w.post(ctx, n)
+	return err
+}
+
+func (w *wire) post(ctx context.Context, body string) ([]byte, int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url, strings.NewReader(body))
+	if err != nil {
+		return nil, 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if w.session != "" {
+		req.Header.Set("Mcp-Session-Id", w.session)
+		req.Header.Set("Mcp-Protocol-Version", w.version)
+	}
+	resp, err := w.hc.Do(req)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, resp.StatusCode, err
+	}
+	if resp.StatusCode/100 != 2 {
+		return nil, resp.StatusCode, fmt.Errorf("HTTP %s: %s", resp.Status, b)
+	}
+	if s := resp.Header.Get("Mcp-Session-Id"); s != "" {
+		w.session = s
+	}
+	return b, resp.StatusCode, nil
+}
+
+// listTools fetches every page of tools/list and returns the answers' bytes.
+func (w *wire) listTools(ctx context.Context) ([][]byte, error) {
+	var pages [][]byte
+	params := `{}`
+	for {
+		b, err := w.call(ctx, "tools/list", params)
+		if err != nil {
+			return nil, err
+		}
+		pages = append(pages, b)
+		cursor, ok := nextCursor(b)
+		if !ok {
+			return pages, nil
+		}
+		params = `{"cursor":` + strconv.Quote(cursor) + `}`
+	}
+}
+
+// nextCursor finds the answer's nextCursor without decoding the answer.
+func nextCursor(b []byte) (string, bool) {
+	const key = `"nextCursor":"`
+	i := bytes.LastIndex(b, []byte(key))
+	if i < 0 {
+		return "", false
+	}
+	rest := b[i+len(key):]
+	j := bytes.IndexByte(rest, '"')
+	if j <= 0 {
+		return "", false
+	}
+	return string(rest[:j]), true
+}
+
+// toolNames decodes the answers of listTools: the names of the tools.
+func toolNames(pages [][]byte) ([]string, error) {
+	var names []string
+	for _, b := range pages {
+		if bytes.HasPrefix(bytes.TrimSpace(b), []byte("event:")) {
+			// An event stream: the answer is the data of its last event
+			// that has any (a resumable stream opens with an empty one).
+			var last []byte
+			for line := range bytes.SplitSeq(b, []byte("\n")) {
+				if d, ok := bytes.CutPrefix(line, []byte("data:")); ok && len(bytes.TrimSpace(d)) > 0 {
+					last = d
+				}
+			}
+			if last == nil {
+				return nil, fmt.Errorf("no data in %.200q", b)
+			}
+			b = last
+		}
+		var msg struct {
+			Result *struct {
+				Tools []struct{ Name string }
+			}
+			Error json.RawMessage
+		}
+		if err := json.Unmarshal(b, &msg); err != nil {
+			return nil, fmt.Errorf("decode %.200q: %w", b, err)
+		}
+		if msg.Result == nil {
+			return nil, fmt.Errorf("no result: %s", msg.Error)
+		}
+		for _, t := range msg.Result.Tools {
+			names = append(names, t.Name)
+		}
+	}
+	return names, nil
+}
