@@ -59,23 +59,14 @@ type reqEra struct {
 // protocol version is 2026-07-28 or later), else from the session
 // (modernSession, clientCapsOf's capabilities).
 func callEra(ss *mcp.ServerSession, meta json.RawMessage) reqEra {
-	var m struct {
-		Version string              `json:"io.modelcontextprotocol/protocolVersion"`
-		Caps    *clientCapsV2       `json:"io.modelcontextprotocol/clientCapabilities"`
-		Info    *mcp.Implementation `json:"io.modelcontextprotocol/clientInfo"`
-	}
+	var e reqEra
 	if len(meta) > 0 {
-		_ = json.Unmarshal(meta, &m)
+		e = callEraMemo.get(meta, metaEra)
 	}
-	e := reqEra{modern: m.Version >= modernVersion}
 	if e.modern {
-		if m.Caps != nil {
-			e.caps = capsV1(m.Caps)
-		}
-		if m.Info != nil {
-			e.client = m.Info.Name + "/" + m.Info.Version
-		}
-	} else if ss != nil {
+		return e
+	}
+	if ss != nil {
 		if ip := ss.InitializeParams(); ip != nil {
 			// A session set up by a modern request stays modern: the SDK
 			// refuses server->client requests on it.
@@ -88,6 +79,30 @@ func callEra(ss *mcp.ServerSession, meta json.RawMessage) reqEra {
 	}
 	if e.caps == nil {
 		e.caps = &mcp.ClientCapabilities{}
+	}
+	return e
+}
+
+var callEraMemo memo[reqEra]
+
+// metaEra is callEra's reading of a raw _meta: a modern request's era, or
+// the zero reqEra.
+func metaEra(meta []byte) reqEra {
+	var m struct {
+		Version string              `json:"io.modelcontextprotocol/protocolVersion"`
+		Caps    *clientCapsV2       `json:"io.modelcontextprotocol/clientCapabilities"`
+		Info    *mcp.Implementation `json:"io.modelcontextprotocol/clientInfo"`
+	}
+	_ = json.Unmarshal(meta, &m)
+	if m.Version < modernVersion {
+		return reqEra{}
+	}
+	e := reqEra{modern: true, caps: &mcp.ClientCapabilities{}}
+	if m.Caps != nil {
+		e.caps = capsV1(m.Caps)
+	}
+	if m.Info != nil {
+		e.client = m.Info.Name + "/" + m.Info.Version
 	}
 	return e
 }

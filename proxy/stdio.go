@@ -491,6 +491,13 @@ func requestEra(params []byte) int {
 	if len(meta) == 0 || meta[0] != '{' {
 		return eraLegacy
 	}
+	return requestEraMemo.get(meta, metaRequestEra)
+}
+
+var requestEraMemo memo[int]
+
+// metaRequestEra is requestEra of a request whose _meta is the object meta.
+func metaRequestEra(meta []byte) int {
 	if bytes.IndexByte(meta, '\\') >= 0 {
 		return eraSDK
 	}

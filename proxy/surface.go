@@ -240,18 +240,38 @@ func clientOf(ctx context.Context, ss *mcp.ServerSession, meta mcp.Meta) clientI
 		raw, _ = json.Marshal(meta)
 	}
 	if len(raw) > 0 {
-		var m struct {
-			Version string              `json:"io.modelcontextprotocol/protocolVersion"`
-			Info    *mcp.Implementation `json:"io.modelcontextprotocol/clientInfo"`
-		}
-		if json.Unmarshal(raw, &m) == nil && m.Version >= modernVersion {
-			id.modern, id.protocol = true, m.Version
-			if m.Info != nil {
-				id.name, id.version = m.Info.Name, m.Info.Version
+		if m := metaClientMemo.get(raw, metaClient); m.modern {
+			id.modern, id.protocol = true, m.protocol
+			if m.hasInfo {
+				id.name, id.version = m.name, m.version
 			}
 		}
 	}
 	return id
+}
+
+var metaClientMemo memo[metaClientInfo]
+
+// metaClientInfo is what clientOf reads of a raw _meta.
+type metaClientInfo struct {
+	modern                  bool
+	protocol, name, version string
+	hasInfo                 bool
+}
+
+func metaClient(raw []byte) metaClientInfo {
+	var m struct {
+		Version string              `json:"io.modelcontextprotocol/protocolVersion"`
+		Info    *mcp.Implementation `json:"io.modelcontextprotocol/clientInfo"`
+	}
+	if json.Unmarshal(raw, &m) != nil || m.Version < modernVersion {
+		return metaClientInfo{}
+	}
+	out := metaClientInfo{modern: true, protocol: m.Version}
+	if m.Info != nil {
+		out.hasInfo, out.name, out.version = true, m.Info.Name, m.Info.Version
+	}
+	return out
 }
 
 // sessionMode returns the catalog mode of the client of a request on ss,
