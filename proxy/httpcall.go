@@ -3,6 +3,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -107,7 +108,7 @@ func (m *mcpEndpoint) serveLean(w http.ResponseWriter, r *http.Request, e *httpS
 	if caps.Sampling != nil || caps.Elicitation != nil {
 		return false
 	}
-	fields, err := splitParams(f.params)
+	fields, err := splitParams(bytes.Clone(f.params)) // the call may outlive the body's buffer
 	if err != nil {
 		return false // the SDK answers what is wrong
 	}

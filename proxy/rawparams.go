@@ -16,7 +16,8 @@ import (
 // (ARCHITECTURE §3 "The hot path is lean").
 
 // splitParams returns the top-level members of params, a JSON object that
-// was checked to be valid, by name; the last one wins when a name repeats,
+// was checked to be valid, by name, as slices of params (which the caller
+// must not reuse while they are in use); the last one wins when a name repeats,
 // as encoding/json decides. A member name written with escapes (or not
 // UTF-8) sends the whole object through encoding/json, so that names mean
 // what they mean to every other decoder.

@@ -396,7 +396,9 @@ func (l *lean) divert(ctx context.Context, f frame) bool {
 			return false
 		}
 		id := json.RawMessage(bytes.Clone(f.id))
-		fields, err := splitParams(f.params)
+		// The line is the reader's buffer, read over by the next line:
+		// the call keeps a copy.
+		fields, err := splitParams(bytes.Clone(f.params))
 		if err != nil {
 			l.writeError(id, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid tools/call params: %v", err)})
 			return true
