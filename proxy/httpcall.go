@@ -276,7 +276,8 @@ func (ls *leanStream) write(ctx context.Context, w http.ResponseWriter, msg []by
 	_, _ = w.Write(out)
 }
 
-// leanResponse is the JSON-RPC response to id: result, or rpcErr.
+// leanResponse is the JSON-RPC response to id: result, or rpcErr; the
+// lean paths answer with it (stdio adds the newline).
 func leanResponse(id []byte, result json.RawMessage, rpcErr *jsonrpc.Error) []byte {
 	if rpcErr != nil {
 		b, err := json.Marshal(struct {

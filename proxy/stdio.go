@@ -634,23 +634,9 @@ func member(obj []byte, key string) []byte {
 }
 
 func (l *lean) writeResult(id, result json.RawMessage) {
-	buf := make([]byte, 0, len(result)+len(id)+40)
-	buf = append(buf, `{"jsonrpc":"2.0","id":`...)
-	buf = append(buf, id...)
-	buf = append(buf, `,"result":`...)
-	buf = append(buf, result...)
-	buf = append(buf, "}\n"...)
-	_, _ = l.out.Write(buf)
+	_, _ = l.out.Write(append(leanResponse(id, result, nil), '\n'))
 }
 
 func (l *lean) writeError(id json.RawMessage, e *jsonrpc.Error) {
-	msg, err := json.Marshal(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Error   *jsonrpc.Error  `json:"error"`
-	}{"2.0", id, e})
-	if err != nil {
-		return
-	}
-	_, _ = l.out.Write(append(msg, '\n'))
+	_, _ = l.out.Write(append(leanResponse(id, nil, e), '\n'))
 }
