@@ -72,6 +72,8 @@ type backend struct {
 	name string
 	log  *slog.Logger
 
+	capsJSON atomic.Pointer[capsEncoding] // upstreamCapsJSON's last reading (mrtr.go)
+
 	mu          sync.Mutex
 	state       state              // guarded by mu
 	up          *upstream.Upstream // guarded by mu; nil unless started

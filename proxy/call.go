@@ -200,6 +200,9 @@ func (s *Server) routeCall(ctx context.Context, ss *mcp.ServerSession, name stri
 			}
 			rec.ResultBytes = len(raw)
 			s.observe(&rec, start)
+			if ss == nil { // a 2026-07-28 request over HTTP: the client names itself
+				rec.Client = clientOf(ctx, nil, nil).name
+			}
 			s.audit.record(ss, rec, start, fields["arguments"])
 		}
 		finish(raw, err)
@@ -369,7 +372,11 @@ func (s *Server) routeCall(ctx context.Context, ss *mcp.ServerSession, name stri
 		}
 		if up.Modern() {
 			// A modern server sees the capabilities of the client that asks.
-			if fields["_meta"], err = declareCaps(fields["_meta"], upstreamCaps(re.caps, b)); err != nil {
+			var caps json.RawMessage
+			if caps, err = upstreamCapsJSON(re.caps, b); err == nil {
+				fields["_meta"], err = declareCaps(fields["_meta"], caps)
+			}
+			if err != nil {
 				done(nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid _meta: %v", err)})
 				return
 			}

@@ -66,6 +66,8 @@ type catalog struct {
 	views                            sync.Map  // identity.key() -> *view
 	metaDefs                         sync.Map  // visible count and servers -> the meta-tools for them (who.go)
 	nviews                           atomic.Int64
+	headerOnce                       sync.Once
+	headerTools                      map[string]bool // set once by headerBound
 
 	// pin is what the pin check found (pinned.go); pinHeld maps "tool\x00"
 	// or "prompt\x00" and an exposed name that the check holds for review

@@ -207,10 +207,14 @@ func (s *Server) newMCPEndpoint(opts HTTPOptions) *mcpEndpoint {
 	// 2026-07-28 requests have no session: the SDK serves them only in
 	// stateless mode, a temporary session per request, on the same server.
 	stateless := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.server }, &mcp.StreamableHTTPOptions{
-		Stateless:                  true,
-		MaxRequestBodyBytes:        opts.MaxRequestBytes,
-		Logger:                     slog.New(quietHandler{s.log.Handler(), slog.LevelWarn}).With("component", "http"),
-		DisableLocalhostProtection: true,
+		Stateless:           true,
+		MaxRequestBodyBytes: opts.MaxRequestBytes,
+		// 2026-07-28: "the server MUST treat a client disconnect as
+		// cancellation of that request" (a call parked for the client's
+		// input lives on in its parked state, mrtr.go).
+		PropagateRequestCancellation: true,
+		Logger:                       slog.New(quietHandler{s.log.Handler(), slog.LevelWarn}).With("component", "http"),
+		DisableLocalhostProtection:   true,
 	})
 	sessions := &httpSessions{s: s, max: opts.MaxSessions, idle: opts.SessionTimeout, store: s.opts.Sessions}
 	if sessions.store != nil {
@@ -450,6 +454,8 @@ func (m *mcpEndpoint) serveModern(w http.ResponseWriter, r *http.Request, listen
 		// request that draining waits for (ServeHTTP counted it).
 		m.s.inflight.Add(-1)
 		defer m.s.inflight.Add(1)
+	} else if m.serveLeanModern(w, r, r.Body.(*heldBody).data) { // httpcall.go
+		return
 	}
 	m.stateless.ServeHTTP(w, r)
 }

@@ -19,6 +19,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/manifold-mcp/manifold/policy"
+	"github.com/manifold-mcp/manifold/proxy/era"
 )
 
 // The lean HTTP path of tools/call (ARCHITECTURE §3 "The hot path is lean"):
@@ -108,13 +111,9 @@ func (m *mcpEndpoint) serveLean(w http.ResponseWriter, r *http.Request, e *httpS
 	if caps.Sampling != nil || caps.Elicitation != nil {
 		return false
 	}
-	fields, err := splitParams(bytes.Clone(f.params)) // the call may outlive the body's buffer
-	if err != nil {
+	fields, name, ok := leanFields(f.params)
+	if !ok {
 		return false // the SDK answers what is wrong
-	}
-	name, ok := rawString(fields["name"])
-	if !ok || name == "" {
-		return false
 	}
 	if caps.RootsV2 != nil || caps.Roots.ListChanged {
 		c := m.s.catalog.Load()
@@ -122,7 +121,6 @@ func (m *mcpEndpoint) serveLean(w http.ResponseWriter, r *http.Request, e *httpS
 			return false
 		}
 	}
-	delete(fields, "name")
 
 	// A client of 2025-11-25 gets the event stream with a priming event
 	// first, as from the SDK, so that a stream that drops during the call
@@ -148,6 +146,128 @@ func (m *mcpEndpoint) serveLean(w http.ResponseWriter, r *http.Request, e *httpS
 	defer m.lean.remove(key)
 	ctx, done := m.s.sessionCalls.track(ctx, e.id) // a DELETE cancels it
 	defer done()
+	m.runLean(ctx, cancel, w, r, ss, f.id, name, fields, stream, false)
+	return true
+}
+
+// serveLeanModern serves a 2026-07-28 request (no session) whose body is
+// one tools/call on the lean path, and reports whether it did; if not, the
+// SDK's stateless handler serves it. The request is served only when the
+// SDK would accept it as it is: the headers it requires (Content-Type,
+// Accept, MCP-Protocol-Version equal to the _meta protocol version,
+// Mcp-Method, Mcp-Name), a _meta the SDK would accept (requestEra), and a
+// tool without parameters bound to headers (x-mcp-header, which the SDK
+// checks against the arguments). A call that asks for progress, or of the
+// search surface's tools, goes to the SDK too.
+//
+// The answer is one application/json response, and closing the request is
+// the client's cancellation, as 2026-07-28 has it ("the server MUST treat a
+// client disconnect as cancellation of that request"). A call parked for a
+// client's input (mrtr.go) lives on in its parked state, as on the SDK's
+// path.
+func (m *mcpEndpoint) serveLeanModern(w http.ResponseWriter, r *http.Request, body []byte) bool {
+	c := m.s.catalog.Load()
+	if m.s.typed || c == nil || len(r.Header.Values("Last-Event-ID")) > 0 || !leanContent(r) {
+		return false
+	}
+	f := checkFrame(body)
+	if f.kind != frameRequest || f.method != "tools/call" || requestEra(f.params) != eraModern {
+		return false
+	}
+	meta := member(f.params, "_meta") // requestEra: an object without escapes
+	if v, ok := rawString(member(meta, era.KeyProtocolVersion)); !ok || v != r.Header.Get("Mcp-Protocol-Version") {
+		return false // -32020 from the SDK
+	}
+	if member(meta, "progressToken") != nil || r.Header.Get("Mcp-Method") != "tools/call" {
+		return false
+	}
+	fields, name, ok := leanFields(f.params)
+	if !ok || r.Header.Get("Mcp-Name") != name || slices.Contains(metaTools, name) || c.headerBound(name) {
+		return false
+	}
+	var who policy.Identity
+	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
+		who = identityOf(ti).policy()
+	}
+	if !c.leanModernTool(name, who) {
+		return false
+	}
+	ctx := r.Context()
+	if meta := fields["_meta"]; meta != nil {
+		ctx = withRequestMeta(ctx, meta) // the request's own era (mrtr.go)
+		// The era's own keys describe this request, not the upstream's;
+		// the upstream face writes its own.
+		if meta = stripRequestMeta(meta); meta == nil {
+			delete(fields, "_meta")
+		} else {
+			fields["_meta"] = meta
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	m.runLean(ctx, cancel, w, r, nil, f.id, name, fields, nil, true)
+	return true
+}
+
+// writeModernError writes msg, the JSON-RPC error response of a 2026-07-28
+// request, with the HTTP status 2026-07-28 gives its code (SEP-2575): 404
+// for a method not found; 400 for invalid params, an unsupported protocol
+// version and a missing client capability; else 200.
+func writeModernError(w http.ResponseWriter, msg []byte, code int64) {
+	h := w.Header()
+	h["Content-Type"] = []string{"application/json"}
+	h["Cache-Control"] = []string{"no-cache, no-transform"}
+	switch code {
+	case jsonrpc.CodeMethodNotFound:
+		w.WriteHeader(http.StatusNotFound)
+	case jsonrpc.CodeInvalidParams, mcp.CodeUnsupportedProtocolVersion, mcp.CodeMissingRequiredClientCapabilities:
+		w.WriteHeader(http.StatusBadRequest)
+	}
+	_, _ = w.Write(msg)
+}
+
+// leanModernTool reports whether a 2026-07-28 call of the exposed tool name
+// by who can be served without the SDK's per-request session: an unknown or
+// hidden name (answered with its error), or a tool of a shared server that
+// is up and speaks 2026-07-28, called without a person's approval. A call
+// the bridge parks (a legacy server's questions, mrtr.go), one that needs a
+// process of its own, or a confirm rule's, goes to the SDK.
+func (c *catalog) leanModernTool(name string, who policy.Identity) bool {
+	e, d, ok := c.visibleTool(name, who)
+	if !ok {
+		return true
+	}
+	b := c.gen.byName[e.Server]
+	if b == nil || b.cfg.PerSession || b.cfg.PerIdentity || d.Confirm {
+		return false
+	}
+	st, up, _ := b.snapshot()
+	return st == stateUp && up != nil && up.Modern()
+}
+
+// leanFields splits the params of a lean tools/call: the tool's name, and
+// the other members as raw JSON. ok is false for params the SDK must answer
+// (not an object, no name).
+func leanFields(params []byte) (fields map[string]json.RawMessage, name string, ok bool) {
+	fields, err := splitParams(bytes.Clone(params)) // the call may outlive the body's buffer
+	if err != nil {
+		return nil, "", false
+	}
+	name, ok = rawString(fields["name"])
+	if !ok || name == "" {
+		return nil, "", false
+	}
+	delete(fields, "name")
+	return fields, name, true
+}
+
+// runLean runs a lean HTTP call of the tool name on ss (nil for a
+// 2026-07-28 request) and answers the request id with its outcome: on
+// stream, or as one application/json response. ctx is the call's, and
+// cancel ends it: when ctx is done before the answer (a cancellation, or a
+// client gone without a stream), the call is cancelled and, without a
+// stream, nothing is written.
+func (m *mcpEndpoint) runLean(ctx context.Context, cancel context.CancelFunc, w http.ResponseWriter, r *http.Request, ss *mcp.ServerSession, id []byte, name string, fields map[string]json.RawMessage, stream *leanStream, modern bool) {
 	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
 		ctx = context.WithValue(ctx, identityCtxKey{}, identityOf(ti))
 		if tok, ok := ti.Extra[extraSubjectToken].(string); ok && tok != "" {
@@ -158,7 +278,7 @@ func (m *mcpEndpoint) serveLean(w http.ResponseWriter, r *http.Request, e *httpS
 		if tp := r.Header.Get("traceparent"); tp != "" {
 			ctx = context.WithValue(ctx, traceHeaderKey{}, traceHeader{tp, r.Header.Get("tracestate")})
 		}
-		ctx = context.WithValue(ctx, requestIDKey{}, string(f.id))
+		ctx = context.WithValue(ctx, requestIDKey{}, string(id))
 	}
 
 	if stream != nil {
@@ -178,7 +298,7 @@ func (m *mcpEndpoint) serveLean(w http.ResponseWriter, r *http.Request, e *httpS
 		cancel()
 		a = <-ch
 		if stream == nil {
-			return true
+			return
 		}
 	}
 	if a.err == nil && !leanResult(a.raw) {
@@ -193,21 +313,35 @@ func (m *mcpEndpoint) serveLean(w http.ResponseWriter, r *http.Request, e *httpS
 		if !errors.As(a.err, &rpcErr) {
 			rpcErr = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: a.err.Error()}
 		}
-		stream.write(ctx, w, leanResponse(f.id, nil, rpcErr))
-		return true
+		if modern {
+			// 2026-07-28 answers some errors with an HTTP status too, as
+			// the SDK does (an application/json body either way).
+			writeModernError(w, leanResponse(id, nil, rpcErr), rpcErr.Code)
+			return
+		}
+		stream.write(ctx, w, leanResponse(id, nil, rpcErr))
+		return
 	}
-	stream.write(ctx, w, leanResponse(f.id, a.raw, nil))
-	return true
+	if modern {
+		a.raw = modernCallResult(a.raw, m.s.serverInfo)
+	}
+	stream.write(ctx, w, leanResponse(id, a.raw, nil))
 }
 
 // leanHeaders reports whether r's headers are ones the SDK serves a POST
-// with (else it answers with the error): a JSON body, an Accept of JSON and
-// event streams, and no protocol version other than the session's.
+// of a session with (else it answers with the error): leanContent, and no
+// protocol version other than the session's.
 func leanHeaders(r *http.Request, negotiated string) bool {
-	if ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || ct != "application/json" {
+	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && (v != negotiated || !slices.Contains(legacyVersions, v)) {
 		return false
 	}
-	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && (v != negotiated || !slices.Contains(legacyVersions, v)) {
+	return leanContent(r)
+}
+
+// leanContent reports whether r has the content headers the SDK requires
+// of a POST: a JSON body, and an Accept of JSON and event streams.
+func leanContent(r *http.Request) bool {
+	if ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || ct != "application/json" {
 		return false
 	}
 	jsonOK, streamOK := false, false
@@ -296,4 +430,27 @@ func leanResponse(id []byte, result json.RawMessage, rpcErr *jsonrpc.Error) []by
 	body = append(body, `,"result":`...)
 	body = append(body, result...)
 	return append(body, '}')
+}
+
+// headerBound reports whether the input schema of the exposed tool name
+// binds a parameter to a header (x-mcp-header): the SDK checks such a
+// call's Mcp-Param-* headers against its arguments, so the lean path leaves
+// it to the SDK. The schemas are read once per catalog, and any mention of
+// the keyword counts.
+func (c *catalog) headerBound(name string) bool {
+	c.headerOnce.Do(func() {
+		for exposed, def := range c.toolDefs {
+			if def == nil || def.InputSchema == nil {
+				continue
+			}
+			b, err := json.Marshal(def.InputSchema)
+			if err != nil || bytes.Contains(b, []byte("x-mcp-header")) {
+				if c.headerTools == nil {
+					c.headerTools = make(map[string]bool)
+				}
+				c.headerTools[exposed] = true
+			}
+		}
+	})
+	return c.headerTools[name]
 }

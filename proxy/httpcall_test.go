@@ -3,14 +3,20 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/manifold-mcp/manifold/upstream"
@@ -231,5 +237,269 @@ func TestHTTPLeanCallCancel(t *testing.T) {
 				t.Fatal("the cancelled call's POST never ended")
 			}
 		})
+	}
+}
+
+// fixture is testdata/fixture, built once for the tests that need a server
+// process (a 2026-07-28 one: a server reached through Dial speaks the
+// initialize era).
+var fixture struct {
+	once sync.Once
+	dir  string
+	path string
+	err  error
+}
+
+// fixtureBin returns the path of the built fixture server.
+func fixtureBin(t *testing.T) string {
+	t.Helper()
+	fixture.once.Do(func() {
+		if fixture.dir, fixture.err = os.MkdirTemp("", "proxy-fixture-"); fixture.err != nil {
+			return
+		}
+		fixture.path = filepath.Join(fixture.dir, "fixture")
+		out, err := exec.Command("go", "build", "-o", fixture.path, "../testdata/fixture").CombinedOutput()
+		if err != nil {
+			fixture.err = fmt.Errorf("go build ../testdata/fixture: %v\n%s", err, out)
+		}
+	})
+	if fixture.err != nil {
+		t.Fatal(fixture.err)
+	}
+	return fixture.path
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if fixture.dir != "" {
+		_ = os.RemoveAll(fixture.dir)
+	}
+	os.Exit(code)
+}
+
+// serveModernFixture serves over HTTP a proxy of one fixture server "w" of
+// the 2026-07-28 era (with its opt-in tool hdr), every tools/call answered
+// on the SDK's typed path if typed. The fixture appends "call <tool> <args>"
+// to calls and "cancelled w" to record; sdkCalls counts the tools/call
+// requests the SDK handled.
+func serveModernFixture(t *testing.T, typed bool) (url, calls, record string, sdkCalls *atomic.Int32) {
+	t.Helper()
+	dir := t.TempDir()
+	calls, record = filepath.Join(dir, "calls"), filepath.Join(dir, "record")
+	s, err := New(Options{Servers: []ServerConfig{{Upstream: upstream.Options{Name: "w", Command: fixtureBin(t),
+		Args: []string{"-name", "w", "-era", "modern", "-extra", "hdr", "-calls", calls, "-record", record}}, Prefix: "w"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.typed = typed
+	sdkCalls = new(atomic.Int32)
+	s.server.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "tools/call" {
+				sdkCalls.Add(1)
+			}
+			return next(ctx, method, req)
+		}
+	})
+	t.Cleanup(func() { _ = s.Close() })
+	if err := s.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	<-s.Ready()
+	hs := httptest.NewServer(s.HTTPHandler(HTTPOptions{}))
+	t.Cleanup(hs.Close)
+	return hs.URL + "/mcp", calls, record, sdkCalls
+}
+
+// modernPost POSTs body as a 2026-07-28 client does: the content headers,
+// then hdr (MCP-Protocol-Version, Mcp-Method, Mcp-Name... as the case
+// wants). It returns the status, the Content-Type and the JSON-RPC message
+// of the answer (the data of an event stream's last event).
+func modernPost(ctx context.Context, t *testing.T, url, body string, hdr map[string]string) (int, string, string, error) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, "", "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, "", "", err
+	}
+	ct := resp.Header.Get("Content-Type")
+	msg := strings.TrimSpace(string(b))
+	if ct == "text/event-stream" {
+		if ev := parseSSE(string(b)); len(ev) > 0 {
+			msg = ev[len(ev)-1].Data
+		}
+	}
+	return resp.StatusCode, ct, msg, nil
+}
+
+// modernCall is a 2026-07-28 tools/call body of the tool name (JSON) with
+// the arguments args (JSON) and the _meta entries extra (JSON members, or
+// "").
+func modernCall(name, args, extra string) string {
+	meta := `"io.modelcontextprotocol/protocolVersion":"` + modernVersion + `","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"}`
+	if extra != "" {
+		meta += "," + extra
+	}
+	return `{"jsonrpc":"2.0","id":"m1","method":"tools/call","params":{"name":` + name + `,"arguments":` + args + `,"_meta":{` + meta + `}}}`
+}
+
+// modernHeaders are the headers a 2026-07-28 client sends with a tools/call
+// of name.
+func modernHeaders(name string) map[string]string {
+	return map[string]string{"Mcp-Protocol-Version": modernVersion, "Mcp-Method": "tools/call", "Mcp-Name": name}
+}
+
+// TestHTTPLeanModern: a 2026-07-28 tools/call to a 2026-07-28 server is
+// answered without the SDK when the SDK would serve it as it is, with the
+// same answer (status, and the JSON-RPC result or error) as the SDK gives;
+// every request the SDK would refuse or treat otherwise (headers that
+// disagree with the body, a version not served, a _meta it rejects, a tool
+// with parameters bound to headers, a progress token, Last-Event-ID) goes to
+// the SDK and gets its answer.
+func TestHTTPLeanModern(t *testing.T) {
+	with := func(h map[string]string, k, v string) map[string]string {
+		out := map[string]string{}
+		for hk, hv := range h {
+			out[hk] = hv
+		}
+		if v == "" {
+			delete(out, k)
+		} else {
+			out[k] = v
+		}
+		return out
+	}
+	std := modernHeaders
+	echo := modernCall(`"w__echo"`, `{"message":"<&>"}`, "")
+	tests := []struct {
+		name string
+		body string
+		hdr  map[string]string
+		lean bool // served without the SDK
+	}{
+		{"call", echo, std("w__echo"), true},
+		{"unknown tool", modernCall(`"w__nosuch"`, `{}`, ""), std("w__nosuch"), true},
+		{"array arguments", modernCall(`"w__echo"`, `[1]`, ""), std("w__echo"), true},
+		{"no version header", echo, with(std("w__echo"), "Mcp-Protocol-Version", ""), false},
+		{"older version header", echo, with(std("w__echo"), "Mcp-Protocol-Version", "2025-11-25"), false},
+		{"no Mcp-Name", echo, with(std("w__echo"), "Mcp-Name", ""), false},
+		{"other Mcp-Name", echo, with(std("w__echo"), "Mcp-Name", "w__sleep"), false},
+		{"other Mcp-Method", echo, with(std("w__echo"), "Mcp-Method", "tools/list"), false},
+		{"version not served", strings.ReplaceAll(echo, modernVersion, "2099-01-01"), with(std("w__echo"), "Mcp-Protocol-Version", "2099-01-01"), false},
+		{"no client capabilities", strings.Replace(echo, `"io.modelcontextprotocol/clientCapabilities":{},`, "", 1), std("w__echo"), false},
+		{"escaped _meta", strings.Replace(echo, `"io.modelcontextprotocol/clientInfo"`, `"io.modelcontextprotocol/client\\u0049nfo"`, 1), std("w__echo"), false},
+		{"name not a string", modernCall(`5`, `{}`, ""), std("5"), false},
+		{"progress", modernCall(`"w__echo"`, `{"message":"p"}`, `"progressToken":"p"`), std("w__echo"), false},
+		{"header-bound parameter", modernCall(`"w__hdr"`, `{"region":"eu"}`, ""), with(std("w__hdr"), "Mcp-Param-Region", "eu"), false},
+		{"header-bound parameter without its header", modernCall(`"w__hdr"`, `{"region":"eu"}`, ""), std("w__hdr"), false},
+		{"Last-Event-ID", echo, with(std("w__echo"), "Last-Event-ID", "x_1"), false},
+	}
+	urls := map[bool]string{}
+	counts := map[bool]*atomic.Int32{}
+	for _, typed := range []bool{false, true} {
+		urls[typed], _, _, counts[typed] = serveModernFixture(t, typed)
+	}
+	type answer struct {
+		Status int
+		Msg    map[string]any
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := map[bool]answer{}
+			for _, typed := range []bool{false, true} {
+				before := counts[typed].Load()
+				status, ct, msg, err := modernPost(t.Context(), t, urls[typed], tt.body, tt.hdr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				a := answer{Status: status}
+				if json.Unmarshal([]byte(msg), &a.Msg) != nil {
+					a.Msg = map[string]any{"text": msg} // a plain-text refusal
+				}
+				got[typed] = a
+				if typed {
+					continue
+				}
+				if sdk := counts[typed].Load() > before; tt.lean && sdk {
+					t.Errorf("served by the SDK, want the lean path")
+				}
+				// The SDK answers a call's result on an event stream, the
+				// lean path as one JSON body.
+				if lean := ct == "application/json" && status == http.StatusOK; tt.lean != lean && !strings.Contains(msg, `"error"`) {
+					t.Errorf("Content-Type %q, status %d: served on the lean path %v, want %v", ct, status, lean, tt.lean)
+				}
+			}
+			if diff := cmp.Diff(got[true], got[false]); diff != "" {
+				t.Errorf("SDK (-) vs lean proxy (+):\n%s", diff)
+			}
+		})
+	}
+	t.Run("result", func(t *testing.T) {
+		_, _, msg, err := modernPost(t.Context(), t, urls[false], echo, std("w__echo"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{`"id":"m1"`, `"resultType":"complete"`, `"io.modelcontextprotocol/serverInfo":{"name":"manifold"`, `w: \u003c\u0026\u003e`} {
+			if !strings.Contains(msg, want) && !strings.Contains(msg, strings.ReplaceAll(want, `\u003c\u0026\u003e`, "<&>")) {
+				t.Errorf("answer %s lacks %s", msg, want)
+			}
+		}
+	})
+}
+
+// TestHTTPModernCancel: a 2026-07-28 client cancels a call by closing its
+// request ("the server MUST treat a client disconnect as cancellation of
+// that request"), on the lean path and on the SDK's.
+func TestHTTPModernCancel(t *testing.T) {
+	for _, typed := range []bool{false, true} {
+		t.Run(map[bool]string{false: "lean", true: "sdk"}[typed], func(t *testing.T) {
+			url, calls, record, _ := serveModernFixture(t, typed)
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			ended := make(chan error, 1)
+			go func() {
+				_, _, _, err := modernPost(ctx, t, url, modernCall(`"w__sleep"`, `{"ms":120000}`, ""), modernHeaders("w__sleep"))
+				ended <- err
+			}()
+			// The call is cancelled only once the server runs it.
+			waitFile(t, calls, "call sleep", time.Minute)
+			if b, _ := os.ReadFile(record); len(b) > 0 {
+				t.Fatalf("the call was cancelled before the client went away: %s", b)
+			}
+			cancel()
+			// Without the cancellation, the SDK's session ends the call
+			// when it closes, a minute later.
+			waitFile(t, record, "cancelled w", 30*time.Second)
+			<-ended
+		})
+	}
+}
+
+// waitFile waits (at most d) until the file at path holds want.
+func waitFile(t *testing.T, path, want string, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		if b, _ := os.ReadFile(path); strings.Contains(string(b), want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			b, _ := os.ReadFile(path)
+			t.Fatalf("%s holds %q, want %q within %s", path, b, want, d)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -123,6 +123,24 @@ func withRequestMeta(ctx context.Context, meta json.RawMessage) context.Context 
 	return context.WithValue(ctx, requestMetaKey{}, meta)
 }
 
+// stripRequestMeta is era.StripMetaRaw of a modern request's raw _meta (the
+// era's own keys removed; nil when nothing is left), read once for the same
+// bytes (memo.go). The result is the caller's own copy.
+func stripRequestMeta(meta json.RawMessage) json.RawMessage {
+	out := stripMemo.get(meta, func(b []byte) json.RawMessage {
+		if s := era.StripMetaRaw(b); s != nil {
+			return bytes.Clone(s) // s may be b, which the memo must not keep
+		}
+		return nil
+	})
+	if out == nil {
+		return nil
+	}
+	return bytes.Clone(out)
+}
+
+var stripMemo memo[json.RawMessage]
+
 // principal names who a sealed state belongs to: the downstream session;
 // without one, the stdio client (there is one), or over HTTP the client as
 // it names itself (stateless requests carry nothing else yet).
@@ -666,20 +684,55 @@ func upstreamCaps(caps *mcp.ClientCapabilities, b *backend) *clientCapsV2 {
 	return out
 }
 
-// declareCaps sets the client capabilities in a raw _meta object (nil: none).
-func declareCaps(meta json.RawMessage, caps *clientCapsV2) (json.RawMessage, error) {
+// declareCaps sets the client capabilities caps (their encoding) in a raw
+// _meta object (nil: none). A _meta without them gets them as its first
+// member, on bytes; one that has them (or keys with escapes, which may
+// spell them) is decoded and encoded.
+func declareCaps(meta, caps json.RawMessage) (json.RawMessage, error) {
+	const key = `"` + mcp.MetaKeyClientCapabilities + `":`
+	meta = bytes.TrimSpace(meta)
+	if len(meta) == 0 || string(meta) == "null" {
+		out := make([]byte, 0, len(key)+len(caps)+2)
+		return append(append(append(append(out, '{'), key...), caps...), '}'), nil
+	}
+	if meta[0] == '{' && bytes.IndexByte(meta, '\\') < 0 && json.Valid(meta) && member(meta, mcp.MetaKeyClientCapabilities) == nil {
+		out := make([]byte, 0, len(meta)+len(key)+len(caps)+2)
+		out = append(append(append(out, '{'), key...), caps...)
+		if rest := bytes.TrimSpace(meta[1:]); len(rest) > 0 && rest[0] != '}' {
+			out = append(out, ',')
+		}
+		return append(out, meta[1:]...), nil
+	}
 	m := map[string]json.RawMessage{}
 	if len(meta) > 0 && string(meta) != "null" {
 		if err := json.Unmarshal(meta, &m); err != nil {
 			return nil, err
 		}
 	}
-	raw, err := json.Marshal(caps)
+	m[mcp.MetaKeyClientCapabilities] = caps
+	return json.Marshal(m)
+}
+
+// upstreamCapsJSON is the encoding of upstreamCaps(caps, b), kept on b for
+// the last caps it was asked for: a client's calls carry the same
+// capabilities (callEra reads them once for the same _meta bytes, so the
+// pointer is the same too).
+func upstreamCapsJSON(caps *mcp.ClientCapabilities, b *backend) (json.RawMessage, error) {
+	if e := b.capsJSON.Load(); e != nil && e.caps == caps {
+		return e.raw, nil
+	}
+	raw, err := json.Marshal(upstreamCaps(caps, b))
 	if err != nil {
 		return nil, err
 	}
-	m[mcp.MetaKeyClientCapabilities] = raw
-	return json.Marshal(m)
+	b.capsJSON.Store(&capsEncoding{caps, raw})
+	return raw, nil
+}
+
+// capsEncoding is one reading of upstreamCapsJSON.
+type capsEncoding struct {
+	caps *mcp.ClientCapabilities
+	raw  json.RawMessage
 }
 
 func (s *Server) maxInputRounds() int {

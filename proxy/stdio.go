@@ -413,7 +413,7 @@ func (l *lean) divert(ctx context.Context, f frame) bool {
 			ctx = withRequestMeta(ctx, meta) // the bridges read the request's own era (mrtr.go)
 			// The era's own keys describe this request, not the
 			// upstream's; the upstream face writes its own.
-			if meta = era.StripMetaRaw(meta); meta == nil {
+			if meta = stripRequestMeta(meta); meta == nil {
 				delete(fields, "_meta")
 			} else {
 				fields["_meta"] = meta

@@ -28,10 +28,16 @@ import (
 type answerRouter struct {
 	addrs []string
 	key   string
-	forge func(r *http.Request, body []byte, to string)
-	retry bool
 
-	mu       sync.Mutex
+	// pending counts the answers being routed: a call can complete before
+	// the POST of its last answer has returned (the replica acts on the
+	// answer before it responds), so stats and set wait for them.
+	pending sync.WaitGroup
+
+	mu    sync.Mutex
+	forge func(r *http.Request, body []byte, to string) // guarded by mu
+	retry bool                                          // guarded by mu
+
 	n        int    // requests routed round robin; guarded by mu
 	calls    int    // tools/call POSTs; guarded by mu
 	lastCall int    // the replica of the last tools/call; guarded by mu
@@ -58,6 +64,10 @@ func (ar *answerRouter) RoundTrip(r *http.Request) (*http.Response, error) {
 	_, isError := msg["error"]
 	answer := r.Method == http.MethodPost && method == "" && (isResult || isError)
 
+	if answer {
+		ar.pending.Add(1)
+		defer ar.pending.Done()
+	}
 	ar.mu.Lock()
 	var to int
 	switch {
@@ -71,11 +81,11 @@ func (ar *answerRouter) RoundTrip(r *http.Request) (*http.Response, error) {
 		to = ar.n % len(ar.addrs)
 		ar.n++
 	}
-	call := ar.lastCall
+	call, forge, retryOn := ar.lastCall, ar.forge, ar.retry
 	ar.mu.Unlock()
 
-	if answer && ar.forge != nil {
-		ar.forge(r, body, ar.addrs[to])
+	if answer && forge != nil {
+		forge(r, body, ar.addrs[to])
 	}
 	resp, err := ar.send(r, body, ar.addrs[to], ar.key)
 	if err != nil || !answer {
@@ -86,7 +96,7 @@ func (ar *answerRouter) RoundTrip(r *http.Request) (*http.Response, error) {
 	if resp.StatusCode == http.StatusServiceUnavailable {
 		ar.retryAft = resp.Header.Get("Retry-After")
 	}
-	retry := ar.retry && resp.StatusCode == http.StatusServiceUnavailable
+	retry := retryOn && resp.StatusCode == http.StatusServiceUnavailable
 	ar.mu.Unlock()
 	if !retry {
 		return resp, nil
@@ -114,9 +124,18 @@ func (ar *answerRouter) send(r *http.Request, body []byte, addr, key string) (*h
 // stats returns the statuses of the answers, the last Retry-After of a
 // 503, and the statuses of the answers sent again.
 func (ar *answerRouter) stats() ([]int, string, []int) {
+	ar.pending.Wait()
 	ar.mu.Lock()
 	defer ar.mu.Unlock()
 	return append([]int(nil), ar.answers...), ar.retryAft, append([]int(nil), ar.retried...)
+}
+
+// set sets forge and retry, once the answers being routed are through.
+func (ar *answerRouter) set(forge func(r *http.Request, body []byte, to string), retry bool) {
+	ar.pending.Wait()
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	ar.forge, ar.retry = forge, retry
 }
 
 // TestClusterAnswers: a legacy session on two replicas, each tools/call on
@@ -176,7 +195,7 @@ func TestClusterAnswers(t *testing.T) {
 	ar := &answerRouter{addrs: addrs, key: aliceKey}
 	var forgedMu sync.Mutex
 	forged := map[string][]int{} // status of the forged copies, by who sent them
-	ar.forge = func(r *http.Request, body []byte, to string) {
+	ar.set(func(r *http.Request, body []byte, to string) {
 		fake := bytes.ReplaceAll(body, []byte("alice"), []byte("forged"))
 		for _, f := range []struct{ who, key, session string }{
 			{"bob", bobKey, r.Header.Get("Mcp-Session-Id")},
@@ -194,7 +213,7 @@ func TestClusterAnswers(t *testing.T) {
 			forged[f.who] = append(forged[f.who], resp.StatusCode)
 			forgedMu.Unlock()
 		}
-	}
+	}, false)
 	cs := connectRR(ctx, t, ar, newClient("alice"), protocolVersion)
 	waitTool(ctx, t, cs, "alpha__interview")
 
@@ -238,8 +257,7 @@ func TestClusterAnswers(t *testing.T) {
 	t.Logf("%d calls, %d answers relayed to the replica that asked, all 202; forged copies: %v", calls, len(answers), forged)
 
 	t.Run("redis down", func(t *testing.T) {
-		ar.forge = nil
-		ar.retry = true
+		ar.set(nil, true)
 		redis.stop()
 		const i = calls + 1
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "alpha__interview", Arguments: map[string]any{"steps": "elicit"}})
