@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -292,13 +293,27 @@ func (m *mcpEndpoint) runLean(ctx context.Context, cancel context.CancelFunc, w 
 	ch := make(chan answer, 1)
 	m.s.startCall(ctx, ss, name, fields, func(raw json.RawMessage, err error) { ch <- answer{raw, err} })
 	var a answer
-	select {
-	case a = <-ch:
-	case <-ctx.Done(): // cancelled, or (application/json) the client went away
-		cancel()
-		a = <-ch
-		if stream == nil {
-			return
+	var primed <-chan time.Time // the priming event is sent when this fires
+	if stream != nil {
+		t := time.NewTimer(primeDelay)
+		defer t.Stop()
+		primed = t.C
+	}
+wait:
+	for {
+		select {
+		case a = <-ch:
+			break wait
+		case <-primed:
+			stream.flush(w)
+			primed = nil
+		case <-ctx.Done(): // cancelled, or (application/json) the client went away
+			cancel()
+			a = <-ch
+			if stream == nil {
+				return
+			}
+			break wait
 		}
 	}
 	if a.err == nil && !leanResult(a.raw) {
@@ -375,7 +390,15 @@ type leanStream struct {
 	n       int    // events written
 }
 
-// prime writes the stream's priming event, with the reconnection delay.
+// primeDelay is how long a lean call's priming event may wait to go out
+// with its answer. The event is written first, always; it is sent on its own
+// (flushed) only if the answer takes longer, so that a quick call costs one
+// write, not two, and a client whose stream drops during a longer call still
+// holds the event id to resume from.
+const primeDelay = 20 * time.Millisecond
+
+// prime writes the stream's priming event, with the reconnection delay; the
+// caller flushes it (flush), or it goes out with the answer.
 func (ls *leanStream) prime(ctx context.Context, w http.ResponseWriter) {
 	h := w.Header()
 	h["Content-Type"] = []string{"text/event-stream"}
@@ -384,6 +407,10 @@ func (ls *leanStream) prime(ctx context.Context, w http.ResponseWriter) {
 	_ = ls.events.Append(ctx, ls.session, ls.id, nil)
 	_, _ = fmt.Fprintf(w, "event: prime\nid: %s_%d\nretry: %s\ndata: \n\n", ls.id, ls.n, sseRetry)
 	ls.n++
+}
+
+// flush sends what the stream holds.
+func (ls *leanStream) flush(w http.ResponseWriter) {
 	_ = http.NewResponseController(w).Flush()
 }
 

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -177,6 +178,50 @@ func TestHTTPLeanCall(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestHTTPLeanCallPrimesEarly: the priming event of a lean call of
+// 2025-11-25 that takes a while reaches the client before the answer, so
+// that a stream that drops during the call can be resumed.
+func TestHTTPLeanCallPrimesEarly(t *testing.T) {
+	url, started, cancelled, _ := serveWait(t)
+	rs := startLeanSession(t, url, "2025-11-25", `{}`)
+	// Without the priming event, nothing at all reaches the client until
+	// the call ends, which it does not on its own.
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url,
+		strings.NewReader(`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"w__wait"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", rs.id)
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	resp, err := http.DefaultClient.Do(req) // returns with the headers, sent with the priming event
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	first, err := bufio.NewReader(resp.Body).ReadString('\n')
+	if err != nil || first != "event: prime\n" {
+		t.Fatalf("first line of the stream %q (%v), want the priming event", first, err)
+	}
+	select {
+	case <-started:
+	case <-time.After(time.Minute):
+		t.Fatal("the wait tool never started")
+	}
+	select {
+	case <-cancelled:
+		t.Fatal("the call ended before the client cancelled it")
+	default:
+	}
+	if resp, body := rs.post(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9}}`); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("notifications/cancelled: status %d %s", resp.StatusCode, body)
+	}
+	<-cancelled
 }
 
 // TestHTTPLeanCallCancel: a lean call in flight is cancelled upstream by
