@@ -44,6 +44,11 @@ type listKey struct {
 type preparedList struct {
 	res   mcp.ListToolsResult // Tools nil
 	tools json.RawMessage
+
+	// The whole result as the SDK would write it, made at the first lean
+	// list (listlean.go): for a client of the initialize era, and for a
+	// 2026-07-28 client (resultType and _meta serverInfo added).
+	legacyWire, modernWire atomic.Pointer[[]byte]
 }
 
 // listKeyFor returns the key of the tools/list req on c, and false when the
