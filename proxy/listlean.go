@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"maps"
 	"net/http"
 	"time"
@@ -36,12 +35,12 @@ import (
 // need masking is left to the SDK. With traces on, every list goes to the
 // SDK, whose middleware starts its span.
 
-// leanList returns the result of a tools/list request of ss whose params
-// are params (raw JSON, nil when absent), from the list prepared for its
-// view, and false when the SDK must answer it. modern says the request is
-// of the 2026-07-28 era (requestEra); ti is the caller's validated token,
-// if any. The bytes returned are shared: they must not be modified.
-func (s *Server) leanList(ctx context.Context, ss *mcp.ServerSession, params []byte, modern bool, ti *auth.TokenInfo) (json.RawMessage, bool) {
+// leanList returns the JSON-RPC response to id, a tools/list request of ss
+// whose params are params (raw JSON, nil when absent), from the list
+// prepared for its view, and false when the SDK must answer it. modern says
+// the request is of the 2026-07-28 era (requestEra); ti is the caller's
+// validated token, if any.
+func (s *Server) leanList(ctx context.Context, ss *mcp.ServerSession, id, params []byte, modern bool, ti *auth.TokenInfo) ([]byte, bool) {
 	if s.typed || s.tracer != nil || ss == nil || ss.InitializeParams() == nil || modernSession(ss) != modern {
 		return nil, false
 	}
@@ -78,34 +77,42 @@ func (s *Server) leanList(ctx context.Context, ss *mcp.ServerSession, params []b
 	if !keep || !key.ready || (key.version >= modernVersion) != modern {
 		return nil, false
 	}
-	p, ok := c.lists.m.Load(key)
+	v, ok := c.lists.m.Load(key)
 	if !ok {
 		return nil, false // the SDK's path prepares it
 	}
-	wire, ok := p.(*preparedList).wire(modern)
+	p := v.(*preparedList)
+	head, ok := p.head(modern)
 	if !ok {
 		return nil, false
 	}
+	// leanResponse's envelope, with the result written in place.
+	resp := make([]byte, 0, len(id)+len(head)+len(p.tools)+40)
+	resp = append(append(append(resp, `{"jsonrpc":"2.0","id":`...), id...), `,"result":`...)
+	at := len(resp)
+	resp = append(append(append(append(resp, head...), p.tools...), '}'), '}')
 	if s.opts.Redactor.Knows() {
 		// maskingMiddleware: a list that holds a secret of the config
 		// is masked on the SDK's path, which re-encodes it.
-		if masked := s.maskRaw(wire); len(masked) != len(wire) || &masked[0] != &wire[0] {
+		result := resp[at : len(resp)-1]
+		if masked := s.maskRaw(result); len(masked) != len(result) || &masked[0] != &result[0] {
 			return nil, false
 		}
 	}
 	s.metrics.Request("tools/list", "", "", "ok", "", time.Since(start)) // telemetryMiddleware
-	return wire, true
+	return resp, true
 }
 
-// wire returns the result p is, encoded as the SDK encodes it for a client
-// of the initialize era, or for a 2026-07-28 client (modern): with
-// resultType "complete" and Manifold's identity in _meta serverInfo, in place
-// of any other (routingMiddleware's modernResult, then the SDK's own
-// annotation). Made once per prepared list.
-func (p *preparedList) wire(modern bool) (json.RawMessage, bool) {
-	at := &p.legacyWire
+// head returns the result p is, encoded as the SDK encodes it for a client
+// of the initialize era, or for a 2026-07-28 client (modern: resultType
+// "complete" and Manifold's identity in _meta serverInfo, in place of any
+// other, as routingMiddleware's modernResult and then the SDK's own
+// annotation make it), up to its tools (rawToolList.head). Made once per
+// prepared list and era.
+func (p *preparedList) head(modern bool) ([]byte, bool) {
+	at := &p.legacyHead
 	if modern {
-		at = &p.modernWire
+		at = &p.modernHead
 	}
 	if b := at.Load(); b != nil {
 		return *b, true
@@ -120,7 +127,7 @@ func (p *preparedList) wire(modern bool) (json.RawMessage, bool) {
 		r.Meta = meta
 		r.ResultType = "complete"
 	}
-	b, err := r.MarshalJSON()
+	b, err := r.head()
 	if err != nil {
 		return nil, false // the SDK says what is wrong
 	}
@@ -196,7 +203,7 @@ func (m *mcpEndpoint) serveLeanList(w http.ResponseWriter, r *http.Request, e *h
 	if f.kind != frameRequest || f.method != "tools/list" || needsMapping(f.id) || requestEra(f.params) != eraLegacy {
 		return false
 	}
-	res, ok := m.s.leanList(r.Context(), ss, f.params, false, auth.TokenInfoFromContext(r.Context()))
+	resp, ok := m.s.leanList(r.Context(), ss, f.id, f.params, false, auth.TokenInfoFromContext(r.Context()))
 	if !ok {
 		return false
 	}
@@ -205,7 +212,7 @@ func (m *mcpEndpoint) serveLeanList(w http.ResponseWriter, r *http.Request, e *h
 		stream = &leanStream{events: m.events, session: e.id, id: rand.Text()}
 		stream.prime(r.Context(), w)
 	}
-	stream.write(r.Context(), w, leanResponse(f.id, res, nil))
+	stream.write(r.Context(), w, resp)
 	return true
 }
 
@@ -220,10 +227,10 @@ func (l *lean) list(ctx context.Context, f frame) bool {
 	case eraSDK:
 		return false
 	}
-	res, ok := l.s.leanList(ctx, l.ss, f.params, modern, nil)
+	resp, ok := l.s.leanList(ctx, l.ss, f.id, f.params, modern, nil)
 	if !ok {
 		return false
 	}
-	l.writeResult(f.id, res)
+	_, _ = l.out.Write(append(resp, '\n'))
 	return true
 }
