@@ -186,6 +186,9 @@ func leanListParams(params []byte) (cursor string, meta []byte, ok bool) {
 // event stream with a priming event for a client of 2025-11-25, kept in the
 // session's event store so that the stream can be resumed.
 func (m *mcpEndpoint) serveLeanList(w http.ResponseWriter, r *http.Request, e *httpSession, body []byte) bool {
+	if !bytes.Contains(body, []byte(`"tools/list"`)) {
+		return false // not a list: checked once, by serveLean
+	}
 	ss := e.ss
 	if ss == nil || modernSession(ss) {
 		return false
@@ -193,9 +196,6 @@ func (m *mcpEndpoint) serveLeanList(w http.ResponseWriter, r *http.Request, e *h
 	ip := ss.InitializeParams()
 	if ip == nil || !leanHeaders(r, ip.ProtocolVersion) {
 		return false
-	}
-	if !bytes.Contains(body, []byte(`"tools/list"`)) {
-		return false // not a list: checked once, by serveLean
 	}
 	f := checkFrame(body)
 	// The SDK writes the id it decoded: one it would spell otherwise
