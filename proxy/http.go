@@ -327,6 +327,9 @@ func (m *mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if m.relayAnswers(w, r, id) { // answerrelay.go: answers to questions of other replicas
 			return
 		}
+		if m.serveLeanList(w, r, e, r.Body.(*heldBody).data) { // listlean.go
+			return
+		}
 		if m.serveLean(w, r, e, r.Body.(*heldBody).data) {
 			return
 		}

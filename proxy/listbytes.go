@@ -44,6 +44,12 @@ type listKey struct {
 type preparedList struct {
 	res   mcp.ListToolsResult // Tools nil
 	tools json.RawMessage
+
+	// The result as the SDK would write it up to its tools (rawToolList.head),
+	// made at the first lean list (listlean.go): for a client of the
+	// initialize era, and for a 2026-07-28 client (resultType and _meta
+	// serverInfo added).
+	legacyHead, modernHead atomic.Pointer[[]byte]
 }
 
 // listKeyFor returns the key of the tools/list req on c, and false when the
@@ -113,10 +119,22 @@ type rawToolList struct {
 var placeholder = []byte(`"tools":[]}`)
 
 func (r *rawToolList) MarshalJSON() ([]byte, error) {
-	rest := r.ListToolsResult
 	if r.tools == nil {
+		rest := r.ListToolsResult
 		return json.Marshal(&rest)
 	}
+	head, err := r.head()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, len(head)+len(r.tools)+1)
+	return append(append(append(out, head...), r.tools...), '}'), nil
+}
+
+// head is the encoding of r up to its prepared tools: the result is head,
+// the tools, and '}'.
+func (r *rawToolList) head() ([]byte, error) {
+	rest := r.ListToolsResult
 	rest.Tools = []*mcp.Tool{}
 	b, err := json.Marshal(&rest)
 	if err != nil {
@@ -125,9 +143,7 @@ func (r *rawToolList) MarshalJSON() ([]byte, error) {
 	if !bytes.HasSuffix(b, placeholder) {
 		return nil, errNoTools
 	}
-	at := len(b) - len(placeholder) + len(`"tools":`)
-	out := make([]byte, 0, len(b)+len(r.tools))
-	return append(append(append(out, b[:at]...), r.tools...), '}'), nil
+	return b[:len(b)-len(placeholder)+len(`"tools":`)], nil
 }
 
 // UnmarshalJSON decodes a list (masking does): the tools are then its own.

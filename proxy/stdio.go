@@ -373,10 +373,14 @@ func truncate(b []byte, n int) string {
 	return string(b[:n]) + "…"
 }
 
-// divert serves a tools/call request on the lean path and reports whether it
-// did. A downstream cancellation of a lean call cancels it (and is also passed
-// on to the SDK, which ignores ids it does not know).
+// divert serves a tools/call request (or a tools/list whose answer is
+// prepared) on the lean path and reports whether it did. A downstream
+// cancellation of a lean call cancels it (and is also passed on to the SDK,
+// which ignores ids it does not know).
 func (l *lean) divert(ctx context.Context, f frame) bool {
+	if f.kind == frameRequest && f.method == "tools/list" {
+		return l.list(ctx, f) // listlean.go
+	}
 	if f.method != "tools/call" && f.method != "notifications/cancelled" {
 		return false
 	}

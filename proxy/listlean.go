@@ -1,0 +1,236 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"maps"
+	"net/http"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/manifold-mcp/manifold/internal/jsonscan"
+	"github.com/manifold-mcp/manifold/proxy/era"
+)
+
+// The lean path of tools/list (ARCHITECTURE §3 "The hot path is lean"): a
+// list whose answer is already prepared for the caller's view (listbytes.go)
+// is written from those bytes, on stdio by the reader's goroutine and over
+// HTTP without the SDK's transport, so that the SDK's JSON-RPC layer does
+// not decode the request, then encode and re-validate a thousand tools it
+// did not make.
+//
+// The lean path only ever serves a list the SDK's path has answered before
+// for the same key (catalog, registry generation, view, protocol version,
+// catalog mode, cursor, settled start): the first list of a view, an
+// unknown cursor, a list before the upstreams' first start is over, and
+// anything the SDK would read otherwise than the raw scanner (params other
+// than a plain cursor and _meta, escapes, a request of another era than its
+// session's) go to the SDK, which answers or refuses them as it always
+// has. What the SDK's middleware does for a list is done here too: the
+// session is recorded as having listed (list_changed), its catalog mode is
+// decided, the list is counted in the metrics, and an answer that would
+// need masking is left to the SDK. With traces on, every list goes to the
+// SDK, whose middleware starts its span.
+
+// leanList returns the JSON-RPC response to id, a tools/list request of ss
+// whose params are params (raw JSON, nil when absent), from the list
+// prepared for its view, and false when the SDK must answer it. modern says
+// the request is of the 2026-07-28 era (requestEra); ti is the caller's
+// validated token, if any.
+func (s *Server) leanList(ctx context.Context, ss *mcp.ServerSession, id, params []byte, modern bool, ti *auth.TokenInfo) ([]byte, bool) {
+	if s.typed || s.tracer != nil || ss == nil || ss.InitializeParams() == nil || modernSession(ss) != modern {
+		return nil, false
+	}
+	select {
+	case <-s.ready:
+	default:
+		return nil, false // the SDK's path waits for the start (listing)
+	}
+	cursor, meta, ok := leanListParams(params)
+	if !ok {
+		return nil, false
+	}
+	start := time.Now()
+	req := &mcp.ListToolsRequest{Session: ss, Params: &mcp.ListToolsParams{Cursor: cursor}}
+	if ti != nil {
+		req.Extra = &mcp.RequestExtra{TokenInfo: ti}
+	}
+	ctx = withIdentity(ctx, req) // identityMiddleware
+	if meta != nil {
+		ctx = withRequestMeta(ctx, meta) // the client's info, for its catalog mode
+	}
+	if modern {
+		s.learnClient(clientCapsOf(ss), true) // routingMiddleware
+	}
+	// As listing does: recorded before the catalog is read, so that a
+	// change made from now on is notified.
+	s.markListed(ss, catTools)
+	c := s.catalog.Load()
+	if c == nil {
+		return nil, false
+	}
+	search := s.sessionMode(ctx, ss, nil, c, true) == ModeSearch
+	key, keep := s.listKeyFor(ctx, req, c, search)
+	if !keep || !key.ready || (key.version >= modernVersion) != modern {
+		return nil, false
+	}
+	v, ok := c.lists.m.Load(key)
+	if !ok {
+		return nil, false // the SDK's path prepares it
+	}
+	p := v.(*preparedList)
+	head, ok := p.head(modern)
+	if !ok {
+		return nil, false
+	}
+	// leanResponse's envelope, with the result written in place.
+	resp := make([]byte, 0, len(id)+len(head)+len(p.tools)+40)
+	resp = append(append(append(resp, `{"jsonrpc":"2.0","id":`...), id...), `,"result":`...)
+	at := len(resp)
+	resp = append(append(append(append(resp, head...), p.tools...), '}'), '}')
+	if s.opts.Redactor.Knows() {
+		// maskingMiddleware: a list that holds a secret of the config
+		// is masked on the SDK's path, which re-encodes it.
+		result := resp[at : len(resp)-1]
+		if masked := s.maskRaw(result); len(masked) != len(result) || &masked[0] != &result[0] {
+			return nil, false
+		}
+	}
+	s.metrics.Request("tools/list", "", "", "ok", "", time.Since(start)) // telemetryMiddleware
+	return resp, true
+}
+
+// head returns the result p is, encoded as the SDK encodes it for a client
+// of the initialize era, or for a 2026-07-28 client (modern: resultType
+// "complete" and Manifold's identity in _meta serverInfo, in place of any
+// other, as routingMiddleware's modernResult and then the SDK's own
+// annotation make it), up to its tools (rawToolList.head). Made once per
+// prepared list and era.
+func (p *preparedList) head(modern bool) ([]byte, bool) {
+	at := &p.legacyHead
+	if modern {
+		at = &p.modernHead
+	}
+	if b := at.Load(); b != nil {
+		return *b, true
+	}
+	r := &rawToolList{ListToolsResult: p.res, tools: p.tools}
+	if modern {
+		meta := maps.Clone(r.Meta)
+		if meta == nil {
+			meta = mcp.Meta{}
+		}
+		meta[era.KeyServerInfo] = implementation()
+		r.Meta = meta
+		r.ResultType = "complete"
+	}
+	b, err := r.head()
+	if err != nil {
+		return nil, false // the SDK says what is wrong
+	}
+	if !at.CompareAndSwap(nil, &b) {
+		b = *at.Load() // the first one made: every list the same bytes
+	}
+	return b, true
+}
+
+// leanListParams reads the params of a tools/list request (raw JSON, nil
+// when absent) as the SDK decodes them, and reports false for any it might
+// read otherwise or refuse: params that are not an object, a member other
+// than cursor (a string) and _meta (an object), a repeated member, and
+// anything escaped (a key or a cursor the scanner would have to unescape).
+// meta is a slice of params.
+func leanListParams(params []byte) (cursor string, meta []byte, ok bool) {
+	if params == nil {
+		return "", nil, true
+	}
+	if params[0] != '{' || bytes.IndexByte(params, '\\') >= 0 {
+		return "", nil, false
+	}
+	seen := false
+	for i := jsonscan.SkipSpace(params, 1); i < len(params) && params[i] == '"'; {
+		end := jsonscan.SkipString(params, i)
+		k := params[i+1 : end-1]
+		i = jsonscan.SkipSpace(params, jsonscan.SkipSpace(params, end)+1)
+		vend := jsonscan.SkipValue(params, i)
+		v := params[i:vend]
+		switch string(k) {
+		case "cursor":
+			if seen || len(v) < 2 || v[0] != '"' {
+				return "", nil, false
+			}
+			cursor, seen = string(v[1:len(v)-1]), true
+		case "_meta":
+			if meta != nil || len(v) == 0 || v[0] != '{' {
+				return "", nil, false
+			}
+			meta = v
+		default:
+			return "", nil, false
+		}
+		i = jsonscan.SkipSpace(params, vend)
+		if i < len(params) && params[i] == ',' {
+			i = jsonscan.SkipSpace(params, i+1)
+		}
+	}
+	return cursor, meta, true
+}
+
+// serveLeanList serves the POST r of session e on the lean path if its body
+// is a tools/list request of the session's (initialize) era whose answer is
+// prepared, and reports whether it did; if not, the SDK serves it. The
+// answer is written as serveLean writes a call's: application/json, or an
+// event stream with a priming event for a client of 2025-11-25, kept in the
+// session's event store so that the stream can be resumed.
+func (m *mcpEndpoint) serveLeanList(w http.ResponseWriter, r *http.Request, e *httpSession, body []byte) bool {
+	if !bytes.Contains(body, []byte(`"tools/list"`)) {
+		return false // not a list: checked once, by serveLean
+	}
+	ss := e.ss
+	if ss == nil || modernSession(ss) {
+		return false
+	}
+	ip := ss.InitializeParams()
+	if ip == nil || !leanHeaders(r, ip.ProtocolVersion) {
+		return false
+	}
+	f := checkFrame(body)
+	// The SDK writes the id it decoded: one it would spell otherwise
+	// (1.5, escapes) is its to answer.
+	if f.kind != frameRequest || f.method != "tools/list" || needsMapping(f.id) || requestEra(f.params) != eraLegacy {
+		return false
+	}
+	resp, ok := m.s.leanList(r.Context(), ss, f.id, f.params, false, auth.TokenInfoFromContext(r.Context()))
+	if !ok {
+		return false
+	}
+	var stream *leanStream
+	if v := r.Header.Get("Mcp-Protocol-Version"); m.events != nil && v >= primingVersion {
+		stream = &leanStream{events: m.events, session: e.id, id: rand.Text()}
+		stream.prime(r.Context(), w)
+	}
+	stream.write(r.Context(), w, resp)
+	return true
+}
+
+// list serves the stdio tools/list request f on the lean path if its answer
+// is prepared, and reports whether it did. The answer is written before the
+// next line is read; nothing of the line is kept.
+func (l *lean) list(ctx context.Context, f frame) bool {
+	modern := false
+	switch requestEra(f.params) {
+	case eraModern:
+		modern = true
+	case eraSDK:
+		return false
+	}
+	resp, ok := l.s.leanList(ctx, l.ss, f.id, f.params, modern, nil)
+	if !ok {
+		return false
+	}
+	_, _ = l.out.Write(append(resp, '\n'))
+	return true
+}
