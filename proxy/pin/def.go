@@ -205,11 +205,26 @@ func encode(b *strings.Builder, v any) error {
 // quote is a JSON string without HTML escaping, so that "<IMPORTANT>" reads
 // as such in the lock file.
 func quote(s string) string {
+	if plain(s) {
+		return `"` + s + `"` // what the encoder below writes, without it
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(s)
 	return strings.TrimSuffix(buf.String(), "\n")
+}
+
+// plain reports whether s is printable ASCII without '"' or '\\': its JSON
+// string is s between quotes, nothing escaped. (Most names, keys and
+// descriptions are; quote takes the encoder only for the others.)
+func plain(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // number is the one spelling of a JSON number (see Canonical).

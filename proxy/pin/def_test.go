@@ -1,6 +1,8 @@
 package pin
 
 import (
+	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -113,5 +115,41 @@ func TestDiff(t *testing.T) {
 	}
 	if got := Diff(`{"a":1}`, `{"a":1}`, 2); strings.ContainsAny(got, "+-") {
 		t.Errorf("Diff of equal definitions shows changes:\n%s", got)
+	}
+}
+
+// quoteByEncoder is quote without its fast path: the encoding/json string,
+// HTML characters unescaped.
+func quoteByEncoder(s string) string {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s)
+	return strings.TrimSuffix(buf.String(), "\n")
+}
+
+// FuzzQuote: quote's fast path for plain strings writes what the encoder
+// writes, for every string.
+func FuzzQuote(f *testing.F) {
+	for _, s := range []string{"", "read", "Reads a file.", `a"b`, `a\b`, "a\nb", "\x7f", "<IMPORTANT>&", "é", "\u2028", "\xff", "tab\there", "~ !#$%"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := quote(s), quoteByEncoder(s); got != want {
+			t.Errorf("quote(%q) = %s, want %s", s, got, want)
+		}
+	})
+}
+
+// BenchmarkNewDef: the fingerprint of a tool definition of the size of the
+// fixture's (a description, a schema of a few properties), which the pin
+// check takes of every definition of a server that joins.
+func BenchmarkNewDef(b *testing.B) {
+	raw := []byte(`{"name":"echo_many_17","description":"Echoes its text back, one of many tools of a large catalog; for start-up and list benchmarks.","inputSchema":{"type":"object","properties":{"text":{"type":"string","description":"What to echo."},"times":{"type":"integer","minimum":1,"maximum":10}},"required":["text"]},"annotations":{"readOnlyHint":true,"openWorldHint":false}}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := NewDef(Tool, "echo_many_17", raw); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
