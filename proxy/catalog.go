@@ -331,10 +331,59 @@ type registered struct {
 	templates map[string][]byte
 }
 
+// rebuildQueue coalesces rebuild requests. A request made while a rebuild
+// runs is served, with every other request made meanwhile, by the one
+// rebuild that follows: a burst of changes (upstreams joining one after the
+// other at start, each of which asks for a rebuild) costs one rebuild per
+// rebuild's duration, not one per change.
+type rebuildQueue struct {
+	mu      sync.Mutex
+	cond    sync.Cond // signalled when a rebuild ends; L is &mu, set at first use
+	asked   uint64    // guarded by mu; requests made so far
+	done    uint64    // guarded by mu; requests served by a finished rebuild
+	running bool      // guarded by mu; a rebuild runs
+}
+
 // rebuild recomputes the catalog from every backend's last listing, swaps it in
 // and brings the SDK server's registrations in line (which sends the downstream
-// list_changed notifications).
+// list_changed notifications). It returns once a rebuild that began after the
+// call has finished, so the catalog then reflects every change made before
+// the call, as if it had rebuilt alone; calls made while a rebuild runs share
+// the next one (rebuildQueue).
 func (s *Server) rebuild() {
+	q := &s.rebuilds
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.cond.L == nil {
+		q.cond.L = &q.mu
+	}
+	q.asked++
+	mine := q.asked
+	for q.done < mine {
+		if q.running {
+			q.cond.Wait()
+			continue
+		}
+		s.rebuildFor(q, q.asked)
+	}
+}
+
+// rebuildFor runs one rebuild that serves the requests up to upTo. Called
+// with q.mu held, which it releases while it rebuilds.
+func (s *Server) rebuildFor(q *rebuildQueue, upTo uint64) {
+	q.running = true
+	q.mu.Unlock()
+	defer func() {
+		q.mu.Lock()
+		q.running = false
+		q.done = max(q.done, upTo)
+		q.cond.Broadcast()
+	}()
+	s.rebuildNow()
+}
+
+// rebuildNow is one rebuild (see rebuild); only rebuildFor calls it.
+func (s *Server) rebuildNow() {
 	s.catMu.Lock()
 	defer s.catMu.Unlock()
 	if s.isClosed() {

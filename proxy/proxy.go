@@ -254,8 +254,9 @@ type Server struct {
 	// made at the first catalog that wants them and kept across rebuilds.
 	embedsMu sync.Mutex
 	embeds   *embedcache.Cache
-	catMu    sync.Mutex // serialises catalog rebuilds and SDK registration
-	reg      registered // what is registered with the SDK server; guarded by catMu
+	rebuilds rebuildQueue // coalesces rebuild requests (catalog.go)
+	catMu    sync.Mutex   // serialises catalog rebuilds and SDK registration
+	reg      registered   // what is registered with the SDK server; guarded by catMu
 
 	catOpts      atomic.Pointer[CatalogOptions] // which tool list each client gets (surface.go)
 	clients      clientRegistry                 // the clients that listed or called, and their catalog modes
