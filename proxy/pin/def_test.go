@@ -153,3 +153,32 @@ func BenchmarkNewDef(b *testing.B) {
 		}
 	}
 }
+
+// FuzzCanonical: what canonicalAlready accepts is what decoding and
+// encoding gives back unchanged, for every input; and Canonical is
+// idempotent.
+func FuzzCanonical(f *testing.F) {
+	for _, s := range []string{
+		`{"annotations":{"readOnlyHint":true},"description":"Reads a file.","inputSchema":{"properties":{"n":{"maximum":10,"type":"integer"}},"type":"object"},"name":"read"}`,
+		`{"b":1,"a":2}`, `{"a":1,"a":2}`, `{"a":1,"b":[1,2.5,-0,1e+21,1e-7,1E+21,9007199254740993,1e999,{}]}`,
+		`[]`, `{}`, `[true,false,null]`, `"a"`, `"a\"b"`, `"é"`, ` 1`, `1 `, `1x`, `01`, `-`, `1.`, `.5`, `1e`, `-0.0`, `0.1`, `1.5e-7`,
+		`{"a":1}{"b":2}`, `[[[[[[[[[[[[1]]]]]]]]]]]]`, `{"<IMPORTANT>":"&"}`, "\"\x7f\"", `truex`, `nul`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if canonicalAlready(raw) {
+			got, err := canonicalDecoded(raw)
+			if err != nil || got != string(raw) {
+				t.Fatalf("canonicalAlready(%q), but decoding and encoding it gives %q, %v", raw, got, err)
+			}
+		}
+		c, err := Canonical(raw)
+		if err != nil {
+			return
+		}
+		if again, err := Canonical([]byte(c)); err != nil || again != c {
+			t.Fatalf("Canonical(%q) = %q, whose canonical form is %q, %v", raw, c, again, err)
+		}
+	})
+}
