@@ -323,20 +323,77 @@ func (s *Server) explain(name string) (string, error) {
 	return "", fmt.Errorf("%q is not a tool or prompt that any server listed, nor a resource URI of a server; run `manifold tools` to see the names", name)
 }
 
-// registered is what the proxy has registered with the SDK server, with a
-// fingerprint of each definition so unchanged entries are not re-added (each
-// add schedules a list_changed).
+// registered is what the proxy has registered with the SDK server: each
+// definition, with a fingerprint of it, so that unchanged entries are not
+// re-added (each add schedules a list_changed).
 type registered struct {
-	tools     map[string][]byte
-	prompts   map[string][]byte
-	resources map[string][]byte
-	templates map[string][]byte
+	tools     map[string]regEntry
+	prompts   map[string]regEntry
+	resources map[string]regEntry
+	templates map[string]regEntry
+}
+
+// regEntry is one registered definition: the value given to the SDK and its
+// JSON encoding. A catalog that has the same value (a definition reused from
+// the last rebuild) has it unchanged without encoding it again.
+type regEntry struct {
+	def any
+	fp  []byte
+}
+
+// rebuildQueue coalesces rebuild requests. A request made while a rebuild
+// runs is served, with every other request made meanwhile, by the one
+// rebuild that follows: a burst of changes (upstreams joining one after the
+// other at start, each of which asks for a rebuild) costs one rebuild per
+// rebuild's duration, not one per change.
+type rebuildQueue struct {
+	mu      sync.Mutex
+	cond    sync.Cond // signalled when a rebuild ends; L is &mu, set at first use
+	asked   uint64    // guarded by mu; requests made so far
+	done    uint64    // guarded by mu; requests served by a finished rebuild
+	running bool      // guarded by mu; a rebuild runs
 }
 
 // rebuild recomputes the catalog from every backend's last listing, swaps it in
 // and brings the SDK server's registrations in line (which sends the downstream
-// list_changed notifications).
+// list_changed notifications). It returns once a rebuild that began after the
+// call has finished, so the catalog then reflects every change made before
+// the call, as if it had rebuilt alone; calls made while a rebuild runs share
+// the next one (rebuildQueue).
 func (s *Server) rebuild() {
+	q := &s.rebuilds
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.cond.L == nil {
+		q.cond.L = &q.mu
+	}
+	q.asked++
+	mine := q.asked
+	for q.done < mine {
+		if q.running {
+			q.cond.Wait()
+			continue
+		}
+		s.rebuildFor(q, q.asked)
+	}
+}
+
+// rebuildFor runs one rebuild that serves the requests up to upTo. Called
+// with q.mu held, which it releases while it rebuilds.
+func (s *Server) rebuildFor(q *rebuildQueue, upTo uint64) {
+	q.running = true
+	q.mu.Unlock()
+	defer func() {
+		q.mu.Lock()
+		q.running = false
+		q.done = max(q.done, upTo)
+		q.cond.Broadcast()
+	}()
+	s.rebuildNow()
+}
+
+// rebuildNow is one rebuild (see rebuild); only rebuildFor calls it.
+func (s *Server) rebuildNow() {
 	s.catMu.Lock()
 	defer s.catMu.Unlock()
 	if s.isClosed() {
@@ -367,6 +424,12 @@ func (s *Server) rebuild() {
 	}
 	c.surfOpts = *s.catalogOptions()
 	c.embeds = s.embedCache(c.surfOpts)
+	// The exposed definitions of the last rebuild are reused where their
+	// source is the same: unchanged servers cost no copies and no encoding,
+	// and register sees the same definitions as unchanged at a glance.
+	prevDerived := s.derived
+	derived := make(map[defKey]any, len(prevDerived))
+	defer func() { s.derived = derived }()
 	var toolGroups, promptGroups []naming.Group
 	snap := make(map[string]lists, len(g.backends))
 	pinned := make(map[string]pinSnapshot, len(g.backends))
@@ -412,7 +475,23 @@ func (s *Server) rebuild() {
 			if !ok {
 				continue
 			}
-			ann := rules.Annotations(b.name, t.Name, toPolicyAnnotations(t.Annotations))
+			dt := reuse(prevDerived, derived, defKey{t, b.name, exposed, rules}, func() *derivedTool {
+				ann := rules.Annotations(b.name, t.Name, toPolicyAnnotations(t.Annotations))
+				def := *t
+				def.Name = exposed
+				def.InputSchema = normalizeSchema(t.InputSchema)
+				def.Annotations = toMCPAnnotations(ann)
+				if o, ok := rules.Override(b.name, t.Name); ok {
+					if o.Title != "" {
+						def.Title = o.Title
+					}
+					if o.Description != "" {
+						def.Description = o.Description
+					}
+				}
+				return &derivedTool{def: &def, ann: ann}
+			})
+			ann := dt.ann
 			it := policy.Item{Kind: policy.Tool, Server: b.name, Original: t.Name, Exposed: exposed, Annotations: ann,
 				Full: naming.Full(b.cfg.Prefix, t.Name)} // rules on the whole name still apply to a shortened one
 			if o, ok := rules.Override(b.name, t.Name); ok && o.Name != "" {
@@ -429,19 +508,7 @@ func (s *Server) rebuild() {
 				c.narrowed[catTools] = true
 				continue
 			}
-			def := *t
-			def.Name = exposed
-			def.InputSchema = normalizeSchema(t.InputSchema)
-			def.Annotations = toMCPAnnotations(ann)
-			if o, ok := rules.Override(b.name, t.Name); ok {
-				if o.Title != "" {
-					def.Title = o.Title
-				}
-				if o.Description != "" {
-					def.Description = o.Description
-				}
-			}
-			c.toolDefs[exposed] = &def
+			c.toolDefs[exposed] = dt.def
 		}
 		for _, p := range l.prompts {
 			exposed, ok := c.prompts.Exposed(b.name, p.Name)
@@ -459,9 +526,11 @@ func (s *Server) rebuild() {
 				c.narrowed[catPrompts] = true
 				continue
 			}
-			def := *p
-			def.Name = exposed
-			c.promptDefs[exposed] = &def
+			c.promptDefs[exposed] = reuse(prevDerived, derived, defKey{p, b.name, exposed, nil}, func() *mcp.Prompt {
+				def := *p
+				def.Name = exposed
+				return &def
+			})
 		}
 		for _, r := range l.resources {
 			canon, err := policy.CanonicalURI(r.URI)
@@ -481,9 +550,11 @@ func (s *Server) rebuild() {
 				continue
 			}
 			c.listed = append(c.listed, Entry{Kind: "resource", Exposed: out, Server: b.name, Original: r.URI, Description: r.Description, Visible: true, Verdict: d.String()})
-			def := *r
-			def.URI = out
-			c.resources[out] = &def
+			c.resources[out] = reuse(prevDerived, derived, defKey{r, b.name, out, nil}, func() *mcp.Resource {
+				def := *r
+				def.URI = out
+				return &def
+			})
 			c.resOwner[out] = b.name
 			if r.URI != canon {
 				c.listedAs[out] = r.URI
@@ -506,15 +577,46 @@ func (s *Server) rebuild() {
 				continue
 			}
 			c.listed = append(c.listed, Entry{Kind: "template", Exposed: out, Server: b.name, Original: t.URITemplate, Description: t.Description, Visible: true, Verdict: d.String()})
-			def := *t
-			def.URITemplate = out
-			c.templates[out] = &def
+			c.templates[out] = reuse(prevDerived, derived, defKey{t, b.name, out, nil}, func() *mcp.ResourceTemplate {
+				def := *t
+				def.URITemplate = out
+				return &def
+			})
 			c.tmplOwner[out] = b.name
 		}
 	}
 	s.catalog.Store(c)
 	s.register(c)
 	s.warnAlways(c)
+}
+
+// defKey identifies a definition that the catalog derives from a server's
+// own: the listed definition (by identity: a listing is never changed in
+// place), the server, the name or URI it is exposed as, and, for tools, the
+// rules in force (overrides and annotations are part of the definition).
+type defKey struct {
+	src     any // *mcp.Tool, *mcp.Prompt, *mcp.Resource or *mcp.ResourceTemplate as listed
+	server  string
+	exposed string
+	rules   *policy.Rules
+}
+
+// derivedTool is a tool's exposed definition and its effective annotations.
+type derivedTool struct {
+	def *mcp.Tool
+	ann *policy.Annotations
+}
+
+// reuse returns the definition that the last rebuild derived for k (in
+// prev), or else build's, and keeps it for the next rebuild (in next).
+// Derived definitions are never changed once made.
+func reuse[T any](prev, next map[defKey]any, k defKey, build func() *T) *T {
+	d, ok := prev[k].(*T)
+	if !ok {
+		d = build()
+	}
+	next[k] = d
+	return d
 }
 
 // canonicalLists returns copies of l's lists in a fixed order: by name (URI,
@@ -632,9 +734,9 @@ func (s *Server) logCollisions(kind string, collisions []naming.Collision) {
 // server. Called with catMu held.
 func (s *Server) register(c *catalog) {
 	if s.reg.tools == nil {
-		s.reg = registered{tools: map[string][]byte{}, prompts: map[string][]byte{}, resources: map[string][]byte{}, templates: map[string][]byte{}}
+		s.reg = registered{tools: map[string]regEntry{}, prompts: map[string]regEntry{}, resources: map[string]regEntry{}, templates: map[string]regEntry{}}
 	}
-	sync := func(kind string, reg map[string][]byte, want map[string]any, add func(key string, def any) error, remove func(keys ...string)) {
+	sync := func(kind string, reg map[string]regEntry, want map[string]any, add func(key string, def any) error, remove func(keys ...string)) {
 		var gone []string
 		for k := range reg {
 			if _, ok := want[k]; !ok {
@@ -647,13 +749,21 @@ func (s *Server) register(c *catalog) {
 				delete(reg, k)
 			}
 		}
-		for _, k := range slices.Sorted(maps.Keys(want)) {
+		var changed []string
+		for k, def := range want {
+			if old, ok := reg[k]; !ok || old.def != def {
+				changed = append(changed, k)
+			}
+		}
+		slices.Sort(changed)
+		for _, k := range changed {
 			fp, err := json.Marshal(want[k])
 			if err != nil {
 				s.log.Warn("cannot encode "+kind+"; left out", "name", k, "err", err)
 				continue
 			}
-			if old, ok := reg[k]; ok && bytes.Equal(old, fp) {
+			if old, ok := reg[k]; ok && bytes.Equal(old.fp, fp) {
+				reg[k] = regEntry{want[k], fp} // the same definition, made again
 				continue
 			}
 			if err := add(k, want[k]); err != nil {
@@ -661,7 +771,7 @@ func (s *Server) register(c *catalog) {
 				delete(reg, k)
 				continue
 			}
-			reg[k] = fp
+			reg[k] = regEntry{want[k], fp}
 		}
 	}
 	sync("tool", s.reg.tools, anyMap(c.toolDefs), func(_ string, def any) error {

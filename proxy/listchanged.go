@@ -225,7 +225,7 @@ func (s *Server) relayListChanged(b *backend, kinds listKind) {
 	if c == nil || s.isClosed() {
 		return
 	}
-	again := func(kind, key string, reg map[string][]byte, add func()) bool {
+	again := func(kind, key string, reg map[string]regEntry, add func()) bool {
 		if _, ok := reg[key]; !ok {
 			return false // not registered: nothing of it is listed
 		}

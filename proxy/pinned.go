@@ -3,7 +3,10 @@ package proxy
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/manifold-mcp/manifold/internal/redact"
 	"github.com/manifold-mcp/manifold/proxy/naming"
@@ -136,11 +139,22 @@ type pinSnapshot struct {
 func (s *Server) checkPins(g *generation, snap map[string]lists, pinned map[string]pinSnapshot, tools *naming.Table) *pinState {
 	ps := &pinState{held: map[pin.Key]string{}, reviews: map[string][]PinReview{}, heldInstr: map[string]bool{}}
 	lock := s.pins.Load()
-	servers := make([]string, 0, len(g.backends))
-	for _, b := range g.backends {
-		servers = append(servers, b.name)
+	// The other servers' names are looked for only in a definition that is
+	// not approved as it is: made at the first such definition.
+	var othersOf map[string]pin.Names
+	var ownNames map[string]map[string]bool
+	shadows := func() {
+		if othersOf != nil {
+			return
+		}
+		servers := make([]string, 0, len(g.backends))
+		for _, b := range g.backends {
+			servers = append(servers, b.name)
+		}
+		othersOf, ownNames = shadowNames(servers, snap, tools)
 	}
-	othersOf, ownNames := shadowNames(servers, snap, tools)
+	prevDefs := s.pinCache
+	s.pinCache = make(map[*backend]*pinCache, len(prevDefs))
 	var trusted []pin.Entry
 	for _, b := range g.backends {
 		mode := g.pin[b.name] // the mode of this generation (a kept backend's cfg is older)
@@ -151,13 +165,14 @@ func (s *Server) checkPins(g *generation, snap map[string]lists, pinned map[stri
 		if !known && !pinned[b.name].listed {
 			continue // nothing to trust yet, and nothing approved to hold against
 		}
-		others := othersOf[b.name]
-		for _, d := range s.pinDefs(b, snap[b.name], pinned[b.name].instructions) {
+		for _, d := range s.pinDefs(b, snap[b.name], pinned[b.name].instructions, prevDefs[b]) {
 			key := pin.Key{Server: b.name, Kind: d.def.Kind, Name: d.def.Name}
 			entry, approved := lock.Lookup(key)
-			if approved && entry.Sum == d.def.Sum() {
+			if approved && entry.Sum == d.sum {
 				continue
 			}
+			shadows()
+			others := othersOf[b.name]
 			// Findings quote the text, which may hold a secret: masked.
 			var findings []string
 			if d.def.Masked() {
@@ -179,7 +194,7 @@ func (s *Server) checkPins(g *generation, snap map[string]lists, pinned map[stri
 			}
 			r := PinReview{Kind: string(d.def.Kind), Name: d.def.Name, Change: "new", Findings: findings,
 				Diff: diff, Held: mode == PinQuarantine,
-				Sum: d.def.Sum(), Definition: d.def.Shown(), Masked: d.def.Masked()}
+				Sum: d.sum, Definition: d.def.Shown(), Masked: d.def.Masked()}
 			switch {
 			case approved:
 				r.Change = "changed"
@@ -249,42 +264,92 @@ func (s *Server) logReview(server string, r PinReview) {
 		"approve", r.Approve(server), "diff", "\n"+s.opts.Redactor.String(r.Diff))
 }
 
-type pinDef struct{ def pin.Def }
+// pinDef is one definition of a server for the pin check, with its
+// fingerprint (pin.Def.Sum, which masking leaves as it is).
+type pinDef struct {
+	def pin.Def
+	sum string
+}
+
+// pinCache is one server's definitions as pinDefs last made them, before
+// masking, and the lists and instructions they were made of: a server whose
+// lists are the same (the same definitions, by identity: a listing is never
+// changed in place, a new one is new values) is not fingerprinted again at
+// each rebuild, which would encode and canonicalise every definition of
+// every server each time one server joins.
+type pinCache struct {
+	tools     []*mcp.Tool
+	prompts   []*mcp.Prompt
+	templates []*mcp.ResourceTemplate
+	ins       string
+	defs      []pinDef        // not masked
+	failed    []pinDefFailure // what could not be fingerprinted
+}
+
+// pinDefFailure is a definition that could not be fingerprinted.
+type pinDefFailure struct {
+	kind pin.Kind
+	name string
+	err  error
+}
+
+// of reports whether c was made of l and ins.
+func (c *pinCache) of(l lists, ins string) bool {
+	return c != nil && c.ins == ins && slices.Equal(c.tools, l.tools) &&
+		slices.Equal(c.prompts, l.prompts) && slices.Equal(c.templates, l.templates)
+}
 
 // pinDefs returns b's definitions in l (and its instructions ins) in canonical
-// form, as the server wrote them. A definition that cannot be encoded is
-// logged and left out of the check, not trusted: it is not in the lock, so
-// it is held as new once the server has entries.
-func (s *Server) pinDefs(b *backend, l lists, ins string) []pinDef {
-	var out []pinDef
-	add := func(kind pin.Kind, name string, v any) {
-		raw, err := json.Marshal(v)
-		if err == nil {
-			var d pin.Def
-			if d, err = pin.NewDef(kind, name, raw); err == nil {
-				out = append(out, pinDef{d.Mask(s.opts.Redactor.JSON)})
-				return
+// form, as the server wrote them, masked with the redactor in force. A
+// definition that cannot be encoded is logged and left out of the check, not
+// trusted: it is not in the lock, so it is held as new once the server has
+// entries. prev is what the last rebuild made of b, reused when l and ins
+// are what it was made of; what is made is kept in s.pinCache for the next.
+// Called with catMu held.
+func (s *Server) pinDefs(b *backend, l lists, ins string, prev *pinCache) []pinDef {
+	c := prev
+	if !c.of(l, ins) {
+		c = &pinCache{tools: l.tools, prompts: l.prompts, templates: l.templates, ins: ins}
+		add := func(kind pin.Kind, name string, v any) {
+			raw, err := json.Marshal(v)
+			if err == nil {
+				var d pin.Def
+				if d, err = pin.NewDef(kind, name, raw); err == nil {
+					c.defs = append(c.defs, pinDef{d, d.Sum()})
+					return
+				}
+			}
+			c.failed = append(c.failed, pinDefFailure{kind, name, err})
+		}
+		for _, t := range l.tools {
+			if t != nil {
+				add(pin.Tool, t.Name, t)
 			}
 		}
-		s.log.Warn("pinned definitions: cannot fingerprint a definition", "server", b.name, "kind", kind, "name", s.opts.Redactor.Known(name), "err", s.opts.Redactor.KnownError(err))
-	}
-	for _, t := range l.tools {
-		if t != nil {
-			add(pin.Tool, t.Name, t)
+		for _, p := range l.prompts {
+			if p != nil {
+				add(pin.Prompt, p.Name, p)
+			}
+		}
+		for _, t := range l.templates {
+			if t != nil {
+				add(pin.Template, t.URITemplate, t)
+			}
+		}
+		if strings.TrimSpace(ins) != "" {
+			d := pin.InstructionsDef(ins)
+			c.defs = append(c.defs, pinDef{d, d.Sum()})
 		}
 	}
-	for _, p := range l.prompts {
-		if p != nil {
-			add(pin.Prompt, p.Name, p)
-		}
+	s.pinCache[b] = c
+	for _, f := range c.failed {
+		s.log.Warn("pinned definitions: cannot fingerprint a definition", "server", b.name, "kind", f.kind, "name", s.opts.Redactor.Known(f.name), "err", s.opts.Redactor.KnownError(f.err))
 	}
-	for _, t := range l.templates {
-		if t != nil {
-			add(pin.Template, t.URITemplate, t)
-		}
-	}
-	if strings.TrimSpace(ins) != "" {
-		out = append(out, pinDef{pin.InstructionsDef(ins).Mask(s.opts.Redactor.JSON)})
+	// Masked each time: the redactor learns the secrets of a reloaded
+	// config.
+	out := make([]pinDef, len(c.defs))
+	for i, d := range c.defs {
+		out[i] = pinDef{d.def.Mask(s.opts.Redactor.JSON), d.sum}
 	}
 	return out
 }

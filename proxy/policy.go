@@ -24,6 +24,11 @@ import (
 // allows everything.
 func (s *Server) SetPolicy(r *policy.Rules) {
 	s.rules.Store(r)
+	// Definitions derived under the old rules are not reused, even when r
+	// is the same value: it may have been changed in place.
+	s.catMu.Lock()
+	s.derived = nil
+	s.catMu.Unlock()
 	s.rebuild()
 }
 

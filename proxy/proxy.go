@@ -254,8 +254,10 @@ type Server struct {
 	// made at the first catalog that wants them and kept across rebuilds.
 	embedsMu sync.Mutex
 	embeds   *embedcache.Cache
-	catMu    sync.Mutex // serialises catalog rebuilds and SDK registration
-	reg      registered // what is registered with the SDK server; guarded by catMu
+	rebuilds rebuildQueue   // coalesces rebuild requests (catalog.go)
+	catMu    sync.Mutex     // serialises catalog rebuilds and SDK registration
+	reg      registered     // what is registered with the SDK server; guarded by catMu
+	derived  map[defKey]any // guarded by catMu; the exposed definitions of the last rebuild (catalog.go)
 
 	catOpts      atomic.Pointer[CatalogOptions] // which tool list each client gets (surface.go)
 	clients      clientRegistry                 // the clients that listed or called, and their catalog modes
@@ -271,6 +273,7 @@ type Server struct {
 	rules        atomic.Pointer[policy.Rules]
 	pins         atomic.Pointer[pin.Lock]        // approved definitions (pinned.go); stored with catMu held
 	unconfirmed  map[pin.Key]pin.Entry           // guarded by catMu; trusted on first use, not yet in a lock given to SetLock
+	pinCache     map[*backend]*pinCache          // guarded by catMu; each server's fingerprinted definitions (pinned.go)
 	heldInstr    atomic.Pointer[map[string]bool] // servers whose instructions are held for review
 	pinLogged    sync.Map                        // reviews already logged
 	limits       limiters

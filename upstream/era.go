@@ -95,6 +95,10 @@ type EraCache struct {
 	maxAge time.Duration // entries of the file older than this are ignored
 	log    *slog.Logger
 
+	// loaded is closed once the file's entries are in m (NewEraCacheFile
+	// reads it in the background); nil for a cache kept in memory only.
+	loaded chan struct{}
+
 	mu sync.Mutex
 	m  map[string]eraEntry // guarded by mu; hashed key -> verdict
 }
@@ -111,19 +115,35 @@ type eraEntry struct {
 func NewEraCache() *EraCache { return &EraCache{m: make(map[string]eraEntry)} }
 
 // NewEraCacheFile returns a cache kept in memory and in the file at path:
-// what the file holds is read now (entries older than maxAge are ignored, so
-// that a server upgraded in place is probed again at least that often), and
-// every new verdict is merged into it. A file that cannot be read or written
-// only costs probes; it is logged to log (nil: discarded).
+// what the file holds is read now, in the background, and the cache's first
+// use waits for it (entries older than maxAge are ignored, so that a server
+// upgraded in place is probed again at least that often); every new verdict
+// is merged into it. A file that cannot be read or written only costs
+// probes; it is logged to log (nil: discarded). The read overlaps whatever
+// the caller does before the first server starts: a file that many servers
+// and runs have added to takes a few milliseconds to decode.
 func NewEraCacheFile(path string, maxAge time.Duration, log *slog.Logger) *EraCache {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	c := &EraCache{path: path, maxAge: maxAge, log: log, m: make(map[string]eraEntry)}
-	for k, e := range c.readFile() {
-		c.m[k] = e
-	}
+	c := &EraCache{path: path, maxAge: maxAge, log: log, m: make(map[string]eraEntry), loaded: make(chan struct{})}
+	go func() {
+		defer close(c.loaded)
+		m := c.readFile()
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for k, e := range m {
+			c.m[k] = e
+		}
+	}()
 	return c
+}
+
+// wait returns once the file's entries are in the cache.
+func (c *EraCache) wait() {
+	if c.loaded != nil {
+		<-c.loaded
+	}
 }
 
 func hashKey(key string) string {
@@ -135,6 +155,7 @@ func (c *EraCache) get(key string) (modern, ok bool) {
 	if c == nil || key == "" {
 		return false, false
 	}
+	c.wait()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.m[hashKey(key)]
@@ -152,6 +173,7 @@ func (c *EraCache) dual(key string) bool {
 	if c == nil || key == "" {
 		return false
 	}
+	c.wait()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.m[hashKey(key)]
@@ -163,6 +185,7 @@ func (c *EraCache) putVerdict(key string, modern, dual bool) {
 	if c == nil || key == "" {
 		return
 	}
+	c.wait()
 	dual = dual && modern
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -181,6 +204,7 @@ func (c *EraCache) forget(key string) {
 	if c == nil || key == "" {
 		return
 	}
+	c.wait()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	h := hashKey(key)
@@ -247,6 +271,7 @@ func (c *EraCache) writeFile(h string) {
 
 // Len returns the number of servers cached.
 func (c *EraCache) Len() int {
+	c.wait()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.m)

@@ -305,7 +305,19 @@ func newProxy(c common, defaultLevel string, waitForClient bool, stderr io.Write
 	if err != nil {
 		return nil, nil, err
 	}
+	var reaper *upstream.Reaper
+	if exe, err := os.Executable(); err == nil {
+		reaper = upstream.NewReaper(exe)
+		if !c.oneShot && slices.ContainsFunc(cfg.Servers, func(s config.Server) bool { return s.Command != "" }) {
+			// Started now, the reaper's own start (the binary's again)
+			// overlaps the rest of the proxy's instead of the first
+			// servers', which would start it. A failure is logged at the
+			// first server's start.
+			go func() { _ = reaper.Start() }()
+		}
+	}
 	opts := proxyOptions(cfg, log)
+	opts.Reaper = reaper
 	opts.Redactor = red
 	opts.WaitForClient = waitForClient
 	if err := pinOptions(&opts, cfg, log, !c.oneShot); err != nil {
@@ -335,9 +347,6 @@ func newProxy(c common, defaultLevel string, waitForClient bool, stderr io.Write
 	}
 	if c.interactive {
 		stepUpOptions(&opts, cfg, stderr)
-	}
-	if exe, err := os.Executable(); err == nil {
-		opts.Reaper = upstream.NewReaper(exe)
 	}
 	if cfg.Audit.Enabled {
 		opts.Audit, opts.AuditArguments = stderr, cfg.Audit.Arguments

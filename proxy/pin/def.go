@@ -141,6 +141,14 @@ func sum(kind Kind, name, canonical string) string {
 // written. Two values that differ only in those respects have the same
 // canonical form, any other difference gives another.
 func Canonical(raw []byte) (string, error) {
+	if canonicalAlready(raw) {
+		return string(raw), nil // what decoding and encoding it would give
+	}
+	return canonicalDecoded(raw)
+}
+
+// canonicalDecoded is Canonical by decoding raw and encoding it again.
+func canonicalDecoded(raw []byte) (string, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var v any
@@ -202,14 +210,183 @@ func encode(b *strings.Builder, v any) error {
 	return nil
 }
 
+// canonicalAlready reports whether raw is in canonical form already, so
+// that Canonical(raw) is raw as it is: a lock file's definitions are, and so
+// are most definitions as the SDK encodes them. It checks only what it can
+// without decoding: strings must be plain (see plain) and keys plain and in
+// order, numbers spelt as number spells them, no whitespace anywhere, one
+// value; anything else (an escape, a non-ASCII character, a space, a value
+// nested deeper than maxCanonicalDepth) is left to canonicalDecoded, so a
+// "false" costs a decoding and never a different answer.
+func canonicalAlready(raw []byte) bool {
+	sc := canonicalScanner{b: raw}
+	return sc.value(0) && sc.i == len(raw)
+}
+
+// maxCanonicalDepth bounds the nesting that canonicalAlready follows.
+const maxCanonicalDepth = 100
+
+// canonicalScanner reads a JSON value that is in canonical form; each
+// method reports false at the first byte that is not.
+type canonicalScanner struct {
+	b []byte
+	i int // the next byte to read
+}
+
+func (sc *canonicalScanner) value(depth int) bool {
+	if sc.i >= len(sc.b) || depth > maxCanonicalDepth {
+		return false
+	}
+	switch c := sc.b[sc.i]; {
+	case c == '{':
+		sc.i++
+		if sc.next('}') {
+			return true
+		}
+		var prev []byte
+		for first := true; ; first = false {
+			key, ok := sc.str()
+			if !ok || !first && bytes.Compare(prev, key) >= 0 || !sc.next(':') || !sc.value(depth+1) {
+				return false // a key not plain, out of order or twice; or a bad value
+			}
+			prev = key
+			if sc.next('}') {
+				return true
+			}
+			if !sc.next(',') {
+				return false
+			}
+		}
+	case c == '[':
+		sc.i++
+		if sc.next(']') {
+			return true
+		}
+		for {
+			if !sc.value(depth + 1) {
+				return false
+			}
+			if sc.next(']') {
+				return true
+			}
+			if !sc.next(',') {
+				return false
+			}
+		}
+	case c == '"':
+		_, ok := sc.str()
+		return ok
+	case c == 't':
+		return sc.literal("true")
+	case c == 'f':
+		return sc.literal("false")
+	case c == 'n':
+		return sc.literal("null")
+	case c == '-' || '0' <= c && c <= '9':
+		return sc.number()
+	}
+	return false
+}
+
+// next reads the byte c if it comes next.
+func (sc *canonicalScanner) next(c byte) bool {
+	if sc.i < len(sc.b) && sc.b[sc.i] == c {
+		sc.i++
+		return true
+	}
+	return false
+}
+
+func (sc *canonicalScanner) literal(s string) bool {
+	if !bytes.HasPrefix(sc.b[sc.i:], []byte(s)) {
+		return false
+	}
+	sc.i += len(s)
+	return true
+}
+
+// str reads a plain string and returns what is between its quotes.
+func (sc *canonicalScanner) str() ([]byte, bool) {
+	if !sc.next('"') {
+		return nil, false
+	}
+	start := sc.i
+	for ; sc.i < len(sc.b); sc.i++ {
+		switch c := sc.b[sc.i]; {
+		case c == '"':
+			sc.i++
+			return sc.b[start : sc.i-1], true
+		case c < 0x20 || c > 0x7e || c == '\\':
+			return nil, false
+		}
+	}
+	return nil, false
+}
+
+// number reads a number of JSON's grammar spelt as number spells it.
+func (sc *canonicalScanner) number() bool {
+	j := sc.i
+	digits := func() int {
+		n := 0
+		for ; j < len(sc.b) && '0' <= sc.b[j] && sc.b[j] <= '9'; j++ {
+			n++
+		}
+		return n
+	}
+	if j < len(sc.b) && sc.b[j] == '-' {
+		j++
+	}
+	if j < len(sc.b) && sc.b[j] == '0' {
+		j++
+	} else if digits() == 0 {
+		return false
+	}
+	if j < len(sc.b) && sc.b[j] == '.' {
+		j++
+		if digits() == 0 {
+			return false
+		}
+	}
+	if j < len(sc.b) && (sc.b[j] == 'e' || sc.b[j] == 'E') {
+		j++
+		if j < len(sc.b) && (sc.b[j] == '+' || sc.b[j] == '-') {
+			j++
+		}
+		if digits() == 0 {
+			return false
+		}
+	}
+	lit := string(sc.b[sc.i:j])
+	if number(json.Number(lit)) != lit {
+		return false
+	}
+	sc.i = j
+	return true
+}
+
 // quote is a JSON string without HTML escaping, so that "<IMPORTANT>" reads
 // as such in the lock file.
 func quote(s string) string {
+	if plain(s) {
+		return `"` + s + `"` // what the encoder below writes, without it
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(s)
 	return strings.TrimSuffix(buf.String(), "\n")
+}
+
+// plain reports whether s is printable ASCII without '"' or '\\': its JSON
+// string is s between quotes, nothing escaped. (Most names, keys and
+// descriptions are; quote takes the encoder only for the others.)
+func plain(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // number is the one spelling of a JSON number (see Canonical).

@@ -1,6 +1,8 @@
 package pin
 
 import (
+	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -114,4 +116,69 @@ func TestDiff(t *testing.T) {
 	if got := Diff(`{"a":1}`, `{"a":1}`, 2); strings.ContainsAny(got, "+-") {
 		t.Errorf("Diff of equal definitions shows changes:\n%s", got)
 	}
+}
+
+// quoteByEncoder is quote without its fast path: the encoding/json string,
+// HTML characters unescaped.
+func quoteByEncoder(s string) string {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s)
+	return strings.TrimSuffix(buf.String(), "\n")
+}
+
+// FuzzQuote: quote's fast path for plain strings writes what the encoder
+// writes, for every string.
+func FuzzQuote(f *testing.F) {
+	for _, s := range []string{"", "read", "Reads a file.", `a"b`, `a\b`, "a\nb", "\x7f", "<IMPORTANT>&", "é", "\u2028", "\xff", "tab\there", "~ !#$%"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := quote(s), quoteByEncoder(s); got != want {
+			t.Errorf("quote(%q) = %s, want %s", s, got, want)
+		}
+	})
+}
+
+// BenchmarkNewDef: the fingerprint of a tool definition of the size of the
+// fixture's (a description, a schema of a few properties), which the pin
+// check takes of every definition of a server that joins.
+func BenchmarkNewDef(b *testing.B) {
+	raw := []byte(`{"name":"echo_many_17","description":"Echoes its text back, one of many tools of a large catalog; for start-up and list benchmarks.","inputSchema":{"type":"object","properties":{"text":{"type":"string","description":"What to echo."},"times":{"type":"integer","minimum":1,"maximum":10}},"required":["text"]},"annotations":{"readOnlyHint":true,"openWorldHint":false}}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := NewDef(Tool, "echo_many_17", raw); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// FuzzCanonical: what canonicalAlready accepts is what decoding and
+// encoding gives back unchanged, for every input; and Canonical is
+// idempotent.
+func FuzzCanonical(f *testing.F) {
+	for _, s := range []string{
+		`{"annotations":{"readOnlyHint":true},"description":"Reads a file.","inputSchema":{"properties":{"n":{"maximum":10,"type":"integer"}},"type":"object"},"name":"read"}`,
+		`{"b":1,"a":2}`, `{"a":1,"a":2}`, `{"a":1,"b":[1,2.5,-0,1e+21,1e-7,1E+21,9007199254740993,1e999,{}]}`,
+		`[]`, `{}`, `[true,false,null]`, `"a"`, `"a\"b"`, `"é"`, ` 1`, `1 `, `1x`, `01`, `-`, `1.`, `.5`, `1e`, `-0.0`, `0.1`, `1.5e-7`,
+		`{"a":1}{"b":2}`, `[[[[[[[[[[[[1]]]]]]]]]]]]`, `{"<IMPORTANT>":"&"}`, "\"\x7f\"", `truex`, `nul`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if canonicalAlready(raw) {
+			got, err := canonicalDecoded(raw)
+			if err != nil || got != string(raw) {
+				t.Fatalf("canonicalAlready(%q), but decoding and encoding it gives %q, %v", raw, got, err)
+			}
+		}
+		c, err := Canonical(raw)
+		if err != nil {
+			return
+		}
+		if again, err := Canonical([]byte(c)); err != nil || again != c {
+			t.Fatalf("Canonical(%q) = %q, whose canonical form is %q, %v", raw, c, again, err)
+		}
+	})
 }
