@@ -15,7 +15,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -275,50 +274,25 @@ var servingURL = regexp.MustCompile(`serving MCP on (http://\S+/mcp)`)
 // gets SIGTERM (manifold), then SIGKILL.
 func startServing(tb testing.TB, name string, args ...string) (string, int) {
 	tb.Helper()
-	cmd := exec.Command(name, args...)
-	stdin, err := cmd.StdinPipe()
+	p, err := startPiped((*exec.Cmd).StderrPipe, name, args...)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		// manifold serve --http does not end with its stdin: SIGTERM,
-		// after a moment, stops it as a service manager would.
-		_ = stdin.Close()
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(time.Second):
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-done:
-			case <-time.After(5 * time.Second):
-				_ = cmd.Process.Kill()
-				<-done
-			}
-		}
-	})
+	tb.Cleanup(func() { p.stop(time.Second) })
 	found := make(chan string, 1)
 	go func() {
-		sc := bufio.NewScanner(stderr)
+		sc := bufio.NewScanner(p.out)
 		for sc.Scan() {
 			if m := servingURL.FindStringSubmatch(sc.Text()); m != nil {
 				found <- m[1]
 				break
 			}
 		}
-		_, _ = io.Copy(io.Discard, stderr)
+		_, _ = io.Copy(io.Discard, p.out)
 	}()
 	select {
 	case u := <-found:
-		return u, cmd.Process.Pid
+		return u, p.cmd.Process.Pid
 	case <-time.After(30 * time.Second):
 		tb.Fatalf("%s did not say where it serves within 30s", name)
 		return "", 0
