@@ -26,34 +26,16 @@ import (
 type answerRouter struct {
 	addrs []string
 	key   string
-
-	mu sync.Mutex
-	// forge and retry, as set last (set); guarded by mu.
 	forge func(r *http.Request, body []byte, to string)
 	retry bool
 
+	mu       sync.Mutex
 	n        int    // requests routed round robin; guarded by mu
 	calls    int    // tools/call POSTs; guarded by mu
 	lastCall int    // the replica of the last tools/call; guarded by mu
 	answers  []int  // the status of each answer POST to the other replica; guarded by mu
 	retryAft string // the Retry-After of the last 503; guarded by mu
 	retried  []int  // the status of each answer sent again to the replica of the call; guarded by mu
-	pending  int    // answer POSTs whose status is not yet in answers (or retried); guarded by mu
-
-	recorded *sync.Cond // broadcast when pending falls; its Locker is mu
-}
-
-func newAnswerRouter(addrs []string, key string) *answerRouter {
-	ar := &answerRouter{addrs: addrs, key: key}
-	ar.recorded = sync.NewCond(&ar.mu)
-	return ar
-}
-
-// set sets forge and retry for the requests that follow.
-func (ar *answerRouter) set(forge func(r *http.Request, body []byte, to string), retry bool) {
-	ar.mu.Lock()
-	defer ar.mu.Unlock()
-	ar.forge, ar.retry = forge, retry
 }
 
 func (ar *answerRouter) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -75,7 +57,6 @@ func (ar *answerRouter) RoundTrip(r *http.Request) (*http.Response, error) {
 	answer := r.Method == http.MethodPost && method == "" && (isResult || isError)
 
 	ar.mu.Lock()
-	forge, retry := ar.forge, ar.retry
 	var to int
 	switch {
 	case r.Method == http.MethodPost && method == "tools/call":
@@ -89,21 +70,10 @@ func (ar *answerRouter) RoundTrip(r *http.Request) (*http.Response, error) {
 		ar.n++
 	}
 	call := ar.lastCall
-	if answer {
-		ar.pending++
-	}
 	ar.mu.Unlock()
 
-	if answer {
-		defer func() {
-			ar.mu.Lock()
-			ar.pending--
-			ar.recorded.Broadcast()
-			ar.mu.Unlock()
-		}()
-	}
-	if answer && forge != nil {
-		forge(r, body, ar.addrs[to])
+	if answer && ar.forge != nil {
+		ar.forge(r, body, ar.addrs[to])
 	}
 	resp, err := ar.send(r, body, ar.addrs[to], ar.key)
 	if err != nil || !answer {
@@ -114,7 +84,7 @@ func (ar *answerRouter) RoundTrip(r *http.Request) (*http.Response, error) {
 	if resp.StatusCode == http.StatusServiceUnavailable {
 		ar.retryAft = resp.Header.Get("Retry-After")
 	}
-	retry = retry && resp.StatusCode == http.StatusServiceUnavailable
+	retry := ar.retry && resp.StatusCode == http.StatusServiceUnavailable
 	ar.mu.Unlock()
 	if !retry {
 		return resp, nil
@@ -140,15 +110,10 @@ func (ar *answerRouter) send(r *http.Request, body []byte, addr, key string) (*h
 }
 
 // stats returns the statuses of the answers, the last Retry-After of a
-// 503, and the statuses of the answers sent again, once every answer POST
-// sent is recorded: the replica's 202 to an answer may come back after the
-// call it answered has returned.
+// 503, and the statuses of the answers sent again.
 func (ar *answerRouter) stats() ([]int, string, []int) {
 	ar.mu.Lock()
 	defer ar.mu.Unlock()
-	for ar.pending > 0 {
-		ar.recorded.Wait()
-	}
 	return append([]int(nil), ar.answers...), ar.retryAft, append([]int(nil), ar.retried...)
 }
 
@@ -204,10 +169,10 @@ func TestClusterAnswers(t *testing.T) {
 	other := connectRR(ctx, t, &rrTransport{addrs: addrs, key: aliceKey}, newClient("other"), protocolVersion)
 	waitTool(ctx, t, other, "alpha__interview")
 
-	ar := newAnswerRouter(addrs, aliceKey)
+	ar := &answerRouter{addrs: addrs, key: aliceKey}
 	var forgedMu sync.Mutex
 	forged := map[string][]int{} // status of the forged copies, by who sent them
-	ar.set(func(r *http.Request, body []byte, to string) {
+	ar.forge = func(r *http.Request, body []byte, to string) {
 		fake := bytes.ReplaceAll(body, []byte("alice"), []byte("forged"))
 		for _, f := range []struct{ who, key, session string }{
 			{"bob", bobKey, r.Header.Get("Mcp-Session-Id")},
@@ -225,7 +190,7 @@ func TestClusterAnswers(t *testing.T) {
 			forged[f.who] = append(forged[f.who], resp.StatusCode)
 			forgedMu.Unlock()
 		}
-	}, false)
+	}
 	cs := connectRR(ctx, t, ar, newClient("alice"), protocolVersion)
 	waitTool(ctx, t, cs, "alpha__interview")
 
@@ -269,7 +234,8 @@ func TestClusterAnswers(t *testing.T) {
 	t.Logf("%d calls, %d answers relayed to the replica that asked, all 202; forged copies: %v", calls, len(answers), forged)
 
 	t.Run("redis down", func(t *testing.T) {
-		ar.set(nil, true)
+		ar.forge = nil
+		ar.retry = true
 		redis.stop()
 		const i = calls + 1
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "alpha__interview", Arguments: map[string]any{"steps": "elicit"}})
