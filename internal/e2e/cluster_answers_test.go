@@ -9,8 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -150,17 +148,15 @@ func (ar *answerRouter) set(forge func(r *http.Request, body []byte, to string),
 // replica that asked completes the call.
 func TestClusterAnswers(t *testing.T) {
 	t.Parallel()
-	redis := startRedis(t)
 	const aliceKey = "e2e-answers-alice-0123456789abcdef"
 	const bobKey = "e2e-answers-bob-0123456789abcdef01"
-	cfg := writeConfig(t, "call_timeout = \"8s\"\n\n[auth]\napi_keys_file = \"keys.toml\"\n\n[cluster]\nredis = "+tomlStr("redis://"+redis.addr+"/0")+
-		"\nkey_prefix = "+tomlStr("e2e:"+t.Name()+":")+"\nkey = "+tomlStr(clusterKey)+"\n"+
-		fixture("alpha", []string{"-tools", "echo", "-extra", "interview"}, `isolation = "session"`))
-	if err := os.WriteFile(filepath.Join(filepath.Dir(cfg), "keys.toml"), []byte(keyLine("alice", aliceKey)+keyLine("bob", bobKey)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	a, b := startHTTP(t, cfg), startHTTP(t, cfg)
-	addrs := []string{a.addr, b.addr}
+	rs := startReplicas(t, replicaOpts{
+		head:    "call_timeout = \"8s\"\n\n[auth]\napi_keys_file = \"keys.toml\"\n\n",
+		servers: fixture("alpha", []string{"-tools", "echo", "-extra", "interview"}, `isolation = "session"`),
+		keys:    keyLine("alice", aliceKey) + keyLine("bob", bobKey),
+	})
+	redis, addrs := rs.redis, rs.addrs()
+	a, b := rs.replicas[0], rs.replicas[1]
 	ctx := testCtx(t)
 
 	newClient := func(name string) *mcp.Client {

@@ -65,18 +65,14 @@ func connectRR(ctx context.Context, t *testing.T, rt http.RoundTripper, client *
 // by one replica opens on the other.
 func TestClusterReplicas(t *testing.T) {
 	t.Parallel()
-	redis := startRedis(t)
 	const aliceKey = "e2e-cluster-alice-0123456789abcdef"
 	const bobKey = "e2e-cluster-bob-0123456789abcdef01"
-	cfg := writeConfig(t, "[auth]\napi_keys_file = \"keys.toml\"\n\n[cluster]\nredis = "+tomlStr("redis://"+redis.addr+"/0")+
-		"\nkey_prefix = "+tomlStr("e2e:"+t.Name()+":")+"\nkey = "+tomlStr(clusterKey)+"\n"+
-		fixture("alpha", []string{"-tools", "echo"})+
-		fixture("beta", []string{"-era", "modern", "-tools", "echo", "-extra", "ask"}))
-	if err := os.WriteFile(filepath.Join(filepath.Dir(cfg), "keys.toml"), []byte(keyLine("alice", aliceKey)+keyLine("bob", bobKey)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	a, b := startHTTP(t, cfg), startHTTP(t, cfg)
-	addrs := []string{a.addr, b.addr}
+	addrs := startReplicas(t, replicaOpts{
+		head: "[auth]\napi_keys_file = \"keys.toml\"\n\n",
+		servers: fixture("alpha", []string{"-tools", "echo"}) +
+			fixture("beta", []string{"-era", "modern", "-tools", "echo", "-extra", "ask"}),
+		keys: keyLine("alice", aliceKey) + keyLine("bob", bobKey),
+	}).addrs()
 	ctx := testCtx(t)
 
 	t.Run("legacy session on both", func(t *testing.T) {
@@ -276,15 +272,17 @@ func (l *lbLoad) note(format string, args ...any) {
 // once, on another.
 func TestClusterLB(t *testing.T) {
 	t.Parallel()
-	redis := startRedis(t)
 	rules := "[rules.few]\nmatch = \"alpha__whoami\"\nrate = \"5/minute\"\n\n[rules.bank]\nmatch = \"bank__echo\"\nconfirm = true\nreason = \"moves money\"\n"
-	cfg := policyConfig(t, "policy_files = [\"policy/*.toml\"]\n\n[http]\ndrain_grace = \"30s\"\n\n[cluster]\nredis = "+tomlStr("redis://"+redis.addr+"/0")+
-		"\nkey_prefix = "+tomlStr("e2e:"+t.Name()+":")+"\nkey = "+tomlStr(clusterKey)+"\ntimeout = \"1s\"\n"+
-		fixture("alpha", []string{"-tools", "echo,whoami"})+
-		fixture("bank", []string{"-tools", "echo"}),
-		map[string]string{"policy/rules.toml": rules})
-	replicas := []*httpProxy{startHTTP(t, cfg), startHTTP(t, cfg), startHTTP(t, cfg)}
-	lb := startHAProxy(t, []string{replicas[0].addr, replicas[1].addr, replicas[2].addr})
+	rs := startReplicas(t, replicaOpts{
+		n:       3,
+		head:    "policy_files = [\"policy/*.toml\"]\n\n[http]\ndrain_grace = \"30s\"\n\n",
+		cluster: "timeout = \"1s\"\n",
+		servers: fixture("alpha", []string{"-tools", "echo,whoami"}) +
+			fixture("bank", []string{"-tools", "echo"}),
+		files: map[string]string{"policy/rules.toml": rules},
+	})
+	cfg, replicas := rs.cfg, rs.replicas
+	lb := startHAProxy(t, rs.addrs())
 	front := &httpProxy{addr: lb.addr} // eraPost and clusterCall need only the address
 	ctx := testCtx(t)
 	id := 0

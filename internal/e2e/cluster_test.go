@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
@@ -105,6 +106,80 @@ func (r *redisServer) stop() {
 	<-r.done
 }
 
+// replicaOpts is the config of the replicas startReplicas starts.
+type replicaOpts struct {
+	// n is how many replicas start. If zero, 2.
+	n int
+	// head is the config before the [cluster] table: top-level keys, then
+	// tables such as [auth] and [http], ending with a blank line. If empty,
+	// the config opens with [cluster].
+	head string
+	// cluster is the lines of the [cluster] table after redis, key_prefix
+	// and key (which startReplicas sets: the test's Redis, a prefix of the
+	// test's name, clusterKey), such as timeout and on_error. If empty,
+	// none.
+	cluster string
+	// servers is the [servers.NAME] tables (fixture returns them).
+	servers string
+	// keys, if set, is written as keys.toml beside the config, readable by
+	// its owner only, for head's [auth] api_keys_file = "keys.toml". If
+	// empty, there is no keys.toml.
+	keys string
+	// files are more files beside the config (path relative to its folder
+	// -> content), as policyConfig writes them. If nil, none.
+	files map[string]string
+}
+
+// replicaSet is replicas of the built binary (`manifold serve --http`,
+// each on its loopback port) sharing one Redis.
+type replicaSet struct {
+	redis    *redisServer
+	cfg      string       // the replicas' config
+	replicas []*httpProxy // in the order they started
+}
+
+// addrs returns the replicas' addresses (host:port), in order.
+func (rs *replicaSet) addrs() []string {
+	addrs := make([]string, len(rs.replicas))
+	for i, r := range rs.replicas {
+		addrs[i] = r.addr
+	}
+	return addrs
+}
+
+// startReplicas starts a redis-server (startRedis: skipped without one
+// outside CI), writes the config of opts for it and starts opts.n replicas
+// of that config (startHTTP: each must exit 0 when the test ends).
+func startReplicas(t *testing.T, opts replicaOpts) *replicaSet {
+	t.Helper()
+	rs := &replicaSet{redis: startRedis(t)}
+	rs.cfg = replicaConfig(t, rs.redis.addr, opts)
+	n := opts.n
+	if n == 0 {
+		n = 2
+	}
+	for range n {
+		rs.replicas = append(rs.replicas, startHTTP(t, rs.cfg))
+	}
+	return rs
+}
+
+// replicaConfig writes the config of opts for replicas that share the
+// Redis at addr, with the files beside it, and returns its path. The
+// [cluster] key_prefix is "e2e:" and t's name: a config written in a
+// subtest has a prefix of its own.
+func replicaConfig(t *testing.T, addr string, opts replicaOpts) string {
+	t.Helper()
+	cfg := policyConfig(t, opts.head+"[cluster]\nredis = "+tomlStr("redis://"+addr+"/0")+
+		"\nkey_prefix = "+tomlStr("e2e:"+t.Name()+":")+"\nkey = "+tomlStr(clusterKey)+"\n"+opts.cluster+opts.servers, opts.files)
+	if opts.keys != "" {
+		if err := os.WriteFile(filepath.Join(filepath.Dir(cfg), "keys.toml"), []byte(opts.keys), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return cfg
+}
+
 // clusterCall makes one stateless 2026-07-28 tools/call on hp (any replica
 // can serve it) and returns whether the result is an error, and its text.
 func clusterCall(ctx context.Context, t *testing.T, hp *httpProxy, id int, name, args string) (bool, string) {
@@ -127,12 +202,12 @@ func clusterCall(ctx context.Context, t *testing.T, hp *httpProxy, id int, name,
 	return isErr, b.String()
 }
 
-// clusterConfig is the config of the replicas: alpha__echo limited to 3 an
-// hour, paid__charge with a budget of 10 credits an hour, bank__echo
-// approved by a person, alpha__whoami with a limit that is never reached
-// (to see the fail mode), all shared on the Redis at addr.
-func clusterConfig(t *testing.T, addr, onError string) string {
-	t.Helper()
+// sharedOpts is the config of TestClusterShared's replicas: alpha__echo
+// limited to 3 an hour, paid__charge with a budget of 10 credits an hour,
+// bank__echo approved by a person, alpha__whoami with a limit that is never
+// reached (to see the fail mode), all shared on Redis, which fails onError
+// ("open" or "closed") when it cannot be reached.
+func sharedOpts(onError string) replicaOpts {
 	rules := `[rules.slow]
 match = "alpha__echo"
 rate = "3/hour"
@@ -150,12 +225,14 @@ match = "bank__echo"
 confirm = true
 reason = "moves money"
 `
-	return policyConfig(t, "policy_files = [\"policy/*.toml\"]\n\n[cluster]\nredis = "+tomlStr("redis://"+addr+"/0")+
-		"\nkey_prefix = "+tomlStr("e2e:"+t.Name()+":")+"\nkey = "+tomlStr(clusterKey)+"\non_error = "+tomlStr(onError)+"\ntimeout = \"500ms\"\n"+
-		fixture("alpha", []string{"-tools", "echo,whoami"})+
-		fixture("paid", []string{"-tools", "echo", "-extra", "charge"})+
-		fixture("bank", []string{"-tools", "echo"}),
-		map[string]string{"policy/rules.toml": rules})
+	return replicaOpts{
+		head:    "policy_files = [\"policy/*.toml\"]\n\n",
+		cluster: "on_error = " + tomlStr(onError) + "\ntimeout = \"500ms\"\n",
+		servers: fixture("alpha", []string{"-tools", "echo,whoami"}) +
+			fixture("paid", []string{"-tools", "echo", "-extra", "charge"}) +
+			fixture("bank", []string{"-tools", "echo"}),
+		files: map[string]string{"policy/rules.toml": rules},
+	}
 }
 
 // TestClusterShared: two replicas sharing one Redis count one rate limit,
@@ -166,10 +243,9 @@ reason = "moves money"
 // in its log; Redis back: both work again.
 func TestClusterShared(t *testing.T) {
 	t.Parallel()
-	redis := startRedis(t)
-	cfg := clusterConfig(t, redis.addr, "closed")
-	a, b := startHTTP(t, cfg), startHTTP(t, cfg)
-	replicas := []*httpProxy{a, b}
+	rs := startReplicas(t, sharedOpts("closed"))
+	redis, cfg, replicas := rs.redis, rs.cfg, rs.replicas
+	a, b := replicas[0], replicas[1]
 	ctx := testCtx(t)
 	id := 0
 	next := func() int { id++; return id }
@@ -238,7 +314,7 @@ func TestClusterShared(t *testing.T) {
 	})
 
 	t.Run("redis down", func(t *testing.T) {
-		open := startHTTP(t, clusterConfig(t, redis.addr, "open"))
+		open := startHTTP(t, replicaConfig(t, redis.addr, sharedOpts("open")))
 		if isErr, text := clusterCall(ctx, t, open, next(), "alpha__whoami", `{}`); isErr {
 			t.Fatalf("alpha__whoami on the open replica with Redis up = %q", text)
 		}

@@ -1,7 +1,6 @@
 package perf
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os/exec"
@@ -59,26 +58,13 @@ func (cc coldCase) kinds() [][]string {
 // (not timed). The client is the wire client: its own cost is a few
 // microseconds.
 func startToList(ctx context.Context, want int, name string, args ...string) (time.Duration, []string, error) {
-	cmd := exec.Command(name, args...)
-	in, err := cmd.StdinPipe()
+	p, err := startPiped((*exec.Cmd).StdoutPipe, name, args...)
 	if err != nil {
 		return 0, nil, err
 	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return 0, nil, err
-	}
-	t0 := time.Now()
-	if err := cmd.Start(); err != nil {
-		return 0, nil, err
-	}
-	defer stopByStdin(cmd, in)
-	w := &wire{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 1<<20), version: "2025-11-25"}
-	params := `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"perf","version":"0"}}`
-	if _, err := w.call(ctx, "initialize", params); err != nil {
-		return 0, nil, fmt.Errorf("initialize: %w", err)
-	}
-	if err := w.notify(ctx, "notifications/initialized"); err != nil {
+	defer p.stop(0)
+	w := p.wire("2025-11-25")
+	if err := w.initialize(ctx); err != nil {
 		return 0, nil, err
 	}
 	for {
@@ -86,7 +72,7 @@ func startToList(ctx context.Context, want int, name string, args ...string) (ti
 		if err != nil {
 			return 0, nil, fmt.Errorf("tools/list: %w", err)
 		}
-		d := time.Since(t0)
+		d := time.Since(p.start)
 		// Decoding is not timed: a client that lists once decodes once,
 		// the same for the proxy and the direct server.
 		names, err := toolNames(pages)

@@ -15,7 +15,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -82,7 +81,7 @@ func BenchmarkFloor(b *testing.B) {
 
 func floor(b *testing.B, fc floorCase) {
 	d, p := fc.start(b)
-	idle, err := rssKB(p.pid)
+	idle, err := readStatus(p.pid)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -96,7 +95,7 @@ func floor(b *testing.B, fc floorCase) {
 	}
 	var p50s, p99s, tputs []float64
 	var dp50, pp50 []time.Duration
-	var peak atomic.Int64
+	var peak memory // the reading of highest VmRSS under load, all rounds
 	cpu0, err := cpuNS(p.pid)
 	if err != nil {
 		b.Fatal(err)
@@ -126,13 +125,15 @@ func floor(b *testing.B, fc floorCase) {
 
 		tput := map[*mcp.ClientSession]float64{}
 		for _, s := range []side{first, second} {
-			var stop func()
+			var stop func() memory
 			if s.pid == p.pid {
-				stop = sampleRSS(p.pid, &peak)
+				stop = sampleMemory(p.pid, readStatus)
 			}
 			t, err := parallel8(ctx, s, b.N)
 			if stop != nil {
-				stop()
+				if m := stop(); m.rss > peak.rss {
+					peak = m
+				}
 			}
 			if err != nil {
 				b.Fatal(err)
@@ -162,8 +163,8 @@ func floor(b *testing.B, fc floorCase) {
 	slices.Sort(pp50)
 	b.ReportMetric(float64(dp50[len(dp50)/2].Microseconds()), "direct-p50-µs")
 	b.ReportMetric(float64(pp50[len(pp50)/2].Microseconds()), "proxy-p50-µs")
-	b.ReportMetric(float64(idle)/1024, "rss-idle-MB")
-	b.ReportMetric(float64(peak.Load())/1024, "rss-load-MB")
+	b.ReportMetric(float64(idle.rss)/1024, "rss-idle-MB")
+	b.ReportMetric(float64(peak.rss)/1024, "rss-load-MB")
 	if la, err := loadAverage(); err == nil {
 		b.ReportMetric(la, "loadavg")
 	}
@@ -196,28 +197,6 @@ func parallel8(ctx context.Context, s side, n int) (float64, error) {
 		return 0, err
 	}
 	return float64(n) / time.Since(start).Seconds(), nil
-}
-
-// sampleRSS records the highest VmRSS of pid into peak every 10ms until the
-// returned func is called.
-func sampleRSS(pid int, peak *atomic.Int64) func() {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		t := time.NewTicker(10 * time.Millisecond)
-		defer t.Stop()
-		for {
-			if kb, err := rssKB(pid); err == nil && int64(kb) > peak.Load() {
-				peak.Store(int64(kb))
-			}
-			select {
-			case <-done:
-				return
-			case <-t.C:
-			}
-		}
-	})
-	return func() { close(done); wg.Wait() }
 }
 
 // cpuNS returns the CPU time pid's threads have run, in nanoseconds (the
@@ -295,50 +274,25 @@ var servingURL = regexp.MustCompile(`serving MCP on (http://\S+/mcp)`)
 // gets SIGTERM (manifold), then SIGKILL.
 func startServing(tb testing.TB, name string, args ...string) (string, int) {
 	tb.Helper()
-	cmd := exec.Command(name, args...)
-	stdin, err := cmd.StdinPipe()
+	p, err := startPiped((*exec.Cmd).StderrPipe, name, args...)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		// manifold serve --http does not end with its stdin: SIGTERM,
-		// after a moment, stops it as a service manager would.
-		_ = stdin.Close()
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(time.Second):
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-done:
-			case <-time.After(5 * time.Second):
-				_ = cmd.Process.Kill()
-				<-done
-			}
-		}
-	})
+	tb.Cleanup(func() { p.stop(time.Second) })
 	found := make(chan string, 1)
 	go func() {
-		sc := bufio.NewScanner(stderr)
+		sc := bufio.NewScanner(p.out)
 		for sc.Scan() {
 			if m := servingURL.FindStringSubmatch(sc.Text()); m != nil {
 				found <- m[1]
 				break
 			}
 		}
-		_, _ = io.Copy(io.Discard, stderr)
+		_, _ = io.Copy(io.Discard, p.out)
 	}()
 	select {
 	case u := <-found:
-		return u, cmd.Process.Pid
+		return u, p.cmd.Process.Pid
 	case <-time.After(30 * time.Second):
 		tb.Fatalf("%s did not say where it serves within 30s", name)
 		return "", 0
@@ -378,8 +332,8 @@ func TestFloorMeasurable(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if kb, err := rssKB(p.pid); err != nil || kb <= 0 {
-				t.Errorf("VmRSS = %d kB, %v", kb, err)
+			if m, err := readStatus(p.pid); err != nil || m.rss <= 0 {
+				t.Errorf("VmRSS = %d kB, %v", m.rss, err)
 			}
 			if ns, err := cpuNS(p.pid); err != nil || ns <= 0 {
 				t.Errorf("CPU time = %d ns, %v", ns, err)

@@ -20,32 +20,86 @@ import (
 // (each shared page divided among the processes that map it).
 type memory struct{ rss, anon, file, shmem, pss int }
 
-// readMemory reads pid's memory from /proc/PID/status and smaps_rollup.
-func readMemory(pid int) (memory, error) {
+// readStatus reads pid's VmRSS, RssAnon, RssFile and RssShmem from
+// /proc/PID/status, counters the kernel keeps: cheap enough to read every
+// few ms beside a benchmark. Pss is left zero.
+func readStatus(pid int) (memory, error) {
 	var m memory
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	path := fmt.Sprintf("/proc/%d/status", pid)
+	if err := readFields(path, map[string]*int{"VmRSS:": &m.rss, "RssAnon:": &m.anon, "RssFile:": &m.file, "RssShmem:": &m.shmem}); err != nil {
+		return m, err
+	}
+	if m.rss == 0 {
+		return m, fmt.Errorf("no VmRSS in %s", path)
+	}
+	return m, nil
+}
+
+// readMemory is readStatus and, from /proc/PID/smaps_rollup, Pss, which
+// the kernel sums over every mapping of pid when it is read.
+func readMemory(pid int) (memory, error) {
+	m, err := readStatus(pid)
 	if err != nil {
 		return m, err
 	}
-	rollup, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
-	if err != nil {
+	path := fmt.Sprintf("/proc/%d/smaps_rollup", pid)
+	if err := readFields(path, map[string]*int{"Pss:": &m.pss}); err != nil {
 		return m, err
 	}
-	fields := map[string]*int{"VmRSS:": &m.rss, "RssAnon:": &m.anon, "RssFile:": &m.file, "RssShmem:": &m.shmem, "Pss:": &m.pss}
-	for line := range strings.SplitSeq(string(status)+"\n"+string(rollup), "\n") {
+	if m.pss == 0 {
+		return m, fmt.Errorf("no Pss in %s", path)
+	}
+	return m, nil
+}
+
+// readFields reads the file at path, of lines "Key: N kB", into fields (by
+// key with its colon); a key not in the file leaves its field as it was.
+func readFields(path string, fields map[string]*int) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
 		f := strings.Fields(line)
-		if len(f) >= 2 {
-			if p, ok := fields[f[0]]; ok && *p == 0 {
-				if *p, err = strconv.Atoi(f[1]); err != nil {
-					return m, fmt.Errorf("pid %d: %s: %w", pid, line, err)
-				}
+		if len(f) < 2 {
+			continue
+		}
+		if p, ok := fields[f[0]]; ok {
+			if *p, err = strconv.Atoi(f[1]); err != nil {
+				return fmt.Errorf("%s: %s: %w", path, line, err)
 			}
 		}
 	}
-	if m.rss == 0 || m.pss == 0 {
-		return m, fmt.Errorf("pid %d: no VmRSS or Pss", pid)
+	return nil
+}
+
+// sampleMemory reads pid's memory with read (readStatus or readMemory)
+// now and every 10ms after until stop is called, which returns the
+// reading of highest VmRSS, every field of it (zero if no reading
+// succeeded: the process was gone).
+func sampleMemory(pid int, read func(pid int) (memory, error)) (stop func() memory) {
+	done := make(chan struct{})
+	var peak memory // written by the sampler alone until it has exited
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(10 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if m, err := read(pid); err == nil && m.rss > peak.rss {
+				peak = m
+			}
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	})
+	return func() memory {
+		close(done)
+		wg.Wait()
+		return peak
 	}
-	return m, nil
 }
 
 // reaperOf returns the pid of the reaper process among pid's children.
@@ -147,30 +201,9 @@ func memoryRound(tb testing.TB, fc floorCase, n int, settle time.Duration) (idle
 	if reaper, err = readMemory(rpid); err != nil {
 		tb.Fatal(err)
 	}
-	var mu sync.Mutex
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		t := time.NewTicker(10 * time.Millisecond)
-		defer t.Stop()
-		for {
-			if m, err := readMemory(p.pid); err == nil {
-				mu.Lock()
-				if m.rss > load.rss {
-					load = m
-				}
-				mu.Unlock()
-			}
-			select {
-			case <-done:
-				return
-			case <-t.C:
-			}
-		}
-	})
+	stop := sampleMemory(p.pid, readMemory)
 	_, err = parallel8(ctx, p, n)
-	close(done)
-	wg.Wait()
+	load = stop()
 	if err != nil {
 		tb.Fatal(err)
 	}

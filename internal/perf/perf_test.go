@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -277,25 +276,11 @@ func BenchmarkProxyRSS(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	kb, err := rssKB(p.cmd.Process.Pid)
+	m, err := readStatus(p.cmd.Process.Pid)
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.ReportMetric(float64(kb)/1024, "proxy-RSS-MB")
-}
-
-// rssKB reads VmRSS of pid from /proc.
-func rssKB(pid int) (int, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			return strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(rest), " kB"))
-		}
-	}
-	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+	b.ReportMetric(float64(m.rss)/1024, "proxy-RSS-MB")
 }
 
 // TestProxyRSSIsMeasurable checks the measurement itself: the proxy with three
@@ -308,11 +293,11 @@ func TestProxyRSSIsMeasurable(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	kb, err := rssKB(p.cmd.Process.Pid)
+	m, err := readStatus(p.cmd.Process.Pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if kb <= 0 {
-		t.Fatalf("VmRSS = %d kB", kb)
+	if m.rss <= 0 {
+		t.Fatalf("VmRSS = %d kB", m.rss)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -37,57 +38,100 @@ type wire struct {
 // startWire starts a stdio server and initializes a session with it.
 func startWire(tb testing.TB, version, name string, args ...string) *wire {
 	tb.Helper()
-	cmd := exec.Command(name, args...)
-	in, err := cmd.StdinPipe()
+	p, err := startPiped((*exec.Cmd).StdoutPipe, name, args...)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { stopByStdin(cmd, in) })
-	w := &wire{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 1<<20), version: version}
-	w.initialize(tb)
-	return w
+	tb.Cleanup(func() { p.stop(0) })
+	return p.wire(version).open(tb)
 }
 
 // dialWire initializes a session with a streamable HTTP endpoint.
 func dialWire(tb testing.TB, version, url string) *wire {
 	tb.Helper()
 	w := &wire{url: url, hc: &http.Client{Timeout: 30 * time.Second}, version: version}
-	w.initialize(tb)
+	return w.open(tb)
+}
+
+// open initializes w's session within 30 s, and returns w.
+func (w *wire) open(tb testing.TB) *wire {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := w.initialize(ctx); err != nil {
+		tb.Fatal(err)
+	}
 	return w
 }
 
-// stopByStdin closes a server's stdin and waits for it, and kills it (by
-// its pid) if it is still there after 5 s.
-func stopByStdin(cmd *exec.Cmd, in io.Closer) {
-	_ = in.Close()
+// piped is a server process started with its stdin and one of its outputs
+// on pipes.
+type piped struct {
+	cmd   *exec.Cmd
+	in    io.WriteCloser
+	out   io.ReadCloser // its stdout or its stderr, as startPiped was asked
+	start time.Time     // just before the exec
+}
+
+// startPiped execs name with args, with its stdin on a pipe and the output
+// that pipe opens ((*exec.Cmd).StdoutPipe or StderrPipe) on another; the
+// other output is discarded. The caller stops it with stop.
+func startPiped(pipe func(*exec.Cmd) (io.ReadCloser, error), name string, args ...string) (piped, error) {
+	p := piped{cmd: exec.Command(name, args...)}
+	var err error
+	if p.in, err = p.cmd.StdinPipe(); err != nil {
+		return p, err
+	}
+	if p.out, err = pipe(p.cmd); err != nil {
+		return p, err
+	}
+	p.start = time.Now()
+	if err := p.cmd.Start(); err != nil {
+		return p, err
+	}
+	return p, nil
+}
+
+// wire returns a wire client of version on p's stdin and stdout.
+func (p piped) wire(version string) *wire {
+	return &wire{cmd: p.cmd, in: p.in, out: bufio.NewReaderSize(p.out, 1<<20), version: version}
+}
+
+// stop closes p's stdin and waits for p to end. If term > 0 and p is still
+// there after term, it gets SIGTERM, as from a service manager (manifold
+// serve --http does not end with its stdin); if it is still there 5 s
+// later, it is killed (by its pid).
+func (p piped) stop(term time.Duration) {
+	_ = p.in.Close()
 	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
+	go func() { _ = p.cmd.Wait(); close(done) }()
+	if term > 0 {
+		select {
+		case <-done:
+			return
+		case <-time.After(term):
+			_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		}
+	}
 	select {
 	case <-done:
 	case <-time.After(5 * time.Second):
-		_ = cmd.Process.Kill()
+		_ = p.cmd.Process.Kill()
 		<-done
 	}
 }
 
-func (w *wire) initialize(tb testing.TB) {
-	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+// initialize opens the session: initialize, then
+// notifications/initialized.
+func (w *wire) initialize(ctx context.Context) error {
 	params := fmt.Sprintf(`{"protocolVersion":%q,"capabilities":{},"clientInfo":{"name":"perf","version":"0"}}`, w.version)
 	if _, err := w.call(ctx, "initialize", params); err != nil {
-		tb.Fatalf("initialize: %v", err)
+		return fmt.Errorf("initialize: %w", err)
 	}
 	if err := w.notify(ctx, "notifications/initialized"); err != nil {
-		tb.Fatalf("notifications/initialized: %v", err)
+		return fmt.Errorf("notifications/initialized: %w", err)
 	}
+	return nil
 }
 
 // call sends one request and returns the bytes of its answer (for HTTP, the
