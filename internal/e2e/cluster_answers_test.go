@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -27,14 +28,13 @@ type answerRouter struct {
 	addrs []string
 	key   string
 
-	// pending counts the answers being routed: a call can complete before
-	// the POST of its last answer has returned (the replica acts on the
-	// answer before it responds), so stats and set wait for them.
-	pending sync.WaitGroup
-
 	mu    sync.Mutex
 	forge func(r *http.Request, body []byte, to string) // guarded by mu
 	retry bool                                          // guarded by mu
+	// pending counts the answers being routed: a call can complete before
+	// the POST of its last answer has returned (the replica acts on the
+	// answer before it responds), so stats and set wait for them (settle).
+	pending int // guarded by mu
 
 	n        int    // requests routed round robin; guarded by mu
 	calls    int    // tools/call POSTs; guarded by mu
@@ -63,8 +63,14 @@ func (ar *answerRouter) RoundTrip(r *http.Request) (*http.Response, error) {
 	answer := r.Method == http.MethodPost && method == "" && (isResult || isError)
 
 	if answer {
-		ar.pending.Add(1)
-		defer ar.pending.Done()
+		ar.mu.Lock()
+		ar.pending++
+		ar.mu.Unlock()
+		defer func() {
+			ar.mu.Lock()
+			ar.pending--
+			ar.mu.Unlock()
+		}()
 	}
 	ar.mu.Lock()
 	var to int
@@ -122,15 +128,27 @@ func (ar *answerRouter) send(r *http.Request, body []byte, addr, key string) (*h
 // stats returns the statuses of the answers, the last Retry-After of a
 // 503, and the statuses of the answers sent again.
 func (ar *answerRouter) stats() ([]int, string, []int) {
-	ar.pending.Wait()
+	ar.settle()
 	ar.mu.Lock()
 	defer ar.mu.Unlock()
 	return append([]int(nil), ar.answers...), ar.retryAft, append([]int(nil), ar.retried...)
 }
 
+// settle waits (at most a minute) until no answer is being routed.
+func (ar *answerRouter) settle() {
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		ar.mu.Lock()
+		n := ar.pending
+		ar.mu.Unlock()
+		if n == 0 {
+			return
+		}
+	}
+}
+
 // set sets forge and retry, once the answers being routed are through.
 func (ar *answerRouter) set(forge func(r *http.Request, body []byte, to string), retry bool) {
-	ar.pending.Wait()
+	ar.settle()
 	ar.mu.Lock()
 	defer ar.mu.Unlock()
 	ar.forge, ar.retry = forge, retry
