@@ -97,10 +97,20 @@ func waitUpstream(t testing.TB, started, cancelled chan<- struct{}) func(context
 func serveWait(t *testing.T) (url string, started, cancelled chan struct{}, sdkCalls *atomic.Int32) {
 	t.Helper()
 	started, cancelled = make(chan struct{}, 4), make(chan struct{}, 4)
-	s, err := New(Options{Servers: []ServerConfig{{Upstream: upstream.Options{Name: "w", Dial: waitUpstream(t, started, cancelled)}, Prefix: "w"}}})
+	url, sdkCalls = serveCounting(t, ServerConfig{Upstream: upstream.Options{Name: "w", Dial: waitUpstream(t, started, cancelled)}, Prefix: "w"}, false)
+	return url, started, cancelled, sdkCalls
+}
+
+// serveCounting serves over HTTP a proxy of the one server sc, every
+// tools/call answered on the SDK's typed path if typed, and returns its /mcp
+// URL and the count of the tools/call requests the SDK handled.
+func serveCounting(t *testing.T, sc ServerConfig, typed bool) (url string, sdkCalls *atomic.Int32) {
+	t.Helper()
+	s, err := New(Options{Servers: []ServerConfig{sc}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.typed = typed
 	sdkCalls = new(atomic.Int32)
 	s.server.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
@@ -117,7 +127,7 @@ func serveWait(t *testing.T) (url string, started, cancelled chan struct{}, sdkC
 	<-s.Ready()
 	hs := httptest.NewServer(s.HTTPHandler(HTTPOptions{}))
 	t.Cleanup(hs.Close)
-	return hs.URL + "/mcp", started, cancelled, sdkCalls
+	return hs.URL + "/mcp", sdkCalls
 }
 
 // TestHTTPLeanCall: an initialize-era session's tools/call is answered
@@ -331,29 +341,9 @@ func serveModernFixture(t *testing.T, typed bool) (url, calls, record string, sd
 	t.Helper()
 	dir := t.TempDir()
 	calls, record = filepath.Join(dir, "calls"), filepath.Join(dir, "record")
-	s, err := New(Options{Servers: []ServerConfig{{Upstream: upstream.Options{Name: "w", Command: fixtureBin(t),
-		Args: []string{"-name", "w", "-era", "modern", "-extra", "hdr", "-calls", calls, "-record", record}}, Prefix: "w"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.typed = typed
-	sdkCalls = new(atomic.Int32)
-	s.server.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
-		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			if method == "tools/call" {
-				sdkCalls.Add(1)
-			}
-			return next(ctx, method, req)
-		}
-	})
-	t.Cleanup(func() { _ = s.Close() })
-	if err := s.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	<-s.Ready()
-	hs := httptest.NewServer(s.HTTPHandler(HTTPOptions{}))
-	t.Cleanup(hs.Close)
-	return hs.URL + "/mcp", calls, record, sdkCalls
+	url, sdkCalls = serveCounting(t, ServerConfig{Upstream: upstream.Options{Name: "w", Command: fixtureBin(t),
+		Args: []string{"-name", "w", "-era", "modern", "-extra", "hdr", "-calls", calls, "-record", record}}, Prefix: "w"}, typed)
+	return url, calls, record, sdkCalls
 }
 
 // modernPost POSTs body as a 2026-07-28 client does: the content headers,

@@ -220,11 +220,8 @@ func (m *mcpEndpoint) serveLeanList(w http.ResponseWriter, r *http.Request, e *h
 // is prepared, and reports whether it did. The answer is written before the
 // next line is read; nothing of the line is kept.
 func (l *lean) list(ctx context.Context, f frame) bool {
-	modern := false
-	switch requestEra(f.params) {
-	case eraModern:
-		modern = true
-	case eraSDK:
+	modern, ok := leanEra(f.params)
+	if !ok {
 		return false
 	}
 	resp, ok := l.s.leanList(ctx, l.ss, f.id, f.params, modern, nil)

@@ -386,11 +386,8 @@ func (l *lean) divert(ctx context.Context, f frame) bool {
 	}
 	switch {
 	case f.kind == frameRequest && f.method == "tools/call":
-		modern := false
-		switch requestEra(f.params) {
-		case eraModern:
-			modern = true
-		case eraSDK:
+		modern, ok := leanEra(f.params)
+		if !ok {
 			return false
 		}
 		if l.ss.InitializeParams() == nil {
@@ -483,6 +480,18 @@ const (
 	eraModern        // a valid 2026-07-28 _meta the lean path serves
 	eraSDK           // modern, but for the SDK to answer (see requestEra)
 )
+
+// leanEra reads the era of a lean frame's params (requestEra): modern, and
+// ok false for a frame the SDK must serve.
+func leanEra(params []byte) (modern, ok bool) {
+	switch requestEra(params) {
+	case eraModern:
+		return true, true
+	case eraSDK:
+		return false, false
+	}
+	return false, true
+}
 
 // requestEra reads the _meta of a request's params (raw JSON) as the SDK
 // does (validateRequestMeta), cheaply: a frame whose _meta names a protocol
