@@ -27,7 +27,10 @@ const (
 	exitBound   = 30 * time.Second // manifold's exit after stdin closes or SIGTERM
 	goneBound   = 15 * time.Second // its processes' disappearance after it exits
 	readyBound  = 30 * time.Second // the HTTP listener coming up
-	listWaitAll = "30s"            // first_list_wait of the tests' configs (writeConfig)
+	// redisBackBound is a replica's return to Redis after it restarts
+	// (go-redis probes a pool that stopped dialling once a second).
+	redisBackBound = 15 * time.Second
+	listWaitAll    = "30s" // first_list_wait of the tests' configs (writeConfig)
 )
 
 // protocolVersion is the version the test clients pin (ARCHITECTURE §3).
