@@ -295,7 +295,7 @@ func TestSupervisionFaults(t *testing.T) {
 			name: "wrong data to the health check",
 			extra: []string{
 				"[servers.victim.health]", `tool = "echo"`, `arguments = { message = "ping" }`,
-				`expect = "pong"`, `interval = "200ms"`, `failures = 2`,
+				`expect = "pong"`, `interval = "500ms"`, `failures = 2`,
 				// Restarted for ever, so that it is seen coming back.
 				"[servers.victim.restart]", `max_failures = 1000`,
 			},
