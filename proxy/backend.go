@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"math/rand/v2"
 	"path/filepath"
@@ -73,6 +74,8 @@ type backend struct {
 	log  *slog.Logger
 
 	capsJSON atomic.Pointer[capsEncoding] // upstreamCapsJSON's last reading (mrtr.go)
+
+	saveMu sync.Mutex // held while the catalog cache file is written (saveCatalog)
 
 	mu          sync.Mutex
 	state       state              // guarded by mu
@@ -312,7 +315,16 @@ func (s *Server) startUpstream(ctx context.Context, b *backend) (*upstream.Upstr
 		b.log.Warn("listing failed after start; serving what was listed", "err", err)
 	}
 	about := newAbout(ir, l.tools)
-	s.saveCatalog(b, l, about)
+	// The cache is for the next start: written beside this one, not on
+	// its way to ready. Start runs within s.wg, so the Add is not
+	// concurrent with Close's Wait at zero.
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		b.saveMu.Lock()
+		defer b.saveMu.Unlock()
+		s.saveCatalog(b, l, about)
+	}()
 	b.mu.Lock()
 	b.lists = l
 	b.listed = b.listed || err == nil
@@ -520,7 +532,11 @@ func backoff(p RestartPolicy, n int) time.Duration {
 }
 
 // fetchLists lists the kinds in want from up, draining pagination, and returns
-// prev with those kinds replaced.
+// prev with those kinds replaced. The kinds are asked for at once, each on
+// its own request (MCP lets a client have several in flight): a start waits
+// for one round trip to the server, not one per kind. A kind that fails
+// keeps prev's; the error returned is the first in the order tools,
+// prompts, resources, templates.
 func (s *Server) fetchLists(ctx context.Context, b *backend, up *upstream.Upstream, want listKind, prev lists) (lists, error) {
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.CallTimeout)
 	defer cancel()
@@ -530,57 +546,42 @@ func (s *Server) fetchLists(ctx context.Context, b *backend, up *upstream.Upstre
 		caps = ir.Capabilities
 	}
 	out := prev
-	var firstErr error
-	keep := func(err error) {
-		if err != nil && firstErr == nil {
-			firstErr = err
-		}
-	}
+	var errs [4]error
+	var wg sync.WaitGroup
 	if want&kindTools != 0 && caps.Tools != nil {
-		out.tools = nil
-		for t, err := range cs.Tools(ctx, nil) {
-			if err != nil {
-				keep(fmt.Errorf("tools/list: %w", err))
-				out.tools = prev.tools
-				break
-			}
-			out.tools = append(out.tools, t)
-		}
+		wg.Go(func() { out.tools, errs[0] = drain(cs.Tools(ctx, nil), "tools/list", prev.tools) })
 	}
 	if want&kindPrompts != 0 && caps.Prompts != nil {
-		out.prompts = nil
-		for p, err := range cs.Prompts(ctx, nil) {
-			if err != nil {
-				keep(fmt.Errorf("prompts/list: %w", err))
-				out.prompts = prev.prompts
-				break
-			}
-			out.prompts = append(out.prompts, p)
-		}
+		wg.Go(func() { out.prompts, errs[1] = drain(cs.Prompts(ctx, nil), "prompts/list", prev.prompts) })
 	}
 	if want&kindResources != 0 && caps.Resources != nil {
-		out.resources = nil
-		for r, err := range cs.Resources(ctx, nil) {
-			if err != nil {
-				keep(fmt.Errorf("resources/list: %w", err))
-				out.resources = prev.resources
-				break
-			}
-			out.resources = append(out.resources, r)
-		}
+		wg.Go(func() { out.resources, errs[2] = drain(cs.Resources(ctx, nil), "resources/list", prev.resources) })
 	}
 	if want&kindTemplates != 0 && caps.Resources != nil {
-		out.templates = nil
-		for t, err := range cs.ResourceTemplates(ctx, nil) {
-			if err != nil {
-				keep(fmt.Errorf("resources/templates/list: %w", err))
-				out.templates = prev.templates
-				break
-			}
-			out.templates = append(out.templates, t)
+		wg.Go(func() {
+			out.templates, errs[3] = drain(cs.ResourceTemplates(ctx, nil), "resources/templates/list", prev.templates)
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return out, err
 		}
 	}
-	return out, firstErr
+	return out, nil
+}
+
+// drain collects the items of a paginated list; on an error it returns
+// prev and the error, prefixed with method.
+func drain[T any](seq iter.Seq2[T, error], method string, prev []T) ([]T, error) {
+	var out []T
+	for item, err := range seq {
+		if err != nil {
+			return prev, fmt.Errorf("%s: %w", method, err)
+		}
+		out = append(out, item)
+	}
+	return out, nil
 }
 
 // requestRefresh marks kinds of b's lists stale and makes sure one refresh loop

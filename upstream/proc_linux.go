@@ -6,11 +6,34 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"unsafe"
 )
+
+// backgroundNice is the nice value of the reaper process.
+const backgroundNice = 10
+
+// startBackground starts cmd at nice backgroundNice: the reaper, whose
+// start (the proxy's binary initialising every package again) then yields
+// the CPU to the servers starting beside it. Its job waits in its stdin
+// pipe, so a late start loses nothing. A process inherits the nice value of
+// the thread that forks it, and on Linux a nice value belongs to a thread:
+// cmd is started from a thread of its own, lowered, that ends with the
+// goroutine (it is never unlocked), since an unprivileged thread cannot
+// raise its priority back. If the nice value cannot be set, cmd starts
+// anyway.
+func startBackground(cmd *exec.Cmd) error {
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		_ = syscall.Setpriority(syscall.PRIO_PROCESS, 0, backgroundNice)
+		done <- cmd.Start()
+	}()
+	return <-done
+}
 
 // setProcAttr puts the child in its own process group and makes the kernel
 // kill it if the proxy dies.

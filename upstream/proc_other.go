@@ -20,6 +20,10 @@ func signalGroup(p *os.Process, sig syscall.Signal) error {
 	return p.Signal(sig)
 }
 
+// startBackground starts cmd: a nice value is per process here, not per
+// thread, so it cannot be lowered for the child alone.
+func startBackground(cmd *exec.Cmd) error { return cmd.Start() }
+
 // waitExited cannot wait without reaping here.
 func waitExited(int) bool { return false }
 

@@ -67,7 +67,7 @@ func (r *Reaper) start() error {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // not in the terminal's group: Ctrl-C must not end it first
 		w, err := cmd.StdinPipe()
 		if err == nil {
-			err = cmd.Start()
+			err = startBackground(cmd)
 		}
 		if err != nil {
 			r.err = fmt.Errorf("start the reaper %s: %w", r.path, err)

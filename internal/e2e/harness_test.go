@@ -537,6 +537,7 @@ type procInfo struct {
 	pid, ppid int
 	start     uint64
 	state     byte
+	nice      int // of its main thread
 	cmdline   string
 }
 
@@ -557,7 +558,8 @@ func readProc(pid int) (procInfo, bool) {
 	}
 	ppid, _ := strconv.Atoi(f[1])
 	start, _ := strconv.ParseUint(f[19], 10, 64)
-	pi := procInfo{pid: pid, ppid: ppid, start: start, state: f[0][0]}
+	nice, _ := strconv.Atoi(f[16])
+	pi := procInfo{pid: pid, ppid: ppid, start: start, state: f[0][0], nice: nice}
 	if cl, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline"); err == nil {
 		pi.cmdline = strings.TrimSpace(strings.ReplaceAll(string(cl), "\x00", " "))
 	}

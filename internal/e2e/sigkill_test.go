@@ -47,6 +47,7 @@ func TestSIGKILLLeavesNoProcess(t *testing.T) {
 		s := stderr.String()
 		return strings.Count(s, `msg="server up"`) >= 3 && grandchildRE.MatchString(s)
 	})
+	checkNice(t, cmd.Process.Pid)
 	done := make(chan struct{})
 	treec := make(chan []procInfo, 1)
 	go func() { treec <- watchTree(cmd.Process.Pid, done) }()
@@ -72,6 +73,31 @@ func TestSIGKILLLeavesNoProcess(t *testing.T) {
 	if left := waitGone(tree, goneBound); len(left) > 0 {
 		t.Errorf("processes left %s after manifold was killed with SIGKILL:\n%s", goneBound, describe(left))
 		killAll(left)
+	}
+}
+
+// checkNice: the reaper runs at nice 10 above manifold (its start yields
+// the CPU to the servers'), and the servers and their children at
+// manifold's own.
+func checkNice(t *testing.T, pid int) {
+	t.Helper()
+	self, ok := readProc(pid)
+	if !ok {
+		t.Fatalf("cannot read manifold's /proc/%d/stat", pid)
+	}
+	reapers := 0
+	for _, p := range descendants(pid) {
+		want := self.nice
+		if strings.Contains(p.cmdline, "__manifold-reaper") {
+			reapers++
+			want = min(self.nice+10, 19)
+		}
+		if p.nice != want {
+			t.Errorf("nice %d, want %d: %d %s (manifold's is %d)", p.nice, want, p.pid, p.cmdline, self.nice)
+		}
+	}
+	if reapers != 1 {
+		t.Errorf("%d reaper processes under manifold, want 1:\n%s", reapers, describe(descendants(pid)))
 	}
 }
 
