@@ -97,14 +97,14 @@ func waitUpstream(t testing.TB, started, cancelled chan<- struct{}) func(context
 func serveWait(t *testing.T) (url string, started, cancelled chan struct{}, sdkCalls *atomic.Int32) {
 	t.Helper()
 	started, cancelled = make(chan struct{}, 4), make(chan struct{}, 4)
-	url, sdkCalls = serveCounting(t, ServerConfig{Upstream: upstream.Options{Name: "w", Dial: waitUpstream(t, started, cancelled)}, Prefix: "w"}, false)
+	url, sdkCalls, _ = serveCounting(t, ServerConfig{Upstream: upstream.Options{Name: "w", Dial: waitUpstream(t, started, cancelled)}, Prefix: "w"}, false)
 	return url, started, cancelled, sdkCalls
 }
 
 // serveCounting serves over HTTP a proxy of the one server sc, every
 // tools/call answered on the SDK's typed path if typed, and returns its /mcp
 // URL and the count of the tools/call requests the SDK handled.
-func serveCounting(t *testing.T, sc ServerConfig, typed bool) (url string, sdkCalls *atomic.Int32) {
+func serveCounting(t *testing.T, sc ServerConfig, typed bool) (url string, sdkCalls *atomic.Int32, s *Server) {
 	t.Helper()
 	s, err := New(Options{Servers: []ServerConfig{sc}})
 	if err != nil {
@@ -127,7 +127,7 @@ func serveCounting(t *testing.T, sc ServerConfig, typed bool) (url string, sdkCa
 	<-s.Ready()
 	hs := httptest.NewServer(s.HTTPHandler(HTTPOptions{}))
 	t.Cleanup(hs.Close)
-	return hs.URL + "/mcp", sdkCalls
+	return hs.URL + "/mcp", sdkCalls, s
 }
 
 // TestHTTPLeanCall: an initialize-era session's tools/call is answered
@@ -341,7 +341,7 @@ func serveModernFixture(t *testing.T, typed bool) (url, calls, record string, sd
 	t.Helper()
 	dir := t.TempDir()
 	calls, record = filepath.Join(dir, "calls"), filepath.Join(dir, "record")
-	url, sdkCalls = serveCounting(t, ServerConfig{Upstream: upstream.Options{Name: "w", Command: fixtureBin(t),
+	url, sdkCalls, _ = serveCounting(t, ServerConfig{Upstream: upstream.Options{Name: "w", Command: fixtureBin(t),
 		Args: []string{"-name", "w", "-era", "modern", "-extra", "hdr", "-calls", calls, "-record", record}}, Prefix: "w"}, typed)
 	return url, calls, record, sdkCalls
 }
@@ -493,6 +493,37 @@ func TestHTTPLeanModern(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestHTTPLeanModernStatus: a 2026-07-28 client served on the lean path is
+// in the status's clients, with the capabilities its _meta declared.
+func TestHTTPLeanModernStatus(t *testing.T) {
+	url, sdkCalls, s := serveCounting(t, ServerConfig{Upstream: upstream.Options{Name: "w", Command: fixtureBin(t),
+		Args: []string{"-name", "w", "-era", "modern"}}, Prefix: "w"}, false)
+	body := strings.Replace(modernCall(`"w__echo"`, `{"message":"x"}`, ""),
+		`"io.modelcontextprotocol/clientCapabilities":{}`, `"io.modelcontextprotocol/clientCapabilities":{"roots":{},"elicitation":{}}`, 1)
+	status, _, msg, err := modernPost(t.Context(), t, url, body, modernHeaders("w__echo"))
+	if err != nil || status != http.StatusOK || !strings.Contains(msg, "w: x") {
+		t.Fatalf("call = %d %s, %v", status, msg, err)
+	}
+	if n := sdkCalls.Load(); n != 0 {
+		t.Fatalf("%d calls served by the SDK, want the lean path", n)
+	}
+	tools := 0
+	for _, e := range s.Catalog() {
+		if e.Kind == "tool" && e.Visible {
+			tools++
+		}
+	}
+	var got []ClientStatus
+	for _, c := range s.Clients() {
+		c.Since, c.LastSeen = time.Time{}, time.Time{}
+		got = append(got, c)
+	}
+	want := []ClientStatus{{Name: "raw", Version: "1", Protocol: modernVersion, Capabilities: []string{"elicitation", "roots"}, Catalog: "full", Tools: tools}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("clients after a lean 2026-07-28 call (-want +got):\n%s", diff)
+	}
 }
 
 // TestHTTPModernCancel: a 2026-07-28 client cancels a call by closing its

@@ -257,17 +257,22 @@ type metaClientInfo struct {
 	modern                  bool
 	protocol, name, version string
 	hasInfo                 bool
+	caps                    []string // capNames of the capabilities it declares
 }
 
 func metaClient(raw []byte) metaClientInfo {
 	var m struct {
 		Version string              `json:"io.modelcontextprotocol/protocolVersion"`
 		Info    *mcp.Implementation `json:"io.modelcontextprotocol/clientInfo"`
+		Caps    *clientCapsV2       `json:"io.modelcontextprotocol/clientCapabilities"`
 	}
 	if json.Unmarshal(raw, &m) != nil || m.Version < modernVersion {
 		return metaClientInfo{}
 	}
 	out := metaClientInfo{modern: true, protocol: m.Version}
+	if m.Caps != nil {
+		out.caps = capNames(capsV1(m.Caps))
+	}
 	if m.Info != nil {
 		out.hasInfo, out.name, out.version = true, m.Info.Name, m.Info.Version
 	}
@@ -297,9 +302,28 @@ func (s *Server) sessionMode(ctx context.Context, ss *mcp.ServerSession, meta mc
 			final = true
 		default:
 		}
-		s.clients.record(s, ss, id, mode, final)
+		s.clients.record(s, ss, id, mode, final, func() []string { return requestCaps(ctx, ss, meta) })
 	}
 	return mode
+}
+
+// requestCaps returns the names of the capabilities the client of a request
+// declared (capNames): its session's, or, for a 2026-07-28 request served
+// without one (the lean HTTP path), its _meta's.
+func requestCaps(ctx context.Context, ss *mcp.ServerSession, meta mcp.Meta) []string {
+	if ss != nil {
+		return capNames(clientCapsOf(ss))
+	}
+	var raw json.RawMessage
+	if m, ok := ctx.Value(requestMetaKey{}).(json.RawMessage); ok {
+		raw = m
+	} else if meta != nil {
+		raw, _ = json.Marshal(meta)
+	}
+	if len(raw) == 0 {
+		return nil
+	}
+	return metaClientMemo.get(raw, metaClient).caps
 }
 
 // clientRegistry tracks the connected clients and the catalog mode each got,
@@ -338,8 +362,9 @@ func (r *clientRegistry) modeOf(ss *mcp.ServerSession) (string, bool) {
 }
 
 // record notes that the client id got mode, on ss; a legacy session keeps
-// a final mode, and is forgotten when it ends.
-func (r *clientRegistry) record(s *Server, ss *mcp.ServerSession, id clientIdent, mode string, final bool) {
+// a final mode, and is forgotten when it ends. caps is called for the
+// capabilities of a client seen the first time, or without them so far.
+func (r *clientRegistry) record(s *Server, ss *mcp.ServerSession, id clientIdent, mode string, final bool, caps func() []string) {
 	now := time.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -353,7 +378,7 @@ func (r *clientRegistry) record(s *Server, ss *mcp.ServerSession, id clientIdent
 			}
 			return
 		}
-		r.legacy[ss] = &clientEntry{id: id, caps: capNames(clientCapsOf(ss)), session: ss.ID(), mode: mode, final: final, since: now, lastSeen: now}
+		r.legacy[ss] = &clientEntry{id: id, caps: caps(), session: ss.ID(), mode: mode, final: final, since: now, lastSeen: now}
 		s.whenSessionEnds(ss, func() {
 			r.mu.Lock()
 			delete(r.legacy, ss)
@@ -366,8 +391,8 @@ func (r *clientRegistry) record(s *Server, ss *mcp.ServerSession, id clientIdent
 	}
 	if e := r.modern[id]; e != nil {
 		e.mode, e.lastSeen = mode, now
-		if ss != nil {
-			e.caps = capNames(clientCapsOf(ss))
+		if ss != nil || e.caps == nil {
+			e.caps = caps()
 		}
 		return
 	}
@@ -386,11 +411,7 @@ func (r *clientRegistry) record(s *Server, ss *mcp.ServerSession, id clientIdent
 		}
 		delete(r.modern, oldest)
 	}
-	e := &clientEntry{id: id, mode: mode, since: now, lastSeen: now}
-	if ss != nil {
-		e.caps = capNames(clientCapsOf(ss))
-	}
-	r.modern[id] = e
+	r.modern[id] = &clientEntry{id: id, caps: caps(), mode: mode, since: now, lastSeen: now}
 }
 
 // ClientStatus is one connected client, for status reports.
