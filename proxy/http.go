@@ -457,7 +457,7 @@ func (m *mcpEndpoint) serveModern(w http.ResponseWriter, r *http.Request, listen
 		// request that draining waits for (ServeHTTP counted it).
 		m.s.inflight.Add(-1)
 		defer m.s.inflight.Add(1)
-	} else if m.serveLeanModern(w, r, r.Body.(*heldBody).data) { // httpcall.go
+	} else if body := r.Body.(*heldBody).data; m.serveLeanModern(w, r, body) || m.serveLeanModernList(w, r, body) { // httpcall.go, listlean.go
 		return
 	}
 	m.stateless.ServeHTTP(w, r)

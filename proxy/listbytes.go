@@ -66,6 +66,13 @@ func (s *Server) listKeyFor(ctx context.Context, req mcp.Request, c *catalog, se
 	}
 	ss, _ := req.GetSession().(*mcp.ServerSession)
 	k.version = sessionVersion(ss)
+	if ss == nil {
+		// A 2026-07-28 request over HTTP on the lean path: its _meta
+		// names its version, as the SDK's per-request session has it.
+		if v := servedMetaVersion(ctx); v != "" {
+			k.version = v
+		}
+	}
 	if c.who {
 		id := requestIdentity(ctx, req)
 		k.view = c.viewOf(id)

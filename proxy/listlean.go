@@ -38,10 +38,14 @@ import (
 // leanList returns the JSON-RPC response to id, a tools/list request of ss
 // whose params are params (raw JSON, nil when absent), from the list
 // prepared for its view, and false when the SDK must answer it. modern says
-// the request is of the 2026-07-28 era (requestEra); ti is the caller's
-// validated token, if any.
+// the request is of the 2026-07-28 era (requestEra); ss is nil for one
+// over HTTP, which has no session (its _meta says who asks, in which
+// version). ti is the caller's validated token, if any.
 func (s *Server) leanList(ctx context.Context, ss *mcp.ServerSession, id, params []byte, modern bool, ti *auth.TokenInfo) ([]byte, bool) {
-	if s.typed || s.tracer != nil || ss == nil || ss.InitializeParams() == nil || modernSession(ss) != modern {
+	if s.typed || s.tracer != nil {
+		return nil, false
+	}
+	if ss == nil && !modern || ss != nil && (ss.InitializeParams() == nil || modernSession(ss) != modern) {
 		return nil, false
 	}
 	select {
@@ -62,12 +66,14 @@ func (s *Server) leanList(ctx context.Context, ss *mcp.ServerSession, id, params
 	if meta != nil {
 		ctx = withRequestMeta(ctx, meta) // the client's info, for its catalog mode
 	}
-	if modern {
-		s.learnClient(clientCapsOf(ss), true) // routingMiddleware
+	if ss != nil {
+		if modern {
+			s.learnClient(clientCapsOf(ss), true) // routingMiddleware
+		}
+		// As listing does: recorded before the catalog is read, so that
+		// a change made from now on is notified.
+		s.markListed(ss, catTools)
 	}
-	// As listing does: recorded before the catalog is read, so that a
-	// change made from now on is notified.
-	s.markListed(ss, catTools)
 	c := s.catalog.Load()
 	if c == nil {
 		return nil, false
@@ -213,6 +219,38 @@ func (m *mcpEndpoint) serveLeanList(w http.ResponseWriter, r *http.Request, e *h
 		stream.prime(r.Context(), w)
 	}
 	stream.write(r.Context(), w, resp)
+	return true
+}
+
+// serveLeanModernList serves the POST r, a 2026-07-28 request (no
+// session), on the lean path if its body is a tools/list request whose
+// answer is prepared, and reports whether it did; if not, the stateless SDK
+// handler serves it. The checks the SDK makes of such a request and the
+// lean path would skip send it to the SDK: a protocol version in _meta
+// that the header does not repeat, an Mcp-Method header that is not
+// tools/list, a body the raw scanner would read otherwise. The answer is one
+// application/json body.
+func (m *mcpEndpoint) serveLeanModernList(w http.ResponseWriter, r *http.Request, body []byte) bool {
+	if !bytes.Contains(body, []byte(`"tools/list"`)) || r.Header.Get("Mcp-Method") != "tools/list" ||
+		len(r.Header.Values("Last-Event-ID")) > 0 || !leanContent(r) {
+		return false
+	}
+	f := checkFrame(body)
+	if f.kind != frameRequest || f.method != "tools/list" || needsMapping(f.id) || requestEra(f.params) != eraModern {
+		return false
+	}
+	meta := member(f.params, "_meta") // requestEra: an object without escapes
+	if v, ok := rawString(member(meta, era.KeyProtocolVersion)); !ok || v != r.Header.Get("Mcp-Protocol-Version") {
+		return false // -32020 from the SDK
+	}
+	resp, ok := m.s.leanList(r.Context(), nil, f.id, f.params, true, auth.TokenInfoFromContext(r.Context()))
+	if !ok {
+		return false
+	}
+	h := w.Header()
+	h["Content-Type"] = []string{"application/json"}
+	h["Cache-Control"] = []string{"no-cache, no-transform"}
+	_, _ = w.Write(resp)
 	return true
 }
 

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -421,6 +422,68 @@ func TestLeanListNotified(t *testing.T) {
 			}
 		case <-timeout:
 			t.Fatal("no notifications/tools/list_changed within 20s for the session listed on the lean path")
+		}
+	}
+}
+
+// TestHTTPLeanModernList: a 2026-07-28 tools/list over HTTP (no session)
+// is answered from the prepared bytes once the SDK's path has answered it
+// once, with the same JSON-RPC answer; a request whose headers disagree
+// with its body, or that names no method in Mcp-Method, goes to the SDK.
+func TestHTTPLeanModernList(t *testing.T) {
+	url, _, s := serveCounting(t, ServerConfig{Upstream: upstream.Options{Name: "w", Command: fixtureBin(t),
+		Args: []string{"-name", "w", "-era", "modern"}}, Prefix: "w"}, false)
+	var sdkLists atomic.Int32
+	s.server.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "tools/list" {
+				sdkLists.Add(1)
+			}
+			return next(ctx, method, req)
+		}
+	})
+	body := `{"jsonrpc":"2.0","id":"l1","method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"` + modernVersion +
+		`","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"}}}}`
+	hdr := map[string]string{"Mcp-Protocol-Version": modernVersion, "Mcp-Method": "tools/list"}
+	list := func(hdr map[string]string) (int, string, map[string]any) {
+		t.Helper()
+		status, ct, msg, err := modernPost(t.Context(), t, url, body, hdr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(msg), &m); err != nil {
+			t.Fatalf("answer %q: %v", msg, err)
+		}
+		return status, ct, m
+	}
+	status, _, first := list(hdr)
+	if status != http.StatusOK || first["result"] == nil || sdkLists.Load() != 1 {
+		t.Fatalf("first list: %d %v (SDK lists %d), want the SDK's answer", status, first, sdkLists.Load())
+	}
+	for i := range 2 {
+		status, ct, again := list(hdr)
+		if n := sdkLists.Load(); n != 1 {
+			t.Errorf("list %d: %d lists served by the SDK, want 1 (the first)", i+2, n)
+		}
+		if status != http.StatusOK || ct != "application/json" {
+			t.Errorf("list %d: status %d, Content-Type %q, want 200 application/json", i+2, status, ct)
+		}
+		if diff := cmp.Diff(first, again); diff != "" {
+			t.Errorf("list %d: SDK (-) vs lean (+):\n%s", i+2, diff)
+		}
+	}
+	for _, tt := range []struct {
+		name string
+		hdr  map[string]string
+	}{
+		{"no Mcp-Method", map[string]string{"Mcp-Protocol-Version": modernVersion}},
+		{"another version in the header", map[string]string{"Mcp-Protocol-Version": "2025-11-25", "Mcp-Method": "tools/list"}},
+	} {
+		before := sdkLists.Load()
+		status, _, m := list(tt.hdr)
+		if sdkLists.Load() == before && status == http.StatusOK && m["result"] != nil {
+			t.Errorf("%s: answered with a list on the lean path (%d %v), want the SDK's answer", tt.name, status, m)
 		}
 	}
 }

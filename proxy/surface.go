@@ -252,6 +252,20 @@ func clientOf(ctx context.Context, ss *mcp.ServerSession, meta mcp.Meta) clientI
 
 var metaClientMemo memo[metaClientInfo]
 
+// servedMetaVersion returns the protocol version the _meta recorded on ctx
+// (withRequestMeta) names, if it is a 2026-07-28 request's and one the
+// proxy serves; else "".
+func servedMetaVersion(ctx context.Context) string {
+	raw, ok := ctx.Value(requestMetaKey{}).(json.RawMessage)
+	if !ok || len(raw) == 0 {
+		return ""
+	}
+	if m := metaClientMemo.get(raw, metaClient); m.modern && slices.Contains(downstreamVersions, m.protocol) {
+		return m.protocol
+	}
+	return ""
+}
+
 // metaClientInfo is what clientOf reads of a raw _meta.
 type metaClientInfo struct {
 	modern                  bool
