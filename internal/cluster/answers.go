@@ -8,8 +8,12 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"fmt"
+	"net"
 	"sync/atomic"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/manifold-mcp/manifold/proxy"
 )
@@ -96,42 +100,83 @@ func (s *Store) openAnswer(payload []byte) (session string, msg []byte, ok bool)
 
 // ListenAnswers delivers the answers published to this replica
 // (proxy.AnswerRelay) until ctx ends. A message that fails the MAC or the
-// size bound is dropped; the first one is logged.
+// size bound is dropped; the first one is logged. A subscription found dead
+// is replaced, a second later: one that fails, and one that stays silent
+// (a connection dropped on the way without a reset, which no read would
+// ever report), found by a PING after listenCheck without a message that
+// gets no answer within the next listenCheck.
 func (s *Store) ListenAnswers(ctx context.Context, deliver func(session string, msg []byte)) {
 	if s.answerKey == nil {
 		return
 	}
+	var dropped atomic.Bool
+	for {
+		s.listenOnce(ctx, deliver, &dropped)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second): // Redis down: try again, without spinning
+		}
+	}
+}
+
+// listenOnce subscribes to this replica's channel and delivers its answers
+// until ctx ends or the subscription is found dead.
+func (s *Store) listenOnce(ctx context.Context, deliver func(session string, msg []byte), dropped *atomic.Bool) {
+	channel := s.answerChannel(s.replica)
 	sctx, cancel := context.WithTimeout(ctx, s.timeout)
-	ps := s.rdb.Subscribe(sctx, s.answerChannel(s.replica)) // a failure is retried at the first receive
+	ps := s.rdb.Subscribe(sctx, channel) // a failure shows at the first receive
 	cancel()
 	defer ps.Close()
 	stop := context.AfterFunc(ctx, func() { _ = ps.Close() }) // ends a receive that waits
 	defer stop()
-	var dropped atomic.Bool
+	check := s.listenCheck
+	if check <= 0 {
+		check = listenCheck
+	}
+	pinged := false
 	for {
-		m, err := ps.ReceiveMessage(ctx)
+		m, err := ps.ReceiveTimeout(ctx, check)
 		if ctx.Err() != nil {
 			return
 		}
 		if err != nil {
-			_ = s.observe(err)
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(time.Second): // Redis down: try again, without spinning
+			var ne net.Error
+			switch {
+			case !errors.As(err, &ne) || !ne.Timeout():
+			case !pinged:
+				pctx, cancel := context.WithTimeout(ctx, s.timeout)
+				err = ps.Ping(pctx)
+				cancel()
+				if err == nil {
+					pinged = true
+					continue
+				}
+			default:
+				err = fmt.Errorf("the subscription to %s answered no PING within %s", channel, check)
 			}
-			continue
+			_ = s.observe(err)
+			return
 		}
-		session, msg, ok := s.openAnswer([]byte(m.Payload))
+		pinged = false
+		msg, ok := m.(*redis.Message)
+		if !ok {
+			continue // the subscription's confirmation, a pong
+		}
+		session, answer, ok := s.openAnswer([]byte(msg.Payload))
 		if !ok {
 			if dropped.CompareAndSwap(false, true) {
-				s.log.Warn("cluster: dropped a message on this replica's answer channel that no replica of this deployment sent (wrong MAC or size); later ones are dropped silently", "channel", m.Channel)
+				s.log.Warn("cluster: dropped a message on this replica's answer channel that no replica of this deployment sent (wrong MAC or size); later ones are dropped silently", "channel", msg.Channel)
 			}
 			continue
 		}
-		deliver(session, msg)
+		deliver(session, answer)
 	}
 }
+
+// listenCheck is how long a quiet subscription waits before it is checked
+// with a PING (Store.listenCheck, if set, in tests).
+const listenCheck = 5 * time.Second
 
 // newReplicaID returns a random replica name: 16 hex digits.
 func newReplicaID() string {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -125,5 +127,138 @@ func TestAnswersWithoutKey(t *testing.T) {
 	s, _ := answerStore(t, m, "", 0)
 	if err := s.PublishAnswer(t.Context(), "0000000000000000", "S1", []byte(`{"id":1,"result":{}}`)); err == nil || !strings.Contains(err.Error(), "set key in [cluster]") {
 		t.Errorf("publish without a key: %v, want an error that says to set the key", err)
+	}
+}
+
+// freezer forwards loopback connections to a server; freeze stalls every
+// connection open at that moment, both ways, without closing it (a peer
+// gone without a reset), while new connections are forwarded as before.
+type freezer struct {
+	ln     net.Listener
+	mu     sync.Mutex
+	frozen []chan struct{} // one per connection: closed when it freezes
+}
+
+func newFreezer(t *testing.T, target string) *freezer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &freezer{ln: ln}
+	var conns []net.Conn
+	var cmu sync.Mutex
+	t.Cleanup(func() {
+		_ = ln.Close()
+		cmu.Lock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+		cmu.Unlock()
+	})
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("tcp", target)
+			if err != nil {
+				_ = c.Close()
+				continue
+			}
+			cmu.Lock()
+			conns = append(conns, c, up)
+			cmu.Unlock()
+			frozen := make(chan struct{})
+			f.mu.Lock()
+			f.frozen = append(f.frozen, frozen)
+			f.mu.Unlock()
+			for _, p := range [][2]net.Conn{{c, up}, {up, c}} {
+				go func() {
+					buf := make([]byte, 32<<10)
+					for {
+						n, err := p[0].Read(buf)
+						select {
+						case <-frozen:
+							<-make(chan struct{}) // stalled for good; the cleanup closes the connections
+						default:
+						}
+						if n > 0 {
+							if _, werr := p[1].Write(buf[:n]); werr != nil {
+								return
+							}
+						}
+						if err != nil {
+							_ = p[1].Close()
+							return
+						}
+					}
+				}()
+			}
+		}
+	}()
+	return f
+}
+
+func (f *freezer) freeze() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, c := range f.frozen {
+		close(c)
+	}
+	f.frozen = nil
+}
+
+// TestAnswersSilentSubscription: when the connection of a replica's
+// subscription goes silent (dropped on the way, no reset: Redis still
+// counts the subscriber), the replica finds out by a PING that gets no
+// answer, subscribes again, and answers reach it again.
+func TestAnswersSilentSubscription(t *testing.T) {
+	m := miniredis.RunT(t)
+	fz := newFreezer(t, m.Addr())
+	logs := &syncBuffer{}
+	a, err := New(Options{URL: "redis://" + fz.ln.Addr().String() + "/0", KeyPrefix: "test:", Timeout: time.Second, Key: []byte(testClusterKey),
+		Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Close() })
+	a.listenCheck = 100 * time.Millisecond
+	b, _ := answerStore(t, m, testClusterKey, 0)
+	ctx, cancel := context.WithCancel(t.Context())
+	got := make(chan string, 64)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		a.ListenAnswers(ctx, func(_ string, msg []byte) { got <- string(msg) })
+	}()
+	defer func() { cancel(); <-done }()
+	// reaches publishes answer until one is delivered, within a bound.
+	reaches := func(answer string) bool {
+		deadline := time.Now().Add(15 * time.Second)
+		for time.Now().Before(deadline) {
+			if err := b.PublishAnswer(ctx, a.Replica(), "S", []byte(answer)); err != nil && !errors.Is(err, proxy.ErrNoReplica) {
+				t.Fatalf("publish: %v", err)
+			}
+			select {
+			case d := <-got:
+				if d == answer {
+					return true
+				}
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+		return false
+	}
+	if !reaches(`{"id":1,"result":{}}`) {
+		t.Fatal("no answer delivered to the subscribed replica within 15s")
+	}
+	fz.freeze()
+	if !reaches(`{"id":2,"result":{}}`) {
+		t.Fatalf("no answer delivered within 15s of the subscription going silent; log:\n%s", logs)
+	}
+	if !strings.Contains(logs.String(), "answered no PING") {
+		t.Errorf("the silent subscription was not logged:\n%s", logs)
 	}
 }

@@ -59,9 +59,10 @@ type Store struct {
 	log      *slog.Logger
 	addr     string // for the log: host:port, never the password
 
-	replica   string // this replica's name (answers.go)
-	answerKey []byte // the MAC key of relayed answers; nil: none are relayed
-	maxAnswer int
+	replica     string // this replica's name (answers.go)
+	answerKey   []byte // the MAC key of relayed answers; nil: none are relayed
+	maxAnswer   int
+	listenCheck time.Duration // if set, in place of listenCheck (answers.go)
 
 	mu   sync.Mutex
 	down bool // guarded by mu; the last operation could not reach Redis
