@@ -58,15 +58,7 @@ func (r *recordingServer) dial(t testing.TB) func(ctx context.Context) (mcp.Tran
 	srv.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "rec://secret/{x}", Name: "t"}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "t"}}}, nil
 	})
-	return func(ctx context.Context) (mcp.Transport, error) {
-		ct, st := mcp.NewInMemoryTransports()
-		ss, err := srv.Connect(context.Background(), st, nil)
-		if err != nil {
-			return nil, err
-		}
-		t.Cleanup(func() { _ = ss.Close() })
-		return ct, nil
-	}
+	return inMemoryDial(t, srv)
 }
 
 // TestNoPathWithoutDecision: with a policy that denies everything of a

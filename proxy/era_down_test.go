@@ -63,15 +63,7 @@ func eraUpstream(t testing.TB) func(ctx context.Context) (mcp.Transport, error) 
 	srv.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "era://doc/{x}", Name: "t"}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "t"}}}, nil
 	})
-	return func(ctx context.Context) (mcp.Transport, error) {
-		ct, st := mcp.NewInMemoryTransports()
-		ss, err := srv.Connect(context.Background(), st, nil)
-		if err != nil {
-			return nil, err
-		}
-		t.Cleanup(func() { _ = ss.Close() })
-		return ct, nil
-	}
+	return inMemoryDial(t, srv)
 }
 
 // newEraServer starts a proxy in front of eraUpstream (prefix "era"), with a
@@ -634,15 +626,7 @@ func TestSchemaProblemsLoggedOnce(t *testing.T) {
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{}, nil
 		})
-	s := startedServer(t, Options{Logger: slog.New(slog.NewTextHandler(logs, nil)), Servers: []ServerConfig{{Upstream: upstream.Options{Name: "odd", Dial: func(ctx context.Context) (mcp.Transport, error) {
-		ct, st := mcp.NewInMemoryTransports()
-		ss, err := srv.Connect(context.Background(), st, nil)
-		if err != nil {
-			return nil, err
-		}
-		t.Cleanup(func() { _ = ss.Close() })
-		return ct, nil
-	}}}}})
+	s := startedServer(t, Options{Logger: slog.New(slog.NewTextHandler(logs, nil)), Servers: []ServerConfig{{Upstream: upstream.Options{Name: "odd", Dial: inMemoryDial(t, srv)}}}})
 	rs := openRawVersion(t, s, "")
 	for i := range 3 {
 		s.SetPolicy(nil) // a new catalog each time (as a reload makes)

@@ -60,15 +60,7 @@ func TestFetchListsAtOnce(t *testing.T) {
 			return next(ctx, method, req)
 		}
 	})
-	dial := func(ctx context.Context) (mcp.Transport, error) {
-		ct, st := mcp.NewInMemoryTransports()
-		ss, err := srv.Connect(context.Background(), st, nil)
-		if err != nil {
-			return nil, err
-		}
-		t.Cleanup(func() { _ = ss.Close() })
-		return ct, nil
-	}
+	dial := inMemoryDial(t, srv)
 	s := startedServer(t, Options{Servers: []ServerConfig{{Upstream: upstream.Options{Name: "gate", Dial: dial}, Prefix: "g"}}})
 	var got []string
 	for _, e := range s.Catalog() {

@@ -64,15 +64,7 @@ func leanUpstream(t testing.TB) func(context.Context) (mcp.Transport, error) {
 
 // dialMemory returns an upstream Dial that connects to srv in memory.
 func dialMemory(t testing.TB, srv *mcp.Server) func(context.Context) (mcp.Transport, error) {
-	return func(context.Context) (mcp.Transport, error) {
-		ct, st := mcp.NewInMemoryTransports()
-		ss, err := srv.Connect(context.Background(), st, nil)
-		if err != nil {
-			return nil, err
-		}
-		t.Cleanup(func() { _ = ss.Close() })
-		return ct, nil
-	}
+	return inMemoryDial(t, srv)
 }
 
 // serveLean starts a proxy of opts in front of leanUpstream, with tools/call

@@ -67,15 +67,7 @@ func leakyServer(t testing.TB, release <-chan struct{}) func(context.Context) (m
 	srv.AddPrompt(&mcp.Prompt{Name: "p"}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "use " + both}}}}, nil
 	})
-	return func(context.Context) (mcp.Transport, error) {
-		ct, st := mcp.NewInMemoryTransports()
-		ss, err := srv.Connect(context.Background(), st, nil)
-		if err != nil {
-			return nil, err
-		}
-		t.Cleanup(func() { _ = ss.Close() })
-		return ct, nil
-	}
+	return inMemoryDial(t, srv)
 }
 
 // linesUntil sends req (unless "") and returns every output line up to and including

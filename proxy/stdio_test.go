@@ -422,15 +422,7 @@ func TestStdioCancelMappedID(t *testing.T) {
 			cancelled <- req.Params.URI
 			return nil, ctx.Err()
 		})
-	dial := func(context.Context) (mcp.Transport, error) {
-		ct, st := mcp.NewInMemoryTransports()
-		ss, err := srv.Connect(context.Background(), st, nil)
-		if err != nil {
-			return nil, err
-		}
-		t.Cleanup(func() { _ = ss.Close() })
-		return ct, nil
-	}
+	dial := inMemoryDial(t, srv)
 	s := startedServer(t, Options{Servers: []ServerConfig{{Upstream: upstream.Options{Name: "slow", Dial: dial}, Prefix: "slow"}}})
 	rs := openRaw(t, s)
 	rs.send(`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"slow+slow://one"}}`)
@@ -461,6 +453,20 @@ func TestStdioCancelMappedID(t *testing.T) {
 
 // startedServer is New(opts), started, with its upstreams' first start
 // over, and closed when the test ends.
+// inMemoryDial returns an upstream Dial that connects a new session of srv
+// in memory, closed at the end of the test.
+func inMemoryDial(t testing.TB, srv *mcp.Server) func(context.Context) (mcp.Transport, error) {
+	return func(context.Context) (mcp.Transport, error) {
+		ct, st := mcp.NewInMemoryTransports()
+		ss, err := srv.Connect(context.Background(), st, nil)
+		if err != nil {
+			return nil, err
+		}
+		t.Cleanup(func() { _ = ss.Close() })
+		return ct, nil
+	}
+}
+
 func startedServer(t testing.TB, opts Options) *Server {
 	t.Helper()
 	s, err := New(opts)

@@ -53,15 +53,7 @@ func filesUpstream(t testing.TB, n int, ran *[]string, mu *sync.Mutex) func(ctx 
 	for i := range n {
 		add("pad_"+string(rune('a'+i%26))+strings.Repeat("x", i/26), "Padding tool about zebras.", &mcp.ToolAnnotations{ReadOnlyHint: true}, map[string]any{})
 	}
-	return func(ctx context.Context) (mcp.Transport, error) {
-		ct, st := mcp.NewInMemoryTransports()
-		ss, err := srv.Connect(context.Background(), st, nil)
-		if err != nil {
-			return nil, err
-		}
-		t.Cleanup(func() { _ = ss.Close() })
-		return ct, nil
-	}
+	return inMemoryDial(t, srv)
 }
 
 type surfaceProxy struct {
