@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -16,23 +15,22 @@ import (
 // backgroundNice is the nice value of the reaper process.
 const backgroundNice = 10
 
-// startBackground starts cmd at nice backgroundNice: the reaper, whose
-// start (the proxy's binary initialising every package again) then yields
-// the CPU to the servers starting beside it. Its job waits in its stdin
-// pipe, so a late start loses nothing. A process inherits the nice value of
-// the thread that forks it, and on Linux a nice value belongs to a thread:
-// cmd is started from a thread of its own, lowered, that ends with the
-// goroutine (it is never unlocked), since an unprivileged thread cannot
-// raise its priority back. If the nice value cannot be set, cmd starts
-// anyway.
+// startBackground starts cmd and lowers its priority to nice
+// backgroundNice: the reaper, whose start (the proxy's binary initialising
+// every package again) then yields the CPU to the servers starting beside
+// it; its job waits in its stdin pipe, so a late start loses nothing. On
+// Linux a nice value belongs to a thread: the one set is that of the
+// child's main thread, which runs the Go runtime's package initialisation
+// and from which its later threads inherit it. (Forking from a thread of
+// our own lowered for the purpose would not do: that thread would have to
+// end, and a server forked from it earlier gets its Pdeathsig when it
+// does.) If the nice value cannot be set, cmd runs at ours.
 func startBackground(cmd *exec.Cmd) error {
-	done := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
-		_ = syscall.Setpriority(syscall.PRIO_PROCESS, 0, backgroundNice)
-		done <- cmd.Start()
-	}()
-	return <-done
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	_ = syscall.Setpriority(syscall.PRIO_PROCESS, cmd.Process.Pid, backgroundNice)
+	return nil
 }
 
 // setProcAttr puts the child in its own process group and makes the kernel
