@@ -400,13 +400,18 @@ const primeDelay = 20 * time.Millisecond
 // prime writes the stream's priming event, with the reconnection delay; the
 // caller flushes it (flush), or it goes out with the answer.
 func (ls *leanStream) prime(ctx context.Context, w http.ResponseWriter) {
+	ls.open(w)
+	_ = ls.events.Append(ctx, ls.session, ls.id, nil)
+	_, _ = fmt.Fprintf(w, "event: prime\nid: %s_%d\nretry: %s\ndata: \n\n", ls.id, ls.n, sseRetry)
+	ls.n++
+}
+
+// open sets the headers of an event stream.
+func (ls *leanStream) open(w http.ResponseWriter) {
 	h := w.Header()
 	h["Content-Type"] = []string{"text/event-stream"}
 	h["Cache-Control"] = []string{"no-cache, no-transform"}
 	h["Connection"] = []string{"keep-alive"}
-	_ = ls.events.Append(ctx, ls.session, ls.id, nil)
-	_, _ = fmt.Fprintf(w, "event: prime\nid: %s_%d\nretry: %s\ndata: \n\n", ls.id, ls.n, sseRetry)
-	ls.n++
 }
 
 // flush sends what the stream holds.

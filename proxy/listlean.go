@@ -188,16 +188,16 @@ func leanListParams(params []byte) (cursor string, meta []byte, ok bool) {
 // serveLeanList serves the POST r of session e on the lean path if its body
 // is a tools/list request of the session's (initialize) era whose answer is
 // prepared, and reports whether it did; if not, the SDK serves it. The
-// answer is written as serveLean writes a call's: application/json, or an
-// event stream with a priming event for a client of 2025-11-25, kept in the
-// session's event store so that the stream can be resumed.
+// answer is an event stream, as the SDK's: a priming event first for a
+// client of 2025-11-25, then the answer, kept in the session's event store
+// so that the stream can be resumed.
 func (m *mcpEndpoint) serveLeanList(w http.ResponseWriter, r *http.Request, e *httpSession, body []byte) bool {
 	if !bytes.Contains(body, []byte(`"tools/list"`)) {
 		return false // not a list: checked once, by serveLean
 	}
 	ss := e.ss
-	if ss == nil || modernSession(ss) {
-		return false
+	if ss == nil || modernSession(ss) || m.events == nil {
+		return false // without an event store the SDK's streams have no ids
 	}
 	ip := ss.InitializeParams()
 	if ip == nil || !leanHeaders(r, ip.ProtocolVersion) {
@@ -213,10 +213,15 @@ func (m *mcpEndpoint) serveLeanList(w http.ResponseWriter, r *http.Request, e *h
 	if !ok {
 		return false
 	}
-	var stream *leanStream
-	if v := r.Header.Get("Mcp-Protocol-Version"); m.events != nil && v >= primingVersion {
-		stream = &leanStream{events: m.events, session: e.id, id: rand.Text()}
+	// An event stream, as the SDK answers: with a priming event first for
+	// a client of 2025-11-25, without one before. (Clients may be given
+	// either; some tell them apart, and the answer must not change with
+	// the path that serves it.)
+	stream := &leanStream{events: m.events, session: e.id, id: rand.Text()}
+	if r.Header.Get("Mcp-Protocol-Version") >= primingVersion {
 		stream.prime(r.Context(), w)
+	} else {
+		stream.open(w)
 	}
 	stream.write(r.Context(), w, resp)
 	return true
@@ -228,8 +233,8 @@ func (m *mcpEndpoint) serveLeanList(w http.ResponseWriter, r *http.Request, e *h
 // handler serves it. The checks the SDK makes of such a request and the
 // lean path would skip send it to the SDK: a protocol version in _meta
 // that the header does not repeat, an Mcp-Method header that is not
-// tools/list, a body the raw scanner would read otherwise. The answer is one
-// application/json body.
+// tools/list, a body the raw scanner would read otherwise. The answer is an
+// event stream of one event, as the SDK's.
 func (m *mcpEndpoint) serveLeanModernList(w http.ResponseWriter, r *http.Request, body []byte) bool {
 	if !bytes.Contains(body, []byte(`"tools/list"`)) || r.Header.Get("Mcp-Method") != "tools/list" ||
 		len(r.Header.Values("Last-Event-ID")) > 0 || !leanContent(r) {
@@ -247,10 +252,12 @@ func (m *mcpEndpoint) serveLeanModernList(w http.ResponseWriter, r *http.Request
 	if !ok {
 		return false
 	}
-	h := w.Header()
-	h["Content-Type"] = []string{"application/json"}
-	h["Cache-Control"] = []string{"no-cache, no-transform"}
-	_, _ = w.Write(resp)
+	// One event, as the SDK's stateless handler frames it (no id: it
+	// keeps no events; a client may tell JSON from a stream).
+	(*leanStream)(nil).open(w)
+	out := make([]byte, 0, len(resp)+24)
+	out = append(append(append(out, "event: message\ndata: "...), resp...), "\n\n"...)
+	_, _ = w.Write(out)
 	return true
 }
 

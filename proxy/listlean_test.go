@@ -325,8 +325,8 @@ func (h *rawHTTP) post(body string) (ctype, msg string, primed bool) {
 
 // TestLeanListHTTP: over HTTP, an initialize-era session's tools/list whose
 // answer is prepared is answered on the lean path with the message the SDK
-// answers (from 2025-11-25 in the same framing, a stream with a priming
-// event; before, as application/json), for each identity's view; requests the SDK would read
+// answers, in the same framing (an event stream, with a priming event from
+// 2025-11-25), for each identity's view; requests the SDK would read
 // otherwise go to it.
 func TestLeanListHTTP(t *testing.T) {
 	alice, err := policy.ParsePrincipal("user:alice")
@@ -380,10 +380,10 @@ func TestLeanListHTTP(t *testing.T) {
 				if lean := sdk.Load() == before && !strings.Contains(got, `"error":{`); lean != tt.lean {
 					t.Errorf("served on the lean path: %v, want %v", lean, tt.lean)
 				}
-				// Before 2025-11-25 the lean path answers with
-				// application/json, as the lean call does; the
-				// message is the same.
-				framed := tt.version < primingVersion || !tt.lean || (primed == wantPrimed && gotType == wantType)
+				// The same framing as the SDK's for every version:
+				// an event stream, primed from 2025-11-25 (the
+				// conformance suite tells JSON from a stream).
+				framed := !tt.lean || (primed == wantPrimed && gotType == wantType)
 				if got != want || !framed {
 					t.Errorf("answer differs from the SDK's:\n got %s %v %.400s\nwant %s %v %.400s", gotType, primed, got, wantType, wantPrimed, want)
 				}
@@ -428,7 +428,8 @@ func TestLeanListNotified(t *testing.T) {
 
 // TestHTTPLeanModernList: a 2026-07-28 tools/list over HTTP (no session)
 // is answered from the prepared bytes once the SDK's path has answered it
-// once, with the same JSON-RPC answer; a request whose headers disagree
+// once, with the same JSON-RPC answer in the same framing (an event
+// stream); a request whose headers disagree
 // with its body, or that names no method in Mcp-Method, goes to the SDK.
 func TestHTTPLeanModernList(t *testing.T) {
 	url, _, s := serveCounting(t, ServerConfig{Upstream: upstream.Options{Name: "w", Command: fixtureBin(t),
@@ -457,7 +458,7 @@ func TestHTTPLeanModernList(t *testing.T) {
 		}
 		return status, ct, m
 	}
-	status, _, first := list(hdr)
+	status, firstType, first := list(hdr)
 	if status != http.StatusOK || first["result"] == nil || sdkLists.Load() != 1 {
 		t.Fatalf("first list: %d %v (SDK lists %d), want the SDK's answer", status, first, sdkLists.Load())
 	}
@@ -466,8 +467,8 @@ func TestHTTPLeanModernList(t *testing.T) {
 		if n := sdkLists.Load(); n != 1 {
 			t.Errorf("list %d: %d lists served by the SDK, want 1 (the first)", i+2, n)
 		}
-		if status != http.StatusOK || ct != "application/json" {
-			t.Errorf("list %d: status %d, Content-Type %q, want 200 application/json", i+2, status, ct)
+		if status != http.StatusOK || ct != firstType {
+			t.Errorf("list %d: status %d, Content-Type %q, want 200 %s as from the SDK", i+2, status, ct, firstType)
 		}
 		if diff := cmp.Diff(first, again); diff != "" {
 			t.Errorf("list %d: SDK (-) vs lean (+):\n%s", i+2, diff)
