@@ -107,13 +107,8 @@ func wireSide(name string, w *wire, pid, want int) listSide {
 		}}
 }
 
-// listClients are the clients of BenchmarkToolsList1000: "wire" and
-// "go-sdk" at 2025-11-25, and "go-sdk-2026" at 2026-07-28 (against a
-// fixture of that era directly; the proxy's upstreams are the same).
-var listClients = []string{"wire", "go-sdk", "go-sdk-2026"}
-
 // listSides starts the four sides of BenchmarkToolsList1000 for a client
-// (listClients): the fixture serving all 1,000 tools itself, over stdio
+// (wire or go-sdk): the fixture serving all 1,000 tools itself, over stdio
 // and HTTP, and Manifold in front of the 20 upstreams, over stdio and HTTP.
 // Each is listed until its list is complete before it is returned.
 func listSides(tb testing.TB, client string) []listSide {
@@ -121,13 +116,9 @@ func listSides(tb testing.TB, client string) []listSide {
 	if bins.err != nil {
 		tb.Fatal(bins.err)
 	}
-	version := "2025-11-25"
+	const version = "2025-11-25"
 	n := listUpstreams * listPerServer
 	one := manyArgs("s0", n)
-	if client == "go-sdk-2026" {
-		version = "2026-07-28"
-		one = append(one, "-era", "modern")
-	}
 	cfg := listConfig(tb)
 	durl, dpid := startServing(tb, bins.fixture, append(one, "-http", "127.0.0.1:0")...)
 	purl, ppid := startServing(tb, bins.manifold, "serve", "--config", cfg, "--http", "127.0.0.1:0")
@@ -185,7 +176,7 @@ func waitComplete(ctx context.Context, s listSide) error {
 // 1,000 tools (every page) on one session, directly from one fixture
 // that serves them all and through the manifold binary in front of 20
 // fixtures of 50 tools each, over stdio and over streamable HTTP, at
-// 2025-11-25 (and 2026-07-28, go-sdk-2026). Each of -rounds rounds lists b.N times on each of the four
+// 2025-11-25. Each of -rounds rounds lists b.N times on each of the four
 // sessions, one list at a time, round-robin (so that all four see the same
 // machine state). It reports, per side, the medians over the rounds of the
 // p50 and p99 latency in ms; the ratios proxy/direct of the p50 per
@@ -194,12 +185,11 @@ func waitComplete(ctx context.Context, s listSide) error {
 // on time. Two clients: "wire" writes the request and times it to the last
 // byte of the answer, undecoded (the server's and the proxy's share, the
 // issue's measure), and "go-sdk" is the SDK's client, whose decoding of
-// 1,000 tools (their schemas) is most of its time and the same for both;
-// "go-sdk-2026" is that client at 2026-07-28.
+// 1,000 tools (their schemas) is most of its time and the same for both.
 //
 //	nice -n 10 go test ./internal/perf/ -run '^$' -bench BenchmarkToolsList1000 -benchtime 100x -args -rounds=5
 func BenchmarkToolsList1000(b *testing.B) {
-	for _, client := range listClients {
+	for _, client := range []string{"wire", "go-sdk"} {
 		b.Run(client, func(b *testing.B) { list1000(b, client) })
 	}
 }
@@ -272,7 +262,7 @@ func list1000(b *testing.B, client string) {
 // should (through the proxy, each upstream's 50 under its prefix), and the
 // proxy's CPU time can be read.
 func TestToolsList1000Measurable(t *testing.T) {
-	for _, client := range listClients {
+	for _, client := range []string{"wire", "go-sdk"} {
 		t.Run(client, func(t *testing.T) { checkList1000(t, client) })
 	}
 }
