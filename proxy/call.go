@@ -324,7 +324,7 @@ func (s *Server) routeCall(ctx context.Context, ss *mcp.ServerSession, name stri
 		if ttl <= 0 || ttl > timeout {
 			ttl = timeout
 		}
-		bind := era.Binding{Method: "tools/call", Name: name, Upstream: b.name, Principal: s.principal(ss, re)}
+		bind := era.Binding{Method: "tools/call", Name: name, Upstream: b.name, Principal: s.principal(ctx, ss, re)}
 		callCtx := ctx // the call's own context: ctx, or a bridged call's, which outlives each of its requests
 		if d.Confirm {
 			// A person approves the exact call first (confirm.go); a modern

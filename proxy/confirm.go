@@ -191,7 +191,7 @@ func (s *Server) confirmCall(ctx context.Context, ss *mcp.ServerSession, re reqE
 		return false
 	}
 	ttl := s.confirmTTL()
-	digest := approvalDigest(s.principal(ss, re), exposed, canonical)
+	digest := approvalDigest(s.principal(ctx, ss, re), exposed, canonical)
 	mode := s.approvalMode(re)
 	if mode == "" {
 		if s.opts.Approvals != nil {
@@ -490,13 +490,13 @@ func (pc *parkedCall) abortReason() string {
 // checkConfirmRetry refuses the retry of a parked call awaiting approval
 // whose arguments differ from those the person was asked about, ending the
 // call: what was approved is one exact call.
-func (s *Server) checkConfirmRetry(pc *parkedCall, ss *mcp.ServerSession, re reqEra, name string, fields map[string]json.RawMessage) error {
+func (s *Server) checkConfirmRetry(pc *parkedCall, principal, name string, fields map[string]json.RawMessage) error {
 	want := pc.confirmDigest()
 	if want == "" {
 		return nil
 	}
 	canonical, err := canonicalArgs(fields["arguments"])
-	if err == nil && approvalDigest(s.principal(ss, re), name, canonical) == want {
+	if err == nil && approvalDigest(principal, name, canonical) == want {
 		return nil
 	}
 	pc.abort("arguments changed after the approval was asked")

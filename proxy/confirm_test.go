@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"strings"
@@ -97,7 +98,7 @@ func commandCall(t *testing.T, s *Server, args string) (bool, auditRecord, strin
 	fields := map[string]json.RawMessage{"arguments": json.RawMessage(args)}
 	var rec auditRecord
 	var refusal string
-	ok := s.approveByCommand(nil, re, "bank", "bank__pay", "pay", d, approvalDigest(s.principal(nil, re), "bank__pay", c), c, fields, &rec,
+	ok := s.approveByCommand(nil, re, "bank", "bank__pay", "pay", d, approvalDigest(s.principal(context.Background(), nil, re), "bank__pay", c), c, fields, &rec,
 		func(raw json.RawMessage, err error) {
 			if err != nil {
 				t.Fatalf("done with error %v", err)

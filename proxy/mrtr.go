@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -141,15 +142,20 @@ func stripRequestMeta(meta json.RawMessage) json.RawMessage {
 
 var stripMemo memo[json.RawMessage]
 
-// principal names who a sealed state belongs to: the downstream session;
-// without one, the stdio client (there is one), or over HTTP the client as
-// it names itself (stateless requests carry nothing else yet).
-func (s *Server) principal(ss *mcp.ServerSession, e reqEra) string {
+// principal names who a sealed state (and an approval) belongs to: the
+// downstream session; without one, the stdio client (there is one), or over
+// HTTP the authenticated user (the token's UserID, which tells an API key
+// from a token and one issuer's subject from another's) with the client as
+// it names itself, or the client alone without authentication.
+func (s *Server) principal(ctx context.Context, ss *mcp.ServerSession, e reqEra) string {
 	switch {
 	case ss != nil && ss.ID() != "":
 		return "session:" + ss.ID()
 	case s.opts.WaitForClient:
 		return "stdio"
+	}
+	if id := identityFrom(ctx); id.user != "" {
+		return "user:" + strconv.Quote(id.user) + " " + e.client
 	}
 	return "anonymous:" + e.client
 }
@@ -262,13 +268,14 @@ func (br *bridges) count() int {
 // being served (attached) cancels, and which is otherwise bounded by the
 // call's own timeout and, between rounds, by the state TTL.
 type parkedCall struct {
-	br     *bridges
-	sealer *era.Sealer
-	id     string
-	bind   era.Binding
-	server string
-	ttl    time.Duration
-	cancel context.CancelFunc // cancels the upstream call
+	br      *bridges
+	sealer  *era.Sealer
+	id      string
+	bind    era.Binding
+	server  string
+	replica string // this replica's name, when replicas forward retries (retryrelay.go)
+	ttl     time.Duration
+	cancel  context.CancelFunc // cancels the upstream call
 
 	mu       sync.Mutex
 	caps     *mcp.ClientCapabilities // of the request being served; guarded by mu
@@ -330,6 +337,9 @@ func (s *Server) newParked(ctx context.Context, bind era.Binding, caps *mcp.Clie
 	pc := &parkedCall{
 		br: &s.bridge, sealer: sealer, id: "pc-" + rand.Text(),
 		bind: bind, server: bind.Upstream, ttl: ttl, cancel: cancel, caps: caps,
+	}
+	if s.opts.Retries != nil {
+		pc.replica = s.opts.Retries.Replica()
 	}
 	pc.attached = finish
 	pc.detach = context.AfterFunc(ctx, cancel)
@@ -412,7 +422,7 @@ func (pc *parkedCall) flush() {
 // inputRequiredLocked builds the input_required result of the next round.
 func (pc *parkedCall) inputRequiredLocked() (json.RawMessage, error) {
 	pc.round++
-	state, err := pc.sealer.Seal(era.State{Kind: era.Parked, Binding: pc.bind, Expires: time.Now().Add(pc.ttl), Call: pc.id, Round: pc.round})
+	state, err := pc.sealer.Seal(era.State{Kind: era.Parked, Binding: pc.bind, Expires: time.Now().Add(pc.ttl), Call: pc.id, Round: pc.round, Replica: pc.replica})
 	if err != nil {
 		return nil, err
 	}
@@ -548,21 +558,13 @@ func askParked[T any](ctx context.Context, method, mode string, params any) (res
 // resumeCall serves the retry of a modern client's call (a tools/call with
 // requestState) of the exposed name routed to server. It returns false when
 // the state is not the proxy's parked state (a wrapped upstream state, which
-// the caller unwraps into fields and forwards).
+// the caller unwraps into fields and forwards). A call parked on another
+// replica is served there (retryrelay.go).
 func (s *Server) resumeCall(ctx context.Context, ss *mcp.ServerSession, e reqEra, name, server string, fields map[string]json.RawMessage, finish func(json.RawMessage, error)) (handled bool) {
-	var token string
-	if err := json.Unmarshal(fields["requestState"], &token); err != nil {
-		finish(nil, stateError(name, errors.New("it is not a string")))
-		return true
-	}
-	sealer, err := s.sealer()
+	principal := s.principal(ctx, ss, e)
+	st, err := s.openRetry(name, server, principal, fields)
 	if err != nil {
 		finish(nil, err)
-		return true
-	}
-	st, err := sealer.Open(token, era.Binding{Method: "tools/call", Name: name, Upstream: server, Principal: s.principal(ss, e)}, time.Now())
-	if err != nil {
-		finish(nil, stateError(name, err))
 		return true
 	}
 	switch st.Kind {
@@ -575,29 +577,58 @@ func (s *Server) resumeCall(ctx context.Context, ss *mcp.ServerSession, e reqEra
 		return true
 	}
 	pc := s.bridge.get(st.Call)
-	if pc == nil {
-		finish(nil, stateError(name, errors.New("the call it names is no longer waiting for input (it ended, timed out, or its state was already used)")))
+	if pc == nil && s.elsewhere(st) {
+		s.forwardRetry(ctx, st.Replica, e, name, server, principal, fields, finish)
 		return true
-	}
-	if err := s.checkConfirmRetry(pc, ss, e, name, fields); err != nil {
-		finish(nil, stateError(name, err))
-		return true
-	}
-	var responses map[string]json.RawMessage
-	if raw := fields["inputResponses"]; len(raw) > 0 && string(raw) != "null" {
-		if err := json.Unmarshal(raw, &responses); err != nil {
-			finish(nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid inputResponses for tool %q: %v", name, err)})
-			return true
-		}
 	}
 	// Progress from here on goes to this retry, once its state is found
 	// good and before its answers reach the server (which may report
 	// progress at once).
 	rebind := func(route string) { s.progress.rebind(route, ctx, ss, fields["_meta"]) }
-	if err := pc.resume(ctx, st, e.caps, responses, finish, rebind); err != nil {
+	s.resumeParked(ctx, pc, st, e.caps, principal, name, fields, finish, rebind)
+	return true
+}
+
+// openRetry opens the requestState of a retry in fields, bound to the
+// request's name, server and principal; its error is the -32602 answer.
+func (s *Server) openRetry(name, server, principal string, fields map[string]json.RawMessage) (era.State, error) {
+	var token string
+	if err := json.Unmarshal(fields["requestState"], &token); err != nil {
+		return era.State{}, stateError(name, errors.New("it is not a string"))
+	}
+	sealer, err := s.sealer()
+	if err != nil {
+		return era.State{}, err
+	}
+	st, err := sealer.Open(token, era.Binding{Method: "tools/call", Name: name, Upstream: server, Principal: principal}, time.Now())
+	if err != nil {
+		return era.State{}, stateError(name, err)
+	}
+	return st, nil
+}
+
+// resumeParked hands a retry's answers to pc, the parked call its state st
+// names (nil: none is waiting here), and attaches the retry (ctx, finish)
+// to the call's next event.
+func (s *Server) resumeParked(ctx context.Context, pc *parkedCall, st era.State, caps *mcp.ClientCapabilities, principal, name string, fields map[string]json.RawMessage, finish func(json.RawMessage, error), rebind func(route string)) {
+	if pc == nil {
+		finish(nil, stateError(name, errors.New("the call it names is no longer waiting for input (it ended, timed out, or its state was already used)")))
+		return
+	}
+	if err := s.checkConfirmRetry(pc, principal, name, fields); err != nil {
+		finish(nil, stateError(name, err))
+		return
+	}
+	var responses map[string]json.RawMessage
+	if raw := fields["inputResponses"]; len(raw) > 0 && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &responses); err != nil {
+			finish(nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid inputResponses for tool %q: %v", name, err)})
+			return
+		}
+	}
+	if err := pc.resume(ctx, st, caps, responses, finish, rebind); err != nil {
 		finish(nil, stateError(name, err))
 	}
-	return true
 }
 
 // wrapState seals a modern upstream's requestState in an input_required

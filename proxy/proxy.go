@@ -232,6 +232,10 @@ type Options struct {
 	// session as it came, and a question another replica asked is not
 	// answered.
 	Answers AnswerRelay
+	// Retries carries the retry of a 2026-07-28 client's call parked on a
+	// legacy server to the replica that holds the call, when the retry
+	// reaches another (retryrelay.go). If nil, such a retry is refused.
+	Retries RetryRelay
 }
 
 // Server is the aggregating MCP server.
@@ -387,6 +391,7 @@ func (s *Server) Start(ctx context.Context) error {
 	var required errgroup.Group
 	var all sync.WaitGroup
 	s.startOnce.Do(func() {
+		s.startRetries() // retryrelay.go
 		s.reloadMu.Lock()
 		defer s.reloadMu.Unlock()
 		for _, b := range s.gen.Load().backends {

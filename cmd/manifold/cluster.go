@@ -39,6 +39,7 @@ func clusterOptions(opts *proxy.Options, cfg *config.Config, log *slog.Logger) e
 	opts.RateStore, opts.SpendLedger, opts.Approvals, opts.Sessions = st, st, st, st
 	if cfg.Cluster.Key != "" {
 		opts.Answers = st // answers.go: a legacy client's answer reaches the replica that asked
+		opts.Retries = st // retries.go: a 2026-07-28 retry reaches the replica that holds the call
 	}
 	return nil
 }

@@ -100,18 +100,33 @@ func (s *Store) openAnswer(payload []byte) (session string, msg []byte, ok bool)
 
 // ListenAnswers delivers the answers published to this replica
 // (proxy.AnswerRelay) until ctx ends. A message that fails the MAC or the
-// size bound is dropped; the first one is logged. A subscription found dead
-// is replaced, a second later: one that fails, and one that stays silent
-// (a connection dropped on the way without a reset, which no read would
-// ever report), found by a PING after listenCheck without a message that
-// gets no answer within the next listenCheck.
+// size bound is dropped; the first one is logged.
 func (s *Store) ListenAnswers(ctx context.Context, deliver func(session string, msg []byte)) {
 	if s.answerKey == nil {
 		return
 	}
 	var dropped atomic.Bool
+	s.listen(ctx, s.answerChannel(s.replica), func(payload []byte) {
+		session, answer, ok := s.openAnswer(payload)
+		if !ok {
+			if dropped.CompareAndSwap(false, true) {
+				s.log.Warn("cluster: dropped a message on this replica's answer channel that no replica of this deployment sent (wrong MAC or size); later ones are dropped silently", "channel", s.answerChannel(s.replica))
+			}
+			return
+		}
+		deliver(session, answer)
+	})
+}
+
+// listen calls handle with each message on channel, one at a time, until
+// ctx ends. A subscription found dead is replaced, a second later: one that
+// fails, and one that stays silent (a connection dropped on the way without
+// a reset, which no read would ever report), found by a PING after
+// listenCheck without a message that gets no answer within the next
+// listenCheck.
+func (s *Store) listen(ctx context.Context, channel string, handle func(payload []byte)) {
 	for {
-		s.listenOnce(ctx, deliver, &dropped)
+		s.listenOnce(ctx, channel, handle)
 		select {
 		case <-ctx.Done():
 			return
@@ -120,10 +135,9 @@ func (s *Store) ListenAnswers(ctx context.Context, deliver func(session string, 
 	}
 }
 
-// listenOnce subscribes to this replica's channel and delivers its answers
-// until ctx ends or the subscription is found dead.
-func (s *Store) listenOnce(ctx context.Context, deliver func(session string, msg []byte), dropped *atomic.Bool) {
-	channel := s.answerChannel(s.replica)
+// listenOnce subscribes to channel and hands its messages to handle until
+// ctx ends or the subscription is found dead.
+func (s *Store) listenOnce(ctx context.Context, channel string, handle func(payload []byte)) {
 	sctx, cancel := context.WithTimeout(ctx, s.timeout)
 	ps := s.rdb.Subscribe(sctx, channel) // a failure shows at the first receive
 	cancel()
@@ -159,18 +173,9 @@ func (s *Store) listenOnce(ctx context.Context, deliver func(session string, msg
 			return
 		}
 		pinged = false
-		msg, ok := m.(*redis.Message)
-		if !ok {
-			continue // the subscription's confirmation, a pong
+		if msg, ok := m.(*redis.Message); ok { // else the subscription's confirmation, a pong
+			handle([]byte(msg.Payload))
 		}
-		session, answer, ok := s.openAnswer([]byte(msg.Payload))
-		if !ok {
-			if dropped.CompareAndSwap(false, true) {
-				s.log.Warn("cluster: dropped a message on this replica's answer channel that no replica of this deployment sent (wrong MAC or size); later ones are dropped silently", "channel", msg.Channel)
-			}
-			continue
-		}
-		deliver(session, answer)
 	}
 }
 
@@ -185,13 +190,13 @@ func newReplicaID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// answerKey derives the key of the answers' MACs from the [cluster] key,
-// apart from its other uses.
-func answerKey(key []byte) []byte {
+// derivedKey derives the MAC key of one use (purpose) from the [cluster]
+// key, apart from its other uses; nil without a key.
+func derivedKey(key []byte, purpose string) []byte {
 	if len(key) == 0 {
 		return nil
 	}
 	m := hmac.New(sha256.New, key)
-	m.Write([]byte("manifold cluster answers v1"))
+	m.Write([]byte("manifold cluster " + purpose + " v1"))
 	return m.Sum(nil)
 }

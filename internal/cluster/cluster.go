@@ -40,9 +40,9 @@ type Options struct {
 	// Logger receives one line when Redis becomes unreachable and one when
 	// it is back. If nil, nothing is logged.
 	Logger *slog.Logger
-	// Key is the [cluster] key, the same on every replica: the answers
-	// relayed between replicas (answers.go) are authenticated with a key
-	// derived from it. If empty, no answer is relayed.
+	// Key is the [cluster] key, the same on every replica: the answers and
+	// retries relayed between replicas (answers.go, retries.go) are
+	// authenticated with keys derived from it. If empty, none is relayed.
 	Key []byte
 	// MaxAnswerBytes bounds one relayed answer, as http.max_body_bytes
 	// bounds the POST that carried it. If zero, 4 MiB.
@@ -63,6 +63,9 @@ type Store struct {
 	answerKey   []byte // the MAC key of relayed answers; nil: none are relayed
 	maxAnswer   int
 	listenCheck time.Duration // if set, in place of listenCheck (answers.go)
+	retryKey    []byte        // the MAC key of forwarded retries (retries.go); nil: none are forwarded
+	retryBeat   time.Duration // if set, in place of retryBeatEvery (retries.go)
+	retries     retries
 
 	mu   sync.Mutex
 	down bool // guarded by mu; the last operation could not reach Redis
@@ -99,7 +102,8 @@ func New(opts Options) (*Store, error) {
 		opts.MaxAnswerBytes = maxAnswer
 	}
 	return &Store{rdb: redis.NewClient(ro), prefix: opts.KeyPrefix, failOpen: opts.FailOpen, timeout: opts.Timeout,
-		log: opts.Logger, addr: ro.Addr, replica: newReplicaID(), answerKey: answerKey(opts.Key), maxAnswer: opts.MaxAnswerBytes}, nil
+		log: opts.Logger, addr: ro.Addr, replica: newReplicaID(), answerKey: derivedKey(opts.Key, "answers"), maxAnswer: opts.MaxAnswerBytes,
+		retryKey: derivedKey(opts.Key, "retries")}, nil
 }
 
 // Close closes the connections.

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -62,7 +63,9 @@ func connectRR(ctx context.Context, t *testing.T, rt http.RoundTripper, client *
 // A legacy session created on one is served by the other (the session's
 // record in Redis), is refused to another identity on both, and a DELETE
 // through one ends it on both; a 2026-07-28 client's requestState sealed
-// by one replica opens on the other.
+// by one replica opens on the other, and a call parked on one replica (a
+// legacy server's questions) is resumed through the other, by its client
+// only.
 func TestClusterReplicas(t *testing.T) {
 	t.Parallel()
 	const aliceKey = "e2e-cluster-alice-0123456789abcdef"
@@ -70,7 +73,8 @@ func TestClusterReplicas(t *testing.T) {
 	addrs := startReplicas(t, replicaOpts{
 		head: "[auth]\napi_keys_file = \"keys.toml\"\n\n",
 		servers: fixture("alpha", []string{"-tools", "echo"}) +
-			fixture("beta", []string{"-era", "modern", "-tools", "echo", "-extra", "ask"}),
+			fixture("beta", []string{"-era", "modern", "-tools", "echo", "-extra", "ask"}) +
+			fixture("gamma", []string{"-tools", "echo", "-extra", "interview"}, `isolation = "session"`),
 		keys: keyLine("alice", aliceKey) + keyLine("bob", bobKey),
 	}).addrs()
 	ctx := testCtx(t)
@@ -138,6 +142,54 @@ func TestClusterReplicas(t *testing.T) {
 				t.Fatalf("the retry on the other replica: %v", rpcErr)
 			}
 			t.Fatalf("the retry on the other replica = %v, %v; want the server's result with the answer", final, err)
+		}
+	})
+
+	// A legacy server's questions park the call on the replica that runs
+	// it; each retry alternates replicas, so that every other one is
+	// forwarded to the replica that holds the call (retries.go).
+	t.Run("parked call resumed through the other replica", func(t *testing.T) {
+		bc := &bridgeClient{name: "modern"}
+		rt := &rrTransport{addrs: addrs, key: aliceKey}
+		cs := connectRR(ctx, t, rt, bc.client(true, allCaps()), "")
+		waitTool(ctx, t, cs, "gamma__interview")
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "gamma__interview", Arguments: map[string]any{"steps": "elicit,elicit,elicit"}})
+		want := "gamma: interview\nelicit action=accept content={\"answer\":\"modern 1\"}\nelicit action=accept content={\"answer\":\"modern 2\"}\nelicit action=accept content={\"answer\":\"modern 3\"}"
+		if err != nil || res.IsError || text(res) != want {
+			t.Fatalf("three rounds spread over two replicas = %v, %v; want %q", res, err, want)
+		}
+	})
+
+	t.Run("parked call refused to another client", func(t *testing.T) {
+		bc := &bridgeClient{name: "modern"}
+		alice := connectRR(ctx, t, &rrTransport{addrs: addrs, key: aliceKey}, bc.client(false, allCaps()), "")
+		waitTool(ctx, t, alice, "gamma__interview")
+		args := map[string]any{"steps": "elicit"}
+		res, err := callRaw(ctx, alice, "gamma__interview", args, nil)
+		if err != nil || !res.NeedsInput() {
+			t.Fatalf("gamma__interview = %+v (%q), %v; want input_required", res, text(res), err)
+		}
+		answer := mcp.InputResponseMap{}
+		for k := range res.InputRequests {
+			answer[k] = &mcp.ElicitResult{Action: "accept", Content: map[string]any{"answer": "from bob"}}
+		}
+		// Bob, the same client by name, on both replicas in turn: the
+		// state is bound to alice's key.
+		bob := connectRR(ctx, t, &rrTransport{addrs: addrs, key: bobKey}, (&bridgeClient{name: "modern"}).client(false, allCaps()), "")
+		for i := range 2 {
+			_, err := bob.CallTool(ctx, &mcp.CallToolParams{Name: "gamma__interview", Arguments: args, InputResponses: answer, RequestState: res.RequestState})
+			var rpcErr *jsonrpc.Error
+			if !errors.As(err, &rpcErr) || rpcErr.Code != jsonrpc.CodeInvalidParams || !strings.Contains(rpcErr.Message, "belongs to another request") {
+				t.Fatalf("bob's retry %d of alice's parked call: %v; want -32602 saying it belongs to another request", i, err)
+			}
+		}
+		answer = mcp.InputResponseMap{}
+		for k := range res.InputRequests {
+			answer[k] = &mcp.ElicitResult{Action: "accept", Content: map[string]any{"answer": "from alice"}}
+		}
+		final, err := alice.CallTool(ctx, &mcp.CallToolParams{Name: "gamma__interview", Arguments: args, InputResponses: answer, RequestState: res.RequestState})
+		if err != nil || !strings.Contains(text(final), `elicit action=accept content={"answer":"from alice"}`) {
+			t.Fatalf("alice's retry after bob's were refused = %v, %v; want her answer", final, err)
 		}
 	})
 }

@@ -54,9 +54,11 @@ type State struct {
 	Kind    Kind      `json:"k"`
 	Binding           // what it is valid for
 	Expires time.Time `json:"e"`
-	// Call and Round name a parked call and its round (Parked).
-	Call  string `json:"c,omitempty"`
-	Round int    `json:"r,omitempty"`
+	// Call and Round name a parked call and its round (Parked), and
+	// Replica the replica that holds the call, when replicas share the key.
+	Call    string `json:"c,omitempty"`
+	Round   int    `json:"r,omitempty"`
+	Replica string `json:"rp,omitempty"`
 	// Inner is the upstream's own requestState (Wrapped).
 	Inner string `json:"i,omitempty"`
 }

@@ -1,0 +1,97 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/manifold-mcp/manifold/proxy/era"
+)
+
+// namedRelay is a RetryRelay that only has a name: serveRetry is called
+// directly.
+type namedRelay string
+
+func (n namedRelay) Replica() string { return string(n) }
+func (namedRelay) ForwardRetry(context.Context, string, []byte) ([]byte, error) {
+	return nil, ErrNoReplica
+}
+func (namedRelay) ServeRetries(context.Context, func(context.Context, []byte) []byte) {}
+
+// TestServeRetryRefuses: a forwarded retry is served only when its state
+// opens here, bound to the request the forwarding replica describes, and
+// names a call parked on this replica: a state for another principal, one
+// that names another replica (no forwarding on), one whose call is gone,
+// and a message that is not a retry are each answered with -32602, and a
+// parked call is resumed.
+func TestServeRetryRefuses(t *testing.T) {
+	s := &Server{opts: Options{Retries: namedRelay("aaaa"), StateKey: []byte(strings.Repeat("k", 32))}}
+	sealer, err := s.sealer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seal := func(replica, call string) string {
+		tok, err := sealer.Seal(era.State{Kind: era.Parked, Binding: testBind, Expires: time.Now().Add(time.Minute), Call: call, Round: 1, Replica: replica})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	retry := func(principal, state string) []byte {
+		st, _ := json.Marshal(state)
+		msg, _ := json.Marshal(forwardedRetry{Name: testBind.Name, Server: testBind.Upstream, Principal: principal, Caps: &clientCapsV2{ClientCapabilities: *elicitCaps()},
+			Fields: map[string]json.RawMessage{"requestState": st, "inputResponses": json.RawMessage(`{"elicitation-1":{"action":"accept","content":{"a":"b"}}}`)}})
+		return msg
+	}
+	refused := func(what string, out []byte, says string) {
+		t.Helper()
+		var a retryAnswer
+		if err := json.Unmarshal(out, &a); err != nil || a.Error == nil || a.Error.Code != jsonrpc.CodeInvalidParams || !strings.Contains(a.Error.Message, says) {
+			t.Errorf("%s: answered %s; want -32602 saying %q", what, out, says)
+		}
+	}
+	ctx := t.Context()
+	refused("another principal", s.serveRetry(ctx, retry("anonymous:other/1", seal("aaaa", "pc-1"))), "belongs to another request")
+	refused("another replica's call", s.serveRetry(ctx, retry(testBind.Principal, seal("bbbb", "pc-1"))), "not one this proxy issued")
+	refused("a call that is gone", s.serveRetry(ctx, retry(testBind.Principal, seal("aaaa", "pc-gone"))), "no longer waiting")
+	refused("not a retry", s.serveRetry(ctx, []byte(`[1,2]`)), "could not be read")
+
+	// A call parked here, asked one question: the forwarded retry's
+	// answer reaches the server's question, and its result comes back.
+	out := make(outcomes, 4)
+	callCtx, pc, err := s.newParked(ctx, testBind, elicitCaps(), time.Minute, out.finish)
+	if err != nil {
+		t.Fatal(err)
+	}
+	asked := make(chan json.RawMessage, 1)
+	go func() {
+		ans, _ := pc.ask(callCtx, "elicitation/create", "form", map[string]string{"message": "?"})
+		asked <- ans
+	}()
+	first := <-out
+	var ir struct {
+		RequestState string `json:"requestState"`
+	}
+	if err := json.Unmarshal(first.raw, &ir); err != nil || ir.RequestState == "" {
+		t.Fatalf("first round = %s, %v", first.raw, first.err)
+	}
+	served := make(chan []byte, 1)
+	go func() { served <- s.serveRetry(ctx, retry(testBind.Principal, ir.RequestState)) }()
+	select {
+	case got := <-asked:
+		if string(got) != `{"action":"accept","content":{"a":"b"}}` {
+			t.Fatalf("the server's question got %s", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the forwarded retry's answer did not reach the server's question within 10s")
+	}
+	pc.finish(json.RawMessage(`{"content":[]}`), nil)
+	var a retryAnswer
+	if err := json.Unmarshal(<-served, &a); err != nil || string(a.Result) != `{"content":[]}` {
+		t.Fatalf("forwarded retry answered %+v, %v; want the call's result", a, err)
+	}
+}
