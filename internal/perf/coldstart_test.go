@@ -2,10 +2,12 @@ package perf
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -63,38 +65,106 @@ func startToList(ctx context.Context, want int, name string, args ...string) (ti
 		return 0, nil, err
 	}
 	defer p.stop(0)
+	at, names, err := listOn(ctx, p, want)
+	if err != nil {
+		return 0, nil, err
+	}
+	return at.Sub(p.start), names, nil
+}
+
+// listOn is startToList's client on the started server p: it initializes
+// a session and lists tools until the list has want tools, and returns
+// when that answer came and the names listed. It does not stop p.
+func listOn(ctx context.Context, p piped, want int) (time.Time, []string, error) {
 	w := p.wire("2025-11-25")
 	if err := w.initialize(ctx); err != nil {
-		return 0, nil, err
+		return time.Time{}, nil, err
 	}
 	for {
 		pages, err := w.listTools(ctx)
 		if err != nil {
-			return 0, nil, fmt.Errorf("tools/list: %w", err)
+			return time.Time{}, nil, fmt.Errorf("tools/list: %w", err)
 		}
-		d := time.Since(p.start)
+		at := time.Now()
 		// Decoding is not timed: a client that lists once decodes once,
 		// the same for the proxy and the direct server.
 		names, err := toolNames(pages)
 		if err != nil {
-			return 0, nil, err
+			return time.Time{}, nil, err
 		}
 		if len(names) >= want {
-			return d, names, nil
+			return at, names, nil
 		}
 		select {
 		case <-ctx.Done():
-			return 0, nil, fmt.Errorf("%d tools listed, want %d: %w", len(names), want, ctx.Err())
+			return time.Time{}, nil, fmt.Errorf("%d tools listed, want %d: %w", len(names), want, ctx.Err())
 		case <-time.After(2 * time.Millisecond):
 		}
 	}
 }
 
-// coldRun is one round of a coldCase: the proxy's start-to-list and the
-// slowest of the upstreams' own start-to-list, each measured alone.
+// startTogether is the floor for a proxy that starts its upstreams at
+// once: it execs the fixture with each of upstreams (one goroutine each,
+// each with its own client as in startToList) and returns the time from
+// the instant before the first exec to the last of their tools/list
+// answers, and each one's names. The processes are stopped (not timed)
+// only once every one has answered or failed, so none ends while the
+// others still start.
+func startTogether(ctx context.Context, upstreams [][]string) (time.Duration, [][]string, error) {
+	type result struct {
+		p       piped
+		started bool
+		at      time.Time
+		names   []string
+		err     error
+	}
+	res := make([]result, len(upstreams))
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i, a := range upstreams {
+		wg.Go(func() {
+			r := &res[i]
+			p, err := startPiped((*exec.Cmd).StdoutPipe, bins.fixture, a...)
+			if err != nil {
+				r.err = err
+				return
+			}
+			r.p, r.started = p, true
+			r.at, r.names, r.err = listOn(ctx, p, 1)
+		})
+	}
+	wg.Wait()
+	var last time.Time
+	names := make([][]string, len(upstreams))
+	var errs []error
+	for i, r := range res {
+		if r.started {
+			r.p.stop(0)
+		}
+		if r.err != nil {
+			errs = append(errs, fmt.Errorf("fixture %q: %w", upstreams[i], r.err))
+			continue
+		}
+		if r.at.After(last) {
+			last = r.at
+		}
+		names[i] = r.names
+	}
+	if err := errors.Join(errs...); err != nil {
+		return 0, nil, err
+	}
+	return last.Sub(start), names, nil
+}
+
+// coldRun is one round of a coldCase: the proxy's start-to-list, the
+// slowest of the upstreams' own start-to-list, each measured alone, and
+// the last answer of all the upstreams started together.
 type coldRun struct {
 	proxy, slowest time.Duration
-	names          []string
+	names          []string // listed through the proxy
+
+	together      time.Duration
+	togetherNames [][]string // listed by each upstream started together
 }
 
 // coldSetup returns the case's config and how many tools a complete list
@@ -117,6 +187,9 @@ func coldSetup(tb testing.TB, cc coldCase) (string, int) {
 	return writeConfig(tb, cc.upstreams), want
 }
 
+// coldRound measures one coldRun: the proxy, then each kind alone, then
+// all the upstreams together, each one's processes stopped before the
+// next starts.
 func coldRound(ctx context.Context, cc coldCase, cfg string, want int) (coldRun, error) {
 	var r coldRun
 	var err error
@@ -131,6 +204,9 @@ func coldRound(ctx context.Context, cc coldCase, cfg string, want int) (coldRun,
 		}
 		r.slowest = max(r.slowest, d)
 	}
+	if r.together, r.togetherNames, err = startTogether(ctx, cc.upstreams); err != nil {
+		return r, fmt.Errorf("together: %w", err)
+	}
 	return r, nil
 }
 
@@ -138,11 +214,16 @@ func coldRound(ctx context.Context, cc coldCase, cfg string, want int) (coldRun,
 // exec of `manifold serve` (stdio) to the first tools/list answer that lists
 // every upstream's tools, against the slowest upstream's own time from exec
 // to its tools/list answer, measured the same way (each distinct upstream
-// command started alone, right after the proxy, in every round). Each of
-// b.N rounds starts the proxy once; it reports the medians over the rounds
-// of the proxy's time, of the slowest upstream's and of their difference
-// (cold-minus-slowest-ms, the target's figure; its -max too), and the load
-// average. Cases: three fixtures; the 20 × 50-tool catalog of
+// command started alone, right after the proxy, in every round). The proxy
+// starts its upstreams at once, so each round then also starts all the
+// case's upstreams together, each with its own client, and times from that
+// common instant to the last of their answers: the floor on a machine with
+// fewer cores than upstreams. Each of b.N rounds starts the proxy once; it
+// reports the medians over the rounds of the proxy's time, of the slowest
+// upstream's and of their difference (cold-minus-slowest-ms, the target's
+// figure; its -max too), of the together time (together-ms) and of the
+// proxy's time minus it (cold-minus-together-ms), and the load average.
+// Cases: three fixtures; the 20 × 50-tool catalog of
 // BenchmarkToolsList1000; three fixtures of which one waits 300 ms before
 // it serves. The client writes JSON-RPC lines and decodes the list outside
 // the timed span. Nothing is asserted on time.
@@ -160,7 +241,7 @@ func BenchmarkColdStart(b *testing.B) {
 			if _, err := coldRound(ctx, cc, cfg, want); err != nil { // warm the page cache
 				b.Fatal(err)
 			}
-			var proxy, slowest, diff []time.Duration
+			var proxy, slowest, diff, together, diffTogether []time.Duration
 			b.ResetTimer()
 			for range b.N {
 				r, err := coldRound(ctx, cc, cfg, want)
@@ -170,6 +251,8 @@ func BenchmarkColdStart(b *testing.B) {
 				proxy = append(proxy, r.proxy)
 				slowest = append(slowest, r.slowest)
 				diff = append(diff, r.proxy-r.slowest)
+				together = append(together, r.together)
+				diffTogether = append(diffTogether, r.proxy-r.together)
 			}
 			b.StopTimer()
 			ms := func(d []time.Duration) float64 {
@@ -180,6 +263,8 @@ func BenchmarkColdStart(b *testing.B) {
 			b.ReportMetric(ms(slowest), "slowest-upstream-ms")
 			b.ReportMetric(ms(diff), "cold-minus-slowest-ms")
 			b.ReportMetric(float64(diff[len(diff)-1].Microseconds())/1e3, "cold-minus-slowest-ms-max")
+			b.ReportMetric(ms(together), "together-ms")
+			b.ReportMetric(ms(diffTogether), "cold-minus-together-ms")
 			if la, err := loadAverage(); err == nil {
 				b.ReportMetric(la, "loadavg")
 			}
@@ -189,8 +274,9 @@ func BenchmarkColdStart(b *testing.B) {
 
 // TestColdStartMeasurable checks BenchmarkColdStart's measurement, without
 // timing anything: for every case, one round ends with a list through the
-// proxy that has every upstream's tools under its prefix, and both
-// durations are measured.
+// proxy that has every upstream's tools under its prefix, the three
+// durations are measured, and every upstream started together listed
+// tools.
 func TestColdStartMeasurable(t *testing.T) {
 	for _, cc := range coldCases {
 		t.Run(cc.name, func(t *testing.T) {
@@ -201,8 +287,16 @@ func TestColdStartMeasurable(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if r.proxy <= 0 || r.slowest <= 0 {
-				t.Errorf("durations %v and %v", r.proxy, r.slowest)
+			if r.proxy <= 0 || r.slowest <= 0 || r.together <= 0 {
+				t.Errorf("durations %v, %v and %v", r.proxy, r.slowest, r.together)
+			}
+			if len(r.togetherNames) != len(cc.upstreams) {
+				t.Errorf("%d upstreams answered together, want %d", len(r.togetherNames), len(cc.upstreams))
+			}
+			for i, names := range r.togetherNames {
+				if len(names) == 0 {
+					t.Errorf("together: %q listed no tools", cc.upstreams[i])
+				}
 			}
 			if len(r.names) != want {
 				t.Errorf("%d tools listed, want %d", len(r.names), want)
