@@ -90,22 +90,15 @@ func tool(name, description string) *mcp.Tool {
 // relisted returns copies of l's definitions, equal in value: what a
 // re-listing of an unchanged server gives.
 func relisted(l lists) lists {
-	var out lists
-	for _, t := range l.tools {
-		c := *t
-		out.tools = append(out.tools, &c)
-	}
-	for _, p := range l.prompts {
-		c := *p
-		out.prompts = append(out.prompts, &c)
-	}
-	for _, r := range l.resources {
-		c := *r
-		out.resources = append(out.resources, &c)
-	}
-	for _, tm := range l.templates {
-		c := *tm
-		out.templates = append(out.templates, &c)
+	return lists{tools: copies(l.tools), prompts: copies(l.prompts), resources: copies(l.resources), templates: copies(l.templates)}
+}
+
+// copies returns a copy of each of defs, in order.
+func copies[T any](defs []*T) []*T {
+	var out []*T
+	for _, d := range defs {
+		c := *d
+		out = append(out, &c)
 	}
 	return out
 }

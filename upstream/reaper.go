@@ -47,6 +47,12 @@ func NewReaper(path string) *Reaper { return &Reaper{path: path} }
 // servers'. Calling it changes nothing else. It returns why the reaper could
 // not start; the first child's start logs that too.
 func (r *Reaper) Start() error {
+	return r.locked(func() error { return nil })
+}
+
+// locked runs f with mu held, once the reaper has started; an error if it
+// is closed or could not start. A nil Reaper does nothing.
+func (r *Reaper) locked(f func() error) error {
 	if r == nil {
 		return nil
 	}
@@ -55,7 +61,10 @@ func (r *Reaper) Start() error {
 	if r.closed {
 		return fmt.Errorf("reaper closed")
 	}
-	return r.start()
+	if err := r.start(); err != nil {
+		return err
+	}
+	return f()
 }
 
 // start starts the reaper process if it has not started (or failed to).
@@ -80,19 +89,10 @@ func (r *Reaper) start() error {
 
 // send writes one line to the reaper, starting it if needed.
 func (r *Reaper) send(line string) error {
-	if r == nil {
-		return nil
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed {
-		return fmt.Errorf("reaper closed")
-	}
-	if err := r.start(); err != nil {
+	return r.locked(func() error {
+		_, err := io.WriteString(r.w, line+"\n")
 		return err
-	}
-	_, err := io.WriteString(r.w, line+"\n")
-	return err
+	})
 }
 
 // register adds a child's process group.
