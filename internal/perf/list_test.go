@@ -1,6 +1,7 @@
 package perf
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -84,6 +85,7 @@ type listSide struct {
 	want  int                                     // tools in a complete list
 	list  func(context.Context) error             // one full list, undecoded where it can be
 	names func(context.Context) ([]string, error) // one full list, decoded
+	raw   func(context.Context) ([]byte, error)   // the first page's answer as it came (wire clients)
 }
 
 func sdkSide(name string, cs *mcp.ClientSession, pid, want int) listSide {
@@ -104,7 +106,8 @@ func wireSide(name string, w *wire, pid, want int) listSide {
 				return nil, err
 			}
 			return toolNames(pages)
-		}}
+		},
+		raw: func(ctx context.Context) ([]byte, error) { return w.call(ctx, "tools/list", `{}`) }}
 }
 
 // listSides starts the four sides of BenchmarkToolsList1000 for a client
@@ -116,9 +119,15 @@ func listSides(tb testing.TB, client string) []listSide {
 	if bins.err != nil {
 		tb.Fatal(bins.err)
 	}
-	const version = "2025-11-25"
+	version := "2025-11-25"
 	n := listUpstreams * listPerServer
 	one := manyArgs("s0", n)
+	if client == "wire-2026" {
+		// Both sides at 2026-07-28: the fixture serves it (and only it),
+		// and so does the proxy, in front of the same upstreams.
+		version, client = modernVersion, "wire"
+		one = append(one, "-era", "modern")
+	}
 	cfg := listConfig(tb)
 	durl, dpid := startServing(tb, bins.fixture, append(one, "-http", "127.0.0.1:0")...)
 	purl, ppid := startServing(tb, bins.manifold, "serve", "--config", cfg, "--http", "127.0.0.1:0")
@@ -182,17 +191,26 @@ func waitComplete(ctx context.Context, s listSide) error {
 // p50 and p99 latency in ms; the ratios proxy/direct of the p50 per
 // transport; the proxy's CPU time per list in µs (far less sensitive to the
 // machine's load than latency); and the load average. Nothing is asserted
-// on time. Two clients: "wire" writes the request and times it to the last
-// byte of the answer, undecoded (the server's and the proxy's share, the
-// issue's measure), and "go-sdk" is the SDK's client, whose decoding of
-// 1,000 tools (their schemas) is most of its time and the same for both.
+// on time. Clients (listClients): "wire" writes the request and times it
+// to the last byte of the answer, undecoded (the server's and the proxy's
+// share, the issue's measure); "wire-2026" is the same at 2026-07-28 on
+// both sides (each request carries its _meta and, over HTTP, its headers;
+// the direct fixture serves that version only); "go-sdk" is the SDK's
+// client, whose decoding of 1,000 tools (their schemas) is most of its time
+// and the same for both.
 //
 //	nice -n 10 go test ./internal/perf/ -run '^$' -bench BenchmarkToolsList1000 -benchtime 100x -args -rounds=5
 func BenchmarkToolsList1000(b *testing.B) {
-	for _, client := range []string{"wire", "go-sdk"} {
+	for _, client := range listClients {
 		b.Run(client, func(b *testing.B) { list1000(b, client) })
 	}
 }
+
+// listClients are the clients of BenchmarkToolsList1000: the wire client at
+// 2025-11-25 and at 2026-07-28, and the go-sdk client at 2025-11-25 (at
+// 2026-07-28 it keeps a list for its ttlMs, which Manifold's lists carry,
+// and would time its cache).
+var listClients = []string{"wire", "wire-2026", "go-sdk"}
 
 func list1000(b *testing.B, client string) {
 	sides := listSides(b, client)
@@ -262,7 +280,7 @@ func list1000(b *testing.B, client string) {
 // should (through the proxy, each upstream's 50 under its prefix), and the
 // proxy's CPU time can be read.
 func TestToolsList1000Measurable(t *testing.T) {
-	for _, client := range []string{"wire", "go-sdk"} {
+	for _, client := range listClients {
 		t.Run(client, func(t *testing.T) { checkList1000(t, client) })
 	}
 }
@@ -272,6 +290,17 @@ func checkList1000(t *testing.T, client string) {
 		names, err := s.names(t.Context())
 		if err != nil {
 			t.Fatalf("%s: %v", s.name, err)
+		}
+		if s.raw != nil {
+			// The answer is of the version asked: only a 2026-07-28 result
+			// says what it is (resultType).
+			page, err := s.raw(t.Context())
+			if err != nil {
+				t.Fatalf("%s: %v", s.name, err)
+			}
+			if modern := bytes.Contains(page, []byte(`"resultType":"complete"`)); modern != (client == "wire-2026") {
+				t.Errorf("%s: a first page with resultType %v, want %v: %.300s", s.name, modern, !modern, page)
+			}
 		}
 		var want []string
 		if strings.HasPrefix(s.name, "proxy") {

@@ -121,9 +121,19 @@ func (p piped) stop(term time.Duration) {
 	}
 }
 
+// modernVersion is the first protocol version without initialize: each
+// request describes its client in _meta (and over HTTP in headers).
+const modernVersion = "2026-07-28"
+
+// modern reports whether w speaks 2026-07-28 or later.
+func (w *wire) modern() bool { return w.version >= modernVersion }
+
 // initialize opens the session: initialize, then
-// notifications/initialized.
+// notifications/initialized. A 2026-07-28 client has no session to open.
 func (w *wire) initialize(ctx context.Context) error {
+	if w.modern() {
+		return nil
+	}
 	params := fmt.Sprintf(`{"protocolVersion":%q,"capabilities":{},"clientInfo":{"name":"perf","version":"0"}}`, w.version)
 	if _, err := w.call(ctx, "initialize", params); err != nil {
 		return fmt.Errorf("initialize: %w", err)
@@ -138,6 +148,9 @@ func (w *wire) initialize(ctx context.Context) error {
 // whole body: one JSON object or an event stream).
 func (w *wire) call(ctx context.Context, method, params string) ([]byte, error) {
 	w.id++
+	if w.modern() {
+		params = w.withMeta(params)
+	}
 	req := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`, w.id, method, params)
 	if w.cmd != nil {
 		if _, err := io.WriteString(w.in, req+"\n"); err != nil {
@@ -158,8 +171,19 @@ func (w *wire) call(ctx context.Context, method, params string) ([]byte, error) 
 			}
 		}
 	}
-	body, _, err := w.post(ctx, req)
+	body, _, err := w.post(ctx, req, method, params)
 	return body, err
+}
+
+// withMeta returns params, an object, with the _meta by which a 2026-07-28
+// request describes its client as its first member.
+func (w *wire) withMeta(params string) string {
+	meta := fmt.Sprintf(`"_meta":{"io.modelcontextprotocol/protocolVersion":%q,"io.modelcontextprotocol/clientInfo":{"name":"perf","version":"0"},"io.modelcontextprotocol/clientCapabilities":{}}`, w.version)
+	rest := strings.TrimSpace(params)[1:]
+	if strings.TrimSpace(rest) != "}" {
+		meta += ","
+	}
+	return "{" + meta + rest
 }
 
 func (w *wire) notify(ctx context.Context, method string) error {
@@ -168,11 +192,14 @@ func (w *wire) notify(ctx context.Context, method string) error {
 		_, err := io.WriteString(w.in, n+"\n")
 		return err
 	}
-	_, _, err := w.post(ctx, n)
+	_, _, err := w.post(ctx, n, method, "")
 	return err
 }
 
-func (w *wire) post(ctx context.Context, body string) ([]byte, int, error) {
+// post sends body, a message of method with params, and returns the
+// response's body and status. A 2026-07-28 request carries the headers
+// that repeat its version, method and name.
+func (w *wire) post(ctx context.Context, body, method, params string) ([]byte, int, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url, strings.NewReader(body))
 	if err != nil {
 		return nil, 0, err
@@ -182,6 +209,14 @@ func (w *wire) post(ctx context.Context, body string) ([]byte, int, error) {
 	if w.session != "" {
 		req.Header.Set("Mcp-Session-Id", w.session)
 		req.Header.Set("Mcp-Protocol-Version", w.version)
+	}
+	if w.modern() {
+		req.Header.Set("Mcp-Protocol-Version", w.version)
+		req.Header.Set("Mcp-Method", method)
+		var p struct{ Name string }
+		if json.Unmarshal([]byte(params), &p) == nil && p.Name != "" {
+			req.Header.Set("Mcp-Name", p.Name)
+		}
 	}
 	resp, err := w.hc.Do(req)
 	if err != nil {
