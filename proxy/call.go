@@ -605,11 +605,12 @@ type progressRoutes struct {
 }
 
 type progressRoute struct {
-	ctx   context.Context
-	ss    *mcp.ServerSession
-	token any
-	b     *backend           // the server the call went to
-	fixed *mcp.ServerSession // and ss, if it went to ss's own process of b
+	ctx    context.Context
+	ss     *mcp.ServerSession
+	token  any
+	b      *backend                              // the server the call went to
+	fixed  *mcp.ServerSession                    // and ss, if it went to ss's own process of b
+	remote func(*mcp.ProgressNotificationParams) // in place of ss: a retry forwarded by another replica (retryrelay.go)
 }
 
 // mapToken replaces a progress token in a raw _meta object with a token unique
@@ -668,11 +669,26 @@ func (p *progressRoutes) rebind(id string, ctx context.Context, ss *mcp.ServerSe
 	if !ok {
 		return
 	}
-	rt.ctx, rt.ss = ctx, ss
+	rt.ctx, rt.ss, rt.remote = ctx, ss, nil
 	if hasTok {
 		rt.token = tok
 	}
 	p.routes[id] = rt
+}
+
+// rebindRemote sends the progress of route id from now on to send: the
+// replica that forwarded a retry of the call, which sends it to the retry's
+// own request.
+func (p *progressRoutes) rebindRemote(id string, send func(*mcp.ProgressNotificationParams)) {
+	if id == "" {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if rt, ok := p.routes[id]; ok {
+		rt.ss, rt.remote = nil, send
+		p.routes[id] = rt
+	}
 }
 
 // forward sends a progress notification from b's process (fixed's own, if
@@ -698,6 +714,10 @@ func (p *progressRoutes) forward(b *backend, fixed *mcp.ServerSession, params *m
 	}
 	fwd := *params
 	fwd.ProgressToken = rt.token
+	if rt.remote != nil {
+		rt.remote(&fwd)
+		return
+	}
 	_ = rt.ss.NotifyProgress(rt.ctx, &fwd)
 }
 

@@ -578,7 +578,7 @@ func (s *Server) resumeCall(ctx context.Context, ss *mcp.ServerSession, e reqEra
 	}
 	pc := s.bridge.get(st.Call)
 	if pc == nil && s.elsewhere(st) {
-		s.forwardRetry(ctx, st.Replica, e, name, server, principal, fields, finish)
+		s.forwardRetry(ctx, ss, st.Replica, e, name, server, principal, fields, finish)
 		return true
 	}
 	// Progress from here on goes to this retry, once its state is found

@@ -9,6 +9,7 @@ import (
 	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/manifold-mcp/manifold/proxy/era"
 )
@@ -26,16 +27,19 @@ type RetryRelay interface {
 	// different for every process.
 	Replica() string
 	// ForwardRetry hands retry to replica and returns what its serve
-	// returned. It returns ctx's error when ctx ends first (and tells the
-	// replica to stop serving it), ErrNoReplica when no replica of that
-	// name listens or it stopped answering, and an error wrapping
-	// ErrSharedUnavailable when the relay cannot be reached.
-	ForwardRetry(ctx context.Context, replica string, retry []byte) ([]byte, error)
+	// returned, calling progress, one at a time, with what serve's notify
+	// sent meanwhile (best effort: some may be lost). It returns ctx's
+	// error when ctx ends first (and tells the replica to stop serving it),
+	// ErrNoReplica when no replica of that name listens or it stopped
+	// answering, and an error wrapping ErrSharedUnavailable when the relay
+	// cannot be reached.
+	ForwardRetry(ctx context.Context, replica string, retry []byte, progress func([]byte)) ([]byte, error)
 	// ServeRetries calls serve, each time on a goroutine of its own, with
 	// each retry forwarded to this replica that it could authenticate, until
 	// ctx ends; serve's ctx ends when the replica that forwarded it gives
-	// up. It reconnects by itself while the relay is down.
-	ServeRetries(ctx context.Context, serve func(ctx context.Context, retry []byte) []byte)
+	// up, and notify sends it a progress notification. It reconnects by
+	// itself while the relay is down.
+	ServeRetries(ctx context.Context, serve func(ctx context.Context, retry []byte, notify func([]byte)) []byte)
 }
 
 // forwardedRetry is a retry as one replica forwards it to another: what the
@@ -63,15 +67,25 @@ func (s *Server) elsewhere(st era.State) bool {
 }
 
 // forwardRetry serves the retry of a call parked on replica there, and
-// hands its answer to finish. The retry's progress is not relayed.
-func (s *Server) forwardRetry(ctx context.Context, replica string, e reqEra, name, server, principal string, fields map[string]json.RawMessage, finish func(json.RawMessage, error)) {
+// hands its answer to finish. The call's progress meanwhile goes to ss, the
+// retry's session, with the retry's own progress token (none without one).
+func (s *Server) forwardRetry(ctx context.Context, ss *mcp.ServerSession, replica string, e reqEra, name, server, principal string, fields map[string]json.RawMessage, finish func(json.RawMessage, error)) {
 	caps := &clientCapsV2{ClientCapabilities: *e.caps, Roots: e.caps.RootsV2}
 	msg, err := json.Marshal(forwardedRetry{Name: name, Server: server, Principal: principal, Caps: caps, Client: e.client, Fields: fields})
 	if err != nil {
 		finish(nil, err)
 		return
 	}
-	out, err := s.opts.Retries.ForwardRetry(ctx, replica, msg)
+	token := progressTokenOf(fields["_meta"])
+	progress := func(raw []byte) {
+		var p mcp.ProgressNotificationParams
+		if ss == nil || token == nil || json.Unmarshal(raw, &p) != nil {
+			return
+		}
+		p.ProgressToken = token // the retry's own, whatever the other replica says
+		_ = ss.NotifyProgress(ctx, &p)
+	}
+	out, err := s.opts.Retries.ForwardRetry(ctx, replica, msg, progress)
 	switch {
 	case err == nil:
 	case ctx.Err() != nil:
@@ -113,7 +127,7 @@ func (s *Server) startRetries() {
 // state is opened again here, bound to the same request, and must name a
 // call parked here; the answer is the call's next event, as for a retry
 // that arrives here. Nil when ctx ended first (the other replica gave up).
-func (s *Server) serveRetry(ctx context.Context, msg []byte) []byte {
+func (s *Server) serveRetry(ctx context.Context, msg []byte, notify func([]byte)) []byte {
 	answer := func(raw json.RawMessage, err error) []byte {
 		var a retryAnswer
 		if err != nil {
@@ -141,7 +155,16 @@ func (s *Server) serveRetry(ctx context.Context, msg []byte) []byte {
 	}
 	done := make(chan []byte, 1)
 	finish := func(raw json.RawMessage, err error) { done <- answer(raw, err) }
-	s.resumeParked(ctx, s.bridge.get(st.Call), st, capsV1(fr.Caps), fr.Principal, fr.Name, fr.Fields, finish, func(string) {})
+	// The call's progress goes back to the replica that forwarded the
+	// retry, which sends it with the retry's own token.
+	rebind := func(route string) {
+		s.progress.rebindRemote(route, func(p *mcp.ProgressNotificationParams) {
+			if raw, err := json.Marshal(p); err == nil {
+				notify(raw)
+			}
+		})
+	}
+	s.resumeParked(ctx, s.bridge.get(st.Call), st, capsV1(fr.Caps), fr.Principal, fr.Name, fr.Fields, finish, rebind)
 	select {
 	case out := <-done:
 		return out
@@ -150,4 +173,16 @@ func (s *Server) serveRetry(ctx context.Context, msg []byte) []byte {
 		// retry that waits here); its answer has nowhere to go.
 		return nil
 	}
+}
+
+// progressTokenOf returns the progress token of a raw _meta, nil without
+// one.
+func progressTokenOf(meta json.RawMessage) any {
+	var m struct {
+		Token any `json:"progressToken"`
+	}
+	if len(meta) == 0 || json.Unmarshal(meta, &m) != nil {
+		return nil
+	}
+	return m.Token
 }

@@ -17,10 +17,13 @@ import (
 type namedRelay string
 
 func (n namedRelay) Replica() string { return string(n) }
-func (namedRelay) ForwardRetry(context.Context, string, []byte) ([]byte, error) {
+func (namedRelay) ForwardRetry(context.Context, string, []byte, func([]byte)) ([]byte, error) {
 	return nil, ErrNoReplica
 }
-func (namedRelay) ServeRetries(context.Context, func(context.Context, []byte) []byte) {}
+func (namedRelay) ServeRetries(context.Context, func(context.Context, []byte, func([]byte)) []byte) {}
+
+// nowhere drops a forwarded retry's progress.
+func nowhere([]byte) {}
 
 // TestServeRetryRefuses: a forwarded retry is served only when its state
 // opens here, bound to the request the forwarding replica describes, and
@@ -55,10 +58,10 @@ func TestServeRetryRefuses(t *testing.T) {
 		}
 	}
 	ctx := t.Context()
-	refused("another principal", s.serveRetry(ctx, retry("anonymous:other/1", seal("aaaa", "pc-1"))), "belongs to another request")
-	refused("another replica's call", s.serveRetry(ctx, retry(testBind.Principal, seal("bbbb", "pc-1"))), "not one this proxy issued")
-	refused("a call that is gone", s.serveRetry(ctx, retry(testBind.Principal, seal("aaaa", "pc-gone"))), "no longer waiting")
-	refused("not a retry", s.serveRetry(ctx, []byte(`[1,2]`)), "could not be read")
+	refused("another principal", s.serveRetry(ctx, retry("anonymous:other/1", seal("aaaa", "pc-1")), nowhere), "belongs to another request")
+	refused("another replica's call", s.serveRetry(ctx, retry(testBind.Principal, seal("bbbb", "pc-1")), nowhere), "not one this proxy issued")
+	refused("a call that is gone", s.serveRetry(ctx, retry(testBind.Principal, seal("aaaa", "pc-gone")), nowhere), "no longer waiting")
+	refused("not a retry", s.serveRetry(ctx, []byte(`[1,2]`), nowhere), "could not be read")
 
 	// A call parked here, asked one question: the forwarded retry's
 	// answer reaches the server's question, and its result comes back.
@@ -80,7 +83,7 @@ func TestServeRetryRefuses(t *testing.T) {
 		t.Fatalf("first round = %s, %v", first.raw, first.err)
 	}
 	served := make(chan []byte, 1)
-	go func() { served <- s.serveRetry(ctx, retry(testBind.Principal, ir.RequestState)) }()
+	go func() { served <- s.serveRetry(ctx, retry(testBind.Principal, ir.RequestState), nowhere) }()
 	select {
 	case got := <-asked:
 		if string(got) != `{"action":"accept","content":{"a":"b"}}` {

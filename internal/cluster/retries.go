@@ -20,8 +20,9 @@ import (
 //	PREFIX retries:REPLICA   messages: MAC(32) | kind(1) | len(from)(1) | from | len(id)(1) | id | body
 //
 // kinds: 'c' a retry to serve, 'x' its cancellation (sent by the replica
-// that forwarded it); 'r' the answer, 'b' a beat while it is being served
-// (sent by the replica that serves it, to the one that forwarded it). MAC
+// that forwarded it); 'r' the answer, 'b' a beat while it is being served,
+// 'p' a progress notification of the call (sent by the replica that serves
+// it, to the one that forwarded it). MAC
 // is HMAC-SHA256, keyed with a key derived from Options.Key apart from the
 // answers', over REPLICA and the rest of the message: only a replica of the
 // same deployment can send one, to the replica it names, unaltered.
@@ -34,6 +35,7 @@ const (
 	retryCancel = 'x'
 	retryReply  = 'r'
 	retryBeat   = 'b'
+	retryNotify = 'p'
 )
 
 // retryBeatEvery is how often the replica that serves a retry says it still
@@ -50,8 +52,14 @@ const maxRetryReply = 8 << 20
 // retries is a Store's bookkeeping of forwarded retries.
 type retries struct {
 	mu      sync.Mutex
-	waiting map[string]chan retryMsg      // retries this replica forwarded, by id; guarded by mu
+	waiting map[string]*waiter            // retries this replica forwarded, by id; guarded by mu
 	serving map[string]context.CancelFunc // retries this replica serves, by from+id; guarded by mu
+}
+
+// waiter is a retry this replica forwarded, waiting for its answer.
+type waiter struct {
+	reply  chan []byte   // the answer; buffered 1
+	events chan retryMsg // beats and progress; buffered, and dropped when full
 }
 
 type retryMsg struct {
@@ -122,13 +130,13 @@ func (s *Store) beat() time.Duration {
 
 // ForwardRetry hands retry to replica and waits for its answer
 // (proxy.RetryRelay).
-func (s *Store) ForwardRetry(ctx context.Context, replica string, retry []byte) ([]byte, error) {
+func (s *Store) ForwardRetry(ctx context.Context, replica string, retry []byte, progress func([]byte)) ([]byte, error) {
 	if s.retryKey == nil {
 		return nil, errNoKey
 	}
 	id := newReplicaID() // as random, and as long
-	ch := make(chan retryMsg, 4)
-	defer track(&s.retries.mu, &s.retries.waiting, id, ch)()
+	w := &waiter{reply: make(chan []byte, 1), events: make(chan retryMsg, 64)}
+	defer track(&s.retries.mu, &s.retries.waiting, id, w)()
 	n, err := s.publishRetry(ctx, replica, retryMsg{kind: retryCall, from: s.replica, id: id, body: retry})
 	if err != nil {
 		return nil, err
@@ -140,9 +148,20 @@ func (s *Store) ForwardRetry(ctx context.Context, replica string, retry []byte) 
 	defer silence.Stop()
 	for {
 		select {
-		case m := <-ch:
-			if m.kind == retryReply {
-				return m.body, nil
+		case body := <-w.reply:
+			for { // the progress that came before it, in order
+				select {
+				case m := <-w.events:
+					if m.kind == retryNotify && progress != nil {
+						progress(m.body)
+					}
+				default:
+					return body, nil
+				}
+			}
+		case m := <-w.events:
+			if m.kind == retryNotify && progress != nil {
+				progress(m.body)
 			}
 			silence.Reset(3 * s.beat())
 		case <-silence.C:
@@ -158,7 +177,7 @@ func (s *Store) ForwardRetry(ctx context.Context, replica string, retry []byte) 
 
 // ServeRetries serves the retries forwarded to this replica, and receives
 // the answers of those it forwarded (proxy.RetryRelay), until ctx ends.
-func (s *Store) ServeRetries(ctx context.Context, serve func(ctx context.Context, retry []byte) []byte) {
+func (s *Store) ServeRetries(ctx context.Context, serve func(ctx context.Context, retry []byte, notify func([]byte)) []byte) {
 	if s.retryKey == nil {
 		return
 	}
@@ -187,15 +206,23 @@ func (s *Store) ServeRetries(ctx context.Context, serve func(ctx context.Context
 			if cancel != nil {
 				cancel()
 			}
-		case retryReply, retryBeat:
+		case retryReply, retryBeat, retryNotify:
 			s.retries.mu.Lock()
-			ch := s.retries.waiting[m.id]
+			w := s.retries.waiting[m.id]
 			s.retries.mu.Unlock()
-			if ch != nil {
+			if w == nil {
+				return
+			}
+			if m.kind == retryReply {
 				select {
-				case ch <- m:
-				default: // beats the waiter has not read yet: one is enough
+				case w.reply <- m.body:
+				default: // a second answer: the first one counts
 				}
+				return
+			}
+			select {
+			case w.events <- m:
+			default: // events the waiter has not read yet: progress is best effort
 			}
 		}
 	})
@@ -203,12 +230,17 @@ func (s *Store) ServeRetries(ctx context.Context, serve func(ctx context.Context
 
 // serveRetry serves one forwarded retry, beating while it runs, and sends
 // its answer back.
-func (s *Store) serveRetry(ctx context.Context, m retryMsg, serve func(ctx context.Context, retry []byte) []byte) {
+func (s *Store) serveRetry(ctx context.Context, m retryMsg, serve func(ctx context.Context, retry []byte, notify func([]byte)) []byte) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer track(&s.retries.mu, &s.retries.serving, m.from+"/"+m.id, context.CancelFunc(cancel))()
+	notify := func(p []byte) {
+		// The forwarder's reads keep order; a notification that cannot
+		// be published is lost, as progress may be.
+		_, _ = s.publishRetry(ctx, m.from, retryMsg{kind: retryNotify, from: s.replica, id: m.id, body: p})
+	}
 	out := make(chan []byte, 1)
-	go func() { out <- serve(ctx, m.body) }()
+	go func() { out <- serve(ctx, m.body, notify) }()
 	tick := time.NewTicker(s.beat())
 	defer tick.Stop()
 	unheard := 0

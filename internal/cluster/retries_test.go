@@ -15,7 +15,8 @@ import (
 
 // testServe is a replica's side of forwarded retries in TestRetries:
 // "wait" waits for its context and reports its end on cancelled; "slow"
-// answers after slow; anything else is answered at once.
+// answers after slow; "progress" notifies 0, 1, 2 first; anything else is
+// answered at once.
 type testServe struct {
 	slow      time.Duration
 	cancelled chan string
@@ -23,7 +24,7 @@ type testServe struct {
 	seen      []string // guarded by mu
 }
 
-func (ts *testServe) serve(ctx context.Context, retry []byte) []byte {
+func (ts *testServe) serve(ctx context.Context, retry []byte, notify func([]byte)) []byte {
 	ts.mu.Lock()
 	ts.seen = append(ts.seen, string(retry))
 	ts.mu.Unlock()
@@ -32,6 +33,10 @@ func (ts *testServe) serve(ctx context.Context, retry []byte) []byte {
 		<-ctx.Done()
 		ts.cancelled <- string(retry)
 		return nil
+	case "progress":
+		for i := range 3 {
+			notify([]byte{'0' + byte(i)})
+		}
 	case "slow":
 		select {
 		case <-time.After(ts.slow):
@@ -88,7 +93,7 @@ func TestRetries(t *testing.T) {
 		st.retryBeat = beat
 	}
 	ctx := t.Context()
-	if _, err := b.ForwardRetry(ctx, a.Replica(), []byte("early")); !errors.Is(err, proxy.ErrNoReplica) {
+	if _, err := b.ForwardRetry(ctx, a.Replica(), []byte("early"), nil); !errors.Is(err, proxy.ErrNoReplica) {
 		t.Fatalf("a retry forwarded to a replica that does not listen: %v, want ErrNoReplica", err)
 	}
 
@@ -97,17 +102,22 @@ func TestRetries(t *testing.T) {
 	serving(t, b, &testServe{cancelled: make(chan string, 4)})
 	serving(t, stranger, &testServe{cancelled: make(chan string, 4)})
 
-	out, err := b.ForwardRetry(ctx, a.Replica(), []byte("hello"))
+	out, err := b.ForwardRetry(ctx, a.Replica(), []byte("hello"), nil)
 	if err != nil || string(out) != "served:hello" {
 		t.Fatalf("forwarded retry = %q, %v; want served:hello", out, err)
 	}
-	out, err = b.ForwardRetry(ctx, a.Replica(), []byte("slow"))
+	var notes []string
+	out, err = b.ForwardRetry(ctx, a.Replica(), []byte("progress"), func(p []byte) { notes = append(notes, string(p)) })
+	if err != nil || string(out) != "served:progress" || strings.Join(notes, ",") != "0,1,2" {
+		t.Fatalf("forwarded retry with progress = %q, %v, progress %q; want served:progress after 0,1,2", out, err, notes)
+	}
+	out, err = b.ForwardRetry(ctx, a.Replica(), []byte("slow"), nil)
 	if err != nil || string(out) != "served:slow" {
 		t.Fatalf("a retry served in 8 beats = %q, %v; want served:slow (the serving replica beats while it works)", out, err)
 	}
 
 	gctx, giveUp := context.WithTimeout(ctx, 4*beat)
-	_, err = b.ForwardRetry(gctx, a.Replica(), []byte("wait"))
+	_, err = b.ForwardRetry(gctx, a.Replica(), []byte("wait"), nil)
 	giveUp()
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("a retry whose forwarder gave up: %v, want its context's error", err)
@@ -119,7 +129,7 @@ func TestRetries(t *testing.T) {
 	}
 
 	before := len(as.served())
-	_, err = stranger.ForwardRetry(ctx, a.Replica(), []byte("forged"))
+	_, err = stranger.ForwardRetry(ctx, a.Replica(), []byte("forged"), nil)
 	if !errors.Is(err, proxy.ErrNoReplica) {
 		t.Fatalf("a retry signed with another key: %v, want ErrNoReplica (nothing answers it)", err)
 	}
@@ -134,7 +144,7 @@ func TestRetries(t *testing.T) {
 	// forwarder gives up within three of them.
 	errc := make(chan error, 1)
 	go func() {
-		_, err := b.ForwardRetry(ctx, a.Replica(), []byte("wait"))
+		_, err := b.ForwardRetry(ctx, a.Replica(), []byte("wait"), nil)
 		errc <- err
 	}()
 	select {
@@ -158,11 +168,14 @@ func TestRetries(t *testing.T) {
 func TestRetriesWithoutKey(t *testing.T) {
 	m := miniredis.RunT(t)
 	a, _ := answerStore(t, m, "", 64)
-	if _, err := a.ForwardRetry(t.Context(), "0123456789abcdef", []byte("x")); !errors.Is(err, errNoKey) {
+	if _, err := a.ForwardRetry(t.Context(), "0123456789abcdef", []byte("x"), nil); !errors.Is(err, errNoKey) {
 		t.Fatalf("ForwardRetry without a key: %v, want errNoKey", err)
 	}
 	done := make(chan struct{})
-	go func() { a.ServeRetries(t.Context(), func(context.Context, []byte) []byte { return nil }); close(done) }()
+	go func() {
+		a.ServeRetries(t.Context(), func(context.Context, []byte, func([]byte)) []byte { return nil })
+		close(done)
+	}()
 	select {
 	case <-done:
 	case <-time.After(5 * time.Second):

@@ -153,11 +153,24 @@ func TestClusterReplicas(t *testing.T) {
 		rt := &rrTransport{addrs: addrs, key: aliceKey}
 		cs := connectRR(ctx, t, rt, bc.client(true, allCaps()), "")
 		waitTool(ctx, t, cs, "gamma__interview")
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "gamma__interview", Arguments: map[string]any{"steps": "elicit,elicit,elicit"}})
-		want := "gamma: interview\nelicit action=accept content={\"answer\":\"modern 1\"}\nelicit action=accept content={\"answer\":\"modern 2\"}\nelicit action=accept content={\"answer\":\"modern 3\"}"
+		res, err := callRaw(ctx, cs, "gamma__interview", map[string]any{"steps": "elicit,progress,elicit,progress,elicit"}, mcp.Meta{"progressToken": "rr-tok"})
+		want := "gamma: interview\n" +
+			`elicit action=accept content={"answer":"modern 1"}` + "\nprogress sent\n" +
+			`elicit action=accept content={"answer":"modern 2"}` + "\nprogress sent\n" +
+			`elicit action=accept content={"answer":"modern 3"}`
 		if err != nil || res.IsError || text(res) != want {
 			t.Fatalf("three rounds spread over two replicas = %v, %v; want %q", res, err, want)
 		}
+		// One progress notification after the forwarded retry, one after
+		// the local one: both reach the client, with its token.
+		eventually(ctx, t, func() string {
+			bc.mu.Lock()
+			defer bc.mu.Unlock()
+			if len(bc.progress) != 2 || bc.progress[0].ProgressToken != "rr-tok" || bc.progress[1].ProgressToken != "rr-tok" {
+				return fmt.Sprintf("progress = %+v; want 2 notifications with the client's token", bc.progress)
+			}
+			return ""
+		})
 	})
 
 	t.Run("parked call refused to another client", func(t *testing.T) {
