@@ -29,12 +29,18 @@ func (s *Server) Draining() bool { return s.draining.Load() }
 // streams left out (they last as long as their session).
 func (s *Server) InFlight() int { return int(s.inflight.Load()) }
 
+// Parked returns how many 2026-07-28 calls are parked here, waiting for
+// their clients' retries (mrtr.go).
+func (s *Server) Parked() int { return s.bridge.count() }
+
 // WaitIdle waits until no HTTP request to /mcp is in flight (GET streams
-// left out), or ctx ends, and returns ctx's error then.
+// left out) and no call is parked here (its retry may still come, through
+// another replica: retryrelay.go), or ctx ends, and returns ctx's error
+// then.
 func (s *Server) WaitIdle(ctx context.Context) error {
 	t := time.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
-	for s.inflight.Load() > 0 {
+	for s.inflight.Load() > 0 || s.bridge.count() > 0 {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()

@@ -2,10 +2,12 @@ package proxy
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestDrain checks what Drain changes on the HTTP face: /readyz turns 503
@@ -59,5 +61,25 @@ func TestDrain(t *testing.T) {
 	}
 	if err := s.WaitIdle(context.Background()); err != nil {
 		t.Errorf("WaitIdle with nothing in flight: %v", err)
+	}
+
+	// A call parked here keeps the drain waiting (its retry may come
+	// through another replica) until it ends.
+	out := make(outcomes, 4)
+	callCtx, pc, err := s.newParked(t.Context(), testBind, elicitCaps(), time.Minute, out.finish)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _, _ = pc.ask(callCtx, "elicitation/create", "form", map[string]string{"message": "?"}) }()
+	<-out // the input_required result: parked
+	wctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	if err := s.WaitIdle(wctx); err == nil || s.Parked() != 1 {
+		t.Fatalf("WaitIdle with a call parked = %v (parked %d); want it to wait for the call", err, s.Parked())
+	}
+	pc.finish(json.RawMessage(`{"content":[]}`), nil) // ends the call while parked: kept for its retry
+	pc.expire()
+	if err := s.WaitIdle(t.Context()); err != nil || s.Parked() != 0 {
+		t.Errorf("WaitIdle after the parked call ended = %v (parked %d), want nil", err, s.Parked())
 	}
 }

@@ -543,10 +543,10 @@ func drain(p *proxy.Server, srv *http.Server, grace time.Duration) {
 	p.Drain()
 	log := p.Logger()
 	log.Info("manifold: draining: /readyz answers 503 and new sessions and requests are refused; waiting for the requests in flight",
-		"in_flight", p.InFlight(), "drain_grace", grace)
+		"in_flight", p.InFlight(), "parked", p.Parked(), "drain_grace", grace)
 	gctx, cancel := context.WithTimeout(context.Background(), grace)
 	if err := p.WaitIdle(gctx); err != nil {
-		log.Warn("manifold: drain_grace is over with requests still in flight; they are cancelled as the servers stop", "in_flight", p.InFlight(), "drain_grace", grace)
+		log.Warn("manifold: drain_grace is over with requests still in flight or calls parked; they are cancelled as the servers stop", "in_flight", p.InFlight(), "parked", p.Parked(), "drain_grace", grace)
 	}
 	cancel()
 	sctx, cancel := context.WithTimeout(context.Background(), time.Second)
