@@ -94,9 +94,13 @@ func (s *Server) forwardRetry(ctx context.Context, ss *mcp.ServerSession, replic
 	case errors.Is(err, ErrNoReplica):
 		finish(nil, stateError(name, errors.New("the replica that holds the call it names stopped, and the call ended with it")))
 		return
-	default:
+	case errors.Is(err, ErrSharedUnavailable):
 		finish(nil, &jsonrpc.Error{Code: codeServerError, Message: fmt.Sprintf(
 			"the call of %q waits on another replica, and the shared store ([cluster] redis) that carries its retry there cannot be reached (%v); send the same retry again shortly", name, err)})
+		return
+	default:
+		finish(nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf(
+			"the call of %q waits on another replica, and its retry could not be carried there: %v", name, err)})
 		return
 	}
 	var a retryAnswer

@@ -44,9 +44,9 @@ const (
 // three beats that no replica received.
 const retryBeatEvery = 2 * time.Second
 
-// maxRetryReply bounds the answer relayed for a retry: Redis disconnects a
-// subscriber whose pending messages exceed 8 MB for a minute (its default
-// client-output-buffer-limit for pubsub).
+// maxRetryReply bounds a retry and the answer relayed for it: Redis
+// disconnects a subscriber whose pending messages exceed 8 MB for a minute
+// (its default client-output-buffer-limit for pubsub).
 const maxRetryReply = 8 << 20
 
 // retries is a Store's bookkeeping of forwarded retries.
@@ -133,6 +133,9 @@ func (s *Store) beat() time.Duration {
 func (s *Store) ForwardRetry(ctx context.Context, replica string, retry []byte, progress func([]byte)) ([]byte, error) {
 	if s.retryKey == nil {
 		return nil, errNoKey
+	}
+	if len(retry) > maxRetryReply {
+		return nil, fmt.Errorf("cluster: a retry of %d bytes is more than the %d that replicas relay between them", len(retry), maxRetryReply)
 	}
 	id := newReplicaID() // as random, and as long
 	w := &waiter{reply: make(chan []byte, 1), events: make(chan retryMsg, 64)}

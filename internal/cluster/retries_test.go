@@ -128,6 +128,10 @@ func TestRetries(t *testing.T) {
 		t.Fatal("the retry was not cancelled where it was served after its forwarder gave up")
 	}
 
+	if _, err := b.ForwardRetry(ctx, a.Replica(), make([]byte, maxRetryReply+1), nil); err == nil || errors.Is(err, proxy.ErrNoReplica) {
+		t.Errorf("a retry over the bound: %v, want an error saying it is too large", err)
+	}
+
 	before := len(as.served())
 	_, err = stranger.ForwardRetry(ctx, a.Replica(), []byte("forged"), nil)
 	if !errors.Is(err, proxy.ErrNoReplica) {
