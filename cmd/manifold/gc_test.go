@@ -1,0 +1,42 @@
+package main
+
+import (
+	"runtime/debug"
+	"testing"
+	"time"
+)
+
+// gcPercent reads GOGC (by setting it and setting it back).
+func gcPercent() int {
+	v := debug.SetGCPercent(100)
+	debug.SetGCPercent(v)
+	return v
+}
+
+// TestRelaxGCUntil: GOGC is startupGOGC until ready is closed, and then
+// what it was; with the operator's GOGC set, it is not touched.
+func TestRelaxGCUntil(t *testing.T) {
+	before := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(before) })
+	t.Setenv("GOGC", "")
+	t.Setenv("GOMEMLIMIT", "")
+	ready := make(chan struct{})
+	restored := relaxGCUntil(ready)
+	if got := gcPercent(); got != startupGOGC {
+		t.Fatalf("GOGC while starting = %d, want %d", got, startupGOGC)
+	}
+	close(ready)
+	select {
+	case <-restored:
+	case <-time.After(10 * time.Second):
+		t.Fatal("GOGC not restored within 10s of ready")
+	}
+	if got := gcPercent(); got != 100 {
+		t.Errorf("GOGC after start-up = %d, want 100 (what it was)", got)
+	}
+
+	t.Setenv("GOGC", "50")
+	if restored := relaxGCUntil(make(chan struct{})); restored != nil || gcPercent() != 100 {
+		t.Errorf("with the operator's GOGC set: GOGC = %d, want it untouched (100)", gcPercent())
+	}
+}
