@@ -1,22 +1,21 @@
 package upstream
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
-	"os/signal"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
-	"time"
+
+	"github.com/manifold-mcp/manifold/internal/reaper"
 )
 
 // ReaperArg is the first argument that makes the proxy's binary run as the
-// reaper (RunReaper) instead of its normal self.
-const ReaperArg = "__manifold-reaper"
+// reaper (package internal/reaper, which a binary that uses Reaper links
+// in through this package) instead of its normal self.
+const ReaperArg = reaper.Arg
 
 // Reaper guarantees that the process groups of the children outlive the
 // proxy by no more than a moment, even when the proxy is killed with SIGKILL
@@ -36,9 +35,9 @@ type Reaper struct {
 	closed bool           // guarded by mu
 }
 
-// NewReaper returns a reaper that runs the executable at path (which must call
-// RunReaper when its first argument is ReaperArg). It starts on first use,
-// or at Start.
+// NewReaper returns a reaper that runs the executable at path, a binary
+// that links this package (and so runs as the reaper when its first
+// argument is ReaperArg). It starts on first use, or at Start.
 func NewReaper(path string) *Reaper { return &Reaper{path: path} }
 
 // Start starts the reaper process now, if it has not started, instead of at
@@ -121,51 +120,4 @@ func (r *Reaper) Close() error {
 	}
 	_ = w.Close()
 	return cmd.Wait()
-}
-
-// RunReaper is the reaper process: it reads "+PGID" and "-PGID" lines from in
-// until in ends, then signals every registered group: SIGTERM, and SIGKILL to
-// those still there after grace. It ignores SIGINT, SIGTERM and SIGHUP, since
-// its only job is to outlast the proxy.
-func RunReaper(in io.Reader, grace time.Duration) {
-	signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	groups := make(map[int]bool)
-	sc := bufio.NewScanner(in)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if len(line) < 2 {
-			continue
-		}
-		pgid, err := strconv.Atoi(line[1:])
-		if err != nil || pgid <= 1 {
-			continue
-		}
-		switch line[0] {
-		case '+':
-			groups[pgid] = true
-		case '-':
-			delete(groups, pgid)
-		}
-	}
-	alive := func() []int {
-		var out []int
-		for g := range groups {
-			if syscall.Kill(-g, 0) == nil {
-				out = append(out, g)
-			}
-		}
-		return out
-	}
-	left := alive()
-	for _, g := range left {
-		_ = syscall.Kill(-g, syscall.SIGTERM)
-	}
-	deadline := time.Now().Add(grace)
-	for len(left) > 0 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-		left = alive()
-	}
-	for _, g := range left {
-		_ = syscall.Kill(-g, syscall.SIGKILL)
-	}
 }

@@ -16,15 +16,11 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-
-	"github.com/manifold-mcp/manifold/upstream"
 )
 
+// main is not reached when the binary runs as the reaper (first argument
+// upstream.ReaperArg): package internal/reaper's init runs it and exits.
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == upstream.ReaperArg {
-		upstream.RunReaper(os.Stdin, 2*time.Second)
-		return
-	}
 	ctx, stopped := stopOnSignal(os.Stderr)
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	if err != nil && stopped() && errors.Is(err, context.Canceled) {

@@ -13,7 +13,8 @@
 //	MANIFOLD_PPROF_DIR=/tmp/prof /tmp/manifold serve ... & kill -USR1 $!
 //
 // For every allocation in the heap profile (init's too), add
-// GODEBUG=memprofilerate=1. The reaper process is left alone.
+// GODEBUG=memprofilerate=1. The reaper process never gets here (it runs
+// and exits in package internal/reaper's init).
 
 package main
 
@@ -25,13 +26,11 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"syscall"
-
-	"github.com/manifold-mcp/manifold/upstream"
 )
 
 func init() {
 	dir := os.Getenv("MANIFOLD_PPROF_DIR")
-	if dir == "" || (len(os.Args) > 1 && os.Args[1] == upstream.ReaperArg) {
+	if dir == "" {
 		return
 	}
 	sigs := make(chan os.Signal, 1)

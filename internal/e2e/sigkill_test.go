@@ -114,3 +114,46 @@ func itoa(n int) string {
 	}
 	return string(b[i:])
 }
+
+// TestReaperSkipsHeavyInit: run as the reaper, the binary exits once its
+// input ends, cleanly, without having initialised the packages that make
+// manifold's own start slow and big (gRPC, protobuf, OpenTelemetry,
+// Prometheus, net/http, the go-sdk): the reaper runs from an early
+// package's init (internal/reaper), so it costs the servers starting beside
+// it little CPU and memory. The runtime's init trace says which packages
+// were initialised.
+func TestReaperSkipsHeavyInit(t *testing.T) {
+	t.Parallel()
+	cmd := command(manifoldBin, "__manifold-reaper")
+	cmd.Env = append(cmd.Environ(), "GODEBUG=inittrace=1")
+	cmd.Stdin = strings.NewReader("+" + itoa(1<<22) + "\n") // a group that does not exist
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("reaper: %v\n%s", err, stderr.String())
+	}
+	inits := map[string]bool{}
+	for line := range strings.SplitSeq(stderr.String(), "\n") {
+		if f := strings.Fields(line); len(f) > 2 && f[0] == "init" {
+			inits[f[1]] = true
+		}
+	}
+	if !inits["runtime"] || !inits["os"] {
+		// internal/reaper's own init does not end (it exits): the
+		// runtime's and os's, before it, show the trace works.
+		t.Fatalf("no init trace of runtime and os:\n%s", stderr.String())
+	}
+	for _, heavy := range []string{
+		"google.golang.org/grpc",
+		"google.golang.org/protobuf/reflect/protoregistry",
+		"github.com/prometheus/client_golang/prometheus",
+		"go.opentelemetry.io/otel",
+		"net/http",
+		"github.com/modelcontextprotocol/go-sdk/mcp",
+		"github.com/manifold-mcp/manifold/proxy",
+	} {
+		if inits[heavy] {
+			t.Errorf("the reaper initialised %s (%d packages in all)", heavy, len(inits))
+		}
+	}
+}
