@@ -94,6 +94,12 @@ if ! [[ "${repeat}" =~ ^[1-9][0-9]*$ ]]; then
 fi
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/manifold-conformance.XXXXXX")"
+# manifold's caches (catalogs, protocol eras, status files) go under the
+# run's folder, not the user's ~/.cache; go's build cache stays where it was
+# (it is under XDG_CACHE_HOME too, and an empty one rebuilds everything).
+GOCACHE="$(go env GOCACHE)"
+export GOCACHE
+export XDG_CACHE_HOME="${work}/cache"
 pids=()
 cleanup() {
 	local pid i

@@ -67,15 +67,23 @@ func runMain(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	// Caches (lazy catalogs, status files, the era cache) of the manifolds
-	// under test stay in this run, unless a test sets its own.
-	if err := os.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache")); err != nil {
-		fmt.Fprintln(os.Stderr, "e2e:", err)
-		return 1
+	// under test stay in this run, unless a test sets its own; set once
+	// the binaries are built, since go's own build cache is under
+	// XDG_CACHE_HOME too (an empty one rebuilds every package).
+	isolateCaches := func() bool {
+		if err := os.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache")); err != nil {
+			fmt.Fprintln(os.Stderr, "e2e:", err)
+			return false
+		}
+		return true
 	}
 	manifoldBin = filepath.Join(dir, "manifold")
 	fixtureBin = filepath.Join(dir, "fixture")
 	if bins := os.Getenv(childBinsEnv); bins != "" { // a child of TestOrphanDiesWithTest: built already
 		manifoldBin, fixtureBin, _ = strings.Cut(bins, string(os.PathListSeparator))
+		if !isolateCaches() {
+			return 1
+		}
 		return m.Run()
 	}
 	// manifold is built with the race detector when the tests are, so that a
@@ -95,6 +103,9 @@ func runMain(m *testing.M) int {
 			fmt.Fprintf(os.Stderr, "e2e: go %s: %v\n%s", strings.Join(args, " "), err, out)
 			return 1
 		}
+	}
+	if !isolateCaches() {
+		return 1
 	}
 	return m.Run()
 }

@@ -31,6 +31,15 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	bins.err = build(dir)
+	// The proxies' caches (catalogs, protocol eras, status files) go
+	// under the run's folder: not the user's ~/.cache, whose era file,
+	// thousands of entries on a machine that runs the tests, a proxy reads
+	// before its first server starts. (After the build: go's own cache
+	// is under XDG_CACHE_HOME too.)
+	if err := os.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache")); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	flag.Parse()
 	if *manifoldBin != "" {
 		bins.manifold = *manifoldBin
