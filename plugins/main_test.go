@@ -34,6 +34,15 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binDir = dir
+	// The status files of the manifolds the tests start go under this run's
+	// folder, not the user's ~/.cache; go's own build cache, whose default
+	// is under XDG_CACHE_HOME too, stays where it was.
+	if os.Getenv("GOCACHE") == "" {
+		if cache, err := os.UserCacheDir(); err == nil {
+			os.Setenv("GOCACHE", filepath.Join(cache, "go-build"))
+		}
+	}
+	os.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache"))
 	testPlugin = filepath.Join(dir, "testplugin")
 	ibanPlugin = filepath.Join(dir, "iban")
 	for bin, pkg := range map[string]string{
