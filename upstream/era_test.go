@@ -7,6 +7,7 @@ package upstream
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -406,6 +407,51 @@ func TestEraCacheFile(t *testing.T) {
 	}
 	if c := NewEraCacheFile(path, time.Hour, nil); c.Len() != 0 {
 		t.Errorf("an unreadable file gave %d entries", c.Len())
+	}
+}
+
+// TestEraCacheFileBounded: a file that holds more than maxEraEntries
+// fresh entries (left by other configs and runs) is cut to the newest ones
+// when a verdict is written, the new verdict kept.
+func TestEraCacheFileBounded(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "eras.json")
+	old := make(map[string]eraEntry)
+	now := time.Now().UTC()
+	for i := range maxEraEntries + 100 {
+		// Entry i is i minutes old.
+		old[fmt.Sprintf("%032x", i)] = eraEntry{Modern: i%2 == 0, At: now.Add(-time.Duration(i) * time.Minute)}
+	}
+	data, err := json.Marshal(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := NewEraCacheFile(path, 24*time.Hour, nil)
+	c.put("new server", true)
+	var got map[string]eraEntry
+	data, err = os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != maxEraEntries {
+		t.Errorf("the file holds %d entries, want %d", len(got), maxEraEntries)
+	}
+	if e, ok := got[hashKey("new server")]; !ok || !e.Modern {
+		t.Errorf("the new verdict is not in the file: %v, %v", e, ok)
+	}
+	for i := range maxEraEntries + 100 {
+		_, kept := got[fmt.Sprintf("%032x", i)]
+		if want := i < maxEraEntries-1; kept != want {
+			t.Errorf("entry %d minutes old: kept %v, want %v", i, kept, want)
+		}
+	}
+	if b := NewEraCacheFile(path, 24*time.Hour, nil); b.Len() != maxEraEntries {
+		t.Errorf("reloaded: %d entries, want %d", b.Len(), maxEraEntries)
 	}
 }
 
