@@ -15,8 +15,12 @@ import (
 // session, a 2026-07-28 request, a session's new GET stream — with 503 and
 // Retry-After, which a client retries on another replica. A session that
 // lives here keeps being served meanwhile: its calls in flight may need its
-// answers (elicitation, sampling) to finish. Once Close has begun, no call
-// is handed to an upstream.
+// answers (elicitation, sampling) to finish; so is the retry of a
+// 2026-07-28 call (a tools/call with a requestState), which carries the
+// client's answers to a call parked here (or forwarded to the replica that
+// holds it, or to the server that asked): refused, the call would be lost
+// to a client or load balancer that does not retry a 503. Once Close has
+// begun, no call is handed to an upstream.
 
 // Drain makes the proxy refuse new work over HTTP and report not ready;
 // what is in flight goes on. It is idempotent.
@@ -59,15 +63,45 @@ func (m *mcpEndpoint) refuseDraining(w http.ResponseWriter, r *http.Request) boo
 	if r.Header.Get("Mcp-Session-Id") != "" && r.Method != http.MethodGet {
 		return false // a session of this replica: its requests and answers go on
 	}
+	if mayBeRetry(r) {
+		return false // its body says (refuseNewWork), and then its state (resumeCall)
+	}
 	if r.ContentLength != 0 {
 		m.boundUnread(w)
 	}
-	w.Header().Set("Retry-After", "1")
-	w.Header().Set("Connection", "close")
-	writeHTTPError(w, http.StatusServiceUnavailable, codeServerError,
-		"manifold: this replica is shutting down (draining) and takes no new sessions, streams or 2026-07-28 requests; retry, and the load balancer sends it to another replica", nil)
+	writeDraining(w)
 	return true
 }
+
+// mayBeRetry reports whether r may be the retry of a 2026-07-28 call: a
+// POST without a session whose headers say tools/call at 2026-07-28.
+func mayBeRetry(r *http.Request) bool {
+	return r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" &&
+		r.Header.Get("Mcp-Method") == "tools/call" && r.Header.Get("Mcp-Protocol-Version") >= modernVersion
+}
+
+// refuseNewWork answers a request that refuseDraining let through to its
+// body (mayBeRetry), while the proxy drains, unless the body is a
+// tools/call with a requestState, and reports whether it did.
+func (m *mcpEndpoint) refuseNewWork(w http.ResponseWriter, body []byte) bool {
+	if !m.s.draining.Load() {
+		return false
+	}
+	if f := checkFrame(body); f.kind == frameRequest && f.method == "tools/call" && member(f.params, "requestState") != nil {
+		return false
+	}
+	writeDraining(w)
+	return true
+}
+
+// writeDraining answers with 503: this replica takes no new work.
+func writeDraining(w http.ResponseWriter) {
+	w.Header().Set("Retry-After", "1")
+	w.Header().Set("Connection", "close")
+	writeHTTPError(w, http.StatusServiceUnavailable, codeServerError, drainingMessage, nil)
+}
+
+const drainingMessage = "manifold: this replica is shutting down (draining) and takes no new sessions, streams or 2026-07-28 requests; retry, and the load balancer sends it to another replica"
 
 // stoppingResult is the tool error of a call that reached the proxy after
 // Close began.

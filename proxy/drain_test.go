@@ -3,11 +3,18 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/manifold-mcp/manifold/upstream"
 )
 
 // TestDrain checks what Drain changes on the HTTP face: /readyz turns 503
@@ -81,5 +88,82 @@ func TestDrain(t *testing.T) {
 	pc.expire()
 	if err := s.WaitIdle(t.Context()); err != nil || s.Parked() != 0 {
 		t.Errorf("WaitIdle after the parked call ended = %v (parked %d), want nil", err, s.Parked())
+	}
+}
+
+// TestDrainServesParkedRetry: a 2026-07-28 call parked here for the
+// client's input is finished here after the drain began: the retry that
+// carries the client's answer reaches its call instead of the 503 of new
+// work (a load balancer without retries, or one that has not yet seen
+// /readyz fail, still sends it here), while a new call is refused.
+func TestDrainServesParkedRetry(t *testing.T) {
+	var runs atomic.Int32
+	srv := mcp.NewServer(&mcp.Implementation{Name: "up", Version: "0"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "ask", InputSchema: map[string]any{"type": "object"}}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		runs.Add(1)
+		res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "go on?", RequestedSchema: &jsonschema.Schema{Type: "object"}})
+		if err != nil {
+			return nil, err
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "answered " + res.Action}}}, nil
+	})
+	s, err := New(Options{Servers: []ServerConfig{{Upstream: upstream.Options{Name: "up", Dial: dialMemory(t, srv)}, Prefix: "up", PerSession: true}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	if err := s.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	<-s.Ready()
+	hs := httptest.NewServer(s.HTTPHandler(HTTPOptions{}))
+	t.Cleanup(hs.Close)
+
+	c := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "0"}, &mcp.ClientOptions{
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			s.Drain() // between the two rounds of the call
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{}}, nil
+		},
+	})
+	cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: hs.URL + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: modernVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "up__ask", Arguments: map[string]any{}})
+	if err != nil {
+		t.Fatalf("the call parked before the drain: %v", err)
+	}
+	if b, _ := json.Marshal(res.Content); res.IsError || !strings.Contains(string(b), "answered accept") {
+		t.Errorf("the call parked before the drain = %s (error %v), want the server's answer", b, res.IsError)
+	}
+	// New work is still refused: a call (whose arguments name a
+	// requestState, which is no retry), and a retry whose state is not
+	// one of Manifold's.
+	if _, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "up__ask", Arguments: map[string]any{"requestState": "x"}}); err == nil || !strings.Contains(err.Error(), "Service Unavailable") {
+		t.Errorf("a new call while draining: %v, want refused with 503", err)
+	}
+	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"up__ask","arguments":{},"requestState":"forged",` +
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"t","version":"0"},"io.modelcontextprotocol/clientCapabilities":{}}}}`
+	r, err := http.NewRequest(http.MethodPost, hs.URL+"/mcp", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("Accept", "application/json, text/event-stream")
+	r.Header.Set("Mcp-Protocol-Version", modernVersion)
+	r.Header.Set("Mcp-Method", "tools/call")
+	r.Header.Set("Mcp-Name", "up__ask")
+	resp, err := http.DefaultClient.Do(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(b), `"error"`) || !strings.Contains(string(b), "requestState") {
+		t.Errorf("a forged retry while draining: %d %s, want the error of a bad requestState", resp.StatusCode, b)
+	}
+	if n := runs.Load(); n != 1 {
+		t.Errorf("the server's tool ran %d times, want once (the parked call)", n)
 	}
 }

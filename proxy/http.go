@@ -406,6 +406,9 @@ func (m *mcpEndpoint) serveNew(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
+	if m.refuseNewWork(w, r.Body.(*heldBody).data) { // drain.go
+		return
+	}
 	if body := r.Body.(*heldBody).data; headerModern || bodyModern(body) {
 		m.serveModern(w, r, isListen(body))
 		return
