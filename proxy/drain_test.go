@@ -111,13 +111,7 @@ func TestDrainServesParkedRetry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = s.Close() })
-	if err := s.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	<-s.Ready()
-	hs := httptest.NewServer(s.HTTPHandler(HTTPOptions{}))
-	t.Cleanup(hs.Close)
+	url := startHTTP(t, s, HTTPOptions{})
 
 	c := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "0"}, &mcp.ClientOptions{
 		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
@@ -125,7 +119,7 @@ func TestDrainServesParkedRetry(t *testing.T) {
 			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{}}, nil
 		},
 	})
-	cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: hs.URL + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: modernVersion})
+	cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: url}, &mcp.ClientSessionOptions{ProtocolVersion: modernVersion})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +139,7 @@ func TestDrainServesParkedRetry(t *testing.T) {
 	}
 	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"up__ask","arguments":{},"requestState":"forged",` +
 		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"t","version":"0"},"io.modelcontextprotocol/clientCapabilities":{}}}}`
-	r, err := http.NewRequest(http.MethodPost, hs.URL+"/mcp", strings.NewReader(body))
+	r, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -120,14 +119,7 @@ func serveCounting(t *testing.T, sc ServerConfig, typed bool) (url string, sdkCa
 			return next(ctx, method, req)
 		}
 	})
-	t.Cleanup(func() { _ = s.Close() })
-	if err := s.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	<-s.Ready()
-	hs := httptest.NewServer(s.HTTPHandler(HTTPOptions{}))
-	t.Cleanup(hs.Close)
-	return hs.URL + "/mcp", sdkCalls, s
+	return startHTTP(t, s, HTTPOptions{}), sdkCalls, s
 }
 
 // TestHTTPLeanCall: an initialize-era session's tools/call is answered

@@ -87,6 +87,13 @@ func serveLeanHTTP(tb testing.TB, typed bool, opts Options, hopts HTTPOptions, p
 	if prepare != nil {
 		prepare(s)
 	}
+	return startHTTP(tb, s, hopts)
+}
+
+// startHTTP starts s, waits until it is ready and serves its HTTP face
+// with hopts on loopback until the test ends; it returns the MCP endpoint.
+func startHTTP(tb testing.TB, s *Server, hopts HTTPOptions) string {
+	tb.Helper()
 	tb.Cleanup(func() { _ = s.Close() })
 	if err := s.Start(tb.Context()); err != nil {
 		tb.Fatal(err)
