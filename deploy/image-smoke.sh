@@ -57,7 +57,7 @@ if ! grep -q '"serverInfo"' <<<"${reply}"; then
 	cat "${work}/log" >&2
 	exit 1
 fi
-child="$(pgrep -P "${pid}" | head -n 1)" # unshare's child: /manifold
+child="$(pgrep -P "${pid}" | sed -n 1p)" # unshare's child: /manifold
 uid="$(awk '/^Uid:/ {print $2}' "/proc/${child}/status")"
 rootopts="$(awk '$5 == "/" {print $6}' "/proc/${child}/mountinfo")"
 groups="$(awk '/^Groups:/ {print $2}' "/proc/${child}/status")"
