@@ -233,7 +233,7 @@ serve_manifold() {
 	manifold_pid="$!"
 	manifold_url=""
 	for ((i = 0; ; i++)); do
-		manifold_url="$(sed -n 's/^manifold: serving MCP on \(http:[^ ]*\)$/\1/p' "${work}/manifold.log" | head -n 1)"
+		manifold_url="$(sed -n 's/^manifold: serving MCP on \(http:[^ ]*\)$/\1/p' "${work}/manifold.log" | sed -n 1p)"
 		[[ -n "${manifold_url}" ]] && break
 		if ((i >= 600)) || ! kill -0 "${manifold_pid}" 2>/dev/null; then
 			echo "conformance: manifold did not start serving; its log:" >&2

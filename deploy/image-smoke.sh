@@ -48,7 +48,7 @@ for _ in $(seq 100); do
 	sleep 0.1
 done
 test "$(curl -fsS -m 5 "http://127.0.0.1:${port}/healthz")" = ok
-curl -fsS -m 5 "http://127.0.0.1:${port}/readyz" | grep -q ready
+[[ "$(curl -fsS -m 5 "http://127.0.0.1:${port}/readyz")" == *ready* ]]
 init='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"image-smoke","version":"0"}}}'
 reply="$(curl -fsS -m 10 -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
 	-d "${init}" "http://127.0.0.1:${port}/mcp")"
