@@ -396,7 +396,11 @@ func TestClusterLB(t *testing.T) {
 	})
 
 	t.Run("load while one dies and one drains", func(t *testing.T) {
-		const clients, perClient = 3, 200 // of each era; each call is a tools/call
+		// Of each era; each call is a tools/call. The load ends when the
+		// test closes stop, after the kill and the drain; perClient only
+		// bounds it, with room for a fast machine (1,200 calls once
+		// finished before the drain began).
+		const clients, perClient = 3, 3000
 		var load lbLoad
 		stop := make(chan struct{})
 		var wg sync.WaitGroup
