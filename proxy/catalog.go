@@ -69,6 +69,13 @@ type catalog struct {
 	headerOnce                       sync.Once
 	headerTools                      map[string]bool // set once by headerBound
 
+	// sized and the listed names are worked out once per catalog (a
+	// catalog does not change once built, and the status file asks for
+	// them every second: size encodes every definition twice).
+	sizeOnce, namesOnce    sync.Once
+	sized                  CatalogSize
+	fullNames, searchNames []string
+
 	// pin is what the pin check found (pinned.go); pinHeld maps "tool\x00"
 	// or "prompt\x00" and an exposed name that the check holds for review
 	// to the error a call or get of it gets.

@@ -496,11 +496,13 @@ func (s *Server) Clients() []ClientStatus {
 // every visible tool (full), and the search surface's list (search).
 func (s *Server) ListedNames() (full, search []string) {
 	c := s.catalog.Load()
-	full = slices.Sorted(maps.Keys(c.toolDefs))
-	for _, t := range c.surface().list {
-		search = append(search, t.Name)
-	}
-	return full, search
+	c.namesOnce.Do(func() {
+		c.fullNames = slices.Sorted(maps.Keys(c.toolDefs))
+		for _, t := range c.surface().list {
+			c.searchNames = append(c.searchNames, t.Name)
+		}
+	})
+	return slices.Clone(c.fullNames), slices.Clone(c.searchNames)
 }
 
 // surface is the search surface of one catalog: the list and the meta-tools'
@@ -1133,7 +1135,10 @@ func EstimateTokens(n int) int { return (n + 3) / 4 }
 // latest initialize-era version gets them.
 func (s *Server) CatalogSize() CatalogSize {
 	c := s.catalog.Load()
-	return c.size()
+	c.sizeOnce.Do(func() { c.sized = c.size() })
+	out := c.sized
+	out.Servers = slices.Clone(out.Servers)
+	return out
 }
 
 func (c *catalog) size() CatalogSize {

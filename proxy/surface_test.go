@@ -532,3 +532,30 @@ func TestListCacheScope(t *testing.T) {
 		})
 	}
 }
+
+// TestCatalogSizeOncePerCatalog: the size and the listed names (which the
+// status file asks for every second) are worked out once per catalog, what
+// one caller does with them does not reach the next, and a new catalog has
+// its own.
+func TestCatalogSizeOncePerCatalog(t *testing.T) {
+	s := recordedCatalog(t, CatalogOptions{Mode: ModeSearch})
+	first := s.CatalogSize()
+	full, search := s.ListedNames()
+	if len(first.Servers) == 0 || len(full) == 0 || len(search) == 0 {
+		t.Fatalf("size %+v, %d full names, %d search names; want some of each", first, len(full), len(search))
+	}
+	tools, name, meta := first.Servers[0].Tools, full[0], search[0]
+	first.Servers[0].Tools, full[0], search[0] = -1, "changed", "changed"
+	again := s.CatalogSize()
+	full2, search2 := s.ListedNames()
+	if again.Servers[0].Tools != tools || full2[0] != name || search2[0] != meta {
+		t.Errorf("a caller's change reached the next caller: tools %d (want %d), names %q, %q (want %q, %q)",
+			again.Servers[0].Tools, tools, full2[0], search2[0], name, meta)
+	}
+	s.SetCatalog(CatalogOptions{Mode: ModeSearch, Always: []string{name}})
+	next := s.CatalogSize()
+	_, search3 := s.ListedNames()
+	if next.SearchBytes <= again.SearchBytes || !slices.Contains(search3, name) {
+		t.Errorf("after always = [%q]: search list %d bytes (before %d), search names %v; want it larger, with the tool", name, next.SearchBytes, again.SearchBytes, search3)
+	}
+}

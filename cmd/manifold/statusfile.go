@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -14,9 +15,17 @@ import (
 
 // A serving manifold publishes its servers' status in a small file, so that
 // `manifold status` can show a running instance that a client started over
-// stdio (it has no other way in): runDir()/PID.json, rewritten every second
-// and removed at exit. A file whose process is gone, or that is stale, is
-// ignored.
+// stdio (it has no other way in): runDir()/PID.json, checked every second,
+// rewritten when it changed and at least every statusHeartbeat, and removed
+// at exit. A file whose process is gone, or that is stale (older than
+// staleStatus), is ignored.
+
+// statusHeartbeat is the longest a live instance leaves its status file
+// unwritten; staleStatus the age at which a reader ignores one.
+const (
+	statusHeartbeat = 10 * time.Second
+	staleStatus     = 30 * time.Second
+)
 
 // instanceStatus is the content of a status file.
 type instanceStatus struct {
@@ -76,8 +85,16 @@ func publishStatus(ctx context.Context, p *proxy.Server, config, mode string, in
 	st := instanceStatus{PID: os.Getpid(), Config: config, Mode: mode, Started: time.Now().UTC()}
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	var last []byte // the file's content as compared: no time of writing, no uptimes
+	var written time.Time
 	for {
-		st.Updated, st.Servers = time.Now().UTC(), p.Status()
+		servers := p.Status()
+		st.Servers = make([]proxy.ServerStatus, len(servers))
+		for i, sv := range servers {
+			sv.Uptime = 0 // it changes at every check; the reader adds the file's age
+			st.Servers[i] = sv
+		}
+		st.Updated = time.Time{}
 		size := p.CatalogSize()
 		st.Clients, st.Catalog = p.Clients(), &size
 		full, search := p.ListedNames()
@@ -86,10 +103,16 @@ func publishStatus(ctx context.Context, p *proxy.Server, config, mode string, in
 		if st.Clients == nil {
 			st.Clients = []proxy.ClientStatus{}
 		}
-		if b, err := json.Marshal(st); err == nil {
-			tmp := path + ".tmp"
-			if os.WriteFile(tmp, b, 0o600) == nil {
-				_ = os.Rename(tmp, path)
+		// Rewritten when it changed, and at least every statusHeartbeat
+		// (readers take a file older than staleStatus for a dead one's).
+		key, err := json.Marshal(st)
+		if err == nil && (!bytes.Equal(key, last) || time.Since(written) >= statusHeartbeat) {
+			st.Servers, st.Updated = servers, time.Now().UTC()
+			if b, err := json.Marshal(st); err == nil {
+				tmp := path + ".tmp"
+				if os.WriteFile(tmp, b, 0o600) == nil && os.Rename(tmp, path) == nil {
+					last, written = key, st.Updated
+				}
 			}
 		}
 		select {
@@ -122,8 +145,14 @@ func runningInstances(config string) []instanceStatus {
 			_ = os.Remove(f)
 			continue
 		}
-		if st.Config != config || time.Since(st.Updated) > 30*time.Second {
+		age := time.Since(st.Updated)
+		if st.Config != config || age > staleStatus {
 			continue
+		}
+		for i := range st.Servers {
+			if st.Servers[i].State == "up" && age > 0 { // up then, and since
+				st.Servers[i].Uptime += age
+			}
 		}
 		out = append(out, st)
 	}
