@@ -4,6 +4,8 @@ import (
 	"os"
 	"runtime/debug"
 	"time"
+
+	"github.com/manifold-mcp/manifold/internal/pagetrim"
 )
 
 // The garbage collector at start-up. A start allocates a great deal that
@@ -13,7 +15,8 @@ import (
 // and again: measured, about 45% of the process's CPU up to a complete
 // catalog of 20 servers × 50 tools (240 ms, 130 ms with no collection). The
 // collector is let to grow the heap more until every server's first start
-// has ended; the memory that growth took is then given back.
+// has ended; the memory that growth took is then given back, and so are
+// the pages of the binary that the start touched (internal/pagetrim).
 
 // startupGOGC is GOGC while the servers start.
 const startupGOGC = 400
@@ -23,14 +26,15 @@ const startupGOGC = 400
 const startupGCBound = 30 * time.Second
 
 // relaxGCUntil sets GOGC to startupGOGC until ready is closed (or
-// startupGCBound passes), then restores it and returns the memory freed to
-// the system; the channel it returns is closed then. An operator's own GOGC
-// or GOMEMLIMIT is left as it is (and the channel is nil).
+// startupGCBound passes), then restores it, returns the memory freed to the
+// system and releases the binary's pages; the channel it returns is closed
+// then. An operator's own GOGC or GOMEMLIMIT is left as it is (the memory
+// and the pages are given back all the same).
 func relaxGCUntil(ready <-chan struct{}) <-chan struct{} {
-	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
-		return nil
+	old, relaxed := 0, os.Getenv("GOGC") == "" && os.Getenv("GOMEMLIMIT") == ""
+	if relaxed {
+		old = debug.SetGCPercent(startupGOGC)
 	}
-	old := debug.SetGCPercent(startupGOGC)
 	restored := make(chan struct{})
 	go func() {
 		defer close(restored)
@@ -40,8 +44,11 @@ func relaxGCUntil(ready <-chan struct{}) <-chan struct{} {
 		case <-ready:
 		case <-t.C:
 		}
-		debug.SetGCPercent(old)
+		if relaxed {
+			debug.SetGCPercent(old)
+		}
 		debug.FreeOSMemory()
+		_, _ = pagetrim.Release()
 	}()
 	return restored
 }

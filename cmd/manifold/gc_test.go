@@ -36,7 +36,18 @@ func TestRelaxGCUntil(t *testing.T) {
 	}
 
 	t.Setenv("GOGC", "50")
-	if restored := relaxGCUntil(make(chan struct{})); restored != nil || gcPercent() != 100 {
-		t.Errorf("with the operator's GOGC set: GOGC = %d, want it untouched (100)", gcPercent())
+	ready = make(chan struct{})
+	restored = relaxGCUntil(ready)
+	if got := gcPercent(); got != 100 {
+		t.Errorf("with the operator's GOGC set: GOGC = %d while starting, want it untouched (100)", got)
+	}
+	close(ready)
+	select {
+	case <-restored:
+	case <-time.After(10 * time.Second):
+		t.Fatal("with the operator's GOGC set: the start-up's end not handled within 10s of ready")
+	}
+	if got := gcPercent(); got != 100 {
+		t.Errorf("with the operator's GOGC set: GOGC = %d after start-up, want it untouched (100)", got)
 	}
 }

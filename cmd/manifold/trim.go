@@ -5,6 +5,8 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"time"
+
+	"github.com/manifold-mcp/manifold/internal/pagetrim"
 )
 
 // Idle trimming. The Go runtime keeps the heap's freed pages about as large
@@ -12,8 +14,9 @@ import (
 // system only slowly: a proxy that served a burst and then waits for hours
 // (the common case on a desktop) keeps about 3 MB it does not use. Once a
 // whole interval passed with next to no allocation, trimWhenIdle runs one
-// GC and returns the free pages (debug.FreeOSMemory), then waits for
-// activity before it does so again. It never acts while calls flow, so the
+// GC and returns the free pages (debug.FreeOSMemory), releases the pages of
+// the binary it mapped (internal/pagetrim), then waits for activity before
+// it does so again. It never acts while calls flow, so the
 // cost per call is unchanged; it costs one GC per idle period.
 const (
 	trimEvery     = 10 * time.Second
@@ -54,14 +57,20 @@ func trimWhenIdle(ctx context.Context, every time.Duration, idle uint64, trim fu
 	}
 }
 
-// startTrimming runs trimWhenIdle with the defaults and debug.FreeOSMemory
-// until the returned func is called.
+// startTrimming runs trimWhenIdle with the defaults and trimAll until the
+// returned func is called.
 func startTrimming(ctx context.Context) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		trimWhenIdle(ctx, trimEvery, trimIdleBytes, debug.FreeOSMemory)
+		trimWhenIdle(ctx, trimEvery, trimIdleBytes, trimAll)
 	}()
 	return func() { cancel(); <-done }
+}
+
+// trimAll gives back the heap's free pages and the binary's mapped ones.
+func trimAll() {
+	debug.FreeOSMemory()
+	_, _ = pagetrim.Release()
 }

@@ -123,6 +123,9 @@ func reaperOf(pid int) (int, error) {
 	return 0, fmt.Errorf("no reaper among the children of %d", pid)
 }
 
+// quiet is how long BenchmarkProxyMemory waits before its idle reading.
+var quiet = flag.Duration("quiet", 2*time.Second, "how long BenchmarkProxyMemory leaves the proxy alone once it is connected and listed, before its idle reading (the end of its start: the collector restored, memory and the binary's pages given back)")
+
 // settle, if set, is how long BenchmarkProxyMemory waits after the load
 // before it reads the proxy's memory once more ("settled").
 var settle = flag.Duration("settle", 0, "how long BenchmarkProxyMemory waits after the load for its settled reading (0: none)")
@@ -131,7 +134,7 @@ var settle = flag.Duration("settle", 0, "how long BenchmarkProxyMemory waits aft
 var memoryCases = []floorCase{floorCases[0], floorCases[2]}
 
 // BenchmarkProxyMemory reports the proxy's resident memory with three
-// fixture upstreams, idle (connected and listed, before any call) and the
+// fixture upstreams, idle (connected and listed, then -quiet without a call) and the
 // reading of highest VmRSS while b.N calls run 8 in flight, and the
 // reaper's, as VmRSS, RssAnon, RssFile and Pss in MB, medians over -rounds
 // fresh proxies; with -settle D, also the proxy's memory D after the load
@@ -190,6 +193,7 @@ func memoryRound(tb testing.TB, fc floorCase, n int, settle time.Duration) (idle
 	cleanups := &cleanupTB{TB: tb}
 	defer cleanups.run()
 	_, p := fc.start(cleanups)
+	time.Sleep(*quiet)
 	var err error
 	if idle, err = readMemory(p.pid); err != nil {
 		tb.Fatal(err)
