@@ -69,9 +69,10 @@ type HTTPOptions struct {
 	MaxBufferedBytes int64
 	// MaxEventBytes bounds the SSE events kept so that a client of the
 	// initialize era can resume a dropped stream (GET with Last-Event-ID),
-	// all sessions together: past it the oldest events of every stream are
-	// dropped first, and a resume that needs them is refused. A session's
-	// events are dropped when it ends. If zero, 10 MiB.
+	// all sessions together, the records of the streams and events counted
+	// (eventstore.go): past it the oldest events are dropped first, a
+	// stream with its last one, and a resume that needs them is refused. A
+	// session's events are dropped when it ends. If zero, 10 MiB.
 	MaxEventBytes int
 
 	// ApprovalBase is the loopback URL of the listener ("http://127.0.0.1:7777")
@@ -192,9 +193,10 @@ func (s *Server) newMCPEndpoint(opts HTTPOptions) *mcpEndpoint {
 	// session and stream, so a resume replays only its own session's events
 	// (and reaches a session only past the owner check, as every request
 	// with a session id does); bounded for all sessions together, and a
-	// session's events are dropped when the SDK closes its connection.
-	events := mcp.NewMemoryEventStore(nil)
-	events.SetMaxBytes(opts.MaxEventBytes)
+	// session's events are dropped when the SDK closes its connection
+	// (eventstore.go: the SDK's own store keeps a record per stream for as
+	// long as its session lives).
+	events := newEventStore(opts.MaxEventBytes)
 	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.server }, &mcp.StreamableHTTPOptions{
 		MaxRequestBodyBytes: opts.MaxRequestBytes,
 		EventStore:          events,
@@ -259,7 +261,7 @@ type mcpEndpoint struct {
 	opts      HTTPOptions
 	sdk       *mcp.StreamableHTTPHandler // stateful: the initialize era
 	stateless *mcp.StreamableHTTPHandler // 2026-07-28 requests
-	events    *mcp.MemoryEventStore      // the stateful handler's, for resumption
+	events    *eventStore                // the stateful handler's, for resumption
 	sessions  *httpSessions
 	buffered  *semaphore.Weighted // bytes of request bodies held, at most opts.MaxBufferedBytes
 	modern    *semaphore.Weighted // 2026-07-28 requests being served

@@ -384,7 +384,7 @@ const primingVersion = "2025-11-25"
 // the response, both kept in the session's event store under the stream's
 // id, as the SDK keeps its own streams' events.
 type leanStream struct {
-	events  *mcp.MemoryEventStore
+	events  *eventStore
 	session string
 	id      string // a stream id of this session; never contains '_'
 	n       int    // events written
@@ -401,6 +401,7 @@ const primeDelay = 20 * time.Millisecond
 // caller flushes it (flush), or it goes out with the answer.
 func (ls *leanStream) prime(ctx context.Context, w http.ResponseWriter) {
 	ls.open(w)
+	_ = ls.events.Open(ctx, ls.session, ls.id)
 	_ = ls.events.Append(ctx, ls.session, ls.id, nil)
 	_, _ = fmt.Fprintf(w, "event: prime\nid: %s_%d\nretry: %s\ndata: \n\n", ls.id, ls.n, sseRetry)
 	ls.n++

@@ -109,7 +109,7 @@ func TestSSEResume(t *testing.T) {
 	opts := HTTPOptions{}
 	opts.setDefaults()
 	m := s.newMCPEndpoint(opts)
-	if got, want := m.events.MaxBytes(), 10<<20; got != want {
+	if got, want := m.events.max, 10<<20; got != want {
 		t.Errorf("event store bound = %d bytes, want the default %d", got, want)
 	}
 	ts := httptest.NewServer(m)
