@@ -517,6 +517,7 @@ func serveHTTP(ctx context.Context, p *proxy.Server, cfg *config.Config, addr st
 		SessionTimeout:  cfg.HTTP.SessionIdleTimeout,
 		MaxSessions:     cfg.HTTP.MaxSessions,
 		MaxRequestBytes: cfg.HTTP.MaxBodyBytes,
+		MaxEventBytes:   int(cfg.HTTP.MaxEventBytes),
 		HeaderTimeout:   cfg.HTTP.HeaderTimeout,
 		BodyTimeout:     cfg.HTTP.BodyTimeout,
 	})

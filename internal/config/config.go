@@ -53,6 +53,13 @@ const (
 	// DefaultHTTPDrainGrace leaves the upstreams' stop sequence room in
 	// Kubernetes' default terminationGracePeriodSeconds (30s).
 	DefaultHTTPDrainGrace = 20 * time.Second
+	// DefaultHTTPMaxEventBytes bounds the events kept for resuming streams.
+	DefaultHTTPMaxEventBytes = 10 << 20
+
+	// MinHTTPMaxEventBytes and MaxHTTPMaxEventBytes bound
+	// http.max_event_bytes.
+	MinHTTPMaxEventBytes = 64 << 10
+	MaxHTTPMaxEventBytes = 1 << 30
 
 	// MinHTTPMaxBodyBytes is the smallest http.max_body_bytes accepted.
 	MinHTTPMaxBodyBytes = 4 << 10
@@ -190,6 +197,10 @@ type HTTP struct {
 	// DrainGrace bounds how long serve --http waits, after SIGTERM, for the
 	// requests in flight before it stops (http.drain_grace).
 	DrainGrace time.Duration
+	// MaxEventBytes bounds what the initialize era's streams keep so that a
+	// client can resume one that dropped, all sessions together
+	// (http.max_event_bytes).
+	MaxEventBytes int64
 }
 
 // Server is one upstream MCP server: a local process (Command set) or a

@@ -56,6 +56,7 @@ func defaults() *Config {
 			MaxSessions:        100,
 			SessionIdleTimeout: 10 * time.Minute,
 			DrainGrace:         20 * time.Second,
+			MaxEventBytes:      10 << 20,
 		},
 		Catalog:  Catalog{Mode: CatalogAuto, SearchAbove: DefaultSearchAbove},
 		Pin:      PinQuarantine,
@@ -111,6 +112,7 @@ body_timeout = "5s"
 max_sessions = 8
 session_idle_timeout = "90s"
 drain_grace = "45s"
+max_event_bytes = 1048576
 `,
 			want: func(c *Config) {
 				c.StartupTimeout = 5 * time.Second
@@ -130,6 +132,7 @@ drain_grace = "45s"
 					MaxSessions:        8,
 					SessionIdleTimeout: 90 * time.Second,
 					DrainGrace:         45 * time.Second,
+					MaxEventBytes:      1 << 20,
 				}
 			},
 		},
@@ -441,7 +444,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name: "unknown key without a close match lists the valid ones",
 			doc:  "[http]\naddress = \"127.0.0.1:1\"\n",
-			want: `proxy.toml:2:1: http.address: unknown key; valid keys here are listen, allowed_hosts, allowed_origins, max_body_bytes, header_timeout, body_timeout, max_sessions, session_idle_timeout, drain_grace`,
+			want: `proxy.toml:2:1: http.address: unknown key; valid keys here are listen, allowed_hosts, allowed_origins, max_body_bytes, header_timeout, body_timeout, max_sessions, session_idle_timeout, drain_grace, max_event_bytes`,
 		},
 		{
 			name: "server table outside [servers]",
@@ -546,6 +549,16 @@ func TestParseErrors(t *testing.T) {
 			name: "http.max_body_bytes too small",
 			doc:  "[http]\nmax_body_bytes = 100\n",
 			want: `proxy.toml:2:1: http.max_body_bytes: 100 is out of range; use a number of bytes of at least 4096 (4 KiB), like 4194304 (4 MiB)`,
+		},
+		{
+			name: "http.max_event_bytes too small",
+			doc:  "[http]\nmax_event_bytes = 1000\n",
+			want: `proxy.toml:2:1: http.max_event_bytes: 1000 is out of range; use a number of bytes between 65536 (64 KiB) and 1073741824 (1 GiB), like 10485760 (10 MiB)`,
+		},
+		{
+			name: "http.max_event_bytes too large",
+			doc:  "[http]\nmax_event_bytes = 2147483648\n",
+			want: `proxy.toml:2:1: http.max_event_bytes: 2147483648 is out of range; use a number of bytes between 65536 (64 KiB) and 1073741824 (1 GiB), like 10485760 (10 MiB)`,
 		},
 		{
 			name: "http.max_sessions zero",

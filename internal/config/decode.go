@@ -202,6 +202,7 @@ func (d *decoder) http(root *table) HTTP {
 		MaxSessions:        DefaultHTTPMaxSessions,
 		SessionIdleTimeout: DefaultHTTPSessionIdleTimeout,
 		DrainGrace:         DefaultHTTPDrainGrace,
+		MaxEventBytes:      DefaultHTTPMaxEventBytes,
 	}
 	t, ok := root.table("http")
 	if !ok {
@@ -257,6 +258,13 @@ func (d *decoder) http(root *table) HTTP {
 	}
 	h.SessionIdleTimeout = t.duration("session_idle_timeout", DefaultHTTPSessionIdleTimeout)
 	h.DrainGrace = t.duration("drain_grace", DefaultHTTPDrainGrace)
+	if n, ok := t.integer("max_event_bytes"); ok {
+		if n < MinHTTPMaxEventBytes || n > MaxHTTPMaxEventBytes {
+			t.errorf("max_event_bytes", "%d is out of range; use a number of bytes between %d (64 KiB) and %d (1 GiB), like %d (10 MiB)", n, MinHTTPMaxEventBytes, MaxHTTPMaxEventBytes, DefaultHTTPMaxEventBytes)
+		} else {
+			h.MaxEventBytes = n
+		}
+	}
 	t.finish()
 	return h
 }
