@@ -52,6 +52,9 @@ type eventStream struct {
 	gone        bool // left the store
 }
 
+// recordCost is what s's record counts against the budget.
+func (s *eventStream) recordCost() int { return streamCost + len(s.session) + len(s.id) }
+
 // queued is an entry of the queue: an event of s (its cost), or s's record
 // (event false), which leaves the store when it comes up empty.
 type queued struct {
@@ -171,7 +174,7 @@ func (e *eventStore) create(session, stream string, lost bool) *eventStream {
 	}
 	s := &eventStream{session: session, id: stream, lost: lost, queued: 1}
 	m[stream] = s
-	e.n += streamCost + len(session) + len(stream)
+	e.n += s.recordCost()
 	e.queue = append(e.queue, queued{s: s})
 	return s
 }
@@ -182,7 +185,7 @@ func (e *eventStore) leave(s *eventStream) {
 		return
 	}
 	s.gone = true
-	e.n -= streamCost + len(s.session) + len(s.id) + s.dataCost
+	e.n -= s.recordCost() + s.dataCost
 	s.data, s.dataCost = nil, 0
 	e.stale += s.queued
 }
@@ -212,7 +215,7 @@ func (e *eventStore) purge() {
 				delete(e.sessions, s.session)
 			}
 			s.gone = true
-			e.n -= streamCost + len(s.session) + len(s.id)
+			e.n -= s.recordCost()
 		}
 	}
 	e.compact()
