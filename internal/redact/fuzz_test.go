@@ -73,3 +73,34 @@ func renderings(t testing.TB, secret, context string) map[string]string {
 	}
 	return out
 }
+
+// FuzzShapeStages: the stages Shapes skips (shapeStages) change nothing, on
+// any text: Shapes gives what all five expressions give.
+func FuzzShapeStages(f *testing.F) {
+	for _, s := range []string{
+		`time=2026-12-06T03:48:29.970Z level=INFO msg=stderr upstream=s0 line="server run start" fixture=s0`,
+		`GET https://api.example.com/v1?api_key=abc123&page=2#frag`, `dial postgres://admin:hunter22@db:5432/app`,
+		`Authorization: BEARER abcdef123456`, `baſic dXNlcjpwYXNzd29yZA==`, `Bearer` + "\u212a" + ` abcdefgh`,
+		"-----BEGIN RSA PRIVATE KEY-----\nMIIE", `X-AUTH-TOKEN: 0123abcd`, `ApiKey=abc123`, `{"PassWord":"hunter2"}`,
+		`sk-proj-abcdefghijklmnop0123`, `ghp_abcdefghijklmnopqrstuvwxyz0123456789`, `xoxb-1234567890-abcdefghij`,
+		`AKIAIOSFODNN7EXAMPLE`, `eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.dozjgNryP4J3`, `npm_` + strings.Repeat("a", 36),
+		`author=ann pin=1234 sid=abc otp=99 pat=x mac=y`, `session=ABCDEF123`, `ünïcödé key=välue`,
+		strings.Repeat("x=y ", 200) + "token=abc",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := Shapes(s), shapes(s, stagesAll); got != want {
+			t.Fatalf("Shapes(%q) = %q, but every stage gives %q (stages %05b)", s, got, want, shapeStages(s))
+		}
+	})
+}
+
+// BenchmarkShapesLogLine is Shapes on a line of the proxy's log that holds
+// no credential, as most do.
+func BenchmarkShapesLogLine(b *testing.B) {
+	s := `time=2026-12-06T03:48:29.970Z level=INFO msg=stderr upstream=s0 line="time=2026-12-06T03:48:29.969Z level=INFO msg=\"server run start\" fixture=s0"` + "\n"
+	for b.Loop() {
+		_ = Shapes(s)
+	}
+}
