@@ -53,21 +53,12 @@ func (s *Server) saveCatalog(b *backend, l lists, about serverAbout) {
 		return
 	}
 	c := cachedLists{Tools: l.tools, Prompts: l.prompts, Resources: l.resources, Templates: l.templates,
-		Title: about.title, Name: about.name, Instructions: about.instructions}
-	if old, err := os.ReadFile(path); err == nil {
-		var prev cachedLists
-		if json.Unmarshal(old, &prev) == nil {
-			prev.Saved = time.Time{}
-			a, errA := json.Marshal(prev)
-			n, errN := json.Marshal(c)
-			if errA == nil && errN == nil && bytes.Equal(a, n) {
-				return
-			}
-		}
-	}
-	c.Saved = time.Now().UTC()
+		Title: about.title, Name: about.name, Instructions: about.instructions, Saved: time.Now().UTC()}
 	data, err := json.Marshal(c)
 	if err != nil {
+		return
+	}
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(unsaved(old), unsaved(data)) {
 		return
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
@@ -82,6 +73,16 @@ func (s *Server) saveCatalog(b *backend, l lists, about serverAbout) {
 	if err := os.Rename(tmp, path); err != nil {
 		b.log.Warn("cannot cache the catalog", "err", err)
 	}
+}
+
+// unsaved is a cache file's content up to its time of writing, the last
+// member ("saved" is the last field of cachedLists; an object's keys inside
+// the lists are before it, and no string holds an unescaped quote).
+func unsaved(data []byte) []byte {
+	if i := bytes.LastIndex(data, []byte(`"saved":`)); i >= 0 {
+		return data[:i]
+	}
+	return data
 }
 
 // loadCatalog reads b's cached lists and what it said of itself; ok is
