@@ -298,17 +298,19 @@ type Server struct {
 	clientOnce   sync.Once
 	clientModern atomic.Bool // the stdio client speaks 2026-07-28 (set with clientOnce)
 
-	draining  atomic.Bool   // Drain was called: /readyz is 503, new HTTP work is refused
-	stopping  atomic.Bool   // Close has begun: no call is handed to an upstream
-	inflight  atomic.Int64  // HTTP requests to /mcp being served, GET streams left out
-	ready     chan struct{} // closed when every upstream's initial start has finished
-	startOnce sync.Once
-	started   bool // guarded by reloadMu; Start has launched the servers
-	closeOnce sync.Once
-	closed    chan struct{}
-	wg        sync.WaitGroup // background goroutines (supervisors, refreshers)
-	life      context.Context
-	cancel    context.CancelFunc // ends life at Close
+	draining   atomic.Bool   // Drain was called: /readyz is 503, new HTTP work is refused
+	stopping   atomic.Bool   // Close has begun: no call is handed to an upstream
+	inflight   atomic.Int64  // HTTP requests to /mcp being served, GET streams left out
+	ready      chan struct{} // closed when every upstream's initial start has finished
+	called     chan struct{} // closed at the first tools/call (Called)
+	calledOnce sync.Once
+	startOnce  sync.Once
+	started    bool // guarded by reloadMu; Start has launched the servers
+	closeOnce  sync.Once
+	closed     chan struct{}
+	wg         sync.WaitGroup // background goroutines (supervisors, refreshers)
+	life       context.Context
+	cancel     context.CancelFunc // ends life at Close
 }
 
 // New validates opts and builds a Server. It starts nothing; call Start.
@@ -340,6 +342,7 @@ func New(opts Options) (*Server, error) {
 		opts:     opts,
 		log:      log,
 		ready:    make(chan struct{}),
+		called:   make(chan struct{}),
 		closed:   make(chan struct{}),
 		clientUp: make(chan struct{}),
 		labels:   newLabeler(),
@@ -420,6 +423,10 @@ func (s *Server) Start(ctx context.Context) error {
 
 // Ready is closed when every upstream's initial start attempt has finished.
 func (s *Server) Ready() <-chan struct{} { return s.ready }
+
+// Called is closed when the first tools/call begins: the end of a client's
+// opening (initialize, the lists) and the start of its work.
+func (s *Server) Called() <-chan struct{} { return s.called }
 
 // waitReady waits, bounded by FirstListTimeout, for the initial start.
 func (s *Server) waitReady(ctx context.Context) {

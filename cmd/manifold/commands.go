@@ -362,7 +362,7 @@ func newProxy(c common, defaultLevel string, waitForClient bool, stderr io.Write
 	if err != nil {
 		return nil, nil, red.Error(fmt.Errorf("%s: %w", cfg.Path, err))
 	}
-	_ = relaxGCUntil(p.Ready(), startupSettle) // gc.go
+	_ = relaxGCUntil(p.Ready(), p.Called(), startupSettle) // gc.go
 	return p, cfg, nil
 }
 

@@ -15,15 +15,17 @@ import (
 // and again: measured, about 45% of the process's CPU up to a complete
 // catalog of 20 servers × 50 tools (240 ms, 130 ms with no collection). The
 // collector is let to grow the heap more until every server's first start
-// has ended and a short while more; the memory that growth took is then
-// given back, and so are the pages of the binary that the start touched
-// (internal/pagetrim).
+// has ended and the client's opening with it; the memory that growth took
+// is then given back, and so are the pages of the binary that the start
+// touched (internal/pagetrim).
 //
-// That while (startupSettle) is for the client: its first requests come
-// right when the start ends (over stdio the answer to its initialize waits
-// for it), and a forced collection, the return of the free memory and the
-// release of the binary's pages then cost about 5 ms of CPU beside them
-// (the release takes pages those first answers fault right back in).
+// The client's opening: its first requests come right when the start ends
+// (over stdio the answer to its initialize waits for it), and a forced
+// collection, the return of the free memory and the release of the
+// binary's pages cost about 5 ms of CPU beside them (the release takes
+// pages those first answers fault right back in). So the settle waits for
+// the first tool call (the opening is over, work begins: the heap must not
+// grow at startupGOGC under a load) or startupSettle, whichever comes first.
 
 // startupGOGC is GOGC while the servers start.
 const startupGOGC = 400
@@ -32,16 +34,17 @@ const startupGOGC = 400
 // proxy whose servers wait for a client that never comes.
 const startupGCBound = 30 * time.Second
 
-// startupSettle is how long after the start's end GOGC is restored and the
-// memory given back.
+// startupSettle is how long after the start's end, at most, GOGC is
+// restored and the memory given back.
 const startupSettle = time.Second
 
-// relaxGCUntil sets GOGC to startupGOGC until settle has passed since ready
-// was closed (or startupGCBound passed), then restores it, returns the
-// memory freed to the system and releases the binary's pages; the channel
-// it returns is closed then. An operator's own GOGC or GOMEMLIMIT is left as
-// it is (the memory and the pages are given back all the same).
-func relaxGCUntil(ready <-chan struct{}, settle time.Duration) <-chan struct{} {
+// relaxGCUntil sets GOGC to startupGOGC until ready is closed (or
+// startupGCBound passed) and then called is closed or settle has passed,
+// then restores it, returns the memory freed to the system and releases the
+// binary's pages; the channel it returns is closed then. An operator's own
+// GOGC or GOMEMLIMIT is left as it is (the memory and the pages are given
+// back all the same).
+func relaxGCUntil(ready, called <-chan struct{}, settle time.Duration) <-chan struct{} {
 	old, relaxed := 0, os.Getenv("GOGC") == "" && os.Getenv("GOMEMLIMIT") == ""
 	if relaxed {
 		old = debug.SetGCPercent(startupGOGC)
@@ -53,7 +56,11 @@ func relaxGCUntil(ready <-chan struct{}, settle time.Duration) <-chan struct{} {
 		defer t.Stop()
 		select {
 		case <-ready:
-			time.Sleep(settle)
+			t.Reset(settle)
+			select {
+			case <-called:
+			case <-t.C:
+			}
 		case <-t.C:
 		}
 		if relaxed {
