@@ -56,20 +56,25 @@ func (cc coldCase) kinds() [][]string {
 
 // startToList execs name with args, initializes a session over stdio,
 // lists tools until the list has want tools, and returns the time from
-// exec to that answer and the names listed; the process is then stopped
-// (not timed). The client is the wire client: its own cost is a few
-// microseconds.
-func startToList(ctx context.Context, want int, name string, args ...string) (time.Duration, []string, error) {
+// exec to that answer, the names listed and the CPU time the process had
+// run by then (its threads', read right after the answer); the process is
+// then stopped (not timed). The client is the wire client: its own cost is
+// a few microseconds.
+func startToList(ctx context.Context, want int, name string, args ...string) (time.Duration, []string, time.Duration, error) {
 	p, err := startPiped((*exec.Cmd).StdoutPipe, name, args...)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, 0, err
 	}
 	defer p.stop(0)
 	at, names, err := listOn(ctx, p, want)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, 0, err
 	}
-	return at.Sub(p.start), names, nil
+	cpu, err := cpuNS(p.cmd.Process.Pid)
+	if err != nil {
+		return 0, nil, 0, fmt.Errorf("CPU time: %w", err)
+	}
+	return at.Sub(p.start), names, time.Duration(cpu), nil
 }
 
 // listOn is startToList's client on the started server p: it initializes
@@ -161,7 +166,8 @@ func startTogether(ctx context.Context, upstreams [][]string) (time.Duration, []
 // the last answer of all the upstreams started together.
 type coldRun struct {
 	proxy, slowest time.Duration
-	names          []string // listed through the proxy
+	proxyCPU       time.Duration // the proxy's CPU time up to the answer
+	names          []string      // listed through the proxy
 
 	together      time.Duration
 	togetherNames [][]string // listed by each upstream started together
@@ -178,7 +184,7 @@ func coldSetup(tb testing.TB, cc coldCase) (string, int) {
 	defer cancel()
 	want := 0
 	for _, a := range cc.upstreams {
-		_, names, err := startToList(ctx, 1, bins.fixture, a...)
+		_, names, _, err := startToList(ctx, 1, bins.fixture, a...)
 		if err != nil {
 			tb.Fatalf("%s: fixture %q: %v", cc.name, a, err)
 		}
@@ -193,12 +199,12 @@ func coldSetup(tb testing.TB, cc coldCase) (string, int) {
 func coldRound(ctx context.Context, cc coldCase, cfg string, want int) (coldRun, error) {
 	var r coldRun
 	var err error
-	r.proxy, r.names, err = startToList(ctx, want, bins.manifold, "serve", "--config", cfg)
+	r.proxy, r.names, r.proxyCPU, err = startToList(ctx, want, bins.manifold, "serve", "--config", cfg)
 	if err != nil {
 		return r, fmt.Errorf("manifold: %w", err)
 	}
 	for _, a := range cc.kinds() {
-		d, _, err := startToList(ctx, 1, bins.fixture, a...)
+		d, _, _, err := startToList(ctx, 1, bins.fixture, a...)
 		if err != nil {
 			return r, fmt.Errorf("fixture %q: %w", a, err)
 		}
@@ -222,7 +228,10 @@ func coldRound(ctx context.Context, cc coldCase, cfg string, want int) (coldRun,
 // reports the medians over the rounds of the proxy's time, of the slowest
 // upstream's and of their difference (cold-minus-slowest-ms, the target's
 // figure; its -max too), of the together time (together-ms) and of the
-// proxy's time minus it (cold-minus-together-ms), and the load average.
+// proxy's time minus it (cold-minus-together-ms), of the CPU time the proxy
+// process had run when it answered (proxy-cpu-ms: on a machine with fewer
+// cores than processes starting, the start is bound by it, and the load
+// moves it far less than the wall times), and the load average.
 // Cases: three fixtures; the 20 × 50-tool catalog of
 // BenchmarkToolsList1000; three fixtures of which one waits 300 ms before
 // it serves. The client writes JSON-RPC lines and decodes the list outside
@@ -241,7 +250,7 @@ func BenchmarkColdStart(b *testing.B) {
 			if _, err := coldRound(ctx, cc, cfg, want); err != nil { // warm the page cache
 				b.Fatal(err)
 			}
-			var proxy, slowest, diff, together, diffTogether []time.Duration
+			var proxy, slowest, diff, together, diffTogether, proxyCPU []time.Duration
 			b.ResetTimer()
 			for range b.N {
 				r, err := coldRound(ctx, cc, cfg, want)
@@ -253,6 +262,7 @@ func BenchmarkColdStart(b *testing.B) {
 				diff = append(diff, r.proxy-r.slowest)
 				together = append(together, r.together)
 				diffTogether = append(diffTogether, r.proxy-r.together)
+				proxyCPU = append(proxyCPU, r.proxyCPU)
 			}
 			b.StopTimer()
 			ms := func(d []time.Duration) float64 {
@@ -265,6 +275,7 @@ func BenchmarkColdStart(b *testing.B) {
 			b.ReportMetric(float64(diff[len(diff)-1].Microseconds())/1e3, "cold-minus-slowest-ms-max")
 			b.ReportMetric(ms(together), "together-ms")
 			b.ReportMetric(ms(diffTogether), "cold-minus-together-ms")
+			b.ReportMetric(ms(proxyCPU), "proxy-cpu-ms")
 			if la, err := loadAverage(); err == nil {
 				b.ReportMetric(la, "loadavg")
 			}
@@ -287,8 +298,8 @@ func TestColdStartMeasurable(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if r.proxy <= 0 || r.slowest <= 0 || r.together <= 0 {
-				t.Errorf("durations %v, %v and %v", r.proxy, r.slowest, r.together)
+			if r.proxy <= 0 || r.slowest <= 0 || r.together <= 0 || r.proxyCPU <= 0 {
+				t.Errorf("durations %v, %v and %v, the proxy's CPU %v: want each above zero", r.proxy, r.slowest, r.together, r.proxyCPU)
 			}
 			if len(r.togetherNames) != len(cc.upstreams) {
 				t.Errorf("%d upstreams answered together, want %d", len(r.togetherNames), len(cc.upstreams))
