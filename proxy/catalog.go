@@ -341,8 +341,9 @@ type registered struct {
 }
 
 // regEntry is one registered definition: the value given to the SDK and its
-// JSON encoding. A catalog that has the same value (a definition reused from
-// the last rebuild) has it unchanged without encoding it again.
+// JSON encoding, made the first time another value comes for its name (nil
+// until then). A catalog that has the same value (a definition reused from
+// the last rebuild) has it unchanged without encoding it.
 type regEntry struct {
 	def any
 	fp  []byte
@@ -764,14 +765,24 @@ func (s *Server) register(c *catalog) {
 		}
 		slices.Sort(changed)
 		for _, k := range changed {
-			fp, err := json.Marshal(want[k])
-			if err != nil {
-				s.log.Warn("cannot encode "+kind+"; left out", "name", k, "err", err)
-				continue
-			}
-			if old, ok := reg[k]; ok && bytes.Equal(old.fp, fp) {
-				reg[k] = regEntry{want[k], fp} // the same definition, made again
-				continue
+			// A definition's encoding is made when another replaces it,
+			// to tell a new one from the same made again: a start, which
+			// adds every definition once, makes none.
+			old, ok := reg[k]
+			var fp []byte
+			if ok {
+				if old.fp == nil {
+					old.fp, _ = json.Marshal(old.def) // it was registered, so it encodes
+				}
+				var err error
+				if fp, err = json.Marshal(want[k]); err != nil {
+					s.log.Warn("cannot encode "+kind+"; left out", "name", k, "err", err)
+					continue
+				}
+				if bytes.Equal(old.fp, fp) {
+					reg[k] = regEntry{want[k], fp} // the same definition, made again
+					continue
+				}
 			}
 			if err := add(k, want[k]); err != nil {
 				s.log.Warn(kind+" rejected; left out", "name", k, "err", err)
