@@ -48,13 +48,16 @@ type floorCase struct {
 	version string
 	http    bool
 	era     string // the fixture's -era, direct and upstream
+	relay   bool   // the floor: testdata/relay in front of one fixture, not Manifold
 }
 
 var floorCases = []floorCase{
-	{"stdio", "2025-11-25", false, "legacy"},
-	{"stdio-2026", "2026-07-28", false, "modern"},
-	{"http", "2025-11-25", true, "legacy"},
-	{"http-2026", "2026-07-28", true, "modern"},
+	{"stdio", "2025-11-25", false, "legacy", false},
+	{"stdio-floor", "2025-11-25", false, "legacy", true},
+	{"stdio-2026", "2026-07-28", false, "modern", false},
+	{"http", "2025-11-25", true, "legacy", false},
+	{"http-floor", "2025-11-25", true, "legacy", true},
+	{"http-2026", "2026-07-28", true, "modern", false},
 }
 
 // BenchmarkFloor is the measurement of issue 16 in one run: for each
@@ -243,16 +246,25 @@ func (fc floorCase) start(b testing.TB) (direct, proxy side) {
 	if bins.err != nil {
 		b.Fatal(bins.err)
 	}
-	cfg := proxyConfig(b, 3, fc.era)
+	// The proxy: Manifold with three fixtures, or the relay with one.
+	bin, args, tool := bins.manifold, []string{"serve", "--config", proxyConfig(b, 3, fc.era)}, "s0__echo"
+	if fc.relay {
+		bin, args, tool = bins.relay, []string{"--", bins.fixture, "-name", "s0", "-era", fc.era}, "echo"
+	}
 	if !fc.http {
 		d := connectAt(b, fc.version, bins.fixture, "-name", "s0", "-era", fc.era)
-		p := connectAt(b, fc.version, bins.manifold, "serve", "--config", cfg)
-		direct, proxy = side{d.cs, d.cmd.Process.Pid, "echo"}, side{p.cs, p.cmd.Process.Pid, "s0__echo"}
+		p := connectAt(b, fc.version, bin, args...)
+		direct, proxy = side{d.cs, d.cmd.Process.Pid, "echo"}, side{p.cs, p.cmd.Process.Pid, tool}
 	} else {
 		durl, dpid := startServing(b, bins.fixture, "-name", "s0", "-era", fc.era, "-http", "127.0.0.1:0")
-		purl, ppid := startServing(b, bins.manifold, "serve", "--config", cfg, "--http", "127.0.0.1:0")
+		if fc.relay {
+			args = append([]string{"-http", "127.0.0.1:0"}, args...)
+		} else {
+			args = append(args, "--http", "127.0.0.1:0")
+		}
+		purl, ppid := startServing(b, bin, args...)
 		direct = side{connectURL(b, fc.version, durl), dpid, "echo"}
-		proxy = side{connectURL(b, fc.version, purl), ppid, "s0__echo"}
+		proxy = side{connectURL(b, fc.version, purl), ppid, tool}
 	}
 	for _, s := range []side{direct, proxy} {
 		if v := s.cs.InitializeResult().ProtocolVersion; v != fc.version {

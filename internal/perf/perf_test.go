@@ -20,8 +20,8 @@ import (
 
 // bins holds the binaries built once by TestMain.
 var bins struct {
-	manifold, fixture string
-	err               error
+	manifold, fixture, relay string
+	err                      error
 }
 
 func TestMain(m *testing.M) {
@@ -56,7 +56,8 @@ func build(dir string) error {
 	}
 	bins.manifold = filepath.Join(dir, "manifold")
 	bins.fixture = filepath.Join(dir, "fixture")
-	for out, pkg := range map[string]string{bins.manifold: "./cmd/manifold", bins.fixture: "./testdata/fixture"} {
+	bins.relay = filepath.Join(dir, "relay")
+	for out, pkg := range map[string]string{bins.manifold: "./cmd/manifold", bins.fixture: "./testdata/fixture", bins.relay: "./testdata/relay"} {
 		cmd := exec.Command("go", "build", "-o", out, pkg)
 		cmd.Dir = root
 		if b, err := cmd.CombinedOutput(); err != nil {
