@@ -445,12 +445,15 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	defer stopMetrics()
 	served := make(chan error, 1)
-	if f, ok := stdin.(*os.File); ok {
-		in, restore := pollable(f)
-		defer restore()
-		stdin = in
-	}
-	if f, ok := stdout.(*os.File); ok {
+	// stdin stays as the client gave it: a blocking read(2), whose thread
+	// the kernel wakes when the client writes, answered sooner than the
+	// poller's wake-up (BenchmarkFloor/stdio, eight runs of 5 rounds
+	// alternated with stdin through the poller: p50 1.29-1.37x against
+	// 1.35-1.42x, lower in each pair), and the client's open file
+	// description is never changed. stdout goes through the poller
+	// (pollable), unless it is the file stdin is (one socket both ways),
+	// whose mode it would change under stdin's reads.
+	if f, ok := stdout.(*os.File); ok && !sameFile(stdin, f) {
 		out, restore := pollable(f)
 		defer restore()
 		stdout = out
