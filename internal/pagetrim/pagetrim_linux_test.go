@@ -1,8 +1,11 @@
 package pagetrim
 
 import (
+	"fmt"
 	"os"
 	"runtime"
+	"slices"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -107,4 +110,62 @@ func TestReleaseOwnBinary(t *testing.T) {
 	if again := exeRss(t); again <= 0 {
 		t.Errorf("after a GC, %d bytes of the binary resident; want its working pages back", again)
 	}
+	// The mappings released take no huge page again (VmFlags "nh"): one
+	// fault would map a 2 MB folio of the page cache whole.
+	for _, m := range binaryMappings(t) {
+		if !m.noHuge {
+			t.Errorf("mapping %x-%x of the binary: VmFlags without nh after Release", m.start, m.end)
+		}
+	}
+}
+
+// flagged is a read-only private mapping of the test's binary and whether
+// its VmFlags have nh (MADV_NOHUGEPAGE).
+type flagged struct {
+	start, end uintptr
+	noHuge     bool
+}
+
+// binaryMappings lists the mappings Release works on, with their VmFlags' nh.
+func binaryMappings(t *testing.T) []flagged {
+	t.Helper()
+	exe, err := os.Readlink("/proc/self/exe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat("/proc/self/exe", &st); err != nil {
+		t.Fatal(err)
+	}
+	smaps, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []flagged
+	for _, m := range mappings(smaps, exe, st.Ino) {
+		out = append(out, flagged{start: m.start, end: m.end, noHuge: vmFlag(t, smaps, m.start, "nh")})
+	}
+	if len(out) == 0 {
+		t.Fatal("no read-only mapping of the binary found in /proc/self/smaps")
+	}
+	return out
+}
+
+// vmFlag reports whether the mapping that starts at start has flag in its
+// VmFlags line.
+func vmFlag(t *testing.T, smaps []byte, start uintptr, flag string) bool {
+	t.Helper()
+	header := fmt.Sprintf("%08x-", start)
+	in := false
+	for _, line := range strings.Split(string(smaps), "\n") {
+		if f := strings.Fields(line); len(f) > 0 && !strings.HasSuffix(f[0], ":") {
+			in = strings.HasPrefix(line, header)
+			continue
+		}
+		if in && strings.HasPrefix(line, "VmFlags:") {
+			return slices.Contains(strings.Fields(line)[1:], flag)
+		}
+	}
+	t.Fatalf("no VmFlags for the mapping at %x", start)
+	return false
 }
