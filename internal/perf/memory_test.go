@@ -130,8 +130,17 @@ var quiet = flag.Duration("quiet", 2*time.Second, "how long BenchmarkProxyMemory
 // before it reads the proxy's memory once more ("settled").
 var settle = flag.Duration("settle", 0, "how long BenchmarkProxyMemory waits after the load for its settled reading (0: none)")
 
-// memoryCases are the proxy's transports in BenchmarkProxyMemory.
-var memoryCases = []floorCase{floorCases[0], floorCases[2]}
+// memoryCases are the proxy's transports in BenchmarkProxyMemory: the
+// cases of BenchmarkFloor named stdio and http.
+var memoryCases = func() []floorCase {
+	var out []floorCase
+	for _, fc := range floorCases {
+		if fc.name == "stdio" || fc.name == "http" {
+			out = append(out, fc)
+		}
+	}
+	return out
+}()
 
 // BenchmarkProxyMemory reports the proxy's resident memory with three
 // fixture upstreams, idle (connected and listed, then -quiet without a call) and the
@@ -240,6 +249,9 @@ func (c *cleanupTB) run() {
 // VmRSS is the sum of its parts (RssAnon + RssFile + RssShmem), as the
 // kernel defines it.
 func TestProxyMemoryMeasurable(t *testing.T) {
+	if len(memoryCases) != 2 || memoryCases[0].http || !memoryCases[1].http || memoryCases[0].relay || memoryCases[1].relay {
+		t.Fatalf("memoryCases = %+v; want Manifold over stdio, then over HTTP", memoryCases)
+	}
 	for _, fc := range memoryCases {
 		t.Run(fc.name, func(t *testing.T) {
 			idle, load, _, reaper := memoryRound(t, fc, 32, 0)
