@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"io"
 	"os"
 	"syscall"
 	"testing"
@@ -59,7 +60,6 @@ func callEcho(t *testing.T, cs *mcp.ClientSession) {
 // in blocking mode when it exits.
 func TestStdioDescriptorModes(t *testing.T) {
 	t.Parallel()
-	cfg := writeConfig(t, fixture("alpha", nil))
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -70,25 +70,7 @@ func TestStdioDescriptorModes(t *testing.T) {
 	}
 	defer inW.Close()
 	defer outR.Close()
-	cmd := command(manifoldBin, "serve", "--config", cfg)
-	cmd.Stdin, cmd.Stdout = inR, outW // exec sets both descriptions blocking
-	stderr := &syncBuffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	defer func() {
-		if t.Failed() {
-			t.Logf("manifold stderr:\n%s", stderr)
-		}
-	}()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "0"}, nil).Connect(t.Context(),
-		&mcp.IOTransport{Reader: outR, Writer: inW}, &mcp.ClientSessionOptions{ProtocolVersion: protocolVersion})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs, stop := serveOn(t, inR, outW, outR, inW)
 	callEcho(t, cs)
 	if nonblocking(t, inR) {
 		t.Error("stdin's description is non-blocking while manifold serves; manifold must leave it as the client gave it")
@@ -96,16 +78,7 @@ func TestStdioDescriptorModes(t *testing.T) {
 	if !nonblocking(t, outW) {
 		t.Error("stdout's description is blocking while manifold serves; want it through the poller")
 	}
-	_ = cs.Close() // closes inW: manifold's stdin ends
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Fatalf("manifold: %v", err)
-		}
-	case <-time.After(exitBound):
-		_ = cmd.Process.Kill()
-		t.Fatalf("manifold did not exit within %s of its stdin's end", exitBound)
-	}
+	stop()
 	if nonblocking(t, outW) {
 		t.Error("stdout's description is still non-blocking after manifold exited; want it restored")
 	}
@@ -119,43 +92,56 @@ func TestStdioDescriptorModes(t *testing.T) {
 // manifold exits 0 when the client shuts its side.
 func TestStdioOneSocket(t *testing.T) {
 	t.Parallel()
-	cfg := writeConfig(t, fixture("alpha", nil))
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ours, theirs := os.NewFile(uintptr(fds[0]), "client"), os.NewFile(uintptr(fds[1]), "manifold")
 	defer ours.Close()
+	cs, stop := serveOn(t, theirs, theirs, ours, shutWriter{ours})
+	theirs.Close() // manifold has its own
+	callEcho(t, cs)
+	stop()
+}
+
+// serveOn starts `manifold serve` with the given stdin and stdout, connects
+// a go-sdk client through r and w, and returns the session and a func
+// that closes it and checks manifold exits 0 within exitBound.
+func serveOn(t *testing.T, stdin, stdout *os.File, r io.ReadCloser, w io.WriteCloser) (*mcp.ClientSession, func()) {
+	t.Helper()
+	cfg := writeConfig(t, fixture("alpha", nil))
 	cmd := command(manifoldBin, "serve", "--config", cfg)
-	cmd.Stdin, cmd.Stdout = theirs, theirs
+	cmd.Stdin, cmd.Stdout = stdin, stdout // exec sets their descriptions blocking
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	theirs.Close()
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	defer func() {
+	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("manifold stderr:\n%s", stderr)
 		}
-	}()
+	})
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "0"}, nil).Connect(t.Context(),
-		&mcp.IOTransport{Reader: ours, Writer: shutWriter{ours}}, &mcp.ClientSessionOptions{ProtocolVersion: protocolVersion})
+		&mcp.IOTransport{Reader: r, Writer: w}, &mcp.ClientSessionOptions{ProtocolVersion: protocolVersion})
 	if err != nil {
+		_ = cmd.Process.Kill()
 		t.Fatal(err)
 	}
-	callEcho(t, cs)
-	_ = cs.Close() // shuts our writing side: manifold's stdin ends
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Fatalf("manifold: %v", err)
+	return cs, func() {
+		t.Helper()
+		_ = cs.Close() // manifold's stdin ends
+		select {
+		case err := <-exited:
+			if err != nil {
+				t.Fatalf("manifold: %v", err)
+			}
+		case <-time.After(exitBound):
+			_ = cmd.Process.Kill()
+			t.Fatalf("manifold did not exit within %s of its stdin's end", exitBound)
 		}
-	case <-time.After(exitBound):
-		_ = cmd.Process.Kill()
-		t.Fatalf("manifold did not exit within %s of its stdin's end", exitBound)
 	}
 }
 

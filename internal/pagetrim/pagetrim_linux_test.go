@@ -65,20 +65,9 @@ Anonymous:             0 kB`
 // mappings.
 func exeRss(t *testing.T) int64 {
 	t.Helper()
-	exe, err := os.Readlink("/proc/self/exe")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var st syscall.Stat_t
-	if err := syscall.Stat("/proc/self/exe", &st); err != nil {
-		t.Fatal(err)
-	}
-	smaps, err := os.ReadFile("/proc/self/smaps")
-	if err != nil {
-		t.Fatal(err)
-	}
+	smaps, exe, ino := ownSmaps(t)
 	var n int64
-	ms := mappings(smaps, exe, st.Ino)
+	ms := mappings(smaps, exe, ino)
 	if len(ms) == 0 {
 		t.Fatalf("no read-only mapping of %s found in /proc/self/smaps", exe)
 	}
@@ -129,20 +118,9 @@ type flagged struct {
 // binaryMappings lists the mappings Release works on, with their VmFlags' nh.
 func binaryMappings(t *testing.T) []flagged {
 	t.Helper()
-	exe, err := os.Readlink("/proc/self/exe")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var st syscall.Stat_t
-	if err := syscall.Stat("/proc/self/exe", &st); err != nil {
-		t.Fatal(err)
-	}
-	smaps, err := os.ReadFile("/proc/self/smaps")
-	if err != nil {
-		t.Fatal(err)
-	}
+	smaps, exe, ino := ownSmaps(t)
 	var out []flagged
-	for _, m := range mappings(smaps, exe, st.Ino) {
+	for _, m := range mappings(smaps, exe, ino) {
 		out = append(out, flagged{start: m.start, end: m.end, noHuge: vmFlag(t, smaps, m.start, "nh")})
 	}
 	if len(out) == 0 {
@@ -168,4 +146,22 @@ func vmFlag(t *testing.T, smaps []byte, start uintptr, flag string) bool {
 	}
 	t.Fatalf("no VmFlags for the mapping at %x", start)
 	return false
+}
+
+// ownSmaps returns this process's /proc/self/smaps, and its binary's path
+// and inode, as Release reads them.
+func ownSmaps(t *testing.T) (smaps []byte, exe string, ino uint64) {
+	t.Helper()
+	exe, err := os.Readlink("/proc/self/exe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat("/proc/self/exe", &st); err != nil {
+		t.Fatal(err)
+	}
+	if smaps, err = os.ReadFile("/proc/self/smaps"); err != nil {
+		t.Fatal(err)
+	}
+	return smaps, exe, st.Ino
 }
