@@ -362,7 +362,9 @@ func newProxy(c common, defaultLevel string, waitForClient bool, stderr io.Write
 	if err != nil {
 		return nil, nil, red.Error(fmt.Errorf("%s: %w", cfg.Path, err))
 	}
-	_ = relaxGCUntil(p.Ready(), p.Called(), startupSettle) // gc.go
+	// The status file asks for the catalog's size (statusfile.go): made
+	// before the settle's release, not just after it.
+	_ = relaxGCUntil(p.Ready(), p.Called(), startupSettle, func() { p.CatalogSize() }) // gc.go
 	return p, cfg, nil
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"runtime/debug"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -32,7 +33,13 @@ func TestRelaxGCUntil(t *testing.T) {
 
 	// The first call ends it, long before the settle time.
 	ready, called := make(chan struct{}), make(chan struct{})
-	restored := relaxGCUntil(ready, called, time.Hour)
+	var primed atomic.Bool
+	restored := relaxGCUntil(ready, called, time.Hour, func() {
+		if gcPercent() != 100 {
+			t.Error("before ran while GOGC was still relaxed")
+		}
+		primed.Store(true)
+	})
 	if got := gcPercent(); got != startupGOGC {
 		t.Fatalf("GOGC while starting = %d, want %d", got, startupGOGC)
 	}
@@ -40,15 +47,21 @@ func TestRelaxGCUntil(t *testing.T) {
 	if got := gcPercent(); got != startupGOGC {
 		t.Fatalf("GOGC right after the start's end = %d, want %d until the first call or the settle time", got, startupGOGC)
 	}
+	if primed.Load() {
+		t.Fatal("before ran before the first call or the settle time")
+	}
 	close(called)
 	waitRestored("first call", restored)
 	if got := gcPercent(); got != 100 {
 		t.Errorf("GOGC after start-up = %d, want 100 (what it was)", got)
 	}
+	if !primed.Load() {
+		t.Error("the settle ended without running before")
+	}
 
 	// Without a call, the settle time ends it.
 	ready, called = make(chan struct{}), make(chan struct{})
-	restored = relaxGCUntil(ready, called, 50*time.Millisecond)
+	restored = relaxGCUntil(ready, called, 50*time.Millisecond, nil)
 	close(ready)
 	waitRestored("no call", restored)
 	if got := gcPercent(); got != 100 {
@@ -57,7 +70,7 @@ func TestRelaxGCUntil(t *testing.T) {
 
 	t.Setenv("GOGC", "50")
 	ready = make(chan struct{})
-	restored = relaxGCUntil(ready, called, 0)
+	restored = relaxGCUntil(ready, called, 0, nil)
 	if got := gcPercent(); got != 100 {
 		t.Errorf("with the operator's GOGC set: GOGC = %d while starting, want it untouched (100)", got)
 	}
