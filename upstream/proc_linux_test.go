@@ -3,7 +3,10 @@
 package upstream
 
 import (
+	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"syscall"
 	"testing"
 )
@@ -69,5 +72,43 @@ func BenchmarkGroupHasOthers(b *testing.B) {
 		if groupHasOthers(leader.Process.Pid, leader.Process.Pid) {
 			b.Fatal("leader alone: groupHasOthers = true")
 		}
+	}
+}
+
+// TestStatGroupHostileComm: statGroup reads the process group after the
+// last ')' of a stat line, so a process that names itself to look like
+// other fields (comm may hold spaces and parentheses) cannot move it; a
+// zombie, a dead process and a cut or empty line are not live.
+func TestStatGroupHostileComm(t *testing.T) {
+	dir := t.TempDir()
+	for i, tc := range []struct {
+		line string
+		pgrp int
+		live bool
+	}{
+		{"123 (sleep) S 1 4242 4242 0 -1 4194304\n", 4242, true},
+		{"123 (a) R 1 4242) S 1 77 77 0 -1\n", 77, true}, // comm "a) R 1 4242"
+		{"123 () Z 1 4242 (x) S 1 77 0\n", 77, true},     // comm ") Z 1 4242 (x"
+		{"123 (x) S 1 4242 (y) Z 1 77 0\n", 0, false},    // comm "x) S 1 4242 (y": a zombie of group 77
+		{"123 (sleep) Z 1 4242 4242 0\n", 0, false},      // zombie
+		{"123 (sleep) X 1 4242 4242 0\n", 0, false},      // dead
+		{"123 (sleep) S 1\n", 0, false},                  // cut before pgrp
+		{"123 (sleep) S 1 notanumber 0\n", 0, false},     // no number
+		{"", 0, false},                       // empty
+		{"123 sleep S 1 4242 0\n", 0, false}, // no parenthesis
+	} {
+		path := filepath.Join(dir, fmt.Sprint(i))
+		if err := os.WriteFile(path, []byte(tc.line), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var buf [512]byte
+		g, live := statGroup(path, buf[:])
+		if live != tc.live || (live && g != tc.pgrp) {
+			t.Errorf("%q: group %d, live %v; want %d, %v", tc.line, g, live, tc.pgrp, tc.live)
+		}
+	}
+	var buf [512]byte
+	if _, live := statGroup(filepath.Join(dir, "missing"), buf[:]); live {
+		t.Error("a stat file that cannot be opened counts as live")
 	}
 }
