@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"net/http"
 	"slices"
 	"sync"
 
@@ -30,14 +31,32 @@ import (
 // while the budget turned over) gets a record marked lost: its indexes are
 // unknown, so a resume of it fails as one of purged events does (the SDK
 // answers 400), and delivery goes on as before.
+//
+// A stream whose answer was written to a client still connected (Done; the
+// lean path's calls) is kept, whole, in a second queue of done streams,
+// bounded by an eighth of the budget and the first to go when the store is
+// full: a client resumes a stream that dropped, and one that was delivered
+// to a connection still open has not dropped unless the connection fails
+// within the moment the bytes are in flight. So a sustained load of short
+// calls keeps about an eighth of the budget, not all of it (measured over
+// HTTP, 60,000 calls, the default 10 MiB: the proxy's highest RSS 50 MB
+// with one queue, 25 MB with both), and the events of calls still running,
+// a long call's progress among them, are not pushed out by the answers of
+// calls that finished.
 type eventStore struct {
 	mu       sync.Mutex
 	max      int                                // bytes
-	n        int                                // bytes held, with the records' costs
+	n        int                                // bytes held by streams not done, with the records' costs
 	sessions map[string]map[string]*eventStream // session id -> stream id -> its events
 	queue    []queued                           // from head on: events and records, oldest first
 	head     int
-	stale    int // entries of the queue, from head on, of streams that have left
+	stale    int // entries of the queue, from head on, of streams that have left or are done
+
+	doneMax   int            // bytes done streams may hold: max/8
+	doneN     int            // bytes held by done streams, records and events
+	done      []*eventStream // from doneHead on: done streams, oldest first
+	doneHead  int
+	doneStale int // entries of done, from doneHead on, of streams that have left
 }
 
 // eventStream is one stream's events: data[i] is the event of index
@@ -50,6 +69,7 @@ type eventStream struct {
 	queued      int  // entries of the queue that are this stream's
 	lost        bool // re-created after it left: indexes unknown
 	gone        bool // left the store
+	done        bool // in the done queue; its entries of the queue are stale
 }
 
 // recordCost is what s's record counts against the budget.
@@ -75,11 +95,15 @@ const (
 var errEventsLost = errors.New("events of this stream were dropped")
 
 func newEventStore(max int) *eventStore {
-	return &eventStore{max: max, sessions: map[string]map[string]*eventStream{}}
+	return &eventStore{max: max, doneMax: max / 8, sessions: map[string]map[string]*eventStream{}}
 }
 
-// Open makes sure the stream has a record (mcp.EventStore).
-func (e *eventStore) Open(_ context.Context, session, stream string) error {
+// Open makes sure the stream has a record (mcp.EventStore), and notes it
+// in ctx's streamsOpened, if any.
+func (e *eventStore) Open(ctx context.Context, session, stream string) error {
+	if so, _ := ctx.Value(streamsOpenedKey{}).(*streamsOpened); so != nil {
+		so.ids = append(so.ids, [2]string{session, stream})
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.lookup(session, stream) == nil {
@@ -106,10 +130,33 @@ func (e *eventStore) Append(_ context.Context, session, stream string, data []by
 	cost := len(data) + eventCost
 	s.data = append(s.data, data)
 	s.dataCost += cost
+	if s.done { // not expected: kept with the stream's other events
+		e.doneN += cost
+		return nil
+	}
 	s.queued++
 	e.n += cost
 	e.queue = append(e.queue, queued{s: s, cost: cost, event: true})
 	return nil
+}
+
+// Done moves the stream to the done queue: its answer went to a client
+// still connected. The session's standalone stream (id "") is never done.
+func (e *eventStore) Done(session, stream string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s := e.lookup(session, stream)
+	if s == nil || s.gone || s.done || stream == "" {
+		return
+	}
+	s.done = true
+	cost := s.recordCost() + s.dataCost
+	e.n -= cost
+	e.doneN += cost
+	e.stale += s.queued
+	s.queued = 0
+	e.done = append(e.done, s)
+	e.purge()
 }
 
 // After returns the stream's events after index (mcp.EventStore); an error
@@ -185,23 +232,52 @@ func (e *eventStore) leave(s *eventStream) {
 		return
 	}
 	s.gone = true
-	e.n -= s.recordCost() + s.dataCost
+	if s.done {
+		e.doneN -= s.recordCost() + s.dataCost
+		e.doneStale++
+	} else {
+		e.n -= s.recordCost() + s.dataCost
+		e.stale += s.queued
+	}
 	s.data, s.dataCost = nil, 0
-	e.stale += s.queued
 }
 
-// purge drops the oldest entries until the store is within its budget.
+// forget deletes s's record from its session's streams.
+func (e *eventStore) forget(s *eventStream) {
+	delete(e.sessions[s.session], s.id)
+	if len(e.sessions[s.session]) == 0 {
+		delete(e.sessions, s.session)
+	}
+}
+
+// purge drops the oldest done streams while they pass their bound or the
+// store its budget, then the oldest entries of the queue until the store is
+// within its budget.
 func (e *eventStore) purge() {
-	for e.n > e.max && e.head < len(e.queue) {
+	for (e.doneN > e.doneMax || e.n+e.doneN > e.max) && e.doneHead < len(e.done) {
+		s := e.done[e.doneHead]
+		e.done[e.doneHead] = nil
+		e.doneHead++
+		if s.gone {
+			e.doneStale--
+			continue
+		}
+		e.forget(s)
+		s.gone = true
+		s.lost = s.lost || s.first+len(s.data) > 0 // should it append again
+		e.doneN -= s.recordCost() + s.dataCost
+		s.data, s.dataCost = nil, 0
+	}
+	for e.n+e.doneN > e.max && e.head < len(e.queue) {
 		q := e.queue[e.head]
 		e.queue[e.head] = queued{}
 		e.head++
 		s := q.s
-		s.queued--
-		if s.gone {
+		if s.gone || s.done {
 			e.stale--
 			continue
 		}
+		s.queued--
 		if q.event {
 			s.data[0] = nil
 			s.data = s.data[1:]
@@ -210,10 +286,7 @@ func (e *eventStore) purge() {
 			e.n -= q.cost
 		}
 		if s.queued == 0 && s.id != "" { // its record and events all came up: it leaves
-			delete(e.sessions[s.session], s.id)
-			if len(e.sessions[s.session]) == 0 {
-				delete(e.sessions, s.session)
-			}
+			e.forget(s)
 			s.gone = true
 			e.n -= s.recordCost()
 		}
@@ -221,18 +294,51 @@ func (e *eventStore) purge() {
 	e.compact()
 }
 
-// compact drops the queue's consumed and stale entries once they are the
-// greater part of it.
+// compact drops the queues' consumed and stale entries once they are the
+// greater part of them.
 func (e *eventStore) compact() {
-	live := len(e.queue) - e.head - e.stale
-	if e.head+e.stale < 1024 || e.head+e.stale < live {
+	if live := len(e.queue) - e.head - e.stale; e.head+e.stale >= 1024 && e.head+e.stale >= live {
+		out := make([]queued, 0, live+live/4)
+		for _, q := range e.queue[e.head:] {
+			if !q.s.gone && !q.s.done {
+				out = append(out, q)
+			}
+		}
+		e.queue, e.head, e.stale = out, 0, 0
+	}
+	if live := len(e.done) - e.doneHead - e.doneStale; e.doneHead+e.doneStale >= 1024 && e.doneHead+e.doneStale >= live {
+		out := make([]*eventStream, 0, live+live/4)
+		for _, s := range e.done[e.doneHead:] {
+			if !s.gone {
+				out = append(out, s)
+			}
+		}
+		e.done, e.doneHead, e.doneStale = out, 0, 0
+	}
+}
+
+// streamsOpened collects the streams the SDK opens as it serves one POST:
+// it opens a POST's stream with the request's context.
+type streamsOpened struct{ ids [][2]string }
+
+type streamsOpenedKey struct{}
+
+// serveDone has h (the SDK's handler, or an adopted session's transport)
+// serve the POST r, and moves the streams it opened to the done queue if
+// it returned to a client still connected: the SDK returns from a POST
+// once every answer of its stream is written, or when the client went away
+// or the session closed.
+func (e *eventStore) serveDone(h http.Handler, w http.ResponseWriter, r *http.Request) {
+	if e == nil || r.Method != http.MethodPost {
+		h.ServeHTTP(w, r)
 		return
 	}
-	out := make([]queued, 0, live+live/4)
-	for _, q := range e.queue[e.head:] {
-		if !q.s.gone {
-			out = append(out, q)
-		}
+	so := &streamsOpened{}
+	h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), streamsOpenedKey{}, so)))
+	if r.Context().Err() != nil {
+		return
 	}
-	e.queue, e.head, e.stale = out, 0, 0
+	for _, id := range so.ids {
+		e.Done(id[0], id[1])
+	}
 }

@@ -145,3 +145,128 @@ func TestEventStoreManySessions(t *testing.T) {
 		t.Errorf("after 50,000 closed sessions: %d bytes, %d records, %d queue entries; want none (at most 2,048 entries)", e.n, e.records(), len(e.queue)-e.head)
 	}
 }
+
+// held sums what the store's streams hold, records and events, as the
+// budget counts them: open streams, then done ones.
+func (e *eventStore) held() (open, done int) {
+	for _, m := range e.sessions {
+		for _, s := range m {
+			c := s.recordCost() + s.dataCost
+			if s.done {
+				done += c
+			} else {
+				open += c
+			}
+		}
+	}
+	return open, done
+}
+
+// TestEventStoreDone: streams whose answers were delivered (Done) hold at
+// most an eighth of the budget and go first, so that 100,000 short calls
+// leave a long call's stream, still open, all its events; a done stream is
+// replayed while it is held, refused as purged once it left, and refused
+// (its indexes unknown) should it append after that. The counts stay those
+// of the streams held, through a session's close.
+func TestEventStoreDone(t *testing.T) {
+	const budget = 64 << 10
+	e := newEventStore(budget)
+	ctx := t.Context()
+	_ = e.Open(ctx, "s", "long")
+	_ = e.Append(ctx, "s", "long", nil)
+	_ = e.Append(ctx, "s", "long", []byte("progress 0"))
+	resp := make([]byte, 200)
+	for i := range 100_000 {
+		id := fmt.Sprintf("call%06d", i)
+		_ = e.Open(ctx, "s", id)
+		_ = e.Append(ctx, "s", id, nil)
+		_ = e.Append(ctx, "s", id, append(resp[:0:0], fmt.Sprintf("response %d", i)...))
+		e.Done("s", id)
+		if e.doneN > budget/8 || e.n+e.doneN > budget {
+			t.Fatalf("after %d calls: %d bytes done, %d in all; bounds %d and %d", i+1, e.doneN, e.n+e.doneN, budget/8, budget)
+		}
+		if i%10_000 == 0 {
+			_ = e.Append(ctx, "s", "long", fmt.Appendf(nil, "progress %d", i/10_000+1))
+		}
+	}
+	if open, done := e.held(); open != e.n || done != e.doneN {
+		t.Errorf("the streams hold %d open and %d done bytes; the store counts %d and %d", open, done, e.n, e.doneN)
+	}
+	if got, err := after(e, "s", "long", 0); err != nil || len(got) != 11 || got[0] != "progress 0" || got[10] != "progress 10" {
+		t.Errorf("the long call's events after its priming event = %q, %v; want progress 0 to 10, all kept", got, err)
+	}
+	if got, err := after(e, "s", "call099999", 0); err != nil || len(got) != 1 || got[0][:14] != "response 99999" {
+		t.Errorf("the newest done call's resume = %q, %v; want its response", got, err)
+	}
+	if _, err := after(e, "s", "call000000", 0); !errors.Is(err, mcp.ErrEventsPurged) {
+		t.Errorf("the oldest done call's resume: %v; want ErrEventsPurged", err)
+	}
+	if len(e.done)-e.doneHead > 2*budget/8/streamCost+1024 {
+		t.Errorf("the done queue holds %d entries for at most %d streams", len(e.done)-e.doneHead, budget/8/streamCost)
+	}
+	// A done stream that left and appends again cannot be replayed: its
+	// indexes are unknown.
+	_ = e.Append(ctx, "s", "call000001", []byte("late"))
+	if got, err := after(e, "s", "call000001", 1); !errors.Is(err, mcp.ErrEventsPurged) {
+		t.Errorf("resume of a done stream that left, then appended = %q, %v; want ErrEventsPurged", got, err)
+	}
+	// So is one that appends while done (not expected) until it passes
+	// the done streams' bound, then appends again.
+	e2 := newEventStore(budget)
+	_ = e2.Open(ctx, "s", "x")
+	_ = e2.Append(ctx, "s", "x", []byte("zero"))
+	e2.Done("s", "x")
+	_ = e2.Append(ctx, "s", "x", make([]byte, budget/8))
+	_ = e2.Append(ctx, "s", "x", []byte("two"))
+	if got, err := after(e2, "s", "x", 0); !errors.Is(err, mcp.ErrEventsPurged) {
+		t.Errorf("resume of a done stream that left as it appended = %q, %v; want ErrEventsPurged", got, err)
+	}
+	// Done twice, or of an unknown or standalone stream, changes nothing.
+	n, d := e.n, e.doneN
+	e.Done("s", "call099999")
+	e.Done("s", "nosuch")
+	e.Done("other", "call099999")
+	if e.n != n || e.doneN != d {
+		t.Errorf("Done of a done or unknown stream: %d, %d bytes -> %d, %d", n, d, e.n, e.doneN)
+	}
+	_ = e.Open(ctx, "s", "")
+	n, d = e.n, e.doneN
+	e.Done("s", "")
+	if e.n != n || e.doneN != d || e.lookup("s", "").done {
+		t.Errorf("Done of the standalone stream moved it: %d, %d bytes -> %d, %d", n, d, e.n, e.doneN)
+	}
+	_ = e.SessionClosed(ctx, "s")
+	if e.n != 0 || e.doneN != 0 || e.records() != 0 || len(e.done)-e.doneHead-e.doneStale != 0 {
+		t.Errorf("after the session closed: %d open and %d done bytes, %d records, %d done entries live; want none", e.n, e.doneN, e.records(), len(e.done)-e.doneHead-e.doneStale)
+	}
+}
+
+// TestEventStoreDoneFull: when open streams fill the budget, done streams
+// go before any open stream's event, even within their own bound.
+func TestEventStoreDoneFull(t *testing.T) {
+	const budget = 64 << 10
+	e := newEventStore(budget)
+	ctx := t.Context()
+	_ = e.Open(ctx, "s", "done")
+	_ = e.Append(ctx, "s", "done", []byte("answer"))
+	e.Done("s", "done")
+	_ = e.Open(ctx, "s", "open")
+	for e.n+1000+eventCost <= budget-1000 {
+		_ = e.Append(ctx, "s", "open", make([]byte, 1000))
+	}
+	if e.lookup("s", "done") == nil {
+		t.Fatal("the done stream left before the store was full")
+	}
+	// This event fills the budget less 10 bytes: with the done stream the
+	// store passes it, and the next event makes room (room is made before
+	// an event is added).
+	_ = e.Append(ctx, "s", "open", make([]byte, budget-10-e.n-eventCost))
+	open := e.n
+	_ = e.Append(ctx, "s", "open", []byte("x"))
+	if e.lookup("s", "done") != nil {
+		t.Error("the done stream is still held with the budget full of an open stream's events")
+	}
+	if s := e.lookup("s", "open"); s == nil || s.first != 0 || open != budget-10 {
+		t.Errorf("the open stream lost events while a done stream was held (%d bytes held)", open)
+	}
+}

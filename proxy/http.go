@@ -71,8 +71,10 @@ type HTTPOptions struct {
 	// initialize era can resume a dropped stream (GET with Last-Event-ID),
 	// all sessions together, the records of the streams and events counted
 	// (eventstore.go): past it the oldest events are dropped first, a
-	// stream with its last one, and a resume that needs them is refused. A
-	// session's events are dropped when it ends. If zero, 10 MiB.
+	// stream with its last one, and a resume that needs them is refused.
+	// The streams of answers delivered to a client still connected keep at
+	// most an eighth of it and go first. A session's events are dropped
+	// when it ends. If zero, 10 MiB.
 	MaxEventBytes int
 
 	// ApprovalBase is the loopback URL of the listener ("http://127.0.0.1:7777")
@@ -360,7 +362,7 @@ func (m *mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	m.sdk.ServeHTTP(&retryWriter{ResponseWriter: m.tagIDs(w)}, r)
+	m.events.serveDone(m.sdk, &retryWriter{ResponseWriter: m.tagIDs(w)}, r)
 }
 
 // opensGETStream reports whether r opens (or resumes) a session's one GET
@@ -430,7 +432,7 @@ func (m *mcpEndpoint) serveNew(w http.ResponseWriter, r *http.Request) {
 			m.sessions.unreserve()
 		}
 	}()
-	m.sdk.ServeHTTP(&retryWriter{ResponseWriter: m.tagIDs(nw)}, r)
+	m.events.serveDone(m.sdk, &retryWriter{ResponseWriter: m.tagIDs(nw)}, r)
 }
 
 // serveModern serves a 2026-07-28 request (no session) on the stateless

@@ -132,7 +132,7 @@ func (m *mcpEndpoint) serveLean(w http.ResponseWriter, r *http.Request, e *httpS
 	var stream *leanStream
 	base := r.Context()
 	if v := r.Header.Get("Mcp-Protocol-Version"); m.events != nil && v >= primingVersion {
-		stream = &leanStream{events: m.events, session: e.id, id: rand.Text()}
+		stream = &leanStream{events: m.events, session: e.id, id: rand.Text(), client: r.Context()}
 		base = context.WithoutCancel(base)
 	}
 	key := leanKey{e.id, string(f.id)}
@@ -386,8 +386,9 @@ const primingVersion = "2025-11-25"
 type leanStream struct {
 	events  *eventStore
 	session string
-	id      string // a stream id of this session; never contains '_'
-	n       int    // events written
+	id      string          // a stream id of this session; never contains '_'
+	n       int             // events written
+	client  context.Context // the request's: done once the client went away
 }
 
 // primeDelay is how long a lean call's priming event may wait to go out
@@ -440,7 +441,9 @@ func (ls *leanStream) write(ctx context.Context, w http.ResponseWriter, msg []by
 	out = append(out, msg...)
 	out = append(out, "\n\n"...)
 	ls.n++
-	_, _ = w.Write(out)
+	if _, err := w.Write(out); err == nil && ls.client != nil && ls.client.Err() == nil {
+		ls.events.Done(ls.session, ls.id) // delivered, unless the connection fails now
+	}
 }
 
 // leanResponse is the JSON-RPC response to id: result, or rpcErr; the

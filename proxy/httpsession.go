@@ -362,7 +362,7 @@ func (m *mcpEndpoint) serveAdopted(w http.ResponseWriter, r *http.Request, e *ht
 		_ = e.ss.Close()
 		w.WriteHeader(http.StatusNoContent)
 	case http.MethodGet, http.MethodPost:
-		e.tr.ServeHTTP(&retryWriter{ResponseWriter: m.tagIDs(w)}, r)
+		m.events.serveDone(e.tr, &retryWriter{ResponseWriter: m.tagIDs(w)}, r)
 	default:
 		w.Header().Set("Allow", "GET, POST, DELETE")
 		http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)

@@ -217,7 +217,7 @@ func (m *mcpEndpoint) serveLeanList(w http.ResponseWriter, r *http.Request, e *h
 	// a client of 2025-11-25, without one before. (Clients may be given
 	// either; some tell them apart, and the answer must not change with
 	// the path that serves it.)
-	stream := &leanStream{events: m.events, session: e.id, id: rand.Text()}
+	stream := &leanStream{events: m.events, session: e.id, id: rand.Text(), client: r.Context()}
 	if r.Header.Get("Mcp-Protocol-Version") >= primingVersion {
 		stream.prime(r.Context(), w)
 	} else {

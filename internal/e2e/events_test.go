@@ -1,12 +1,14 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestHTTPMaxEventBytes: [http] max_event_bytes reaches the store of the
@@ -84,4 +86,91 @@ func resume(ctx context.Context, t *testing.T, c *http.Client, hp *httpProxy, si
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	return rawResponse{status: resp.StatusCode, header: resp.Header, body: string(b)}
+}
+
+// TestHTTPDeliveredStreams: the answers of calls delivered to a client
+// still connected are kept for resumption within an eighth of
+// max_event_bytes, and go before the streams of calls whose client went
+// away. Under 64 KiB: a call whose client dropped its stream after the
+// priming event is replayed whole after 20 answers of 1 KB to the same
+// session (20 KB: past the eighth, within the bound), while the first of
+// those answers, delivered, is not. Both for calls on the lean path and
+// for calls the SDK serves (those asking for progress).
+func TestHTTPDeliveredStreams(t *testing.T) {
+	t.Parallel()
+	for _, path := range []struct{ name, meta string }{{"lean", ""}, {"sdk", `"_meta":{"progressToken":"p"},`}} {
+		t.Run(path.name, func(t *testing.T) {
+			t.Parallel()
+			deliveredStreams(t, path.meta)
+		})
+	}
+}
+
+// deliveredStreams is TestHTTPDeliveredStreams with calls whose params
+// start with meta.
+func deliveredStreams(t *testing.T, meta string) {
+	hp := startHTTP(t, writeConfig(t, "[http]\nmax_event_bytes = 65536\n"+fixture("alpha", []string{"-tools", "echo,sleep"})))
+	ctx := testCtx(t)
+	c := rawClient("")
+	sid := rawSession(ctx, t, c, hp)
+	callOf := func(id int, tool, args string) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{%s"name":"alpha__%s","arguments":%s}}`, id, meta, tool, args)
+	}
+
+	// The dropped call: its stream is read to the priming event's id,
+	// then the connection closes while the call sleeps.
+	dropCtx, drop := context.WithCancel(ctx)
+	req, err := http.NewRequestWithContext(dropCtx, http.MethodPost, hp.endpoint(), strings.NewReader(callOf(2, "sleep", `{"ms":300}`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", sid)
+	req.Header.Set("Mcp-Protocol-Version", protocolVersion)
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dropped := ""
+	for br := bufio.NewReader(resp.Body); dropped == ""; {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("the sleeping call's stream ended before an event id: %v", err)
+		}
+		if id, ok := strings.CutPrefix(strings.TrimRight(line, "\n"), "id: "); ok {
+			dropped = id
+		}
+	}
+	drop()
+	resp.Body.Close()
+	// Its answer comes to the store when the call ends; a resume before
+	// that replays nothing yet.
+	for i := 0; ; i++ {
+		r := resume(ctx, t, c, hp, sid, dropped)
+		if strings.Contains(r.body, "slept 300 ms") {
+			break
+		}
+		if i == 200 {
+			t.Fatalf("the dropped call's answer never came to be replayed: status %d, body %.300s", r.status, r.body)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+
+	var firstDelivered string
+	for i := range 20 {
+		r := do(ctx, t, c, http.MethodPost, hp.endpoint(), sid, strings.NewReader(callOf(10+i, "echo", fmt.Sprintf(`{"message":%q}`, strings.Repeat("d", 1000)))))
+		if r.status != http.StatusOK || !strings.Contains(r.body, "alpha: ddd") {
+			t.Fatalf("call %d: status %d, body %.200s", 10+i, r.status, r.body)
+		}
+		if i == 0 {
+			firstDelivered = firstEventID(r.body)
+		}
+	}
+	if r := resume(ctx, t, c, hp, sid, dropped); r.status != http.StatusOK || !strings.Contains(r.body, "slept 300 ms") {
+		t.Errorf("resume of the dropped call after 20 delivered answers: status %d, body %.300s; want its answer replayed", r.status, r.body)
+	}
+	if r := resume(ctx, t, c, hp, sid, firstDelivered); r.status == http.StatusOK || strings.Contains(r.body, "alpha: ddd") {
+		t.Errorf("resume of the first delivered call after 19 more: status %d, body %.300s; want a refusal (delivered answers keep an eighth of the bound)", r.status, r.body)
+	}
 }

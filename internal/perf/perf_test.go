@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,6 +45,9 @@ func TestMain(m *testing.M) {
 	if *manifoldBin != "" {
 		bins.manifold = *manifoldBin
 	}
+	if bins.err == nil && *installed {
+		bins.manifold, bins.err = install(bins.manifold, filepath.Join(dir, "installed"))
+	}
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
@@ -65,6 +69,35 @@ func build(dir string) error {
 		}
 	}
 	return nil
+}
+
+// installed, when set, has the benchmarks run a copy of the manifold
+// binary written as install(1) and cp(1) write one, not the file itself:
+// the file pages a process maps depend on how the file came into the page
+// cache. Since Linux 6.18 a fault of a file mapping maps the whole large
+// folio it falls in, and the linker's output (written through a mapping)
+// is cached partly in folios of up to 2 MB. Measured with one build
+// (BenchmarkProxyMemory/stdio, idle): 15.3 MB as the linker wrote it, 12.9
+// MB for its copy, 29.4 MB for a copy written 4 MB at a time (dd bs=4M).
+// A comparison of two builds is one of their code only with both copied.
+var installed = flag.Bool("installed", true, "run a copy of the manifold binary, written as install(1) writes one, so that the file pages it maps do not depend on how the file was written (see install)")
+
+// install copies the binary bin to dst, executable, and returns dst.
+func install(bin, dst string) (string, error) {
+	in, err := os.Open(bin)
+	if err != nil {
+		return "", err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o755)
+	if err != nil {
+		return "", err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return "", fmt.Errorf("copying %s: %w", bin, err)
+	}
+	return dst, out.Close()
 }
 
 func moduleRoot() (string, error) {
