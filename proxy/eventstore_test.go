@@ -163,7 +163,7 @@ func (e *eventStore) held() (open, done int) {
 }
 
 // TestEventStoreDone: streams whose answers were delivered (Done) hold at
-// most an eighth of the budget and go first, so that 100,000 short calls
+// most a sixteenth of the budget (doneShare) and go first, so that 100,000 short calls
 // leave a long call's stream, still open, all its events; a done stream is
 // replayed while it is held, refused as purged once it left, and refused
 // (its indexes unknown) should it append after that. The counts stay those
@@ -182,8 +182,8 @@ func TestEventStoreDone(t *testing.T) {
 		_ = e.Append(ctx, "s", id, nil)
 		_ = e.Append(ctx, "s", id, append(resp[:0:0], fmt.Sprintf("response %d", i)...))
 		e.Done("s", id)
-		if e.doneN > budget/8 || e.n+e.doneN > budget {
-			t.Fatalf("after %d calls: %d bytes done, %d in all; bounds %d and %d", i+1, e.doneN, e.n+e.doneN, budget/8, budget)
+		if e.doneN > budget/doneShare || e.n+e.doneN > budget {
+			t.Fatalf("after %d calls: %d bytes done, %d in all; bounds %d and %d", i+1, e.doneN, e.n+e.doneN, budget/doneShare, budget)
 		}
 		if i%10_000 == 0 {
 			_ = e.Append(ctx, "s", "long", fmt.Appendf(nil, "progress %d", i/10_000+1))
@@ -201,8 +201,8 @@ func TestEventStoreDone(t *testing.T) {
 	if _, err := after(e, "s", "call000000", 0); !errors.Is(err, mcp.ErrEventsPurged) {
 		t.Errorf("the oldest done call's resume: %v; want ErrEventsPurged", err)
 	}
-	if len(e.done)-e.doneHead > 2*budget/8/streamCost+1024 {
-		t.Errorf("the done queue holds %d entries for at most %d streams", len(e.done)-e.doneHead, budget/8/streamCost)
+	if len(e.done)-e.doneHead > 2*budget/doneShare/streamCost+1024 {
+		t.Errorf("the done queue holds %d entries for at most %d streams", len(e.done)-e.doneHead, budget/doneShare/streamCost)
 	}
 	// A done stream that left and appends again cannot be replayed: its
 	// indexes are unknown.
@@ -216,7 +216,7 @@ func TestEventStoreDone(t *testing.T) {
 	_ = e2.Open(ctx, "s", "x")
 	_ = e2.Append(ctx, "s", "x", []byte("zero"))
 	e2.Done("s", "x")
-	_ = e2.Append(ctx, "s", "x", make([]byte, budget/8))
+	_ = e2.Append(ctx, "s", "x", make([]byte, budget/doneShare))
 	_ = e2.Append(ctx, "s", "x", []byte("two"))
 	if got, err := after(e2, "s", "x", 0); !errors.Is(err, mcp.ErrEventsPurged) {
 		t.Errorf("resume of a done stream that left as it appended = %q, %v; want ErrEventsPurged", got, err)

@@ -73,7 +73,7 @@ type HTTPOptions struct {
 	// (eventstore.go): past it the oldest events are dropped first, a
 	// stream with its last one, and a resume that needs them is refused.
 	// The streams of answers delivered to a client still connected keep at
-	// most an eighth of it and go first. A session's events are dropped
+	// most a sixteenth of it and go first. A session's events are dropped
 	// when it ends. If zero, 10 MiB.
 	MaxEventBytes int
 

@@ -38,7 +38,7 @@ var configKeys = []configKey{
 	{"http.body_timeout", "[http]", "Time to read a request's body (default 30s); slower: 408."},
 	{"http.max_sessions", "[http]", "MCP sessions open at once (default 100); beyond: 503."},
 	{"http.session_idle_timeout", "[http]", "Close a session idle that long (default 10m)."},
-	{"http.max_event_bytes", "[http]", "What the initialize era's streams keep so that a client can resume one that dropped, all sessions together, with the records of streams and events (default 10 MiB, 64 KiB to 1 GiB); past it the oldest events go first. Streams whose answers were delivered to a client still connected keep at most an eighth of it, and go before those of calls in flight or of clients that dropped."},
+	{"http.max_event_bytes", "[http]", "What the initialize era's streams keep so that a client can resume one that dropped, all sessions together, with the records of streams and events (default 10 MiB, 64 KiB to 1 GiB); past it the oldest events go first. Streams whose answers were delivered to a client still connected keep at most a sixteenth of it, and go before those of calls in flight or of clients that dropped."},
 	{"http.drain_grace", "[http]", "After SIGTERM, how long the requests in flight may take before serve --http stops (default 20s); meanwhile /readyz is 503 and new work is refused."},
 	{"cluster.redis", "[cluster]", `The Redis that replicas share rate limits, spend caps and approve-call approvals on: "redis://HOST:PORT/DB" (rediss:// for TLS; ${file:} and ${env:} work). Without [cluster], each process counts alone.`},
 	{"cluster.key_prefix", "[cluster]", `Start of every key written to Redis (default "manifold:").`},

@@ -89,11 +89,11 @@ func resume(ctx context.Context, t *testing.T, c *http.Client, hp *httpProxy, si
 }
 
 // TestHTTPDeliveredStreams: the answers of calls delivered to a client
-// still connected are kept for resumption within an eighth of
+// still connected are kept for resumption within a sixteenth of
 // max_event_bytes, and go before the streams of calls whose client went
 // away. Under 64 KiB: a call whose client dropped its stream after the
 // priming event is replayed whole after 20 answers of 1 KB to the same
-// session (20 KB: past the eighth, within the bound), while the first of
+// session (20 KB: past the sixteenth, within the bound), while the first of
 // those answers, delivered, is not. Both for calls on the lean path and
 // for calls the SDK serves (those asking for progress).
 func TestHTTPDeliveredStreams(t *testing.T) {
@@ -171,6 +171,6 @@ func deliveredStreams(t *testing.T, meta string) {
 		t.Errorf("resume of the dropped call after 20 delivered answers: status %d, body %.300s; want its answer replayed", r.status, r.body)
 	}
 	if r := resume(ctx, t, c, hp, sid, firstDelivered); r.status == http.StatusOK || strings.Contains(r.body, "alpha: ddd") {
-		t.Errorf("resume of the first delivered call after 19 more: status %d, body %.300s; want a refusal (delivered answers keep an eighth of the bound)", r.status, r.body)
+		t.Errorf("resume of the first delivered call after 19 more: status %d, body %.300s; want a refusal (delivered answers keep a sixteenth of the bound)", r.status, r.body)
 	}
 }
