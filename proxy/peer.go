@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"net"
 	"net/http"
 	"net/netip"
@@ -84,6 +85,16 @@ func lookupPeer(r *http.Request) peer {
 	if err != nil {
 		return p
 	}
+	// The client's socket is the one whose local end is our remote.
+	switch uid, err := diagUID(remote, local); {
+	case err == nil:
+		p.uid = uid
+		return p
+	case errors.Is(err, errNotFound):
+		return p
+	}
+	// The kernel cannot be asked (not Linux, or no sock_diag): read the
+	// tables, every socket of the machine.
 	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
 		data, err := os.ReadFile(f)
 		if err != nil {
