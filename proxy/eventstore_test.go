@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -268,5 +270,67 @@ func TestEventStoreDoneFull(t *testing.T) {
 	}
 	if s := e.lookup("s", "open"); s == nil || s.first != 0 || open != budget-10 {
 		t.Errorf("the open stream lost events while a done stream was held (%d bytes held)", open)
+	}
+}
+
+// TestEventStoreModel runs random sequences of opens, appends, deliveries
+// (Done), closes and resumes on a small store, against a model that keeps
+// every event: after each step the store's counts are those of the streams
+// it holds and within their bounds, and a resume returns exactly the
+// model's events after its index, or an error, never another stream's
+// events or events under other indexes. As in the proxy, a stream is
+// opened once, before its first event, under an id that is not reused.
+func TestEventStoreModel(t *testing.T) {
+	const budget = 4 << 10
+	for seed := range 50 {
+		rng := rand.New(rand.NewPCG(uint64(seed), 7))
+		e := newEventStore(budget)
+		ctx := t.Context()
+		model := map[[2]string][]string{} // every event ever appended, by index
+		sessions := []string{"a", "b", "c"}
+		streamID := func() (string, string) {
+			return sessions[rng.IntN(len(sessions))], fmt.Sprint("s", rng.IntN(12))
+		}
+		for step := range 2000 {
+			session, stream := streamID()
+			k := [2]string{session, stream}
+			switch op := rng.IntN(10); {
+			case op < 2:
+				// The SDK and the lean path open a stream once, under an id
+				// of their own making, before its first event.
+				if _, used := model[k]; !used {
+					_ = e.Open(ctx, session, stream)
+					model[k] = []string{}
+				}
+			case op < 6:
+				d := fmt.Sprintf("%s/%s/%d/%s", session, stream, len(model[k]), strings.Repeat("x", rng.IntN(300)))
+				_ = e.Append(ctx, session, stream, []byte(d))
+				model[k] = append(model[k], d)
+			case op < 8:
+				e.Done(session, stream)
+			case op < 9:
+				if rng.IntN(10) == 0 {
+					_ = e.SessionClosed(ctx, session)
+					for mk := range model {
+						if mk[0] == session {
+							delete(model, mk) // a new stream of that name starts over
+						}
+					}
+				}
+			default:
+				index := rng.IntN(len(model[k])+1) - 1
+				got, err := after(e, session, stream, index)
+				if err == nil && fmt.Sprint(got) != fmt.Sprint(model[k][index+1:]) {
+					t.Fatalf("seed %d step %d: after(%s, %s, %d) = %.200q; the model has %.200q", seed, step, session, stream, index, got, model[k][index+1:])
+				}
+			}
+			open, done := e.held()
+			if open != e.n || done != e.doneN {
+				t.Fatalf("seed %d step %d: the streams hold %d open and %d done bytes; the store counts %d and %d", seed, step, open, done, e.n, e.doneN)
+			}
+			if e.n+e.doneN > budget+300+64+eventCost+streamCost || e.doneN > budget/doneShare+300+64+eventCost {
+				t.Fatalf("seed %d step %d: %d open and %d done bytes; bounds %d and %d, passed by one event at most", seed, step, e.n, e.doneN, budget, budget/doneShare)
+			}
+		}
 	}
 }
