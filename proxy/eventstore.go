@@ -323,6 +323,14 @@ func (e *eventStore) compact() {
 	}
 }
 
+// held returns the bytes the store holds for open and for done streams,
+// the records' costs counted.
+func (e *eventStore) held() (open, done int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.n, e.doneN
+}
+
 // streamsOpened collects the streams the SDK opens as it serves one POST:
 // it opens a POST's stream with the request's context.
 type streamsOpened struct{ ids [][2]string }

@@ -148,9 +148,9 @@ func TestEventStoreManySessions(t *testing.T) {
 	}
 }
 
-// held sums what the store's streams hold, records and events, as the
-// budget counts them: open streams, then done ones.
-func (e *eventStore) held() (open, done int) {
+// streamsHold sums what the store's streams hold, records and events, as
+// the budget counts them: open streams, then done ones.
+func (e *eventStore) streamsHold() (open, done int) {
 	for _, m := range e.sessions {
 		for _, s := range m {
 			c := s.recordCost() + s.dataCost
@@ -191,7 +191,7 @@ func TestEventStoreDone(t *testing.T) {
 			_ = e.Append(ctx, "s", "long", fmt.Appendf(nil, "progress %d", i/10_000+1))
 		}
 	}
-	if open, done := e.held(); open != e.n || done != e.doneN {
+	if open, done := e.streamsHold(); open != e.n || done != e.doneN {
 		t.Errorf("the streams hold %d open and %d done bytes; the store counts %d and %d", open, done, e.n, e.doneN)
 	}
 	if got, err := after(e, "s", "long", 0); err != nil || len(got) != 11 || got[0] != "progress 0" || got[10] != "progress 10" {
@@ -324,7 +324,7 @@ func TestEventStoreModel(t *testing.T) {
 					t.Fatalf("seed %d step %d: after(%s, %s, %d) = %.200q; the model has %.200q", seed, step, session, stream, index, got, model[k][index+1:])
 				}
 			}
-			open, done := e.held()
+			open, done := e.streamsHold()
 			if open != e.n || done != e.doneN {
 				t.Fatalf("seed %d step %d: the streams hold %d open and %d done bytes; the store counts %d and %d", seed, step, open, done, e.n, e.doneN)
 			}

@@ -199,6 +199,7 @@ func (s *Server) newMCPEndpoint(opts HTTPOptions) *mcpEndpoint {
 	// (eventstore.go: the SDK's own store keeps a record per stream for as
 	// long as its session lives).
 	events := newEventStore(opts.MaxEventBytes)
+	s.resume.Store(events) // for the metrics
 	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.server }, &mcp.StreamableHTTPOptions{
 		MaxRequestBodyBytes: opts.MaxRequestBytes,
 		EventStore:          events,

@@ -36,6 +36,14 @@ func (s *Server) newMetrics() *telemetry.Metrics {
 			}
 			return n
 		},
+		Resume: func() (open, delivered, max int, ok bool) {
+			e := s.resume.Load()
+			if e == nil {
+				return 0, 0, 0, false
+			}
+			open, delivered = e.held()
+			return open, delivered, e.max, true
+		},
 	})
 }
 

@@ -288,9 +288,10 @@ type Server struct {
 	answerTo     atomic.Pointer[mcpEndpoint]  // receives the answers other replicas relay (answerrelay.go)
 	labels       labeler                      // labels results as data (label.go)
 	ledger       SpendLedger
-	audit        *auditor           // the client's logging/setLevel, for servers that start later
-	metrics      *telemetry.Metrics // nil when Options.Metrics is off
-	tracer       *telemetry.Tracer  // nil when traces are off
+	audit        *auditor                   // the client's logging/setLevel, for servers that start later
+	metrics      *telemetry.Metrics         // nil when Options.Metrics is off
+	resume       atomic.Pointer[eventStore] // the HTTP endpoint's, for the metrics; nil over stdio
+	tracer       *telemetry.Tracer          // nil when traces are off
 
 	capsMu       sync.Mutex
 	clientCaps   *mcp.ClientCapabilities // guarded by capsMu; offered to upstreams

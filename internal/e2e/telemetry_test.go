@@ -151,6 +151,11 @@ func TestTelemetryMetricsHTTP(t *testing.T) {
 	if got := counts(fams, "manifold_sessions"); got["transport=http"] != 1 || got["transport=stdio"] != 0 {
 		t.Errorf("manifold_sessions = %v, want 1 http session", got)
 	}
+	// The session's answers were delivered: their streams are in the
+	// delivered queue, within a sixteenth of the default bound.
+	if got, max := counts(fams, "manifold_http_resume_bytes"), counts(fams, "manifold_http_resume_max_bytes")[""]; got["queue=delivered"] <= 0 || got["queue=delivered"] > max/16 || got["queue=open"] < 0 || max != 10<<20 {
+		t.Errorf("manifold_http_resume_bytes = %v, max %v; want delivered bytes within a sixteenth of 10 MiB", got, max)
+	}
 	for name, f := range fams {
 		for _, m := range f.GetMetric() {
 			for _, l := range m.GetLabel() {
@@ -203,6 +208,9 @@ func TestTelemetryMetricsStdio(t *testing.T) {
 	fams = scrape(ctx, t, "http://"+addr+"/metrics")
 	if got := counts(fams, "manifold_requests_total")["method=tools/call,outcome=ok,server=alpha,tool=alpha__echo"]; got != 1 {
 		t.Errorf("alpha__echo ok = %v, want 1; all: %v", got, counts(fams, "manifold_requests_total"))
+	}
+	if fams["manifold_http_resume_bytes"] != nil || fams["manifold_http_resume_max_bytes"] != nil {
+		t.Error("a proxy over stdio reports an HTTP event store")
 	}
 	if got := counts(fams, "manifold_sessions"); got["transport=stdio"] != 1 || got["transport=http"] != 0 {
 		t.Errorf("manifold_sessions = %v, want 1 stdio session", got)

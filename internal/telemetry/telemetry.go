@@ -54,6 +54,10 @@ var States = []string{"starting", "up", "restarting", "idle", "failed", "stopped
 type Source struct {
 	Upstreams func() []Upstream
 	Sessions  func() map[string]int
+	// Resume reads the HTTP event store kept for resuming streams: the
+	// bytes of open and of delivered streams, and its bound; ok is false
+	// without an HTTP endpoint.
+	Resume func() (open, delivered, max int, ok bool)
 }
 
 // Metrics is one proxy's registry. A nil *Metrics records nothing, so the
@@ -187,10 +191,16 @@ var (
 	descSessions = prometheus.NewDesc("manifold_sessions",
 		"Client sessions open, by transport (stdio, http).",
 		[]string{"transport"}, nil)
+	descResume = prometheus.NewDesc("manifold_http_resume_bytes",
+		"Bytes the initialize era's HTTP streams keep for resumption, records counted, by queue: open (calls in flight, and streams whose client dropped) and delivered (answers written to a client still connected, at most a sixteenth of the bound, dropped first).",
+		[]string{"queue"}, nil)
+	descResumeMax = prometheus.NewDesc("manifold_http_resume_max_bytes",
+		"The bound of manifold_http_resume_bytes, both queues together ([http] max_event_bytes).",
+		nil, nil)
 )
 
 func (g *gauges) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descState, descRestarts, descEra, descProbe, descSessions} {
+	for _, d := range []*prometheus.Desc{descState, descRestarts, descEra, descProbe, descSessions, descResume, descResumeMax} {
 		ch <- d
 	}
 }
@@ -218,6 +228,13 @@ func (g *gauges) Collect(ch chan<- prometheus.Metric) {
 		n := g.src.Sessions()
 		for _, tr := range []string{"stdio", "http"} {
 			ch <- prometheus.MustNewConstMetric(descSessions, prometheus.GaugeValue, float64(n[tr]), tr)
+		}
+	}
+	if g.src.Resume != nil {
+		if open, delivered, max, ok := g.src.Resume(); ok {
+			ch <- prometheus.MustNewConstMetric(descResume, prometheus.GaugeValue, float64(open), "open")
+			ch <- prometheus.MustNewConstMetric(descResume, prometheus.GaugeValue, float64(delivered), "delivered")
+			ch <- prometheus.MustNewConstMetric(descResumeMax, prometheus.GaugeValue, float64(max))
 		}
 	}
 }

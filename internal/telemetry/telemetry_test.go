@@ -154,6 +154,7 @@ func TestGauges(t *testing.T) {
 			}
 		},
 		Sessions: func() map[string]int { return map[string]int{"http": 3} },
+		Resume:   func() (int, int, int, bool) { return 4000, 600, 1 << 20, true },
 	})
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
@@ -167,6 +168,9 @@ func TestGauges(t *testing.T) {
 		`manifold_upstream_probe_seconds{server="a"} 0.25`,
 		`manifold_sessions{transport="http"} 3`,
 		`manifold_sessions{transport="stdio"} 0`,
+		`manifold_http_resume_bytes{queue="open"} 4000`,
+		`manifold_http_resume_bytes{queue="delivered"} 600`,
+		`manifold_http_resume_max_bytes 1.048576e+06`,
 	} {
 		if !strings.Contains(body, line+"\n") {
 			t.Errorf("/metrics lacks %q", line)
