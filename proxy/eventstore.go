@@ -32,10 +32,10 @@ import (
 // unknown, so a resume of it fails as one of purged events does (the SDK
 // answers 400), and delivery goes on as before.
 //
-// A stream whose answer was written to a client still connected (Done; the
-// lean path's calls) is kept, whole, in a second queue of done streams,
-// bounded by a sixteenth of the budget and the first to go when the store is
-// full: a client resumes a stream that dropped, and one that was delivered
+// A stream whose answer was written to a client still connected (Done: the
+// lean path's calls and lists, and the SDK's POSTs through serveDone) is
+// kept, whole, in a second queue of done streams, bounded by a sixteenth of
+// the budget and the first to go when the store is full: a client resumes a stream that dropped, and one that was delivered
 // to a connection still open has not dropped unless the connection fails
 // within the moment the bytes are in flight. So a sustained load of short
 // calls keeps about a sixteenth of the budget, not all of it (measured over

@@ -100,7 +100,6 @@ func lookupPeer(r *http.Request) peer {
 		if err != nil {
 			continue // not Linux, or no IPv6
 		}
-		// The client's socket is the one whose local end is our remote.
 		if uid, ok := socketUID(data, remote, local); ok {
 			p.uid = uid
 			break
@@ -108,6 +107,9 @@ func lookupPeer(r *http.Request) peer {
 	}
 	return p
 }
+
+// errNotFound is diagUID's answer when the kernel has no such socket.
+var errNotFound = errors.New("no such socket")
 
 // socketUID finds, in the text of /proc/net/tcp or /proc/net/tcp6, the
 // socket whose local address is local and remote address is remote, and

@@ -18,9 +18,6 @@ const (
 	nlmsgHdrLen       = 16
 )
 
-// errNotFound is diagUID's answer when the kernel has no such socket.
-var errNotFound = errors.New("no such socket")
-
 // diagUID asks the kernel (NETLINK_SOCK_DIAG, an exact lookup, as ss(8)
 // does) for the uid owning the TCP socket whose local address is local and
 // remote address is remote. Its cost does not depend on the number of
@@ -51,17 +48,20 @@ func diagUID(local, remote netip.AddrPort) (int, error) {
 	if local.Addr().Is4() {
 		family = syscall.AF_INET
 	}
-	return diagQuery(fd, family, local, remote, 1)
+	return diagQuery(fd, family, local, remote)
 }
+
+// diagSeq is the sequence number of diagQuery's request, its socket's only.
+const diagSeq = 1
 
 // diagQuery sends one exact lookup of family on the netlink socket fd and
 // reads its answer.
-func diagQuery(fd int, family byte, local, remote netip.AddrPort, seq uint32) (int, error) {
+func diagQuery(fd int, family byte, local, remote netip.AddrPort) (int, error) {
 	req := make([]byte, nlmsgHdrLen+inetDiagReqLen)
 	binary.NativeEndian.PutUint32(req[0:], uint32(len(req)))
 	binary.NativeEndian.PutUint16(req[4:], sockDiagByFamily)
 	binary.NativeEndian.PutUint16(req[6:], syscall.NLM_F_REQUEST)
-	binary.NativeEndian.PutUint32(req[8:], seq)
+	binary.NativeEndian.PutUint32(req[8:], diagSeq)
 	r := req[nlmsgHdrLen:]
 	r[0] = family
 	r[1] = syscall.IPPROTO_TCP
@@ -85,7 +85,7 @@ func diagQuery(fd int, family byte, local, remote netip.AddrPort, seq uint32) (i
 		if err != nil {
 			return 0, err
 		}
-		if n >= nlmsgHdrLen && binary.NativeEndian.Uint32(buf[8:]) != seq {
+		if n >= nlmsgHdrLen && binary.NativeEndian.Uint32(buf[8:]) != diagSeq {
 			continue // not this request's answer
 		}
 		return parseDiagAnswer(buf[:n])

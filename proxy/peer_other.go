@@ -7,8 +7,6 @@ import (
 	"net/netip"
 )
 
-var errNotFound = errors.New("no such socket")
-
 // diagUID is Linux only: elsewhere the caller reads /proc, which is not there either.
 func diagUID(local, remote netip.AddrPort) (int, error) {
 	return 0, errors.ErrUnsupported
