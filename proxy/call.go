@@ -343,7 +343,14 @@ func (s *Server) routeCall(ctx context.Context, ss *mcp.ServerSession, name stri
 			}
 		}
 		if re.modern && ss != nil && !up.Modern() {
-			if pc == nil {
+			switch {
+			case pc != nil:
+			case !mayAsk(re.caps):
+				// Nothing the server may ask could be answered: no call is
+				// parked, and its questions get the error a parked call
+				// would give (askParked).
+				callCtx = context.WithValue(ctx, noInputKey{}, b.name)
+			default:
 				var err error
 				if callCtx, pc, err = s.newParked(ctx, bind, re.caps, ttl, finish); err != nil {
 					done(nil, err)

@@ -230,9 +230,13 @@ func writeModernError(w http.ResponseWriter, msg []byte, code int64) {
 // leanModernTool reports whether a 2026-07-28 call of the exposed tool name
 // by who can be served without the SDK's per-request session: an unknown or
 // hidden name (answered with its error), or a tool of a shared server that
-// is up and speaks 2026-07-28, called without a person's approval. A call
-// the bridge parks (a legacy server's questions, mrtr.go), one that needs a
-// process of its own, or a confirm rule's, goes to the SDK.
+// is up, called without a person's approval. The shared server may be of
+// either era: one of the initialize era is bridged as over stdio, and since
+// a shared process over HTTP is offered none of sampling, elicitation or
+// roots (relay.go: offerFor), its call is never parked for the client's
+// input. A call that needs a process of its own (isolation = "session", or
+// the caller's credential), or a confirm rule's, which the bridge parks
+// (mrtr.go), goes to the SDK.
 func (c *catalog) leanModernTool(name string, who policy.Identity) bool {
 	e, d, ok := c.visibleTool(name, who)
 	if !ok {
@@ -243,7 +247,7 @@ func (c *catalog) leanModernTool(name string, who policy.Identity) bool {
 		return false
 	}
 	st, up, _ := b.snapshot()
-	return st == stateUp && up != nil && up.Modern()
+	return st == stateUp && up != nil
 }
 
 // leanFields splits the params of a lean tools/call: the tool's name, and

@@ -330,11 +330,17 @@ func TestMain(m *testing.M) {
 // to calls and "cancelled w" to record; sdkCalls counts the tools/call
 // requests the SDK handled.
 func serveModernFixture(t *testing.T, typed bool) (url, calls, record string, sdkCalls *atomic.Int32) {
+	return serveFixtureEra(t, typed, "modern")
+}
+
+// serveFixtureEra is serveModernFixture with a fixture of the era given
+// ("modern", or "legacy": the bridge).
+func serveFixtureEra(t *testing.T, typed bool, fixtureEra string) (url, calls, record string, sdkCalls *atomic.Int32) {
 	t.Helper()
 	dir := t.TempDir()
 	calls, record = filepath.Join(dir, "calls"), filepath.Join(dir, "record")
 	url, sdkCalls, _ = serveCounting(t, ServerConfig{Upstream: upstream.Options{Name: "w", Command: fixtureBin(t),
-		Args: []string{"-name", "w", "-era", "modern", "-extra", "hdr", "-calls", calls, "-record", record}}, Prefix: "w"}, typed)
+		Args: []string{"-name", "w", "-era", fixtureEra, "-extra", "hdr", "-calls", calls, "-record", record}}, Prefix: "w"}, typed)
 	return url, calls, record, sdkCalls
 }
 
@@ -389,14 +395,21 @@ func modernHeaders(name string) map[string]string {
 	return map[string]string{"Mcp-Protocol-Version": modernVersion, "Mcp-Method": "tools/call", "Mcp-Name": name}
 }
 
-// TestHTTPLeanModern: a 2026-07-28 tools/call to a 2026-07-28 server is
-// answered without the SDK when the SDK would serve it as it is, with the
-// same answer (status, and the JSON-RPC result or error) as the SDK gives;
-// every request the SDK would refuse or treat otherwise (headers that
-// disagree with the body, a version not served, a _meta it rejects, a tool
-// with parameters bound to headers, a progress token, Last-Event-ID) goes to
-// the SDK and gets its answer.
+// TestHTTPLeanModern: a 2026-07-28 tools/call to a shared server, of
+// 2026-07-28 or (the bridge) of the initialize era, is answered without the
+// SDK when the SDK would serve it as it is, with the same answer (status,
+// and the JSON-RPC result or error) as the SDK gives; every request the SDK
+// would refuse or treat otherwise (headers that disagree with the body, a
+// version not served, a _meta it rejects, a tool with parameters bound to
+// headers, a progress token, Last-Event-ID) goes to the SDK and gets its
+// answer.
 func TestHTTPLeanModern(t *testing.T) {
+	for _, fixtureEra := range []string{"modern", "legacy"} {
+		t.Run(fixtureEra+"-server", func(t *testing.T) { testHTTPLeanModern(t, fixtureEra) })
+	}
+}
+
+func testHTTPLeanModern(t *testing.T, fixtureEra string) {
 	with := func(h map[string]string, k, v string) map[string]string {
 		out := map[string]string{}
 		for hk, hv := range h {
@@ -437,7 +450,7 @@ func TestHTTPLeanModern(t *testing.T) {
 	urls := map[bool]string{}
 	counts := map[bool]*atomic.Int32{}
 	for _, typed := range []bool{false, true} {
-		urls[typed], _, _, counts[typed] = serveModernFixture(t, typed)
+		urls[typed], _, _, counts[typed] = serveFixtureEra(t, typed, fixtureEra)
 	}
 	type answer struct {
 		Status int

@@ -536,12 +536,30 @@ func (pc *parkedCall) resume(ctx context.Context, st era.State, caps *mcp.Client
 	return nil
 }
 
+// noInputKey marks the context of a modern client's call on a legacy server
+// whose request declared none of sampling, elicitation and roots; its value
+// is the server's name. Such a call is not parked (newParked): whatever the
+// server asks is refused at once, as needCap refuses it in a parked call.
+type noInputKey struct{}
+
+// mayAsk reports whether a modern client's request declared a capability a
+// server's question could need (needCap): sampling, elicitation or roots.
+func mayAsk(caps *mcp.ClientCapabilities) bool {
+	return caps != nil && (caps.Sampling != nil || caps.Elicitation != nil || caps.RootsV2 != nil)
+}
+
 // askParked hands an upstream's request to the parked call ctx belongs to,
 // decoding the client's answer as T. ok is false when ctx belongs to no
 // modern client's call (the request is relayed as before).
 func askParked[T any](ctx context.Context, method, mode string, params any) (res T, ok bool, err error) {
 	pc := parkedOf(ctx)
 	if pc == nil {
+		if server, marked := ctx.Value(noInputKey{}).(string); marked {
+			if err = needCap(method, server, mode, &mcp.ClientCapabilities{}); err == nil {
+				err = &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("%s from %q refused: the client's call cannot be asked anything", method, server)}
+			}
+			return res, true, err
+		}
 		return res, false, nil
 	}
 	raw, err := pc.ask(ctx, method, mode, params)

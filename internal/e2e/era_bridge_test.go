@@ -230,6 +230,39 @@ func TestBridgeModernClientLegacyServerAuto(t *testing.T) {
 			t.Errorf("alpha__sample without sampling = %q (isError %v), want the upstream's error naming the missing capability", got, res.IsError)
 		}
 	})
+
+	t.Run("no capability", func(t *testing.T) {
+		// This request declares none of sampling, elicitation and roots:
+		// its call is not parked (mrtr.go: noInputKey), and each question
+		// of the server is refused as a parked call refuses it.
+		meta := mcp.Meta{mcp.MetaKeyClientCapabilities: map[string]any{}}
+		before := bc.count()
+		for _, tc := range []struct {
+			tool    string
+			args    map[string]any
+			capName string
+		}{
+			{"alpha__sample", map[string]any{"prompt": "hi"}, "sampling"},
+			{"alpha__elicit", map[string]any{"message": "why?"}, "elicitation"},
+			{"alpha__roots", map[string]any{}, "roots"},
+		} {
+			// The server's answer: a tool error, or (roots) a protocol error.
+			var got string
+			res, err := callRaw(ctx, sp.cs, tc.tool, tc.args, meta)
+			switch {
+			case err != nil:
+				got = err.Error()
+			case res.IsError:
+				got = text(res)
+			}
+			if want := fmt.Sprintf("from \"alpha\" needs the client capability %q, which this client did not declare", tc.capName); !strings.Contains(got, want) {
+				t.Errorf("%s without capabilities = %q, %v, want the server's error naming %q", tc.tool, got, res, tc.capName)
+			}
+		}
+		if n := bc.count() - before; n != 0 {
+			t.Errorf("the client was asked %d times, want 0", n)
+		}
+	})
 }
 
 // Cell 3 raw: the client sees the input_required result, answers it with a

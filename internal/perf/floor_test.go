@@ -49,15 +49,22 @@ type floorCase struct {
 	http    bool
 	era     string // the fixture's -era, direct and upstream
 	relay   bool   // the floor: testdata/relay in front of one fixture, not Manifold
+	// upEra, if set, is the upstreams' -era instead of era: the bridge, a
+	// client of 2026-07-28 through Manifold to servers of the initialize
+	// era, against the same client directly to a modern server (a modern
+	// client cannot reach a legacy server directly).
+	upEra string
 }
 
 var floorCases = []floorCase{
-	{"stdio", "2025-11-25", false, "legacy", false},
-	{"stdio-floor", "2025-11-25", false, "legacy", true},
-	{"stdio-2026", "2026-07-28", false, "modern", false},
-	{"http", "2025-11-25", true, "legacy", false},
-	{"http-floor", "2025-11-25", true, "legacy", true},
-	{"http-2026", "2026-07-28", true, "modern", false},
+	{"stdio", "2025-11-25", false, "legacy", false, ""},
+	{"stdio-floor", "2025-11-25", false, "legacy", true, ""},
+	{"stdio-2026", "2026-07-28", false, "modern", false, ""},
+	{"http", "2025-11-25", true, "legacy", false, ""},
+	{"http-floor", "2025-11-25", true, "legacy", true, ""},
+	{"http-2026", "2026-07-28", true, "modern", false, ""},
+	{"stdio-2026-bridge", "2026-07-28", false, "modern", false, "legacy"},
+	{"http-2026-bridge", "2026-07-28", true, "modern", false, "legacy"},
 }
 
 // BenchmarkFloor is the measurement of issue 16 in one run: for each
@@ -247,7 +254,11 @@ func (fc floorCase) start(b testing.TB) (direct, proxy side) {
 		b.Fatal(bins.err)
 	}
 	// The proxy: Manifold with three fixtures, or the relay with one.
-	bin, args, tool := bins.manifold, []string{"serve", "--config", proxyConfig(b, 3, fc.era)}, "s0__echo"
+	upEra := fc.era
+	if fc.upEra != "" {
+		upEra = fc.upEra
+	}
+	bin, args, tool := bins.manifold, []string{"serve", "--config", proxyConfig(b, 3, upEra)}, "s0__echo"
 	if fc.relay {
 		bin, args, tool = bins.relay, []string{"--", bins.fixture, "-name", "s0", "-era", fc.era}, "echo"
 	}
