@@ -36,11 +36,13 @@ import (
 //
 // A call that may need the request's SSE stream goes to the SDK instead:
 // one that asks for progress (a progressToken), one of a client that
-// declared sampling or elicitation (a server may ask it something during
-// the call), and one of a client that declared roots to a server of
+// declared sampling or elicitation unless nothing can be asked of it during
+// the call (leanAskable: a shared server of the initialize era, no
+// approval), and one of a client that declared roots to a server of
 // isolation = "session" (whose roots/list is relayed during calls). So do
-// requests the SDK would refuse (headers, protocol version), 2026-07-28
-// requests, and anything that is not one tools/call request.
+// requests the SDK would refuse (headers, protocol version), and anything
+// that is not one tools/call request. A 2026-07-28 request has a lean path
+// of its own (serveLeanModern).
 
 // leanCalls are the lean HTTP calls in flight, so that a client's
 // notifications/cancelled (a POST of its own) reaches them.
@@ -109,14 +111,15 @@ func (m *mcpEndpoint) serveLean(w http.ResponseWriter, r *http.Request, e *httpS
 	if caps == nil {
 		caps = &mcp.ClientCapabilities{}
 	}
-	if caps.Sampling != nil || caps.Elicitation != nil {
-		return false
-	}
 	fields, name, ok := leanFields(f.params)
 	if !ok {
 		return false // the SDK answers what is wrong
 	}
-	if caps.RootsV2 != nil || caps.Roots.ListChanged {
+	if caps.Sampling != nil || caps.Elicitation != nil {
+		if !m.s.catalog.Load().leanAskable(name, httpCaller(r)) {
+			return false
+		}
+	} else if caps.RootsV2 != nil || caps.Roots.ListChanged {
 		c := m.s.catalog.Load()
 		if te, found := c.tools.Lookup(name); !found || c.gen.byName[te.Server] == nil || c.gen.byName[te.Server].cfg.PerSession {
 			return false
@@ -186,11 +189,7 @@ func (m *mcpEndpoint) serveLeanModern(w http.ResponseWriter, r *http.Request, bo
 	if !ok || r.Header.Get("Mcp-Name") != name || slices.Contains(metaTools, name) || c.headerBound(name) {
 		return false
 	}
-	var who policy.Identity
-	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
-		who = identityOf(ti).policy()
-	}
-	if !c.leanModernTool(name, who) {
+	if !c.leanModernTool(name, httpCaller(r)) {
 		return false
 	}
 	ctx := r.Context()
@@ -248,6 +247,42 @@ func (c *catalog) leanModernTool(name string, who policy.Identity) bool {
 	}
 	st, up, _ := b.snapshot()
 	return st == stateUp && up != nil
+}
+
+// httpCaller is the policy identity of r's authenticated caller (the
+// zero Identity without authentication).
+func httpCaller(r *http.Request) policy.Identity {
+	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
+		return identityOf(ti).policy()
+	}
+	return policy.Identity{}
+}
+
+// leanAskable reports whether the call of the exposed tool name by who, in
+// a session whose client declared sampling or elicitation, can still be
+// served on the lean path: nothing can be asked of the client during it.
+// That holds for a tool of a shared server of the initialize era that is
+// up, called without a person's approval: a shared process over HTTP is
+// offered none of sampling, elicitation and roots (relay.go: offerFor). The
+// rest goes to the SDK, whose stream of the request carries the questions:
+// a server's own process (isolation = "session", or the caller's
+// credential), a server of 2026-07-28 (whose input_required the proxy puts
+// to the client), a confirm rule (the approval may be elicited), the search
+// surface's tools, and a name that is not a visible tool.
+func (c *catalog) leanAskable(name string, who policy.Identity) bool {
+	if slices.Contains(metaTools, name) {
+		return false
+	}
+	e, d, ok := c.visibleTool(name, who)
+	if !ok {
+		return false
+	}
+	b := c.gen.byName[e.Server]
+	if b == nil || b.cfg.PerSession || b.cfg.PerIdentity || d.Confirm {
+		return false
+	}
+	st, up, _ := b.snapshot()
+	return st == stateUp && up != nil && !up.Modern()
 }
 
 // leanFields splits the params of a lean tools/call: the tool's name, and

@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/manifold-mcp/manifold/policy"
 	"github.com/manifold-mcp/manifold/upstream"
 )
 
@@ -110,24 +111,31 @@ func serveCounting(t *testing.T, sc ServerConfig, typed bool) (url string, sdkCa
 		t.Fatal(err)
 	}
 	s.typed = typed
-	sdkCalls = new(atomic.Int32)
+	sdkCalls = countSDK(s, "tools/call")
+	return startHTTP(t, s, HTTPOptions{}), sdkCalls, s
+}
+
+// countSDK counts the requests of method that reach s's SDK server (those
+// the lean paths left to it).
+func countSDK(s *Server, method string) *atomic.Int32 {
+	n := new(atomic.Int32)
 	s.server.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
-		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			if method == "tools/call" {
-				sdkCalls.Add(1)
+		return func(ctx context.Context, m string, req mcp.Request) (mcp.Result, error) {
+			if m == method {
+				n.Add(1)
 			}
-			return next(ctx, method, req)
+			return next(ctx, m, req)
 		}
 	})
-	return startHTTP(t, s, HTTPOptions{}), sdkCalls, s
+	return n
 }
 
 // TestHTTPLeanCall: an initialize-era session's tools/call is answered
 // without the SDK: one application/json response, or for 2025-11-25 an
 // event stream of a priming event and the response that the SDK resumes from
-// the event store (GET with Last-Event-ID). A call that asks for progress,
-// and any call of a client that can be asked for sampling or elicitation,
-// go to the SDK, whose stream those messages need.
+// the event store (GET with Last-Event-ID), also for a client that declared
+// sampling or elicitation, which this shared server cannot ask for. A call
+// that asks for progress goes to the SDK, whose stream it needs.
 func TestHTTPLeanCall(t *testing.T) {
 	url, _, _, sdkCalls := serveWait(t)
 	call := `{"jsonrpc":"2.0","id":"c1","method":"tools/call","params":{"name":"w__echo","arguments":{"a":"<&>"}}}`
@@ -138,8 +146,10 @@ func TestHTTPLeanCall(t *testing.T) {
 		{"json", "2025-06-18", `{"roots":{"listChanged":true}}`, call, "application/json", false},
 		{"stream", "2025-11-25", `{"roots":{"listChanged":true}}`, call, "text/event-stream", false},
 		{"progress", "2025-11-25", `{}`, strings.Replace(call, `"arguments"`, `"_meta":{"progressToken":"p"},"arguments"`, 1), "text/event-stream", true},
-		{"sampling client", "2025-06-18", `{"sampling":{}}`, call, "text/event-stream", true},
-		{"elicitation client", "2025-11-25", `{"elicitation":{}}`, call, "text/event-stream", true},
+		// A shared server of the initialize era cannot ask the client
+		// anything (TestHTTPLeanCallAskable has the servers that can).
+		{"sampling client", "2025-06-18", `{"sampling":{}}`, call, "application/json", false},
+		{"elicitation client", "2025-11-25", `{"elicitation":{}}`, call, "text/event-stream", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -572,5 +582,63 @@ func waitFile(t *testing.T, path, want string, d time.Duration) {
 			t.Fatalf("%s holds %q, want %q within %s", path, b, want, d)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestHTTPLeanCallAskable: the calls of a session whose client declared
+// sampling and elicitation go on the lean path only where nothing can be
+// asked of the client during them (leanAskable): a tool of a shared server
+// of the initialize era, without an approval. A shared server of
+// 2026-07-28 (whose input_required the proxy puts to the client), a server
+// with isolation = "session" (whose process is offered what the client
+// declared) and a confirm rule (the approval may be elicited) go to the
+// SDK, as does every call of such a client that asks for progress.
+func TestHTTPLeanCallAskable(t *testing.T) {
+	fx := fixtureBin(t)
+	srv := func(name, era string, perSession bool) ServerConfig {
+		return ServerConfig{Upstream: upstream.Options{Name: name, Command: fx, Args: []string{"-name", name, "-era", era}}, Prefix: name, PerSession: perSession}
+	}
+	s, err := New(Options{
+		Servers: []ServerConfig{srv("l", "legacy", false), srv("m", "modern", false), srv("p", "legacy", true), srv("c", "legacy", false)},
+		Policy:  &policy.Rules{TableRules: []policy.Rule{{Name: "ask", Match: "c__echo", Allow: true, Confirm: true, Source: "test:1"}}},
+		// The confirm case is only checked for its path: no one answers
+		// the approval, which ends the call soon.
+		ConfirmTTL: 200 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sdkCalls := countSDK(s, "tools/call")
+	url := startHTTP(t, s, HTTPOptions{})
+	call := func(tool, meta string) string {
+		return `{"jsonrpc":"2.0","id":"a1","method":"tools/call","params":{` + meta + `"name":"` + tool + `","arguments":{"message":"hi"}}}`
+	}
+	for _, tt := range []struct {
+		name, caps, body string
+		sdk              bool
+	}{
+		{"shared legacy server", `{"sampling":{},"elicitation":{}}`, call("l__echo", ""), false},
+		{"elicitation only", `{"elicitation":{"form":{},"url":{}}}`, call("l__echo", ""), false},
+		{"no capabilities", `{}`, call("l__echo", ""), false},
+		{"progress", `{"elicitation":{}}`, call("l__echo", `"_meta":{"progressToken":"p"},`), true},
+		{"shared modern server", `{"sampling":{},"elicitation":{}}`, call("m__echo", ""), true},
+		{"isolation session", `{"sampling":{},"elicitation":{}}`, call("p__echo", ""), true},
+		{"confirm rule", `{"elicitation":{}}`, call("c__echo", ""), true},
+		{"unknown tool", `{"elicitation":{}}`, call("l__nosuch", ""), true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			rs := startLeanSession(t, url, "2025-06-18", tt.caps)
+			before := sdkCalls.Load()
+			resp, body := rs.post(tt.body)
+			if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"id":"a1"`) {
+				t.Fatalf("status %d, body %s: want an answer to a1", resp.StatusCode, body)
+			}
+			if sdk := sdkCalls.Load() > before; sdk != tt.sdk {
+				t.Errorf("served by the SDK: %v, want %v (body %s)", sdk, tt.sdk, body)
+			}
+			if !tt.sdk && !strings.Contains(body, "hi") {
+				t.Errorf("body %s: want the echo of the arguments", body)
+			}
+		})
 	}
 }

@@ -128,11 +128,14 @@ func leanPolicy() *policy.Rules {
 // errors. It also checks which path answered.
 func TestHTTPLeanCallLikeTyped(t *testing.T) {
 	calls := []string{"echo", "link", "big", "structured", "failing", "secret", "nosuch", "limited", "limited"}
-	for _, version := range []string{"2025-03-26", "2025-11-25", modernVersion} {
+	for _, version := range []string{"2025-03-26", "2025-11-25", modernVersion, "2025-11-25+caps", modernVersion + "+caps"} {
 		t.Run(version, func(t *testing.T) {
+			// +caps: the client declares sampling and elicitation, which
+			// the server (shared, of the initialize era) cannot use.
+			version, caps := strings.CutSuffix(version, "+caps")
 			got := map[bool]leanRun{}
 			for _, typed := range []bool{false, true} {
-				got[typed] = runLeanCalls(t, typed, version, calls)
+				got[typed] = runLeanCalls(t, typed, version, caps, calls)
 			}
 			if diff := cmp.Diff(got[true].answers, got[false].answers); diff != "" {
 				t.Errorf("answers, typed (-) vs lean (+):\n%s", diff)
@@ -153,7 +156,9 @@ func TestHTTPLeanCallLikeTyped(t *testing.T) {
 				t.Error("typed: no call was answered by the SDK")
 			case len(got[false].types) != 0:
 				// An initialize-era session's calls never reach the SDK
-				// (httpcall.go), nor do a 2026-07-28 client's calls of a
+				// (httpcall.go), even with sampling and elicitation
+				// declared, since this shared server cannot ask for them
+				// (leanAskable), nor do a 2026-07-28 client's calls of a
 				// shared server (here one of the initialize era, reached
 				// through Dial: the bridge; leanModernTool).
 				t.Errorf("lean: %d calls went through the SDK, want none", len(got[false].types))
@@ -171,7 +176,7 @@ type leanRun struct {
 	types   []string // the result types the SDK encoded
 }
 
-func runLeanCalls(t *testing.T, typed bool, version string, calls []string) leanRun {
+func runLeanCalls(t *testing.T, typed bool, version string, caps bool, calls []string) leanRun {
 	t.Helper()
 	audit := &syncBuffer{b: new(bytes.Buffer)}
 	var run leanRun
@@ -189,7 +194,19 @@ func runLeanCalls(t *testing.T, typed bool, version string, calls []string) lean
 			}
 		})
 	})
-	c := mcp.NewClient(&mcp.Implementation{Name: "lean-test", Version: "0"}, nil)
+	var opts *mcp.ClientOptions
+	if caps { // declared by having handlers
+		opts = &mcp.ClientOptions{
+			//lint:ignore SA1019 clients of the initialize era still declare sampling (VS Code does)
+			CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+				return nil, fmt.Errorf("not asked in this test")
+			},
+			ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				return &mcp.ElicitResult{Action: "decline"}, nil
+			},
+		}
+	}
+	c := mcp.NewClient(&mcp.Implementation{Name: "lean-test", Version: "0"}, opts)
 	cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Timeout: 20 * time.Second}},
 		&mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {

@@ -434,15 +434,7 @@ func TestLeanListNotified(t *testing.T) {
 func TestHTTPLeanModernList(t *testing.T) {
 	url, _, s := serveCounting(t, ServerConfig{Upstream: upstream.Options{Name: "w", Command: fixtureBin(t),
 		Args: []string{"-name", "w", "-era", "modern"}}, Prefix: "w"}, false)
-	var sdkLists atomic.Int32
-	s.server.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
-		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			if method == "tools/list" {
-				sdkLists.Add(1)
-			}
-			return next(ctx, method, req)
-		}
-	})
+	sdkLists := countSDK(s, "tools/list")
 	body := `{"jsonrpc":"2.0","id":"l1","method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"` + modernVersion +
 		`","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"}}}}`
 	hdr := map[string]string{"Mcp-Protocol-Version": modernVersion, "Mcp-Method": "tools/list"}

@@ -54,17 +54,21 @@ type floorCase struct {
 	// era, against the same client directly to a modern server (a modern
 	// client cannot reach a legacy server directly).
 	upEra string
+	// caps makes the client declare sampling and elicitation, as VS Code
+	// does, on both sides.
+	caps bool
 }
 
 var floorCases = []floorCase{
-	{"stdio", "2025-11-25", false, "legacy", false, ""},
-	{"stdio-floor", "2025-11-25", false, "legacy", true, ""},
-	{"stdio-2026", "2026-07-28", false, "modern", false, ""},
-	{"http", "2025-11-25", true, "legacy", false, ""},
-	{"http-floor", "2025-11-25", true, "legacy", true, ""},
-	{"http-2026", "2026-07-28", true, "modern", false, ""},
-	{"stdio-2026-bridge", "2026-07-28", false, "modern", false, "legacy"},
-	{"http-2026-bridge", "2026-07-28", true, "modern", false, "legacy"},
+	{name: "stdio", version: "2025-11-25", era: "legacy"},
+	{name: "stdio-floor", version: "2025-11-25", era: "legacy", relay: true},
+	{name: "stdio-2026", version: "2026-07-28", era: "modern"},
+	{name: "http", version: "2025-11-25", http: true, era: "legacy"},
+	{name: "http-floor", version: "2025-11-25", http: true, era: "legacy", relay: true},
+	{name: "http-2026", version: "2026-07-28", http: true, era: "modern"},
+	{name: "stdio-2026-bridge", version: "2026-07-28", era: "modern", upEra: "legacy"},
+	{name: "http-2026-bridge", version: "2026-07-28", http: true, era: "modern", upEra: "legacy"},
+	{name: "http-caps", version: "2025-11-25", http: true, era: "legacy", caps: true},
 }
 
 // BenchmarkFloor is the measurement of issue 16 in one run: for each
@@ -274,8 +278,8 @@ func (fc floorCase) start(b testing.TB) (direct, proxy side) {
 			args = append(args, "--http", "127.0.0.1:0")
 		}
 		purl, ppid := startServing(b, bin, args...)
-		direct = side{connectURL(b, fc.version, durl), dpid, "echo"}
-		proxy = side{connectURL(b, fc.version, purl), ppid, tool}
+		direct = side{connectURL(b, fc.version, durl, fc.caps), dpid, "echo"}
+		proxy = side{connectURL(b, fc.version, purl, fc.caps), ppid, tool}
 	}
 	for _, s := range []side{direct, proxy} {
 		if v := s.cs.InitializeResult().ProtocolVersion; v != fc.version {
@@ -325,10 +329,22 @@ func startServing(tb testing.TB, name string, args ...string) (string, int) {
 // connectURL connects a client of version to a streamable HTTP endpoint,
 // over an HTTP client that keeps enough idle connections for 8 calls in
 // flight (the default keeps 2, and would open a connection per call).
-func connectURL(tb testing.TB, version, url string) *mcp.ClientSession {
+func connectURL(tb testing.TB, version, url string, caps bool) *mcp.ClientSession {
 	tb.Helper()
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}, Timeout: 30 * time.Second}
-	c := mcp.NewClient(&mcp.Implementation{Name: "perf", Version: "0"}, nil)
+	var opts *mcp.ClientOptions
+	if caps { // declared by having handlers; never asked by the benchmark's tool
+		opts = &mcp.ClientOptions{
+			//lint:ignore SA1019 clients of the initialize era still declare sampling (VS Code does)
+			CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+				return nil, fmt.Errorf("the benchmark's client does not sample")
+			},
+			ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				return &mcp.ElicitResult{Action: "decline"}, nil
+			},
+		}
+	}
+	c := mcp.NewClient(&mcp.Implementation{Name: "perf", Version: "0"}, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: version})

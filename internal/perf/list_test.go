@@ -147,8 +147,8 @@ func listSides(tb testing.TB, client string) []listSide {
 		sides = []listSide{
 			sdkSide("direct-stdio", d.cs, d.cmd.Process.Pid, n),
 			sdkSide("proxy-stdio", p.cs, p.cmd.Process.Pid, n),
-			sdkSide("direct-http", connectURL(tb, version, durl), dpid, n),
-			sdkSide("proxy-http", connectURL(tb, version, purl), ppid, n),
+			sdkSide("direct-http", connectURL(tb, version, durl, false), dpid, n),
+			sdkSide("proxy-http", connectURL(tb, version, purl, false), ppid, n),
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
