@@ -618,7 +618,7 @@ type progressRoute struct {
 	token  any
 	b      *backend                              // the server the call went to
 	fixed  *mcp.ServerSession                    // and ss, if it went to ss's own process of b
-	remote func(*mcp.ProgressNotificationParams) // in place of ss: a retry forwarded by another replica (retryrelay.go)
+	remote func(*mcp.ProgressNotificationParams) // in place of ss: a lean HTTP call's stream (httpcall.go), or a retry forwarded by another replica (retryrelay.go)
 }
 
 // mapToken replaces a progress token in a raw _meta object with a token unique
@@ -632,11 +632,12 @@ func (p *progressRoutes) mapToken(ctx context.Context, ss *mcp.ServerSession, me
 		return nil, "", noop, err
 	}
 	rawTok, ok := m["progressToken"]
-	if !ok || ss == nil {
+	sink, _ := ctx.Value(progressSinkKey{}).(progressSink) // a lean HTTP call's stream (httpcall.go)
+	if !ok || ss == nil && sink == nil {
 		return meta, "", noop, nil
 	}
-	var tok any
-	if err := json.Unmarshal(rawTok, &tok); err != nil {
+	tok, err := decodeProgressToken(rawTok)
+	if err != nil {
 		return nil, "", noop, err
 	}
 	id := "mf-progress-" + rand.Text()
@@ -649,13 +650,26 @@ func (p *progressRoutes) mapToken(ctx context.Context, ss *mcp.ServerSession, me
 	if p.routes == nil {
 		p.routes = make(map[string]progressRoute)
 	}
-	p.routes[id] = progressRoute{ctx: ctx, ss: ss, token: tok, b: b, fixed: fixed}
+	p.routes[id] = progressRoute{ctx: ctx, ss: ss, token: tok, b: b, fixed: fixed, remote: sink}
 	p.mu.Unlock()
 	return out, id, func() {
 		p.mu.Lock()
 		delete(p.routes, id)
 		p.mu.Unlock()
 	}, nil
+}
+
+// decodeProgressToken decodes a client's progress token as it was written:
+// a string, or a number kept exact (json.Number), so that an integer beyond
+// 2^53 comes back to the client unchanged.
+func decodeProgressToken(raw json.RawMessage) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var tok any
+	if err := dec.Decode(&tok); err != nil {
+		return nil, err
+	}
+	return tok, nil
 }
 
 // rebind sends the progress of route id from now on to the request that
@@ -670,7 +684,12 @@ func (p *progressRoutes) rebind(id string, ctx context.Context, ss *mcp.ServerSe
 		Token json.RawMessage `json:"progressToken"`
 	}
 	var tok any
-	hasTok := len(meta) > 0 && json.Unmarshal(meta, &m) == nil && len(m.Token) > 0 && json.Unmarshal(m.Token, &tok) == nil && tok != nil
+	hasTok := len(meta) > 0 && json.Unmarshal(meta, &m) == nil && len(m.Token) > 0
+	if hasTok {
+		var err error
+		tok, err = decodeProgressToken(m.Token)
+		hasTok = err == nil && tok != nil
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	rt, ok := p.routes[id]

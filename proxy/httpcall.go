@@ -104,8 +104,9 @@ func (m *mcpEndpoint) serveLean(w http.ResponseWriter, r *http.Request, e *httpS
 	if f.kind != frameRequest || f.method != "tools/call" || requestEra(f.params) != eraLegacy {
 		return false
 	}
-	if meta := member(f.params, "_meta"); member(meta, "progressToken") != nil {
-		return false
+	streamed := m.events != nil && r.Header.Get("Mcp-Protocol-Version") >= primingVersion
+	if meta := member(f.params, "_meta"); member(meta, "progressToken") != nil && !streamed {
+		return false // the progress needs an event stream (the SDK's, before 2025-11-25)
 	}
 	caps := ip.Capabilities
 	if caps == nil {
@@ -130,11 +131,12 @@ func (m *mcpEndpoint) serveLean(w http.ResponseWriter, r *http.Request, e *httpS
 	// first, as from the SDK, so that a stream that drops during the call
 	// can be resumed (GET with Last-Event-ID, served by the SDK from the
 	// same event store): the call then goes on when the connection drops,
-	// as on the SDK's path. An application/json answer cannot be resumed:
-	// its call is cancelled when the client goes away.
+	// as on the SDK's path. The call's progress notifications are events of
+	// that stream. An application/json answer cannot be resumed: its call
+	// is cancelled when the client goes away.
 	var stream *leanStream
 	base := r.Context()
-	if v := r.Header.Get("Mcp-Protocol-Version"); m.events != nil && v >= primingVersion {
+	if streamed {
 		stream = &leanStream{events: m.events, session: e.id, id: rand.Text(), client: r.Context()}
 		base = context.WithoutCancel(base)
 	}
@@ -161,10 +163,12 @@ func (m *mcpEndpoint) serveLean(w http.ResponseWriter, r *http.Request, e *httpS
 // Accept, MCP-Protocol-Version equal to the _meta protocol version,
 // Mcp-Method, Mcp-Name), a _meta the SDK would accept (requestEra), and a
 // tool without parameters bound to headers (x-mcp-header, which the SDK
-// checks against the arguments). A call that asks for progress, or of the
-// search surface's tools, goes to the SDK too.
+// checks against the arguments). A call of the search surface's tools goes
+// to the SDK too.
 //
-// The answer is one application/json response, and closing the request is
+// The answer is one application/json response (an event stream of the
+// progress notifications and the response for a call that asks for
+// progress, as the SDK answers it), and closing the request is
 // the client's cancellation, as 2026-07-28 has it ("the server MUST treat a
 // client disconnect as cancellation of that request"). A call parked for a
 // client's input (mrtr.go) lives on in its parked state, as on the SDK's
@@ -182,7 +186,7 @@ func (m *mcpEndpoint) serveLeanModern(w http.ResponseWriter, r *http.Request, bo
 	if v, ok := rawString(member(meta, era.KeyProtocolVersion)); !ok || v != r.Header.Get("Mcp-Protocol-Version") {
 		return false // -32020 from the SDK
 	}
-	if member(meta, "progressToken") != nil || r.Header.Get("Mcp-Method") != "tools/call" {
+	if r.Header.Get("Mcp-Method") != "tools/call" {
 		return false
 	}
 	fields, name, ok := leanFields(f.params)
@@ -203,9 +207,13 @@ func (m *mcpEndpoint) serveLeanModern(w http.ResponseWriter, r *http.Request, bo
 			fields["_meta"] = meta
 		}
 	}
+	var stream *leanStream // an event stream for the call's progress, kept nowhere
+	if member(meta, "progressToken") != nil {
+		stream = &leanStream{client: r.Context()}
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	m.runLean(ctx, cancel, w, r, nil, f.id, name, fields, nil, true)
+	m.runLean(ctx, cancel, w, r, nil, f.id, name, fields, stream, true)
 	return true
 }
 
@@ -321,8 +329,19 @@ func (m *mcpEndpoint) runLean(ctx context.Context, cancel context.CancelFunc, w 
 		ctx = context.WithValue(ctx, requestIDKey{}, string(id))
 	}
 
-	if stream != nil {
+	var primed <-chan time.Time // the priming event is sent when this fires
+	if stream != nil && stream.events != nil {
 		stream.prime(ctx, w)
+		t := time.NewTimer(primeDelay)
+		defer t.Stop()
+		primed = t.C
+	} else if stream != nil {
+		stream.open(w)
+	}
+	var progress chan []byte // the call's progress notifications, for stream
+	if stream != nil && member(fields["_meta"], "progressToken") != nil {
+		progress = make(chan []byte, leanProgressQueue)
+		ctx = context.WithValue(ctx, progressSinkKey{}, progressSink(func(p *mcp.ProgressNotificationParams) { queueProgress(progress, p) }))
 	}
 
 	type answer struct {
@@ -332,17 +351,15 @@ func (m *mcpEndpoint) runLean(ctx context.Context, cancel context.CancelFunc, w 
 	ch := make(chan answer, 1)
 	m.s.startCall(ctx, ss, name, fields, func(raw json.RawMessage, err error) { ch <- answer{raw, err} })
 	var a answer
-	var primed <-chan time.Time // the priming event is sent when this fires
-	if stream != nil {
-		t := time.NewTimer(primeDelay)
-		defer t.Stop()
-		primed = t.C
-	}
 wait:
 	for {
 		select {
 		case a = <-ch:
 			break wait
+		case msg := <-progress:
+			stream.event(ctx, w, msg)
+			stream.flush(w)
+			primed = nil // sent with it
 		case <-primed:
 			stream.flush(w)
 			primed = nil
@@ -353,6 +370,16 @@ wait:
 				return
 			}
 			break wait
+		}
+	}
+	// The server's progress came before its answer: what is still queued
+	// goes first.
+	for drained := false; progress != nil && !drained; {
+		select {
+		case msg := <-progress:
+			stream.event(ctx, w, msg)
+		default:
+			drained = true
 		}
 	}
 	if a.err == nil && !leanResult(a.raw) {
@@ -367,9 +394,10 @@ wait:
 		if !errors.As(a.err, &rpcErr) {
 			rpcErr = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: a.err.Error()}
 		}
-		if modern {
+		if modern && (stream == nil || stream.n == 0) {
 			// 2026-07-28 answers some errors with an HTTP status too, as
-			// the SDK does (an application/json body either way).
+			// the SDK does (an application/json body either way), unless
+			// the stream of the call's progress has begun.
 			writeModernError(w, leanResponse(id, nil, rpcErr), rpcErr.Code)
 			return
 		}
@@ -419,15 +447,59 @@ func leanContent(r *http.Request) bool {
 // with a priming event (an event id without data) when they can be resumed.
 const primingVersion = "2025-11-25"
 
-// leanStream is the event stream of one lean call: a priming event, then
-// the response, both kept in the session's event store under the stream's
-// id, as the SDK keeps its own streams' events.
+// leanStream is the event stream of one lean call: a priming event, the
+// call's progress notifications if it asked for them, then the response,
+// all kept in the session's event store under the stream's id, as the SDK
+// keeps its own streams' events. A stream without events (a 2026-07-28
+// request's, which has no session) is an event stream kept nowhere: the
+// progress and the response, without ids.
 type leanStream struct {
 	events  *eventStore
 	session string
 	id      string          // a stream id of this session; never contains '_'
 	n       int             // events written
 	client  context.Context // the request's: done once the client went away
+}
+
+// progressSinkKey carries, in the context of a lean HTTP call that asked
+// for progress, where its server's progress notifications go
+// (progressRoutes.mapToken): the request's own event stream, in place of an
+// SDK session.
+type progressSinkKey struct{}
+
+// progressSink takes one progress notification of a call, its token the
+// client's own.
+type progressSink func(*mcp.ProgressNotificationParams)
+
+// leanProgressQueue bounds the progress notifications of one lean call
+// waiting to be written to its stream. The server's output is read by one
+// goroutine for all its calls, which never waits for a client: past the
+// bound, the oldest waiting notification gives way to the newest (progress
+// only grows, so the newest says the most).
+const leanProgressQueue = 64
+
+// queueProgress puts the notifications/progress message of p in q, making
+// room by dropping the oldest one if q is full.
+func queueProgress(q chan []byte, p *mcp.ProgressNotificationParams) {
+	msg, err := json.Marshal(struct {
+		JSONRPC string                          `json:"jsonrpc"`
+		Method  string                          `json:"method"`
+		Params  *mcp.ProgressNotificationParams `json:"params"`
+	}{"2.0", "notifications/progress", p})
+	if err != nil {
+		return
+	}
+	for {
+		select {
+		case q <- msg:
+			return
+		default:
+		}
+		select {
+		case <-q:
+		default:
+		}
+	}
 }
 
 // primeDelay is how long a lean call's priming event may wait to go out
@@ -470,19 +542,30 @@ func (ls *leanStream) write(ctx context.Context, w http.ResponseWriter, msg []by
 		_, _ = w.Write(msg)
 		return
 	}
-	_ = ls.events.Append(ctx, ls.session, ls.id, msg)
+	if err := ls.event(ctx, w, msg); err == nil && ls.events != nil && ls.client != nil && ls.client.Err() == nil {
+		ls.events.Done(ls.session, ls.id) // delivered, unless the connection fails now
+	}
+}
+
+// event writes the JSON-RPC message msg as the stream's next event (kept in
+// the event store, when the stream has one) and returns the write's error.
+func (ls *leanStream) event(ctx context.Context, w http.ResponseWriter, msg []byte) error {
 	out := make([]byte, 0, len(msg)+len(ls.id)+40)
-	out = append(out, "event: message\nid: "...)
-	out = append(out, ls.id...)
-	out = append(out, '_')
-	out = strconv.AppendInt(out, int64(ls.n), 10)
-	out = append(out, "\ndata: "...)
+	out = append(out, "event: message\n"...)
+	if ls.events != nil {
+		_ = ls.events.Append(ctx, ls.session, ls.id, msg)
+		out = append(out, "id: "...)
+		out = append(out, ls.id...)
+		out = append(out, '_')
+		out = strconv.AppendInt(out, int64(ls.n), 10)
+		out = append(out, '\n')
+	}
+	out = append(out, "data: "...)
 	out = append(out, msg...)
 	out = append(out, "\n\n"...)
 	ls.n++
-	if _, err := w.Write(out); err == nil && ls.client != nil && ls.client.Err() == nil {
-		ls.events.Done(ls.session, ls.id) // delivered, unless the connection fails now
-	}
+	_, err := w.Write(out)
+	return err
 }
 
 // leanResponse is the JSON-RPC response to id: result, or rpcErr; the

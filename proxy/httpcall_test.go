@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -30,6 +31,24 @@ type leanSession struct {
 	url     string
 	id      string
 	version string // the Mcp-Protocol-Version header; if empty, 2025-11-25
+}
+
+// resume GETs the session's stream from the event after lastID, as a
+// client resumes a stream that dropped, and returns the status and body.
+func (rs *leanSession) resume(version, lastID string) (int, string) {
+	rs.t.Helper()
+	req, _ := http.NewRequestWithContext(rs.t.Context(), http.MethodGet, rs.url, nil)
+	req.Header.Set("Mcp-Session-Id", rs.id)
+	req.Header.Set("Mcp-Protocol-Version", version)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Last-Event-ID", lastID)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		rs.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
 
 func (rs *leanSession) post(body string) (*http.Response, string) {
@@ -134,8 +153,9 @@ func countSDK(s *Server, method string) *atomic.Int32 {
 // without the SDK: one application/json response, or for 2025-11-25 an
 // event stream of a priming event and the response that the SDK resumes from
 // the event store (GET with Last-Event-ID), also for a client that declared
-// sampling or elicitation, which this shared server cannot ask for. A call
-// that asks for progress goes to the SDK, whose stream it needs.
+// sampling or elicitation, which this shared server cannot ask for, and for
+// a call that asks for progress (TestHTTPLeanProgress). Before 2025-11-25 a
+// call that asks for progress goes to the SDK, whose stream it needs.
 func TestHTTPLeanCall(t *testing.T) {
 	url, _, _, sdkCalls := serveWait(t)
 	call := `{"jsonrpc":"2.0","id":"c1","method":"tools/call","params":{"name":"w__echo","arguments":{"a":"<&>"}}}`
@@ -145,7 +165,10 @@ func TestHTTPLeanCall(t *testing.T) {
 	}{
 		{"json", "2025-06-18", `{"roots":{"listChanged":true}}`, call, "application/json", false},
 		{"stream", "2025-11-25", `{"roots":{"listChanged":true}}`, call, "text/event-stream", false},
-		{"progress", "2025-11-25", `{}`, strings.Replace(call, `"arguments"`, `"_meta":{"progressToken":"p"},"arguments"`, 1), "text/event-stream", true},
+		{"progress", "2025-11-25", `{}`, strings.Replace(call, `"arguments"`, `"_meta":{"progressToken":"p"},"arguments"`, 1), "text/event-stream", false},
+		// Before 2025-11-25 a lean answer is one application/json body:
+		// the progress needs the SDK's event stream.
+		{"progress without priming", "2025-06-18", `{}`, strings.Replace(call, `"arguments"`, `"_meta":{"progressToken":"p"},"arguments"`, 1), "text/event-stream", true},
 		// A shared server of the initialize era cannot ask the client
 		// anything (TestHTTPLeanCallAskable has the servers that can).
 		{"sampling client", "2025-06-18", `{"sampling":{}}`, call, "application/json", false},
@@ -174,19 +197,9 @@ func TestHTTPLeanCall(t *testing.T) {
 			}
 			// The stream dropped after the priming event: the SDK replays
 			// the response from the event store.
-			req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
-			req.Header.Set("Mcp-Session-Id", rs.id)
-			req.Header.Set("Mcp-Protocol-Version", tt.version)
-			req.Header.Set("Accept", "text/event-stream")
-			req.Header.Set("Last-Event-ID", events[0].ID)
-			gr, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			replay, _ := io.ReadAll(gr.Body)
-			gr.Body.Close()
-			if gr.StatusCode != http.StatusOK || !strings.Contains(string(replay), events[1].Data) {
-				t.Errorf("resume after the priming event: %d %q, want the response replayed", gr.StatusCode, replay)
+			status, replay := rs.resume(tt.version, events[0].ID)
+			if status != http.StatusOK || !strings.Contains(replay, events[1].Data) {
+				t.Errorf("resume after the priming event: %d %q, want the response replayed", status, replay)
 			}
 		})
 	}
@@ -452,7 +465,7 @@ func testHTTPLeanModern(t *testing.T, fixtureEra string) {
 		{"no client capabilities", strings.Replace(echo, `"io.modelcontextprotocol/clientCapabilities":{},`, "", 1), std("w__echo"), false},
 		{"escaped _meta", strings.Replace(echo, `"io.modelcontextprotocol/clientInfo"`, `"io.modelcontextprotocol/client\\u0049nfo"`, 1), std("w__echo"), false},
 		{"name not a string", modernCall(`5`, `{}`, ""), std("5"), false},
-		{"progress", modernCall(`"w__echo"`, `{"message":"p"}`, `"progressToken":"p"`), std("w__echo"), false},
+		{"progress", modernCall(`"w__echo"`, `{"message":"p"}`, `"progressToken":"p"`), std("w__echo"), true},
 		{"header-bound parameter", modernCall(`"w__hdr"`, `{"region":"eu"}`, ""), with(std("w__hdr"), "Mcp-Param-Region", "eu"), false},
 		{"header-bound parameter without its header", modernCall(`"w__hdr"`, `{"region":"eu"}`, ""), std("w__hdr"), false},
 		{"Last-Event-ID", echo, with(std("w__echo"), "Last-Event-ID", "x_1"), false},
@@ -487,8 +500,10 @@ func testHTTPLeanModern(t *testing.T, fixtureEra string) {
 					t.Errorf("served by the SDK, want the lean path")
 				}
 				// The SDK answers a call's result on an event stream, the
-				// lean path as one JSON body.
-				if lean := ct == "application/json" && status == http.StatusOK; tt.lean != lean && !strings.Contains(msg, `"error"`) {
+				// lean path as one JSON body, or an event stream when the
+				// call asks for progress.
+				plain := ct == "application/json" || ct == "text/event-stream" && strings.Contains(tt.body, "progressToken")
+				if lean := plain && status == http.StatusOK; tt.lean != lean && !strings.Contains(msg, `"error"`) {
 					t.Errorf("Content-Type %q, status %d: served on the lean path %v, want %v", ct, status, lean, tt.lean)
 				}
 			}
@@ -640,5 +655,149 @@ func TestHTTPLeanCallAskable(t *testing.T) {
 				t.Errorf("body %s: want the echo of the arguments", body)
 			}
 		})
+	}
+}
+
+// TestHTTPLeanProgress: a tools/call that asks for progress is served on
+// the lean path, the server's progress notifications (with the client's
+// own token) events of the call's stream before its response: for an
+// initialize-era session of 2025-11-25, on the stream kept in the event
+// store (a resume after the priming event replays them and the response),
+// and for a 2026-07-28 request, of either era's server, on a stream kept
+// nowhere. A numeric token beyond 2^53 comes back exact.
+func TestHTTPLeanProgress(t *testing.T) {
+	progressServer := func(t *testing.T, fixtureEra string) (string, *atomic.Int32) {
+		url, sdkCalls, _ := serveCounting(t, ServerConfig{Upstream: upstream.Options{Name: "w", Command: fixtureBin(t),
+			Args: []string{"-name", "w", "-era", fixtureEra, "-extra", "progress"}}, Prefix: "w"}, false)
+		return url, sdkCalls
+	}
+	// progressOf returns the events' messages: "token progress/total" for
+	// each notifications/progress, "result <text>" for the response.
+	progressOf := func(t *testing.T, events []sseEvent) []string {
+		t.Helper()
+		var out []string
+		for _, ev := range events {
+			if ev.Data == "" {
+				continue // the priming event
+			}
+			var msg struct {
+				Method string `json:"method"`
+				Params struct {
+					Token    json.RawMessage `json:"progressToken"`
+					Progress float64         `json:"progress"`
+					Total    float64         `json:"total"`
+				} `json:"params"`
+				Result *struct {
+					Content []struct {
+						Text string `json:"text"`
+					} `json:"content"`
+				} `json:"result"`
+			}
+			if err := json.Unmarshal([]byte(ev.Data), &msg); err != nil {
+				t.Fatalf("event %q: %v", ev.Data, err)
+			}
+			switch {
+			case msg.Method == "notifications/progress":
+				out = append(out, fmt.Sprintf("%s %v/%v", msg.Params.Token, msg.Params.Progress, msg.Params.Total))
+			case msg.Result != nil && len(msg.Result.Content) > 0:
+				out = append(out, "result "+msg.Result.Content[0].Text)
+			default:
+				out = append(out, "other "+ev.Data)
+			}
+		}
+		return out
+	}
+
+	t.Run("2025-11-25", func(t *testing.T) {
+		url, sdkCalls := progressServer(t, "legacy")
+		rs := startLeanSession(t, url, "2025-11-25", `{}`)
+		resp, body := rs.post(`{"jsonrpc":"2.0","id":"p1","method":"tools/call","params":{"name":"w__progress","arguments":{"steps":3,"tag":"t"},"_meta":{"progressToken":"tk"}}}`)
+		if ct := resp.Header.Get("Content-Type"); resp.StatusCode != http.StatusOK || ct != "text/event-stream" {
+			t.Fatalf("status %d, Content-Type %q: want 200 text/event-stream; body %s", resp.StatusCode, ct, body)
+		}
+		if n := sdkCalls.Load(); n != 0 {
+			t.Errorf("%d calls served by the SDK, want the lean path", n)
+		}
+		events := parseSSE(body)
+		want := []string{`"tk" 1/3`, `"tk" 2/3`, `"tk" 3/3`, `result w: progress t done, token "mf-progress-`}
+		got := progressOf(t, events)
+		if len(got) != len(want) || !strings.HasPrefix(got[3], want[3]) || !slices.Equal(got[:3], want[:3]) {
+			t.Fatalf("events %q, want %q (then the server's token)", got, want)
+		}
+		if events[0].Event != "prime" || events[0].ID == "" {
+			t.Fatalf("first event %+v, want the priming event", events[0])
+		}
+		for i, ev := range events[1:] {
+			if ev.ID != fmt.Sprintf("%s_%d", strings.Split(events[0].ID, "_")[0], i+1) {
+				t.Errorf("event %d has id %q, want the stream's next", i+1, ev.ID)
+			}
+		}
+		// The stream dropped after the priming event: the resume replays
+		// the progress and the response.
+		status, replay := rs.resume("2025-11-25", events[0].ID)
+		if again := progressOf(t, parseSSE(replay)); status != http.StatusOK || !slices.Equal(again, got) {
+			t.Errorf("resumed: %d %q, want %q", status, again, got)
+		}
+	})
+	for _, fixtureEra := range []string{"modern", "legacy"} {
+		t.Run("2026-07-28 "+fixtureEra+" server", func(t *testing.T) {
+			url, sdkCalls := progressServer(t, fixtureEra)
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url,
+				// A token beyond 2^53 comes back exact.
+				strings.NewReader(modernCall(`"w__progress"`, `{"steps":3,"tag":"t"}`, `"progressToken":9007199254740993`)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			for k, v := range modernHeaders("w__progress") {
+				req.Header.Set(k, v)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if ct := resp.Header.Get("Content-Type"); resp.StatusCode != http.StatusOK || ct != "text/event-stream" {
+				t.Fatalf("status %d, Content-Type %q: want 200 text/event-stream; body %s", resp.StatusCode, ct, b)
+			}
+			if n := sdkCalls.Load(); n != 0 {
+				t.Errorf("%d calls served by the SDK, want the lean path", n)
+			}
+			got := progressOf(t, parseSSE(string(b)))
+			want := []string{"9007199254740993 1/3", "9007199254740993 2/3", "9007199254740993 3/3", "result w: progress t done, token "}
+			if len(got) != len(want) || !strings.HasPrefix(got[3], want[3]) || !slices.Equal(got[:3], want[:3]) {
+				t.Fatalf("events %q, want %q", got, want)
+			}
+			if !strings.Contains(string(b), `"resultType":"complete"`) {
+				t.Errorf("body %s: the response lacks resultType", b)
+			}
+		})
+	}
+}
+
+// TestQueueProgress: a full queue of a lean call's progress keeps the
+// newest notifications, in order, and never blocks.
+func TestQueueProgress(t *testing.T) {
+	q := make(chan []byte, 3)
+	for i := 1; i <= 5; i++ {
+		queueProgress(q, &mcp.ProgressNotificationParams{ProgressToken: "t", Progress: float64(i)})
+	}
+	var got []string
+	for len(q) > 0 {
+		var m struct {
+			Method string `json:"method"`
+			Params struct {
+				Progress float64 `json:"progress"`
+			} `json:"params"`
+		}
+		if err := json.Unmarshal(<-q, &m); err != nil || m.Method != "notifications/progress" {
+			t.Fatalf("message %+v: %v", m, err)
+		}
+		got = append(got, fmt.Sprint(m.Params.Progress))
+	}
+	if want := []string{"3", "4", "5"}; !slices.Equal(got, want) {
+		t.Errorf("queued %q, want %q", got, want)
 	}
 }

@@ -183,10 +183,14 @@ func (s *Server) serveRetry(ctx context.Context, msg []byte, notify func([]byte)
 // one.
 func progressTokenOf(meta json.RawMessage) any {
 	var m struct {
-		Token any `json:"progressToken"`
+		Token json.RawMessage `json:"progressToken"`
 	}
-	if len(meta) == 0 || json.Unmarshal(meta, &m) != nil {
+	if len(meta) == 0 || json.Unmarshal(meta, &m) != nil || len(m.Token) == 0 {
 		return nil
 	}
-	return m.Token
+	tok, err := decodeProgressToken(m.Token)
+	if err != nil {
+		return nil
+	}
+	return tok
 }

@@ -3,6 +3,7 @@ package perf
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -32,13 +33,35 @@ var manifoldBin = flag.String("manifold", "", "manifold `binary` to benchmark in
 // side is one end of a comparison: a client session and, for the proxy, the
 // pid whose memory is read.
 type side struct {
-	cs   *mcp.ClientSession
-	pid  int
-	tool string
+	cs       *mcp.ClientSession
+	pid      int
+	tool     string
+	progress bool // each call asks for progress (a progress token)
 }
 
 func (s side) call(ctx context.Context) error {
+	if s.progress {
+		return callProgress(ctx, s.cs, s.tool)
+	}
 	return call(ctx, &conn{cs: s.cs}, s.tool)
+}
+
+// progressTokens numbers the progress tokens of the calls that ask for
+// progress.
+var progressTokens atomic.Int64
+
+// callProgress is call with a progress token, as Claude Code sends with
+// every call (the echo tool reports no progress).
+func callProgress(ctx context.Context, cs *mcp.ClientSession, tool string) error {
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: json.RawMessage(`{"message":"benchmark payload"}`),
+		Meta: mcp.Meta{"progressToken": progressTokens.Add(1)}})
+	if err != nil {
+		return err
+	}
+	if res.IsError || len(res.Content) == 0 {
+		return fmt.Errorf("%s: unexpected result %+v", tool, res)
+	}
+	return nil
 }
 
 // floorCase is one transport and protocol version of BenchmarkFloor: how
@@ -57,6 +80,9 @@ type floorCase struct {
 	// caps makes the client declare sampling and elicitation, as VS Code
 	// does, on both sides.
 	caps bool
+	// progress makes every call ask for progress, as Claude Code's do, on
+	// both sides.
+	progress bool
 }
 
 var floorCases = []floorCase{
@@ -69,6 +95,8 @@ var floorCases = []floorCase{
 	{name: "stdio-2026-bridge", version: "2026-07-28", era: "modern", upEra: "legacy"},
 	{name: "http-2026-bridge", version: "2026-07-28", http: true, era: "modern", upEra: "legacy"},
 	{name: "http-caps", version: "2025-11-25", http: true, era: "legacy", caps: true},
+	{name: "http-progress", version: "2025-11-25", http: true, era: "legacy", progress: true},
+	{name: "http-2026-progress", version: "2026-07-28", http: true, era: "modern", progress: true},
 }
 
 // BenchmarkFloor is the measurement of issue 16 in one run: for each
@@ -269,7 +297,7 @@ func (fc floorCase) start(b testing.TB) (direct, proxy side) {
 	if !fc.http {
 		d := connectAt(b, fc.version, bins.fixture, "-name", "s0", "-era", fc.era)
 		p := connectAt(b, fc.version, bin, args...)
-		direct, proxy = side{d.cs, d.cmd.Process.Pid, "echo"}, side{p.cs, p.cmd.Process.Pid, tool}
+		direct, proxy = side{d.cs, d.cmd.Process.Pid, "echo", fc.progress}, side{p.cs, p.cmd.Process.Pid, tool, fc.progress}
 	} else {
 		durl, dpid := startServing(b, bins.fixture, "-name", "s0", "-era", fc.era, "-http", "127.0.0.1:0")
 		if fc.relay {
@@ -278,8 +306,8 @@ func (fc floorCase) start(b testing.TB) (direct, proxy side) {
 			args = append(args, "--http", "127.0.0.1:0")
 		}
 		purl, ppid := startServing(b, bin, args...)
-		direct = side{connectURL(b, fc.version, durl, fc.caps), dpid, "echo"}
-		proxy = side{connectURL(b, fc.version, purl, fc.caps), ppid, tool}
+		direct = side{connectURL(b, fc.version, durl, fc.caps), dpid, "echo", fc.progress}
+		proxy = side{connectURL(b, fc.version, purl, fc.caps), ppid, tool, fc.progress}
 	}
 	for _, s := range []side{direct, proxy} {
 		if v := s.cs.InitializeResult().ProtocolVersion; v != fc.version {
