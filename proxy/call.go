@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -627,13 +628,31 @@ type progressRoute struct {
 // token) and a func that forgets it.
 func (p *progressRoutes) mapToken(ctx context.Context, ss *mcp.ServerSession, meta json.RawMessage, b *backend, fixed *mcp.ServerSession) (json.RawMessage, string, func(), error) {
 	noop := func() {}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(meta, &m); err != nil {
-		return nil, "", noop, err
-	}
-	rawTok, ok := m["progressToken"]
 	sink, _ := ctx.Value(progressSinkKey{}).(progressSink) // a lean HTTP call's stream (httpcall.go)
-	if !ok || ss == nil && sink == nil {
+	// A _meta object without escapes is read and rewritten on its bytes:
+	// the token, if any, is the last member of that name, the one the
+	// server's decoder keeps (memberSpan), and only it is replaced. Any
+	// other _meta is decoded and encoded again.
+	var rawTok json.RawMessage
+	var start, end int
+	trimmed := bytes.TrimSpace(meta)
+	fast := len(trimmed) > 0 && trimmed[0] == '{' && bytes.IndexByte(meta, '\\') < 0
+	var m map[string]json.RawMessage
+	if fast {
+		if !json.Valid(meta) {
+			return nil, "", noop, errors.New("_meta is not valid JSON")
+		}
+		var found bool
+		if start, end, found = memberSpan(meta, "progressToken"); found {
+			rawTok = meta[start:end]
+		}
+	} else {
+		if err := json.Unmarshal(meta, &m); err != nil {
+			return nil, "", noop, err
+		}
+		rawTok = m["progressToken"]
+	}
+	if rawTok == nil || ss == nil && sink == nil {
 		return meta, "", noop, nil
 	}
 	tok, err := decodeProgressToken(rawTok)
@@ -641,10 +660,15 @@ func (p *progressRoutes) mapToken(ctx context.Context, ss *mcp.ServerSession, me
 		return nil, "", noop, err
 	}
 	id := "mf-progress-" + rand.Text()
-	m["progressToken"], _ = json.Marshal(id)
-	out, err := json.Marshal(m)
-	if err != nil {
-		return nil, "", noop, err
+	quoted := []byte(`"` + id + `"`) // base32: nothing to escape
+	var out json.RawMessage
+	if fast {
+		out = splice(meta, start, end, quoted)
+	} else {
+		m["progressToken"] = quoted
+		if out, err = json.Marshal(m); err != nil {
+			return nil, "", noop, err
+		}
 	}
 	p.mu.Lock()
 	if p.routes == nil {
@@ -663,6 +687,14 @@ func (p *progressRoutes) mapToken(ctx context.Context, ss *mcp.ServerSession, me
 // a string, or a number kept exact (json.Number), so that an integer beyond
 // 2^53 comes back to the client unchanged.
 func decodeProgressToken(raw json.RawMessage) (any, error) {
+	raw = bytes.TrimSpace(raw)
+	switch {
+	case len(raw) == 0:
+	case raw[0] == '"' && bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) && json.Valid(raw):
+		return string(raw[1 : len(raw)-1]), nil // a plain string: its bytes
+	case (raw[0] == '-' || '0' <= raw[0] && raw[0] <= '9') && json.Valid(raw):
+		return json.Number(raw), nil
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var tok any

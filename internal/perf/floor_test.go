@@ -95,6 +95,7 @@ var floorCases = []floorCase{
 	{name: "stdio-2026-bridge", version: "2026-07-28", era: "modern", upEra: "legacy"},
 	{name: "http-2026-bridge", version: "2026-07-28", http: true, era: "modern", upEra: "legacy"},
 	{name: "http-caps", version: "2025-11-25", http: true, era: "legacy", caps: true},
+	{name: "stdio-progress", version: "2025-11-25", era: "legacy", progress: true},
 	{name: "http-progress", version: "2025-11-25", http: true, era: "legacy", progress: true},
 	{name: "http-2026-progress", version: "2026-07-28", http: true, era: "modern", progress: true},
 }
