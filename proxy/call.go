@@ -773,11 +773,12 @@ func (p *progressRoutes) forward(b *backend, fixed *mcp.ServerSession, params *m
 	}
 	fwd := *params
 	fwd.ProgressToken = rt.token
-	if rt.remote != nil {
+	switch {
+	case rt.remote != nil:
 		rt.remote(&fwd)
-		return
+	case rt.ss != nil:
+		_ = rt.ss.NotifyProgress(rt.ctx, &fwd)
 	}
-	_ = rt.ss.NotifyProgress(rt.ctx, &fwd)
 }
 
 // sessionCalls tracks the calls in flight per HTTP session, so that a client

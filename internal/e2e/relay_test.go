@@ -617,45 +617,56 @@ func TestLoggingLevelBeforeUpstreamUp(t *testing.T) {
 
 // TestProgressLastNotification calls the fixture's progress tool, which sends
 // its last notification right before its result: every notification must
-// still reach the client, with the client's own token (here a number).
+// still reach the client, with the client's own token (here a number), at
+// 2025-11-25 and 2026-07-28, over stdio and HTTP (the lean paths: the
+// call's event stream).
 func TestProgressLastNotification(t *testing.T) {
 	t.Parallel()
 	for _, tr := range transports {
-		t.Run(tr.name, func(t *testing.T) {
-			t.Parallel()
-			rec := newRecorder("e2e")
-			cfg := writeConfig(t, fixture("alpha", []string{"-tools", "echo", "-extra", "progress"}))
-			var cs *mcp.ClientSession
-			if tr.http {
-				cs = connectHTTPClient(t, startHTTP(t, cfg), rec.client(), protocolVersion)
-			} else {
-				cs = startStdioClient(t, cfg, rec.client(), protocolVersion).cs
-			}
-			ctx := testCtx(t)
-			waitTool(ctx, t, cs, "alpha__progress")
-			res, err := cs.CallTool(ctx, &mcp.CallToolParams{
-				Name:      "alpha__progress",
-				Arguments: map[string]any{"steps": 3, "tag": "p"},
-				Meta:      mcp.Meta{"progressToken": 42},
+		for _, version := range []string{protocolVersion, modernVersion} {
+			t.Run(tr.name+"/"+version, func(t *testing.T) {
+				t.Parallel()
+				testProgressLast(t, tr.http, version)
 			})
-			if err != nil {
-				t.Fatalf("call alpha__progress: %v", err)
-			}
-			if got := text(res); !strings.HasPrefix(got, "alpha: progress p done, token ") || res.IsError {
-				t.Errorf("alpha__progress = %q (isError %v)", got, res.IsError)
-			}
-			// Waits for 3; the diff below says what arrived.
-			rec.waitFor(ctx, awaitBound, func() bool { return len(rec.progress) >= 3 })
-			var got []string
-			rec.snapshot(func() {
-				for _, p := range rec.progress {
-					got = append(got, fmt.Sprintf("%v %v/%v %s", p.ProgressToken, p.Progress, p.Total, p.Message))
-				}
-			})
-			want := []string{"42 1/3 p 1", "42 2/3 p 2", "42 3/3 p 3"}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("progress notifications (-want +got):\n%s", diff)
-			}
-		})
+		}
+	}
+}
+
+func testProgressLast(t *testing.T, overHTTP bool, version string) {
+	rec := newRecorder("e2e")
+	cfg := writeConfig(t, fixture("alpha", []string{"-tools", "echo", "-extra", "progress"}))
+	var cs *mcp.ClientSession
+	if overHTTP {
+		cs = connectHTTPClient(t, startHTTP(t, cfg), rec.client(), version)
+	} else {
+		cs = startStdioClient(t, cfg, rec.client(), version).cs
+	}
+	if v := cs.InitializeResult().ProtocolVersion; v != version {
+		t.Fatalf("negotiated %s, want %s", v, version)
+	}
+	ctx := testCtx(t)
+	waitTool(ctx, t, cs, "alpha__progress")
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{
+		Name:      "alpha__progress",
+		Arguments: map[string]any{"steps": 3, "tag": "p"},
+		Meta:      mcp.Meta{"progressToken": 42},
+	})
+	if err != nil {
+		t.Fatalf("call alpha__progress: %v", err)
+	}
+	if got := text(res); !strings.HasPrefix(got, "alpha: progress p done, token ") || res.IsError {
+		t.Errorf("alpha__progress = %q (isError %v)", got, res.IsError)
+	}
+	// Waits for 3; the diff below says what arrived.
+	rec.waitFor(ctx, awaitBound, func() bool { return len(rec.progress) >= 3 })
+	var got []string
+	rec.snapshot(func() {
+		for _, p := range rec.progress {
+			got = append(got, fmt.Sprintf("%v %v/%v %s", p.ProgressToken, p.Progress, p.Total, p.Message))
+		}
+	})
+	want := []string{"42 1/3 p 1", "42 2/3 p 2", "42 3/3 p 3"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("progress notifications (-want +got):\n%s", diff)
 	}
 }
