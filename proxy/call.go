@@ -629,14 +629,15 @@ type progressRoute struct {
 func (p *progressRoutes) mapToken(ctx context.Context, ss *mcp.ServerSession, meta json.RawMessage, b *backend, fixed *mcp.ServerSession) (json.RawMessage, string, func(), error) {
 	noop := func() {}
 	sink, _ := ctx.Value(progressSinkKey{}).(progressSink) // a lean HTTP call's stream (httpcall.go)
-	// A _meta object without escapes is read and rewritten on its bytes:
-	// the token, if any, is the last member of that name, the one the
-	// server's decoder keeps (memberSpan), and only it is replaced. Any
-	// other _meta is decoded and encoded again.
+	// A _meta object without escapes that names the key once at most is
+	// read and rewritten on its bytes: the token, if any, is the member the
+	// scanner finds (memberSpan). Any other _meta is decoded and encoded
+	// again, which leaves one token whatever the server's decoder keeps of
+	// duplicate keys: never one the client chose.
 	var rawTok json.RawMessage
 	var start, end int
 	trimmed := bytes.TrimSpace(meta)
-	fast := len(trimmed) > 0 && trimmed[0] == '{' && bytes.IndexByte(meta, '\\') < 0
+	fast := len(trimmed) > 0 && trimmed[0] == '{' && bytes.IndexByte(meta, '\\') < 0 && bytes.Count(meta, markProgressToken) <= 1
 	var m map[string]json.RawMessage
 	if fast {
 		if !json.Valid(meta) {
@@ -682,6 +683,8 @@ func (p *progressRoutes) mapToken(ctx context.Context, ss *mcp.ServerSession, me
 		p.mu.Unlock()
 	}, nil
 }
+
+var markProgressToken = []byte(`"progressToken"`)
 
 // decodeProgressToken decodes a client's progress token as it was written:
 // a string, or a number kept exact (json.Number), so that an integer beyond

@@ -35,7 +35,9 @@ import (
 // streamable HTTP transport allows for any POST.
 //
 // A call that may need the request's SSE stream goes to the SDK instead:
-// one that asks for progress (a progressToken), one of a client that
+// one that asks for progress (a progressToken) in a session older than
+// 2025-11-25, whose lean answer has no stream (from 2025-11-25 the progress
+// goes on the call's stream, runLean), one of a client that
 // declared sampling or elicitation unless nothing can be asked of it during
 // the call (leanAskable: a shared server of the initialize era, no
 // approval), and one of a client that declared roots to a server of

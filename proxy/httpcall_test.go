@@ -805,9 +805,9 @@ func TestQueueProgress(t *testing.T) {
 
 // TestMapToken: the progress token of a call's _meta is replaced by the
 // route's id, whatever the _meta looks like: read on its bytes when plain,
-// decoded otherwise (escapes, a key named twice), and the server, which
-// keeps the last of duplicate keys, always sees the route's id, never a
-// token the client chose. The client's token is kept exactly.
+// decoded otherwise (escapes, a key named twice), and the server sees one
+// token, the route's id, never one the client chose, whichever of
+// duplicate keys its decoder keeps. The client's token is kept exactly.
 func TestMapToken(t *testing.T) {
 	ctx := context.WithValue(t.Context(), progressSinkKey{}, progressSink(func(*mcp.ProgressNotificationParams) {}))
 	for _, tt := range []struct {
@@ -855,8 +855,8 @@ func TestMapToken(t *testing.T) {
 				}
 				return
 			}
-			if !strings.HasPrefix(id, "mf-progress-") || got["progressToken"] != id {
-				t.Errorf("mapToken(%s) = %s, route %q: want the route's id as the (last) token", tt.meta, out, id)
+			if !strings.HasPrefix(id, "mf-progress-") || got["progressToken"] != id || strings.Count(string(out), `"progressToken"`) != 1 {
+				t.Errorf("mapToken(%s) = %s, route %q: want the route's id as the one token (a decoder that keeps the first of duplicate keys must not see the client's)", tt.meta, out, id)
 			}
 			delete(in, "progressToken")
 			delete(got, "progressToken")
@@ -884,5 +884,28 @@ func BenchmarkMapToken(b *testing.B) {
 			b.Fatal(err)
 		}
 		release()
+	}
+}
+
+// TestMayBeModern: the _meta that callEra and requestEra read without
+// decoding (mayBeModern false) are read as the decoders read them.
+func TestMayBeModern(t *testing.T) {
+	for _, meta := range []string{
+		`{"progressToken":12}`,
+		`{"progressToken":"a","x":{"y":[1,2]}}`,
+		`{}`,
+		`{"io.modelcontextprotocol/protocolVersion":"` + modernVersion + `","io.modelcontextprotocol/clientCapabilities":{},"progressToken":1}`,
+		`{"io.modelcontextprotocol/protocolVersion":"2025-11-25"}`,
+		`{"io.modelcontextprotocol/protocol\u0056ersion":"` + modernVersion + `","io.modelcontextprotocol/clientCapabilities":{}}`,
+		`{"x":"io.modelcontextprotocol/protocolVersion"}`,
+	} {
+		b := []byte(meta)
+		if got, want := callEra(nil, b).modern, metaEra(b).modern; got != want {
+			t.Errorf("callEra(%s).modern = %v, want %v", meta, got, want)
+		}
+		params := []byte(`{"name":"x","_meta":` + meta + `}`)
+		if got, want := requestEra(params), metaRequestEra(b); got != want {
+			t.Errorf("requestEra(%s) = %d, want %d", meta, got, want)
+		}
 	}
 }

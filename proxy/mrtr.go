@@ -61,7 +61,7 @@ type reqEra struct {
 // (modernSession, clientCapsOf's capabilities).
 func callEra(ss *mcp.ServerSession, meta json.RawMessage) reqEra {
 	var e reqEra
-	if len(meta) > 0 {
+	if len(meta) > 0 && mayBeModern(meta) {
 		e = callEraMemo.get(meta, metaEra)
 	}
 	if e.modern {
@@ -85,6 +85,16 @@ func callEra(ss *mcp.ServerSession, meta json.RawMessage) reqEra {
 }
 
 var callEraMemo memo[reqEra]
+
+var markProtocolVersionKey = []byte(`"` + era.KeyProtocolVersion + `"`)
+
+// mayBeModern reports whether a raw _meta may name a protocol version, and
+// so be a modern request's: it has the key, or escapes that may spell it.
+// Any other is an initialize-era request's, read without decoding it nor
+// filling the memo with _meta that differ in a progress token each call.
+func mayBeModern(meta []byte) bool {
+	return bytes.IndexByte(meta, '\\') >= 0 || bytes.Contains(meta, markProtocolVersionKey)
+}
 
 // metaEra is callEra's reading of a raw _meta: a modern request's era, or
 // the zero reqEra.

@@ -503,7 +503,7 @@ func leanEra(params []byte) (modern, ok bool) {
 // Every other modern frame goes to the SDK, which answers or refuses it.
 func requestEra(params []byte) int {
 	meta := member(params, "_meta")
-	if len(meta) == 0 || meta[0] != '{' {
+	if len(meta) == 0 || meta[0] != '{' || !mayBeModern(meta) {
 		return eraLegacy
 	}
 	return requestEraMemo.get(meta, metaRequestEra)
