@@ -888,7 +888,9 @@ func BenchmarkMapToken(b *testing.B) {
 }
 
 // TestMayBeModern: the _meta that callEra and requestEra read without
-// decoding (mayBeModern false) are read as the decoders read them.
+// decoding (mayBeModern false), or through a memo keyed without the
+// progress token (eraKey), are read as the decoders read them, one after
+// the other as a client sends them.
 func TestMayBeModern(t *testing.T) {
 	for _, meta := range []string{
 		`{"progressToken":12}`,
@@ -898,6 +900,11 @@ func TestMayBeModern(t *testing.T) {
 		`{"io.modelcontextprotocol/protocolVersion":"2025-11-25"}`,
 		`{"io.modelcontextprotocol/protocol\u0056ersion":"` + modernVersion + `","io.modelcontextprotocol/clientCapabilities":{}}`,
 		`{"x":"io.modelcontextprotocol/protocolVersion"}`,
+		// The token's value is left out of the memos' key (eraKey): a
+		// token that is itself a _meta of another era changes nothing.
+		`{"io.modelcontextprotocol/protocolVersion":"` + modernVersion + `","io.modelcontextprotocol/clientCapabilities":{},"progressToken":{"io.modelcontextprotocol/protocolVersion":"x"}}`,
+		`{"io.modelcontextprotocol/protocolVersion":"` + modernVersion + `","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/logLevel":"debug","progressToken":7}`,
+		`{"io.modelcontextprotocol/protocolVersion":"` + modernVersion + `","io.modelcontextprotocol/clientCapabilities":[],"progressToken":8}`,
 	} {
 		b := []byte(meta)
 		if got, want := callEra(nil, b).modern, metaEra(b).modern; got != want {
@@ -906,6 +913,25 @@ func TestMayBeModern(t *testing.T) {
 		params := []byte(`{"name":"x","_meta":` + meta + `}`)
 		if got, want := requestEra(params), metaRequestEra(b); got != want {
 			t.Errorf("requestEra(%s) = %d, want %d", meta, got, want)
+		}
+	}
+}
+
+// BenchmarkRequestEraProgress reads the era of a 2026-07-28 client's calls
+// that ask for progress, a new token each, as the lean paths do.
+func BenchmarkRequestEraProgress(b *testing.B) {
+	metas := make([][]byte, 64)
+	for i := range metas {
+		metas[i] = []byte(`{"name":"x","_meta":{"io.modelcontextprotocol/protocolVersion":"` + modernVersion +
+			`","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}},"io.modelcontextprotocol/clientInfo":{"name":"claude-code","version":"3.0"},"progressToken":` + fmt.Sprint(i) + `}}`)
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		params := metas[i%len(metas)]
+		i++
+		if requestEra(params) != eraModern || !callEra(nil, member(params, "_meta")).modern {
+			b.Fatal("not modern")
 		}
 	}
 }

@@ -62,7 +62,7 @@ type reqEra struct {
 func callEra(ss *mcp.ServerSession, meta json.RawMessage) reqEra {
 	var e reqEra
 	if len(meta) > 0 && mayBeModern(meta) {
-		e = callEraMemo.get(meta, metaEra)
+		e = callEraMemo.get(eraKey(meta), metaEra)
 	}
 	if e.modern {
 		return e
@@ -87,6 +87,23 @@ func callEra(ss *mcp.ServerSession, meta json.RawMessage) reqEra {
 var callEraMemo memo[reqEra]
 
 var markProtocolVersionKey = []byte(`"` + era.KeyProtocolVersion + `"`)
+
+// eraKey is the memo key of a request's raw _meta for the era readings
+// (metaEra, metaRequestEra), which never look at the progress token: the
+// _meta itself, or for one without escapes that names the token once, the
+// _meta with the token's value replaced by 0. A client that asks for
+// progress sends a new token with every request, and would miss the memo
+// every time.
+func eraKey(meta []byte) []byte {
+	if bytes.IndexByte(meta, '\\') >= 0 || bytes.Count(meta, markProgressToken) != 1 {
+		return meta
+	}
+	start, end, found := memberSpan(meta, "progressToken")
+	if !found {
+		return meta
+	}
+	return splice(meta, start, end, []byte("0"))
+}
 
 // mayBeModern reports whether a raw _meta may name a protocol version, and
 // so be a modern request's: it has the key, or escapes that may spell it.

@@ -506,7 +506,7 @@ func requestEra(params []byte) int {
 	if len(meta) == 0 || meta[0] != '{' || !mayBeModern(meta) {
 		return eraLegacy
 	}
-	return requestEraMemo.get(meta, metaRequestEra)
+	return requestEraMemo.get(eraKey(meta), metaRequestEra)
 }
 
 var requestEraMemo memo[int]
