@@ -23,6 +23,7 @@ import (
 
 	"github.com/manifold-mcp/manifold/policy"
 	"github.com/manifold-mcp/manifold/proxy/era"
+	"github.com/manifold-mcp/manifold/upstream"
 )
 
 // The lean HTTP path of tools/call (ARCHITECTURE §3 "The hot path is lean"):
@@ -247,16 +248,27 @@ func writeModernError(w http.ResponseWriter, msg []byte, code int64) {
 // the caller's credential), or a confirm rule's, which the bridge parks
 // (mrtr.go), goes to the SDK.
 func (c *catalog) leanModernTool(name string, who policy.Identity) bool {
+	up, visible := c.sharedUp(name, who)
+	return !visible || up != nil
+}
+
+// sharedUp returns the process that serves a call of the exposed tool name
+// by who when it is a shared server's, up, without a person's approval
+// (nil otherwise: a server's own process, a confirm rule, a server that is
+// not up), and whether the name is a tool visible to who.
+func (c *catalog) sharedUp(name string, who policy.Identity) (up *upstream.Upstream, visible bool) {
 	e, d, ok := c.visibleTool(name, who)
 	if !ok {
-		return true
+		return nil, false
 	}
 	b := c.gen.byName[e.Server]
 	if b == nil || b.cfg.PerSession || b.cfg.PerIdentity || d.Confirm {
-		return false
+		return nil, true
 	}
-	st, up, _ := b.snapshot()
-	return st == stateUp && up != nil
+	if st, up, _ := b.snapshot(); st == stateUp && up != nil {
+		return up, true
+	}
+	return nil, true
 }
 
 // httpCaller is the policy identity of r's authenticated caller (the
@@ -283,16 +295,8 @@ func (c *catalog) leanAskable(name string, who policy.Identity) bool {
 	if slices.Contains(metaTools, name) {
 		return false
 	}
-	e, d, ok := c.visibleTool(name, who)
-	if !ok {
-		return false
-	}
-	b := c.gen.byName[e.Server]
-	if b == nil || b.cfg.PerSession || b.cfg.PerIdentity || d.Confirm {
-		return false
-	}
-	st, up, _ := b.snapshot()
-	return st == stateUp && up != nil && !up.Modern()
+	up, _ := c.sharedUp(name, who)
+	return up != nil && !up.Modern()
 }
 
 // leanFields splits the params of a lean tools/call: the tool's name, and
