@@ -25,6 +25,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/manifold-mcp/manifold/internal/jsonscan"
+	"github.com/manifold-mcp/manifold/internal/spawn"
 )
 
 // child is a stdio server process and the line mux on its pipes.
@@ -119,39 +120,19 @@ const (
 // spawnChild starts opts.Command with its pipes and the goroutines that own
 // them, and sets u.child. It does not speak MCP yet.
 func (u *Upstream) spawnChild(opts Options) (*child, error) {
-	cmd := exec.Command(opts.Command, opts.Args...)
-	cmd.Env = append(os.Environ(), opts.Env...)
-	cmd.Dir = opts.Dir
-	setProcAttr(cmd)
-
-	var pipes [3][2]*os.File // stdin, stdout, stderr; [0] read end, [1] write end
-	for i := range pipes {
-		r, w, err := os.Pipe()
-		if err != nil {
-			for _, p := range pipes[:i] {
-				p[0].Close()
-				p[1].Close()
+	// A server `manifold serve` started while it initialised (package
+	// internal/spawn) is taken if it is this one; else it starts now.
+	p := spawn.Take(opts.Command, opts.Args, opts.Env, opts.Dir)
+	if p == nil {
+		var err error
+		if p, err = spawn.Server(opts.Command, opts.Args, opts.Env, opts.Dir); err != nil {
+			if errors.Is(err, exec.ErrNotFound) {
+				return nil, fmt.Errorf("upstream %q: executable %q not found in PATH; install it or set command to its full path: %w", u.name, opts.Command, err)
 			}
-			return nil, fmt.Errorf("upstream %q: creating pipes: %w", u.name, err)
+			return nil, fmt.Errorf("upstream %q: cannot start %q: %w", u.name, opts.Command, err)
 		}
-		pipes[i] = [2]*os.File{r, w}
 	}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = pipes[0][0], pipes[1][1], pipes[2][1]
-	err := cmd.Start()
-	// The child has its own copies of these ends now.
-	pipes[0][0].Close()
-	pipes[1][1].Close()
-	pipes[2][1].Close()
-	if err != nil {
-		pipes[0][1].Close()
-		pipes[1][0].Close()
-		pipes[2][0].Close()
-		if errors.Is(err, exec.ErrNotFound) {
-			return nil, fmt.Errorf("upstream %q: executable %q not found in PATH; install it or set command to its full path: %w", u.name, opts.Command, err)
-		}
-		return nil, fmt.Errorf("upstream %q: cannot start %q: %w", u.name, opts.Command, err)
-	}
-
+	cmd := p.Cmd
 	if err := opts.Reaper.register(cmd.Process.Pid); err != nil {
 		u.log.Warn("the reaper is unavailable; the server's own children may outlive a killed proxy", "err", err)
 	}
@@ -165,9 +146,9 @@ func (u *Upstream) spawnChild(opts Options) (*child, error) {
 		max:         u.maxMsg,
 		cmd:         cmd,
 		pid:         cmd.Process.Pid,
-		stdin:       pipes[0][1],
-		stdoutR:     pipes[1][0],
-		stderrR:     pipes[2][0],
+		stdin:       p.Stdin,
+		stdoutR:     p.Stdout,
+		stderrR:     p.Stderr,
 		pending:     make(map[uint64]func(reply)),
 		progress:    opts.Progress,
 		logMsg:      opts.Log,

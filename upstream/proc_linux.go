@@ -5,38 +5,10 @@ package upstream
 import (
 	"bytes"
 	"os"
-	"os/exec"
 	"strconv"
 	"syscall"
 	"unsafe"
 )
-
-// backgroundNice is the nice value of the reaper process.
-const backgroundNice = 10
-
-// startBackground starts cmd and lowers its priority to nice
-// backgroundNice: the reaper, whose start (the proxy's binary initialising
-// every package again) then yields the CPU to the servers starting beside
-// it; its job waits in its stdin pipe, so a late start loses nothing. On
-// Linux a nice value belongs to a thread: the one set is that of the
-// child's main thread, which runs the Go runtime's package initialisation
-// and from which its later threads inherit it. (Forking from a thread of
-// our own lowered for the purpose would not do: that thread would have to
-// end, and a server forked from it earlier gets its Pdeathsig when it
-// does.) If the nice value cannot be set, cmd runs at ours.
-func startBackground(cmd *exec.Cmd) error {
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	_ = syscall.Setpriority(syscall.PRIO_PROCESS, cmd.Process.Pid, backgroundNice)
-	return nil
-}
-
-// setProcAttr puts the child in its own process group and makes the kernel
-// kill it if the proxy dies.
-func setProcAttr(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-}
 
 // signalGroup sends sig to the process group led by p.
 func signalGroup(p *os.Process, sig syscall.Signal) error {

@@ -3,13 +3,12 @@ package upstream
 import (
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"strconv"
 	"sync"
-	"syscall"
 
 	"github.com/manifold-mcp/manifold/internal/reaper"
+	"github.com/manifold-mcp/manifold/internal/spawn"
 )
 
 // ReaperArg is the first argument that makes the proxy's binary run as the
@@ -70,13 +69,13 @@ func (r *Reaper) locked(f func() error) error {
 // Called with mu held.
 func (r *Reaper) start() error {
 	if r.cmd == nil && r.err == nil {
-		cmd := exec.Command(r.path, ReaperArg)
-		cmd.Stdout, cmd.Stderr = nil, os.Stderr
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // not in the terminal's group: Ctrl-C must not end it first
-		w, err := cmd.StdinPipe()
-		if err == nil {
-			err = startBackground(cmd)
+		// The one `manifold serve` started while it initialised (package
+		// internal/spawn), if any; else one starts now.
+		if cmd, w := spawn.TakeReaper(r.path); cmd != nil {
+			r.cmd, r.w = cmd, w
+			return nil
 		}
+		cmd, w, err := spawn.Reaper(r.path)
 		if err != nil {
 			r.err = fmt.Errorf("start the reaper %s: %w", r.path, err)
 			return r.err

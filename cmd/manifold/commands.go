@@ -17,7 +17,6 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -25,6 +24,7 @@ import (
 
 	"github.com/manifold-mcp/manifold/internal/config"
 	"github.com/manifold-mcp/manifold/internal/redact"
+	"github.com/manifold-mcp/manifold/internal/spawn"
 	"github.com/manifold-mcp/manifold/internal/telemetry"
 	"github.com/manifold-mcp/manifold/internal/tokenstore"
 	"github.com/manifold-mcp/manifold/policy"
@@ -129,29 +129,8 @@ func configArg(cmd string, c *common, pos []string) error {
 	return nil
 }
 
-// configPath picks the config file: the flag, $MANIFOLD_CONFIG, ./proxy.toml,
-// then the user's config folder.
-func configPath(flagValue string) string {
-	if flagValue != "" {
-		return flagValue
-	}
-	if p := os.Getenv("MANIFOLD_CONFIG"); p != "" {
-		return p
-	}
-	if _, err := os.Stat("proxy.toml"); err == nil {
-		return "proxy.toml"
-	}
-	if dir, err := os.UserConfigDir(); err == nil {
-		p := filepath.Join(dir, "manifold", "proxy.toml")
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	return "proxy.toml"
-}
-
 func loadConfig(c common) (*config.Config, error) {
-	cfg, err := config.Load(configPath(c.config))
+	cfg, err := config.Load(config.Path(c.config))
 	if err != nil {
 		return nil, err
 	}
@@ -194,21 +173,12 @@ func proxyOptions(cfg *config.Config, log *slog.Logger) proxy.Options {
 		store, _ = tokenStore(cfg) // the key's length is checked by the config
 	}
 	for _, s := range cfg.Servers {
-		var env []string
-		keys := make([]string, 0, len(s.Env))
-		for k := range s.Env {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			env = append(env, k+"="+s.Env[k])
-		}
 		opts.Servers = append(opts.Servers, proxy.ServerConfig{
 			Upstream: upstream.Options{
 				Name:            s.Name,
 				Command:         s.Command,
 				Args:            s.Args,
-				Env:             env,
+				Env:             s.EnvList(),
 				Dir:             s.Cwd,
 				URL:             s.URL,
 				Headers:         s.Headers,
@@ -395,6 +365,18 @@ func startReady(ctx context.Context, c common, stderr io.Writer) (*proxy.Server,
 	return p, nil
 }
 
+// discardEarly stops, once p's servers have first started, the servers
+// started early (internal/spawn) that p did not take.
+func discardEarly(ctx context.Context, p *proxy.Server) {
+	go func() {
+		select {
+		case <-p.Ready():
+			spawn.Discard()
+		case <-ctx.Done():
+		}
+	}()
+}
+
 func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var c common
 	fs := newFlags("serve", "serve [--config FILE | FILE] [--http ADDR] [--allow-remote [--insecure-no-auth]]", levelFromConfig, stderr, &c)
@@ -409,12 +391,17 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err := configArg("serve", &c, pos); err != nil {
 		return err
 	}
+	// The servers this process started while it initialised (package
+	// internal/spawn) that the proxy does not take are stopped once its
+	// servers have first started, or when it ends.
+	defer spawn.Discard()
 	if *httpAddr != "" {
 		p, cfg, err := startProxy(ctx, c, "", stderr)
 		if err != nil {
 			return err
 		}
 		defer p.Close()
+		discardEarly(ctx, p)
 		warnExposed(p, cfg)
 		notes := &notices{}
 		defer startPublishing(ctx, p, cfg.Path, "http "+*httpAddr, notes)()
@@ -433,6 +420,7 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return err
 	}
 	defer p.Close()
+	discardEarly(ctx, p)
 	warnExposed(p, cfg)
 	notes := &notices{}
 	go watchConfig(ctx, p, cfg, *reloadEvery, p.Logger(), nil, notes)
@@ -603,7 +591,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	if err := configArg("check", &c, pos); err != nil {
 		return err
 	}
-	cfg, err := config.Check(configPath(c.config), exec.LookPath)
+	cfg, err := config.Check(config.Path(c.config), exec.LookPath)
 	if err != nil {
 		return exitError{code: 1, msg: problems(err)}
 	}

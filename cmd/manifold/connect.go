@@ -72,7 +72,7 @@ func cmdConnect(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	}
 	s := clientconf.Server{Name: *name, URL: *httpURL, AlwaysLoad: *alwaysLoad, Modern: *modern}
 	if s.URL == "" {
-		cfgPath, err := filepath.Abs(configPath(c.config))
+		cfgPath, err := filepath.Abs(config.Path(c.config))
 		if err != nil {
 			return err
 		}
@@ -172,7 +172,7 @@ func connectLocation(c clientconf.Client, scope clientconf.Scope, env clientconf
 // replaceable returns the entries of the client's file (at its own scope)
 // whose servers the config already has.
 func replaceable(loc clientconf.Location, data []byte, cfgFlag string, env clientconf.Env) ([]string, error) {
-	cfg, _, err := readBounded(configPath(cfgFlag))
+	cfg, _, err := readBounded(config.Path(cfgFlag))
 	if err != nil || len(data) == 0 {
 		return nil, err
 	}

@@ -111,7 +111,7 @@ func cmdDoctor(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	rep := diagnose(configPath(c.config), env)
+	rep := diagnose(config.Path(c.config), env)
 	if *asJSON {
 		b, err := json.MarshalIndent(rep, "", "  ")
 		if err != nil {

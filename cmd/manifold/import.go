@@ -59,7 +59,7 @@ func cmdImport(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "note: %s\n", n)
 	}
 
-	path := configPath(c.config)
+	path := config.Path(c.config)
 	existing, _, err := readBounded(path)
 	if err != nil {
 		return err

@@ -16,6 +16,10 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	// Its init starts `manifold serve`'s stdio servers while the rest of
+	// the binary initialises; the proxy takes them (internal/spawn).
+	_ "github.com/manifold-mcp/manifold/internal/earlystart"
 )
 
 // main is not reached when the binary runs as the reaper (first argument

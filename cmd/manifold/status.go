@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/manifold-mcp/manifold/internal/config"
 	"github.com/manifold-mcp/manifold/proxy"
 )
 
@@ -39,7 +40,7 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	var running []instanceStatus
 	if *url == "" {
-		if abs, err := filepath.Abs(configPath(c.config)); err == nil {
+		if abs, err := filepath.Abs(config.Path(c.config)); err == nil {
 			running = runningInstances(abs)
 		}
 	}

@@ -49,6 +49,10 @@ var rules = []rule{
 	// internal/jsonscan is the raw JSON scanner of the stdio hot paths,
 	// shared by proxy and upstream.
 	{dir: "internal/jsonscan", stdlibOnly: true},
+	// internal/spawn starts the proxy's processes (servers, the reaper, the
+	// servers started early); what to start is its callers' to say, from the
+	// config (internal/earlystart) or from upstream's options.
+	{dir: "internal/spawn", stdlibOnly: true},
 	// internal/tokenstore keeps upstream OAuth credentials encrypted at
 	// rest (stdlib crypto); it knows no OAuth library, no config and no network.
 	{dir: "internal/tokenstore", stdlibOnly: true},

@@ -16,8 +16,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -287,6 +289,39 @@ const (
 	ProtocolModern = "2026-07-28"
 	ProtocolLegacy = "legacy"
 )
+
+// Path is the config file a command uses: flag (the --config flag or the
+// file argument) if set, else $MANIFOLD_CONFIG, else ./proxy.toml if it
+// exists, else proxy.toml in the user's config folder
+// ($XDG_CONFIG_HOME/manifold) if it exists, else ./proxy.toml.
+func Path(flag string) string {
+	if flag != "" {
+		return flag
+	}
+	if p := os.Getenv("MANIFOLD_CONFIG"); p != "" {
+		return p
+	}
+	if _, err := os.Stat("proxy.toml"); err == nil {
+		return "proxy.toml"
+	}
+	if dir, err := os.UserConfigDir(); err == nil {
+		p := filepath.Join(dir, "manifold", "proxy.toml")
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	return "proxy.toml"
+}
+
+// EnvList is the server's env table as the KEY=VALUE list its process gets
+// after the proxy's own environment, sorted by key.
+func (s Server) EnvList() []string {
+	var env []string
+	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
+		env = append(env, k+"="+s.Env[k])
+	}
+	return env
+}
 
 // Load reads and parses the file at path; see [Parse]. It then reads the
 // policy files that the file lists ([LoadPolicyFiles]) into Config.Policy.

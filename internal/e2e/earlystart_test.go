@@ -1,0 +1,107 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestEarlyStart: `manifold serve` starts its stdio servers while it
+// initialises, before the client's initialize (internal/spawn), with one
+// reaper; the proxy then takes those processes, so each server runs once,
+// offered the client's capabilities at its initialize as before. A lazy
+// server does not start early.
+func TestEarlyStart(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	count := func(name string) string { return filepath.Join(dir, name) }
+	cfg := writeConfig(t, "[catalog]\nmode = \"full\"\n"+
+		fixture("alpha", []string{"-count", count("alpha")})+
+		fixture("beta", []string{"-count", count("beta"), "-extra", "secrets"}, `env = { B = "2", A = "1" }`)+
+		fixture("later", []string{"-count", count("later")}, `start = "lazy"`))
+	r := startRaw(t, cfg)
+	waitFor(t, 20*time.Second, "alpha and beta started before the client's initialize", func() bool {
+		a, _ := eraCounts(t, count("alpha"))
+		b, _ := eraCounts(t, count("beta"))
+		return len(a) == 1 && len(b) == 1
+	})
+	if _, err := os.Stat(count("later")); err == nil {
+		t.Error("the lazy server started before its first call")
+	}
+	checkNice(t, r.cmd.Process.Pid) // one reaper, at its lower priority
+	r.send(t, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"roots":{}},"clientInfo":{"name":"e2e","version":"0"}}}`)
+	r.await(t, "1")
+	r.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	r.send(t, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	list := string(r.await(t, "2").Result)
+	for _, want := range []string{`"alpha__echo"`, `"beta__echo"`, `"later__echo"`} {
+		if !strings.Contains(list, want) {
+			t.Errorf("tools/list has no %s: %.300s", want, list)
+		}
+	}
+	r.send(t, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"beta__secrets","arguments":{}}}`)
+	if m := r.await(t, "3"); !strings.Contains(string(m.Result), `A=1`) || !strings.Contains(string(m.Result), `B=2`) {
+		t.Errorf("beta__secrets = %.300s %s, want the config's env, A=1 and B=2", m.Result, m.Error)
+	}
+	for _, name := range []string{"alpha", "beta"} {
+		if starts, _ := eraCounts(t, count(name)); len(starts) != 1 {
+			t.Errorf("%s started %d times (%v), want once: the proxy took the process started early", name, len(starts), starts)
+		}
+	}
+	checkNice(t, r.cmd.Process.Pid)
+}
+
+// TestEarlyStartSIGKILL: a proxy killed with SIGKILL before its client
+// initialized, while its servers started early wait for it, leaves no
+// process: they are registered with the reaper when they start, not when
+// the proxy takes them, and a server's own child that ignores the end of
+// its input dies with its group.
+func TestEarlyStartSIGKILL(t *testing.T) {
+	t.Parallel()
+	cfg := writeConfig(t, fixture("spawner", []string{"-mode", "spawn"})+fixture("alpha", nil))
+	cmd := command(manifoldBin, "serve", "--config", cfg)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	killed := false
+	defer func() {
+		if !killed {
+			_ = cmd.Process.Kill()
+		}
+		_ = cmd.Wait()
+	}()
+	var tree []procInfo
+	waitFor(t, 20*time.Second, "the reaper, both servers and the spawner's sleep started", func() bool {
+		tree = descendants(cmd.Process.Pid)
+		var reapers, fixtures, sleeps int
+		for _, p := range tree {
+			switch {
+			case strings.Contains(p.cmdline, "__manifold-reaper"):
+				reapers++
+			case strings.HasPrefix(p.cmdline, fixtureBin):
+				fixtures++
+			case strings.HasPrefix(p.cmdline, "sleep 600"):
+				sleeps++
+			}
+		}
+		return reapers == 1 && fixtures == 2 && sleeps == 1
+	})
+	time.Sleep(100 * time.Millisecond) // the proxy has written their registrations
+	if err := syscall.Kill(cmd.Process.Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed = true
+	_ = cmd.Wait()
+	if left := waitGone(tree, goneBound); len(left) > 0 {
+		t.Errorf("processes left %s after manifold was killed with SIGKILL before its client initialized:\n%s", goneBound, describe(left))
+		killAll(left)
+	}
+}

@@ -1,0 +1,29 @@
+//go:build !linux
+
+package spawn
+
+import (
+	"os/exec"
+	"syscall"
+)
+
+// earlyOK is false here: without process groups and Pdeathsig, a proxy that
+// died before adopting a server started early would leave it running.
+const earlyOK = false
+
+// setProcAttr does nothing here: process groups and Pdeathsig are wired up
+// on Linux only.
+func setProcAttr(*exec.Cmd) {}
+
+// setGroup does nothing here.
+func setGroup(*exec.Cmd) {}
+
+// startBackground starts cmd: a nice value is per process here, not per
+// thread, so it cannot be lowered for the child alone.
+func startBackground(cmd *exec.Cmd) error { return cmd.Start() }
+
+// signalGroup is never called here (nothing starts early).
+func signalGroup(int, syscall.Signal) {}
+
+// groupAlive is false here: there are no process groups to wait for.
+func groupAlive(int) bool { return false }

@@ -1,0 +1,78 @@
+// Package spawn starts the proxy's child processes (a stdio server with its
+// pipes, the reaper), and for `manifold serve` starts the config's stdio
+// servers while the binary is still initialising, for upstream to adopt.
+package spawn
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+)
+
+// Proc is a started server process and the proxy's ends of its pipes.
+type Proc struct {
+	Cmd *exec.Cmd
+	// Stdin is written by the proxy; Stdout and Stderr are read.
+	Stdin, Stdout, Stderr *os.File
+}
+
+// Server starts command with args, in dir (the proxy's own if empty), with
+// the proxy's environment followed by env, in its own process group and
+// (on Linux) killed by the kernel if the proxy dies. Its standard streams
+// are pipes whose far ends the returned Proc holds. The error of a command
+// that cannot be found wraps exec.ErrNotFound.
+func Server(command string, args, env []string, dir string) (*Proc, error) {
+	cmd := exec.Command(command, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Dir = dir
+	setProcAttr(cmd)
+	var pipes [3][2]*os.File // stdin, stdout, stderr; [0] read end, [1] write end
+	for i := range pipes {
+		r, w, err := os.Pipe()
+		if err != nil {
+			for _, p := range pipes[:i] {
+				p[0].Close()
+				p[1].Close()
+			}
+			return nil, fmt.Errorf("creating pipes: %w", err)
+		}
+		pipes[i] = [2]*os.File{r, w}
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = pipes[0][0], pipes[1][1], pipes[2][1]
+	err := cmd.Start()
+	// The child has its own copies of these ends now.
+	pipes[0][0].Close()
+	pipes[1][1].Close()
+	pipes[2][1].Close()
+	if err != nil {
+		pipes[0][1].Close()
+		pipes[1][0].Close()
+		pipes[2][0].Close()
+		return nil, err
+	}
+	return &Proc{Cmd: cmd, Stdin: pipes[0][1], Stdout: pipes[1][0], Stderr: pipes[2][0]}, nil
+}
+
+// ReaperArg is the first argument that makes the proxy's binary run as the
+// reaper (package internal/reaper). It is that package's Arg, which this
+// package does not import: the reaper's side wants nothing this package
+// needs initialised.
+const ReaperArg = "__manifold-reaper"
+
+// Reaper starts the proxy's binary at path as the reaper, in a process group
+// of its own (a terminal's Ctrl-C must not end it first) and at a lower
+// priority, and returns it and the writer of its stdin.
+func Reaper(path string) (*exec.Cmd, io.WriteCloser, error) {
+	cmd := exec.Command(path, ReaperArg)
+	cmd.Stdout, cmd.Stderr = nil, os.Stderr
+	setGroup(cmd)
+	w, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := startBackground(cmd); err != nil {
+		return nil, nil, err
+	}
+	return cmd, w, nil
+}
