@@ -60,9 +60,9 @@ type earlyProc struct {
 // ReaperArg) and the servers that specs returns, each registered with the
 // reaper as it starts, for Take and TakeReaper to hand over. A spec that
 // cannot start is left to the proxy, which reports why; if the reaper cannot
-// start, nothing does (a server's children could outlive a killed proxy).
-// It does nothing where servers cannot start early (earlyOK), or if called
-// before. specs runs in the goroutine.
+// start, the servers are stopped (their children could outlive a killed
+// proxy) and left to the proxy too. It does nothing where servers cannot
+// start early (earlyOK), or if called before. specs runs in the goroutine.
 func Early(specs func() []Spec) {
 	if !earlyOK || early.ready != nil {
 		return
@@ -74,7 +74,9 @@ func Early(specs func() []Spec) {
 	}()
 }
 
-// startEarly starts the reaper and the servers of specs.
+// startEarly starts the reaper and the servers of specs, all at once: each
+// server's registration waits in the reaper's stdin pipe until it reads it.
+// If the reaper cannot start, neither do the servers (they are stopped).
 func startEarly(specs []Spec) {
 	if len(specs) == 0 {
 		return
@@ -83,24 +85,44 @@ func startEarly(specs []Spec) {
 	if err != nil {
 		return
 	}
-	reaper, rw, err := Reaper(exe)
+	reaper, rw, err := reaperCmd(exe)
 	if err != nil {
+		return
+	}
+	var wg sync.WaitGroup
+	var reaperErr error
+	wg.Go(func() { reaperErr = startReaper(reaper, rw) })
+	procs := make([]*earlyProc, len(specs))
+	for i, s := range specs {
+		wg.Go(func() {
+			p, err := Server(s.Command, s.Args, s.Env, s.Dir)
+			if err != nil {
+				return // the proxy starts it and says why it cannot
+			}
+			if _, err := io.WriteString(rw, "+"+strconv.Itoa(p.Cmd.Process.Pid)+"\n"); err != nil {
+				stop(p, io.Discard, 0) // not registered: the proxy starts it itself
+				return
+			}
+			procs[i] = &earlyProc{Proc: p, Spec: s}
+		})
+	}
+	wg.Wait()
+	if reaperErr != nil {
+		// A server's children could outlive a killed proxy.
+		for _, p := range procs {
+			if p != nil {
+				stop(p.Proc, io.Discard, 0)
+			}
+		}
 		return
 	}
 	early.mu.Lock()
 	defer early.mu.Unlock()
 	early.reaper, early.rw = reaper, rw
-	for _, s := range specs {
-		p, err := Server(s.Command, s.Args, s.Env, s.Dir)
-		if err != nil {
-			continue
+	for _, p := range procs {
+		if p != nil {
+			early.procs = append(early.procs, p)
 		}
-		if _, err := io.WriteString(rw, "+"+strconv.Itoa(p.Cmd.Process.Pid)+"\n"); err != nil {
-			// Not registered: the proxy starts it itself.
-			stop(p, rw, 0)
-			continue
-		}
-		early.procs = append(early.procs, &earlyProc{Proc: p, Spec: s})
 	}
 }
 

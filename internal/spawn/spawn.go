@@ -64,15 +64,37 @@ const ReaperArg = "__manifold-reaper"
 // of its own (a terminal's Ctrl-C must not end it first) and at a lower
 // priority, and returns it and the writer of its stdin.
 func Reaper(path string) (*exec.Cmd, io.WriteCloser, error) {
-	cmd := exec.Command(path, ReaperArg)
-	cmd.Stdout, cmd.Stderr = nil, os.Stderr
-	setGroup(cmd)
-	w, err := cmd.StdinPipe()
+	cmd, w, err := reaperCmd(path)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := startBackground(cmd); err != nil {
+	if err := startReaper(cmd, w); err != nil {
 		return nil, nil, err
 	}
 	return cmd, w, nil
+}
+
+// reaperCmd returns the reaper's command, not started, and the write end w
+// of the pipe that is its stdin: what is written to w before it starts
+// waits in the pipe for it.
+func reaperCmd(path string) (*exec.Cmd, *os.File, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	cmd := exec.Command(path, ReaperArg)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = r, nil, os.Stderr
+	setGroup(cmd)
+	return cmd, w, nil
+}
+
+// startReaper starts cmd, from reaperCmd, and closes the proxy's copy of
+// its stdin's read end; if it cannot start, w too.
+func startReaper(cmd *exec.Cmd, w *os.File) error {
+	err := startBackground(cmd)
+	cmd.Stdin.(*os.File).Close()
+	if err != nil {
+		w.Close()
+	}
+	return err
 }
