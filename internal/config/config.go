@@ -371,8 +371,9 @@ func load(path string, lookPath func(string) (string, error)) (*Config, error) {
 // Parse parses and validates data as the contents of the file at path,
 // expanding ${VAR} from the process environment. path prefixes every error
 // message as given, and its folder is the base of relative paths. It reads
-// no other file: the policy files are listed in Config.PolicyFiles, not read
-// (see [Load]).
+// no other file but the ${file:} secrets (regular files only): the policy
+// files are listed in Config.PolicyFiles, not read, nor is the API keys
+// file (see [Load]).
 //
 // The error, when not nil, joins one error per problem in file order; each
 // message starts with "path:line:col: " (or "path:line: ", or "path: " when

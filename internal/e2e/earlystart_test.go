@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"bufio"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -104,4 +106,65 @@ func TestEarlyStartSIGKILL(t *testing.T) {
 		t.Errorf("processes left %s after manifold was killed with SIGKILL before its client initialized:\n%s", goneBound, describe(left))
 		killAll(left)
 	}
+}
+
+// TestServeConfigThroughPipe: a config that comes through a pipe
+// (`manifold serve --config <(…)`) can be read once only, and the proxy
+// reads it: the early start leaves it alone, and the servers start.
+func TestServeConfigThroughPipe(t *testing.T) {
+	t.Parallel()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := command(manifoldBin, "serve", "--config", "/dev/fd/3")
+	cmd.ExtraFiles = []*os.File{r}
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	defer func() {
+		stdin.Close()
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("manifold: %v\n%s", err, stderr.String())
+		}
+	}()
+	if _, err := io.WriteString(w, "[catalog]\nmode = \"full\"\n"+fixture("alpha", nil)); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	for _, line := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"e2e","version":"0"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
+	} {
+		if _, err := io.WriteString(stdin, line+"\n"); err != nil {
+			t.Fatalf("write: %v\n%s", err, stderr.String())
+		}
+	}
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for sc.Scan() {
+		m, err := parseFrame(sc.Bytes())
+		if err != nil {
+			t.Fatalf("stdout line %q: %v", sc.Bytes(), err)
+		}
+		if string(m.ID) == "2" {
+			if !strings.Contains(string(m.Result), `"alpha__echo"`) {
+				t.Fatalf("tools/list = %.300s %s, want alpha's tools\n%s", m.Result, m.Error, stderr.String())
+			}
+			return
+		}
+	}
+	t.Fatalf("stdout ended before the tools/list answer\n%s", stderr.String())
 }

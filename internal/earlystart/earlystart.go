@@ -26,13 +26,29 @@ func init() {
 	if !ok {
 		return
 	}
-	spawn.Early(func() []spawn.Spec {
-		cfg, err := config.Load(config.Path(path))
-		if err != nil {
-			return nil // the proxy reports it
-		}
-		return specs(cfg)
-	})
+	spawn.Early(func() []spawn.Spec { return specsAt(config.Path(path)) })
+}
+
+// specsAt reads the config file at path, if it is a regular file, and
+// returns its specs. A config that comes through a pipe (--config <(…)) can
+// be read once only, and that is the proxy's; the files the config names
+// are not read (its policy files and API keys say nothing of what starts,
+// and could be pipes too; a ${file:} secret is read only from a regular
+// file). Any failure means no early start: the proxy reports it.
+func specsAt(path string) []spawn.Spec {
+	fi, err := os.Stat(path)
+	if err != nil || !fi.Mode().IsRegular() {
+		return nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	cfg, err := config.Parse(path, data)
+	if err != nil {
+		return nil
+	}
+	return specs(cfg)
 }
 
 // specs are the processes of cfg's servers that the proxy starts at once,

@@ -4,7 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/manifold-mcp/manifold/internal/config"
 	"github.com/manifold-mcp/manifold/internal/spawn"
@@ -95,5 +97,40 @@ isolation = "identity"
 		return a.Command == b.Command && a.Dir == b.Dir && slices.Equal(a.Args, b.Args) && slices.Equal(a.Env, b.Env)
 	}) {
 		t.Errorf("specs = %+v, want %+v", got, want)
+	}
+}
+
+// TestSpecsAtReadsRegularFilesOnly: a config that comes through a pipe is
+// left to the proxy, unread (it can be read once only), and so is a FIFO
+// the config names as a policy file; a regular config is read.
+func TestSpecsAtReadsRegularFilesOnly(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	regular := filepath.Join(dir, "proxy.toml")
+	body := "policy_files = [\"fifo\"]\n\n[servers.cat]\ncommand = \"cat\"\n"
+	if err := os.WriteFile(regular, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		path string
+		want int
+	}{{fifo, 0}, {regular, 1}, {filepath.Join(dir, "missing.toml"), 0}} {
+		got := make(chan []spawn.Spec, 1)
+		go func() { got <- specsAt(c.path) }()
+		select {
+		case s := <-got:
+			if len(s) != c.want {
+				t.Errorf("specsAt(%s) = %+v, want %d", c.path, s, c.want)
+			}
+		case <-time.After(10 * time.Second):
+			// Unblock it: a writer that closes gives the reader EOF.
+			if w, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
+				w.Close()
+			}
+			t.Fatalf("specsAt(%s) blocked reading a FIFO", c.path)
+		}
 	}
 }
