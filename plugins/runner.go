@@ -10,6 +10,8 @@ import (
 	"sync"
 
 	"github.com/hashicorp/go-plugin/runner"
+
+	"github.com/manifold-mcp/manifold/internal/spawn"
 )
 
 // errStartCancelled is returned by a runner killed before it started.
@@ -90,7 +92,7 @@ func (r *procRunner) Start(context.Context) error {
 // its group (which closes the pipes that a grandchild may hold), and marks
 // the runner exited. Where that is not possible, Wait marks it instead.
 func (r *procRunner) watch() {
-	if !waitExited(r.pid) {
+	if !spawn.WaitExited(r.pid) {
 		return
 	}
 	r.mu.Lock()

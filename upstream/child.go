@@ -258,7 +258,7 @@ func (c *child) wait() {
 	defer close(c.exited)
 	defer c.reaper.unregister(c.pid) // the group was killed and the leader reaped
 	p := c.cmd.Process
-	if waitExited(c.pid) {
+	if spawn.WaitExited(c.pid) {
 		c.graceGroup()
 		c.procMu.Lock()
 		defer c.procMu.Unlock()
@@ -280,12 +280,12 @@ func (c *child) wait() {
 // wait's SIGKILL. It is called before the leader is reaped, while its pid
 // still holds the group id.
 func (c *child) graceGroup() {
-	if !groupHasOthers(c.pid, c.pid) {
+	if !spawn.GroupHasOthers(c.pid, c.pid) {
 		return
 	}
 	_ = signalGroup(c.cmd.Process, syscall.SIGTERM)
 	deadline := time.Now().Add(c.grace)
-	for groupHasOthers(c.pid, c.pid) && time.Now().Before(deadline) {
+	for spawn.GroupHasOthers(c.pid, c.pid) && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }

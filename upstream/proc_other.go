@@ -14,9 +14,3 @@ func signalGroup(p *os.Process, sig syscall.Signal) error {
 	}
 	return p.Signal(sig)
 }
-
-// waitExited cannot wait without reaping here.
-func waitExited(int) bool { return false }
-
-// groupHasOthers cannot tell here: there are no process groups to wait for.
-func groupHasOthers(int, int) bool { return false }

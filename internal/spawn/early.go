@@ -197,10 +197,10 @@ func Discard() {
 }
 
 // stop ends p: its stdin closes, then after grace its group gets SIGTERM,
-// after another grace SIGKILL; what is left of its group once it has exited
-// gets the same. Then it is reaped and unregistered from the reaper (whose
-// stdin is rw), so that the reaper never signals a group id that could be
-// reused.
+// after another grace SIGKILL; what it leaves in its group when it exits
+// gets SIGTERM, and SIGKILL after grace. Only then is it reaped (where its
+// exit can be seen without reaping it: until then its pid, and so its group
+// id, cannot be reused) and unregistered from the reaper, whose stdin is rw.
 func stop(p *Proc, rw io.Writer, grace time.Duration) {
 	pid := p.Cmd.Process.Pid
 	// Its output is read, so that a server that writes while it stops
@@ -209,33 +209,40 @@ func stop(p *Proc, rw io.Writer, grace time.Duration) {
 	go func() { _, _ = io.Copy(io.Discard, p.Stderr) }()
 	p.Stdin.Close()
 	exited := make(chan struct{})
+	reaped := false
 	go func() {
-		_ = p.Cmd.Wait()
+		if !WaitExited(pid) {
+			_ = p.Cmd.Wait()
+			reaped = true
+		}
 		close(exited)
 	}()
-	gone := func() bool {
+	within := func(d time.Duration) bool {
+		t := time.NewTimer(d)
+		defer t.Stop()
 		select {
 		case <-exited:
-			return !groupAlive(pid)
-		default:
+			return true
+		case <-t.C:
 			return false
 		}
 	}
-	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
-		for end := time.Now().Add(grace); !gone() && time.Now().Before(end); {
-			time.Sleep(10 * time.Millisecond)
+	if !within(grace) {
+		signalGroup(pid, syscall.SIGTERM)
+		if !within(grace) {
+			signalGroup(pid, syscall.SIGKILL)
+			<-exited
 		}
-		if gone() {
-			break
-		}
-		signalGroup(pid, sig)
 	}
-	<-exited
-	// After SIGKILL, the kernel's to finish; a zombie left in the group
-	// (a proxy that is a container's process 1 reaps nobody's) is not
-	// waited for longer than grace.
-	for end := time.Now().Add(grace); !gone() && time.Now().Before(end); {
-		time.Sleep(10 * time.Millisecond)
+	if !reaped {
+		if GroupHasOthers(pid, pid) {
+			signalGroup(pid, syscall.SIGTERM)
+			for end := time.Now().Add(grace); GroupHasOthers(pid, pid) && time.Now().Before(end); {
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+		signalGroup(pid, syscall.SIGKILL)
+		_ = p.Cmd.Wait()
 	}
 	p.Stdout.Close()
 	p.Stderr.Close()

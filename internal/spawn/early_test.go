@@ -68,7 +68,9 @@ func TestEarlyTakeAndDiscard(t *testing.T) {
 	}
 	dir := t.TempDir()
 	stubborn := Spec{Command: "sh", Args: []string{"-c", "trap '' TERM; while :; do sleep 0.05; done"}, Dir: dir}
-	startTestEarly(t, Spec{Command: "cat", Env: []string{"A=1", "B=2"}, Dir: dir}, stubborn,
+	// Exits at the end of its input, and leaves a child in its group.
+	leaver := Spec{Command: "sh", Args: []string{"-c", "sleep 60 & exec cat"}, Dir: dir}
+	startTestEarly(t, Spec{Command: "cat", Env: []string{"A=1", "B=2"}, Dir: dir}, stubborn, leaver,
 		Spec{Command: "manifold-test-no-such-command"})
 	early.mu.Lock()
 	var names []string
@@ -77,8 +79,8 @@ func TestEarlyTakeAndDiscard(t *testing.T) {
 	}
 	reaperCmd := early.reaper
 	early.mu.Unlock()
-	if len(names) != 2 || reaperCmd == nil {
-		t.Fatalf("started early: %q, reaper %v; want cat and the stubborn sh (not the command that does not exist), and a reaper", names, reaperCmd)
+	if len(names) != 3 || reaperCmd == nil {
+		t.Fatalf("started early: %q, reaper %v; want cat, the stubborn sh and the one that leaves a child (not the command that does not exist), and a reaper", names, reaperCmd)
 	}
 	exe, _ := os.Executable()
 	if cmd, _ := TakeReaper(exe + ".other"); cmd != nil {
@@ -122,10 +124,19 @@ func TestEarlyTakeAndDiscard(t *testing.T) {
 	}
 
 	early.mu.Lock()
-	stubbornPid := early.procs[0].Cmd.Process.Pid
+	stubbornPid, leaverPid := early.procs[0].Cmd.Process.Pid, early.procs[1].Cmd.Process.Pid
 	early.mu.Unlock()
+	var left int
+	for end := time.Now().Add(10 * time.Second); left == 0 && time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		left = childOf(leaverPid)
+	}
+	if left == 0 {
+		t.Fatal("the server that leaves a child started none")
+	}
 	Discard()
 	waitDead(t, stubbornPid, "the server not taken, which ignores SIGTERM,")
+	waitDead(t, leaverPid, "the server not taken that exits at the end of its input")
+	waitDead(t, left, "the child it left in its group")
 	if !alive(cat.Cmd.Process.Pid) {
 		t.Error("Discard stopped the server that was taken")
 	}

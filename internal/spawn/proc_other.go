@@ -25,5 +25,8 @@ func startBackground(cmd *exec.Cmd) error { return cmd.Start() }
 // signalGroup is never called here (nothing starts early).
 func signalGroup(int, syscall.Signal) {}
 
-// groupAlive is false here: there are no process groups to wait for.
-func groupAlive(int) bool { return false }
+// WaitExited cannot wait without reaping here.
+func WaitExited(int) bool { return false }
+
+// GroupHasOthers cannot tell here: there are no process groups to wait for.
+func GroupHasOthers(int, int) bool { return false }

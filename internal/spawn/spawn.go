@@ -1,6 +1,7 @@
 // Package spawn starts the proxy's child processes (a stdio server with its
-// pipes, the reaper), and for `manifold serve` starts the config's stdio
-// servers while the binary is still initialising, for upstream to adopt.
+// pipes, the reaper) and watches their process groups end; for `manifold
+// serve` it starts the config's stdio servers while the binary is still
+// initialising, for upstream to take.
 package spawn
 
 import (

@@ -1,6 +1,6 @@
 //go:build linux
 
-package upstream
+package spawn
 
 import (
 	"fmt"
@@ -33,31 +33,31 @@ func startInGroup(t testing.TB, pgid int) *exec.Cmd {
 func TestGroupHasOthers(t *testing.T) {
 	leader := startInGroup(t, 0)
 	pgid := leader.Process.Pid
-	if groupHasOthers(pgid, pgid) {
-		t.Fatal("leader alone: groupHasOthers = true")
+	if GroupHasOthers(pgid, pgid) {
+		t.Fatal("leader alone: GroupHasOthers = true")
 	}
 	other := startInGroup(t, 0) // a group of its own
-	if groupHasOthers(pgid, pgid) {
+	if GroupHasOthers(pgid, pgid) {
 		t.Fatal("a process of another group counted")
 	}
-	if !groupHasOthers(other.Process.Pid, pgid) {
+	if !GroupHasOthers(other.Process.Pid, pgid) {
 		t.Fatal("the other group's leader not seen from another pid")
 	}
 	member := startInGroup(t, pgid)
-	if !groupHasOthers(pgid, pgid) {
-		t.Fatal("a live member: groupHasOthers = false")
+	if !GroupHasOthers(pgid, pgid) {
+		t.Fatal("a live member: GroupHasOthers = false")
 	}
 	if err := member.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	if !waitExited(member.Process.Pid) { // a zombie until reaped
-		t.Fatal("waitExited failed")
+	if !WaitExited(member.Process.Pid) { // a zombie until reaped
+		t.Fatal("WaitExited failed")
 	}
-	if groupHasOthers(pgid, pgid) {
+	if GroupHasOthers(pgid, pgid) {
 		t.Fatal("a zombie member counted as live")
 	}
 	_ = member.Wait()
-	if groupHasOthers(pgid, pgid) {
+	if GroupHasOthers(pgid, pgid) {
 		t.Fatal("a reaped member counted")
 	}
 }
@@ -69,8 +69,8 @@ func BenchmarkGroupHasOthers(b *testing.B) {
 	leader := startInGroup(b, 0)
 	b.ReportAllocs()
 	for b.Loop() {
-		if groupHasOthers(leader.Process.Pid, leader.Process.Pid) {
-			b.Fatal("leader alone: groupHasOthers = true")
+		if GroupHasOthers(leader.Process.Pid, leader.Process.Pid) {
+			b.Fatal("leader alone: GroupHasOthers = true")
 		}
 	}
 }
