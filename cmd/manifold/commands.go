@@ -463,10 +463,14 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 }
 
 // warnExposed logs what `manifold check` warns about: credentials written
-// out in a config file, and secret files, that other users can read.
+// out in a config file, and secret files, that other users can read; and a
+// config with nothing to serve (an empty file, every server disabled).
 func warnExposed(p *proxy.Server, cfg *config.Config) {
 	for _, w := range cfg.Warnings() {
 		p.Logger().Warn(w)
+	}
+	if len(cfg.Servers) == 0 && len(cfg.Plugins) == 0 {
+		p.Logger().Warn(cfg.Path + " lists no server and no plugin that is enabled, so there is nothing to serve; add a [servers.NAME] table (manifold init writes a starter config; manifold import prints your clients' servers as tables)")
 	}
 }
 
