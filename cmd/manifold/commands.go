@@ -413,8 +413,9 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		defer stopMetrics()
 		return serveHTTP(ctx, p, cfg, *httpAddr, *allowRemote, *insecureNoAuth, *reloadEvery, notes, stderr)
 	}
-	// stdio: one client. The upstreams start when it initializes, so that
-	// they are offered exactly the capabilities it declared.
+	// stdio: one client. The upstreams are initialized when it initializes,
+	// so that they are offered exactly the capabilities it declared (their
+	// processes may have started already: internal/earlystart).
 	p, cfg, err := newProxy(c, "", true, stderr)
 	if err != nil {
 		return err

@@ -90,7 +90,7 @@ func TestRequiredServerFailureIsFatal(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// In stdio mode the upstreams start when the client initializes (they are
+	// In stdio mode the upstreams are initialized when the client is (they are
 	// offered the client's capabilities), so initialize like a client does.
 	if _, err := io.WriteString(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"e2e","version":"0"}}}`+"\n"); err != nil {
 		t.Fatal(err)

@@ -39,7 +39,7 @@ func TestSIGKILLLeavesNoProcess(t *testing.T) {
 		}
 		_ = cmd.Wait()
 	}()
-	// The upstreams start when the client initializes.
+	// The upstreams are initialized when the client is.
 	if _, err := io.WriteString(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"e2e","version":"0"}}}`+"\n"); err != nil {
 		t.Fatal(err)
 	}
