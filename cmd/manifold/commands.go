@@ -401,7 +401,6 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			return err
 		}
 		defer p.Close()
-		discardEarly(ctx, p)
 		warnExposed(p, cfg)
 		notes := &notices{}
 		defer startPublishing(ctx, p, cfg.Path, "http "+*httpAddr, notes)()

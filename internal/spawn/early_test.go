@@ -126,13 +126,7 @@ func TestEarlyTakeAndDiscard(t *testing.T) {
 	early.mu.Lock()
 	stubbornPid, leaverPid := early.procs[0].Cmd.Process.Pid, early.procs[1].Cmd.Process.Pid
 	early.mu.Unlock()
-	var left int
-	for end := time.Now().Add(10 * time.Second); left == 0 && time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
-		left = childOf(leaverPid)
-	}
-	if left == 0 {
-		t.Fatal("the server that leaves a child started none")
-	}
+	left := waitChild(t, leaverPid, "the server that leaves a child")
 	Discard()
 	waitDead(t, stubbornPid, "the server not taken, which ignores SIGTERM,")
 	waitDead(t, leaverPid, "the server not taken that exits at the end of its input")
@@ -175,13 +169,7 @@ func TestEarlyReaperKillsOnExit(t *testing.T) {
 	pid := early.procs[0].Cmd.Process.Pid
 	rw, rcmd := early.rw, early.reaper
 	early.mu.Unlock()
-	var sleeper int
-	for end := time.Now().Add(10 * time.Second); sleeper == 0 && time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
-		sleeper = childOf(pid)
-	}
-	if sleeper == 0 {
-		t.Fatal("the server's child did not start")
-	}
+	sleeper := waitChild(t, pid, "the server")
 	// What the proxy's exit does to the reaper: its stdin ends.
 	_ = rw.Close()
 	_ = rcmd.Wait()
@@ -190,6 +178,19 @@ func TestEarlyReaperKillsOnExit(t *testing.T) {
 	early.mu.Lock()
 	early.procs, early.reaper = nil, nil // the reaper did it: nothing for Discard
 	early.mu.Unlock()
+}
+
+// waitChild waits up to 10 s for the process pid (what) to have a child,
+// and returns the child's pid.
+func waitChild(t *testing.T, pid int, what string) int {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		if c := childOf(pid); c != 0 {
+			return c
+		}
+	}
+	t.Fatalf("%s (pid %d) started no child", what, pid)
+	return 0
 }
 
 // childOf returns a child of pid, 0 if it has none.
