@@ -222,11 +222,17 @@ func envelopeKey(key []byte) int {
 	if len(key) > 2*len("jsonrpc")*6 { // longer than any escaped spelling
 		return -1
 	}
-	s := string(key)
-	if bytes.IndexByte(key, '\\') >= 0 {
-		if err := json.Unmarshal([]byte(`"`+s+`"`), &s); err != nil {
-			return -1
+	if bytes.IndexByte(key, '\\') < 0 { // as nearly every message has it: no copy
+		for i, k := range envelopeKeys {
+			if bytes.EqualFold(key, []byte(k)) {
+				return i
+			}
 		}
+		return -1
+	}
+	s := string(key)
+	if err := json.Unmarshal([]byte(`"`+s+`"`), &s); err != nil {
+		return -1
 	}
 	for i, k := range envelopeKeys {
 		if strings.EqualFold(s, k) {

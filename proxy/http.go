@@ -524,9 +524,12 @@ func (m *mcpEndpoint) readBody(w http.ResponseWriter, r *http.Request) (release 
 	if r.ContentLength >= 0 {
 		weight = max(r.ContentLength, 1)
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), m.opts.BodyTimeout)
-	err := m.buffered.Acquire(ctx, weight)
-	cancel()
+	var err error
+	if !m.buffered.TryAcquire(weight) { // else wait, within the body's time
+		ctx, cancel := context.WithTimeout(r.Context(), m.opts.BodyTimeout)
+		err = m.buffered.Acquire(ctx, weight)
+		cancel()
+	}
 	if err != nil {
 		m.boundUnread(w)
 		w.Header().Set("Retry-After", "1")

@@ -140,7 +140,7 @@ func (m *mcpEndpoint) serveLean(w http.ResponseWriter, r *http.Request, e *httpS
 	var stream *leanStream
 	base := r.Context()
 	if streamed {
-		stream = &leanStream{events: m.events, session: e.id, id: rand.Text(), client: r.Context()}
+		stream = &leanStream{events: m.events, session: e.id, client: r.Context()} // its id: prime
 		base = context.WithoutCancel(base)
 	}
 	key := leanKey{e.id, string(f.id)}
@@ -335,15 +335,6 @@ func (m *mcpEndpoint) runLean(ctx context.Context, cancel context.CancelFunc, w 
 		ctx = context.WithValue(ctx, requestIDKey{}, string(id))
 	}
 
-	var primed <-chan time.Time // the priming event is sent when this fires
-	if stream != nil && stream.events != nil {
-		stream.prime(ctx, w)
-		t := time.NewTimer(primeDelay)
-		defer t.Stop()
-		primed = t.C
-	} else if stream != nil {
-		stream.open(w)
-	}
 	var progress chan []byte // the call's progress notifications, for stream
 	if stream != nil && member(fields["_meta"], "progressToken") != nil {
 		progress = make(chan []byte, leanProgressQueue)
@@ -356,6 +347,19 @@ func (m *mcpEndpoint) runLean(ctx context.Context, cancel context.CancelFunc, w 
 	}
 	ch := make(chan answer, 1)
 	m.s.startCall(ctx, ss, name, fields, func(raw json.RawMessage, err error) { ch <- answer{raw, err} })
+	// The stream starts once the call is on its way: its headers and
+	// priming event (with the event store's bookkeeping, a round trip on a
+	// shared store) are off the path to the server, and still come first in
+	// the stream, as nothing is written before this.
+	var primed <-chan time.Time // the priming event is sent when this fires
+	if stream != nil && stream.events != nil {
+		stream.prime(ctx, w)
+		t := time.NewTimer(primeDelay)
+		defer t.Stop()
+		primed = t.C
+	} else if stream != nil {
+		stream.open(w)
+	}
 	var a answer
 wait:
 	for {
@@ -429,8 +433,10 @@ func leanHeaders(r *http.Request, negotiated string) bool {
 // leanContent reports whether r has the content headers the SDK requires
 // of a POST: a JSON body, and an Accept of JSON and event streams.
 func leanContent(r *http.Request) bool {
-	if ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || ct != "application/json" {
-		return false
+	if ct := r.Header.Get("Content-Type"); ct != "application/json" { // as clients send it, else parsed
+		if ct, _, err := mime.ParseMediaType(ct); err != nil || ct != "application/json" {
+			return false
+		}
 	}
 	jsonOK, streamOK := false, false
 	for _, value := range r.Header.Values("Accept") {
@@ -462,7 +468,7 @@ const primingVersion = "2025-11-25"
 type leanStream struct {
 	events  *eventStore
 	session string
-	id      string          // a stream id of this session; never contains '_'
+	id      string          // a stream id of this session (set by prime if empty); never contains '_'
 	n       int             // events written
 	client  context.Context // the request's: done once the client went away
 }
@@ -515,9 +521,13 @@ func queueProgress(q chan []byte, p *mcp.ProgressNotificationParams) {
 // holds the event id to resume from.
 const primeDelay = 20 * time.Millisecond
 
-// prime writes the stream's priming event, with the reconnection delay; the
-// caller flushes it (flush), or it goes out with the answer.
+// prime writes the stream's priming event, with the reconnection delay,
+// giving the stream a fresh id if it has none; the caller flushes it
+// (flush), or it goes out with the answer.
 func (ls *leanStream) prime(ctx context.Context, w http.ResponseWriter) {
+	if ls.id == "" {
+		ls.id = rand.Text()
+	}
 	ls.open(w)
 	_ = ls.events.Open(ctx, ls.session, ls.id)
 	_ = ls.events.Append(ctx, ls.session, ls.id, nil)

@@ -222,6 +222,8 @@ var stdioAttackCases = []struct {
 	{"duplicate id", `{"jsonrpc":"2.0","id":21,"id":22,"method":"ping"}`, []answer{errAns("null", invalidRequest)}},
 	{"escaped method key", `{"jsonrpc":"2.0","id":23,"\u006dethod":"ping"}`, []answer{errAns("23", invalidRequest)}},
 	{"Id in capitals", `{"jsonrpc":"2.0","Id":24,"method":"ping"}`, []answer{errAns("null", invalidRequest)}},
+	{"params spelled with a long s", `{"jsonrpc":"2.0","id":25,"method":"tools/call","params":{"name":"x"},"paramſ":{"name":"rec__secret_tool"}}`, []answer{errAns("25", invalidRequest)}}, // encoding/json folds ſ to s
+	{"only params spelled with a long s", `{"jsonrpc":"2.0","id":26,"method":"tools/call","paramſ":{"name":"rec__secret_tool"}}`, []answer{errAns("26", invalidRequest)}},
 	{"malformed response", `{"jsonrpc":"2.0","id":99,"error":"x"}`, nil},
 	{"response to an unknown id", `{"jsonrpc":"2.0","id":12345,"result":{}}`, nil},
 	{"response with a fractional id", `{"jsonrpc":"2.0","id":1.5,"result":{}}`, nil},
