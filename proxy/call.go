@@ -792,8 +792,20 @@ type sessionCalls struct {
 	calls map[string]map[*context.CancelFunc]struct{} // session id -> cancels; guarded by mu
 }
 
+// track returns a context of ctx that a DELETE of session id cancels, and
+// the func that ends it (and its tracking) once its call is over.
 func (sc *sessionCalls) track(ctx context.Context, id string) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(ctx)
+	untrack := sc.add(id, cancel)
+	return ctx, func() {
+		untrack()
+		cancel()
+	}
+}
+
+// add has a DELETE of session id call cancel, until the func it returns
+// is called.
+func (sc *sessionCalls) add(id string, cancel context.CancelFunc) func() {
 	key := &cancel
 	sc.mu.Lock()
 	if sc.calls == nil {
@@ -804,14 +816,13 @@ func (sc *sessionCalls) track(ctx context.Context, id string) (context.Context, 
 	}
 	sc.calls[id][key] = struct{}{}
 	sc.mu.Unlock()
-	return ctx, func() {
+	return func() {
 		sc.mu.Lock()
 		delete(sc.calls[id], key)
 		if len(sc.calls[id]) == 0 {
 			delete(sc.calls, id)
 		}
 		sc.mu.Unlock()
-		cancel()
 	}
 }
 

@@ -153,8 +153,7 @@ func (m *mcpEndpoint) serveLean(w http.ResponseWriter, r *http.Request, e *httpS
 		return true
 	}
 	defer m.lean.remove(key)
-	ctx, done := m.s.sessionCalls.track(ctx, e.id) // a DELETE cancels it
-	defer done()
+	defer m.s.sessionCalls.add(e.id, cancel)() // a DELETE cancels it
 	m.runLean(ctx, cancel, w, r, ss, f.id, name, fields, stream, false)
 	return true
 }

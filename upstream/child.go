@@ -989,14 +989,6 @@ func (c *child) callToolAsync(ctx context.Context, params json.RawMessage, done 
 	}
 	c.pending[id] = finish
 	c.pmu.Unlock()
-	stopMu.Lock()
-	stop = context.AfterFunc(ctx, func() {
-		if c.forget(id) {
-			c.cancelCall(id, ctx.Err())
-			finish(reply{err: ctx.Err()})
-		}
-	})
-	stopMu.Unlock()
 
 	if m := c.meta.Load(); m != nil {
 		params = withMeta(params, *m)
@@ -1020,7 +1012,21 @@ func (c *child) callToolAsync(ctx context.Context, params json.RawMessage, done 
 			ended = fmt.Errorf("upstream %q: sending tools/call: %v: %w", c.name, err, ErrClosed)
 		}
 		finish(reply{err: ended})
+		return
 	}
+	// The call's end on ctx is set up once the call is on its way, off the
+	// path to the server; a ctx done by now ends the call at once (the
+	// server then gets the request and its cancellation, in that order).
+	stopMu.Lock()
+	if !fired.Load() {
+		stop = context.AfterFunc(ctx, func() {
+			if c.forget(id) {
+				c.cancelCall(id, ctx.Err())
+				finish(reply{err: ctx.Err()})
+			}
+		})
+	}
+	stopMu.Unlock()
 }
 
 // cancelCall tells the server that nobody waits for call id any more.

@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -1081,6 +1082,15 @@ func TestCallToolRawAsync(t *testing.T) {
 	}
 	waitFor(t, "the server to see the cancellation", func() bool { return contains(events(opts), "cancelled") })
 
+	// A ctx that ends while the request is being written (alive when the
+	// call starts, done when its end on ctx is set up): the call ends with
+	// its error, and the server gets the request, then its cancellation.
+	ch = call(&endsOnSecondLook{Context: callCtx(t)}, `{"name":"sleep","arguments":{}}`)
+	if r := once(ch); !errors.Is(r.err, context.Canceled) {
+		t.Fatalf("call whose ctx ended while it was sent = %s, %v; want context.Canceled", r.raw, r.err)
+	}
+	waitFor(t, "the server to see the second cancellation", func() bool { return count(events(opts), "cancelled") == 2 })
+
 	ch = call(callCtx(t), `{"name":"sleep","arguments":{}}`)
 	closeWithin(t, u)
 	if r := once(ch); !errors.Is(r.err, ErrClosed) {
@@ -1089,6 +1099,35 @@ func TestCallToolRawAsync(t *testing.T) {
 	if r := once(call(callCtx(t), `{"name":"echo"}`)); !errors.Is(r.err, ErrClosed) {
 		t.Fatalf("call after Close = %v; want ErrClosed", r.err)
 	}
+}
+
+// endsOnSecondLook is a context that is alive the first time its Err is
+// asked and done from then on (its Done is closed from the start): a ctx
+// that ends between a call's first look at it and the next.
+type endsOnSecondLook struct {
+	context.Context
+	looked atomic.Bool
+}
+
+func (c *endsOnSecondLook) Err() error {
+	if c.looked.Swap(true) {
+		return context.Canceled
+	}
+	return nil
+}
+
+func (c *endsOnSecondLook) Done() <-chan struct{} { return closedChan }
+
+var closedChan = func() chan struct{} { ch := make(chan struct{}); close(ch); return ch }()
+
+func count(list []string, s string) int {
+	n := 0
+	for _, x := range list {
+		if x == s {
+			n++
+		}
+	}
+	return n
 }
 
 // TestProtocolVersionLegacy: a server of the initialize era reports the
