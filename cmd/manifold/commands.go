@@ -448,7 +448,7 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		defer restore()
 		stdout = out
 	}
-	go func() { served <- p.ServeStdio(ctx, stdin, stdout) }()
+	go func() { served <- p.ServeStdio(ctx, yieldBeforeRead(stdin), stdout) }()
 	started := make(chan error, 1)
 	go func() { started <- p.Start(ctx) }()
 	select {
