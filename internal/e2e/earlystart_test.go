@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -70,16 +69,7 @@ func TestEarlyStartSIGKILL(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stdin.Close()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	killed := false
-	defer func() {
-		if !killed {
-			_ = cmd.Process.Kill()
-		}
-		_ = cmd.Wait()
-	}()
+	sigkill := startToKill(t, cmd)
 	var tree []procInfo
 	waitFor(t, 20*time.Second, "the reaper, both servers and the spawner's sleep started", func() bool {
 		tree = descendants(cmd.Process.Pid)
@@ -97,11 +87,7 @@ func TestEarlyStartSIGKILL(t *testing.T) {
 		return reapers == 1 && fixtures == 2 && sleeps == 1
 	})
 	time.Sleep(100 * time.Millisecond) // the proxy has written their registrations
-	if err := syscall.Kill(cmd.Process.Pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	killed = true
-	_ = cmd.Wait()
+	sigkill()
 	if left := waitGone(tree, goneBound); len(left) > 0 {
 		t.Errorf("processes left %s after manifold was killed with SIGKILL before its client initialized:\n%s", goneBound, describe(left))
 		killAll(left)

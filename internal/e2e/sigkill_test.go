@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"io"
+	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -29,16 +30,7 @@ func TestSIGKILLLeavesNoProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	go func() { _, _ = io.Copy(io.Discard, stdout) }()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	killed := false
-	defer func() {
-		if !killed {
-			_ = cmd.Process.Kill()
-		}
-		_ = cmd.Wait()
-	}()
+	sigkill := startToKill(t, cmd)
 	// The upstreams are initialized when the client is.
 	if _, err := io.WriteString(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"e2e","version":"0"}}}`+"\n"); err != nil {
 		t.Fatal(err)
@@ -56,11 +48,7 @@ func TestSIGKILLLeavesNoProcess(t *testing.T) {
 	if m := grandchildRE.FindStringSubmatch(stderr.String()); m != nil {
 		grandchild = m[1]
 	}
-	if err := syscall.Kill(cmd.Process.Pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	killed = true
-	_ = cmd.Wait()
+	sigkill()
 	close(done)
 	tree := <-treec
 	sawGrandchild := false
@@ -155,5 +143,30 @@ func TestReaperSkipsHeavyInit(t *testing.T) {
 		if inits[heavy] {
 			t.Errorf("the reaper initialised %s (%d packages in all)", heavy, len(inits))
 		}
+	}
+}
+
+// startToKill starts cmd, a manifold the test kills with SIGKILL by calling
+// the func it returns, which waits for it; a cmd the test did not kill (a
+// failure before) is killed and waited for at the end of the test.
+func startToKill(t *testing.T, cmd *exec.Cmd) (sigkill func()) {
+	t.Helper()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	killed := false
+	t.Cleanup(func() {
+		if !killed {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+	return func() {
+		t.Helper()
+		if err := syscall.Kill(cmd.Process.Pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		killed = true
+		_ = cmd.Wait()
 	}
 }
