@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/hashicorp/go-plugin/runner"
 
@@ -50,7 +51,7 @@ func newProcRunner(path string, args, env, extraEnv []string, dir string) (*proc
 	cmd.Env = append(append([]string(nil), env...), extraEnv...)
 	cmd.Dir = dir
 	cmd.Stdin = nil // /dev/null: the plugin never sees the proxy's stdin
-	setProcAttr(cmd)
+	spawn.SetProcAttr(cmd)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
@@ -97,7 +98,7 @@ func (r *procRunner) watch() {
 	}
 	r.mu.Lock()
 	if !r.reaped {
-		killGroup(r.pid)
+		spawn.SignalGroup(r.pid, syscall.SIGKILL)
 	}
 	r.mu.Unlock()
 	r.exitOnce.Do(func() { close(r.exited) })
@@ -126,7 +127,7 @@ func (r *procRunner) Kill(context.Context) error {
 	defer r.mu.Unlock()
 	r.killed = true
 	if r.pid != 0 && !r.reaped {
-		killGroup(r.pid)
+		spawn.SignalGroup(r.pid, syscall.SIGKILL)
 	}
 	return nil
 }

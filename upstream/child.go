@@ -257,12 +257,11 @@ func (c *child) stop() {
 func (c *child) wait() {
 	defer close(c.exited)
 	defer c.reaper.unregister(c.pid) // the group was killed and the leader reaped
-	p := c.cmd.Process
 	if spawn.WaitExited(c.pid) {
 		c.graceGroup()
 		c.procMu.Lock()
 		defer c.procMu.Unlock()
-		_ = signalGroup(p, syscall.SIGKILL)
+		spawn.SignalGroup(c.pid, syscall.SIGKILL)
 		_ = c.cmd.Wait()
 		c.reaped = true
 		return
@@ -270,7 +269,7 @@ func (c *child) wait() {
 	_ = c.cmd.Wait()
 	c.procMu.Lock()
 	defer c.procMu.Unlock()
-	_ = signalGroup(p, syscall.SIGKILL)
+	spawn.SignalGroup(c.pid, syscall.SIGKILL)
 	c.reaped = true
 }
 
@@ -283,7 +282,7 @@ func (c *child) graceGroup() {
 	if !spawn.GroupHasOthers(c.pid, c.pid) {
 		return
 	}
-	_ = signalGroup(c.cmd.Process, syscall.SIGTERM)
+	spawn.SignalGroup(c.pid, syscall.SIGTERM)
 	deadline := time.Now().Add(c.grace)
 	for spawn.GroupHasOthers(c.pid, c.pid) && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
@@ -296,7 +295,7 @@ func (c *child) signal(sig syscall.Signal) {
 	defer c.procMu.Unlock()
 	if !c.reaped {
 		c.signalled.Store(true)
-		_ = signalGroup(c.cmd.Process, sig)
+		spawn.SignalGroup(c.pid, sig)
 	}
 }
 

@@ -228,20 +228,20 @@ func stop(p *Proc, rw io.Writer, grace time.Duration) {
 		}
 	}
 	if !within(grace) {
-		signalGroup(pid, syscall.SIGTERM)
+		SignalGroup(pid, syscall.SIGTERM)
 		if !within(grace) {
-			signalGroup(pid, syscall.SIGKILL)
+			SignalGroup(pid, syscall.SIGKILL)
 			<-exited
 		}
 	}
 	if !reaped {
 		if GroupHasOthers(pid, pid) {
-			signalGroup(pid, syscall.SIGTERM)
+			SignalGroup(pid, syscall.SIGTERM)
 			for end := time.Now().Add(grace); GroupHasOthers(pid, pid) && time.Now().Before(end); {
 				time.Sleep(20 * time.Millisecond)
 			}
 		}
-		signalGroup(pid, syscall.SIGKILL)
+		SignalGroup(pid, syscall.SIGKILL)
 		_ = p.Cmd.Wait()
 	}
 	p.Stdout.Close()

@@ -19,9 +19,9 @@ const earlyOK = true
 // backgroundNice is the nice value of the reaper process.
 const backgroundNice = 10
 
-// setProcAttr puts the child in its own process group and makes the kernel
-// kill it if the proxy dies.
-func setProcAttr(cmd *exec.Cmd) {
+// SetProcAttr puts the child in its own process group and makes the kernel
+// kill it if the proxy dies, even by SIGKILL.
+func SetProcAttr(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }
 
@@ -46,8 +46,8 @@ func startBackground(cmd *exec.Cmd) error {
 	return nil
 }
 
-// signalGroup sends sig to the process group led by pid.
-func signalGroup(pid int, sig syscall.Signal) { _ = syscall.Kill(-pid, sig) }
+// SignalGroup sends sig to the process group led by pid.
+func SignalGroup(pid int, sig syscall.Signal) { _ = syscall.Kill(-pid, sig) }
 
 // WaitExited blocks until the process pid has exited, without reaping it, and
 // reports whether it could. While the zombie is not reaped its pid, and so its

@@ -3,6 +3,7 @@
 package spawn
 
 import (
+	"os"
 	"os/exec"
 	"syscall"
 )
@@ -11,9 +12,10 @@ import (
 // died before adopting a server started early would leave it running.
 const earlyOK = false
 
-// setProcAttr does nothing here: process groups and Pdeathsig are wired up
-// on Linux only.
-func setProcAttr(*exec.Cmd) {}
+// SetProcAttr does nothing here: process groups and Pdeathsig are wired up
+// on Linux only (elsewhere plugins/sdk's parent watchdog ends an orphaned
+// plugin).
+func SetProcAttr(*exec.Cmd) {}
 
 // setGroup does nothing here.
 func setGroup(*exec.Cmd) {}
@@ -22,8 +24,13 @@ func setGroup(*exec.Cmd) {}
 // thread, so it cannot be lowered for the child alone.
 func startBackground(cmd *exec.Cmd) error { return cmd.Start() }
 
-// signalGroup is never called here (nothing starts early).
-func signalGroup(int, syscall.Signal) {}
+// SignalGroup signals the process pid itself: there are no process groups
+// to signal here.
+func SignalGroup(pid int, sig syscall.Signal) {
+	if p, err := os.FindProcess(pid); err == nil {
+		_ = p.Signal(sig)
+	}
+}
 
 // WaitExited cannot wait without reaping here.
 func WaitExited(int) bool { return false }

@@ -1,5 +1,6 @@
 // Package spawn starts the proxy's child processes (a stdio server with its
-// pipes, the reaper) and watches their process groups end; for `manifold
+// pipes, the reaper), sets up and signals their process groups (plugins'
+// too) and watches them end; for `manifold
 // serve` it starts the config's stdio servers while the binary is still
 // initialising, for upstream to take.
 package spawn
@@ -27,7 +28,7 @@ func Server(command string, args, env []string, dir string) (*Proc, error) {
 	cmd := exec.Command(command, args...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Dir = dir
-	setProcAttr(cmd)
+	SetProcAttr(cmd)
 	var pipes [3][2]*os.File // stdin, stdout, stderr; [0] read end, [1] write end
 	for i := range pipes {
 		r, w, err := os.Pipe()
