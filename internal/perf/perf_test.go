@@ -64,6 +64,9 @@ func build(dir string) error {
 	for out, pkg := range map[string]string{bins.manifold: "./cmd/manifold", bins.fixture: "./testdata/fixture", bins.relay: "./testdata/relay"} {
 		cmd := exec.Command("go", "build", "-o", out, pkg)
 		cmd.Dir = root
+		// Static, as the README builds them: no dynamic loader and C
+		// library to map and link at each start.
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if b, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
 		}
