@@ -9,11 +9,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/manifold-mcp/manifold/internal/cluster"
 	"github.com/manifold-mcp/manifold/internal/config"
+	"github.com/manifold-mcp/manifold/internal/spawn"
 	"github.com/manifold-mcp/manifold/proxy"
 )
 
@@ -97,7 +97,7 @@ func readApproval(dir, id string) (proxy.ApprovalView, error) {
 	if time.Now().After(v.Expires) {
 		return v, fmt.Errorf("approve-call: approval %s expired at %s; ask the model to call the tool again for a new id", id, v.Expires.Local().Format(time.DateTime))
 	}
-	if v.PID <= 0 || syscall.Kill(v.PID, 0) != nil {
+	if !spawn.Alive(v.PID) {
 		return v, fmt.Errorf("approve-call: the manifold that asked for approval %s (pid %d) is not running any more", id, v.PID)
 	}
 	return v, nil

@@ -7,9 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"time"
 
+	"github.com/manifold-mcp/manifold/internal/spawn"
 	"github.com/manifold-mcp/manifold/proxy"
 )
 
@@ -141,7 +141,7 @@ func runningInstances(config string) []instanceStatus {
 		if json.Unmarshal(b, &st) != nil || st.PID <= 0 {
 			continue
 		}
-		if syscall.Kill(st.PID, 0) != nil { // the process is gone
+		if !spawn.Alive(st.PID) { // the process is gone
 			_ = os.Remove(f)
 			continue
 		}

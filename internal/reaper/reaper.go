@@ -71,7 +71,7 @@ func Run(in io.Reader, grace time.Duration) {
 	alive := func() []int {
 		var out []int
 		for g := range groups {
-			if syscall.Kill(-g, 0) == nil {
+			if killGroup(g, 0) == nil {
 				out = append(out, g)
 			}
 		}
@@ -79,7 +79,7 @@ func Run(in io.Reader, grace time.Duration) {
 	}
 	left := alive()
 	for _, g := range left {
-		_ = syscall.Kill(-g, syscall.SIGTERM)
+		_ = killGroup(g, syscall.SIGTERM)
 	}
 	deadline := time.Now().Add(grace)
 	for len(left) > 0 && time.Now().Before(deadline) {
@@ -87,7 +87,7 @@ func Run(in io.Reader, grace time.Duration) {
 		left = alive()
 	}
 	for _, g := range left {
-		_ = syscall.Kill(-g, syscall.SIGKILL)
+		_ = killGroup(g, syscall.SIGKILL)
 	}
 }
 
