@@ -25,7 +25,7 @@ var configKeys = []configKey{
 	{"log_level", "top level", `debug, info, warn or error, on stderr (default info).`},
 	{"read_only", "top level, server", "Expose only tools annotated read-only (an unannotated tool is not)."},
 	{"pin", "top level, server", `What happens to an upstream definition that is new or changed since it was approved in the lock file: "quarantine" (hidden until manifold approve, the default), "warn" (served, flagged) or "off"; a server's value overrides the global one.`},
-	{"lock_file", "top level", `The lock file of approved definitions, relative to the config's folder (default "manifold.lock").`},
+	{"lock_file", "top level", `The lock file of approved definitions, relative to the config's folder (default "manifold.lock"; none for a config read from a pipe).`},
 	{"confirm_ttl", "top level", `How long a person has to approve a call of a tool with confirm = true, and how long an approve-call approval waits for the retry (default 5m).`},
 	{"confirm", "server", `Every call of the server's tools waits for a person's approval of its exact arguments; confirm_reason says why. Also per tool in overrides.TOOL (with reason) and in policy file rules.`},
 	{"confirm_reason", "server", "Why the server's calls need approval, shown to the person."},

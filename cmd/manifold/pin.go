@@ -23,8 +23,12 @@ import (
 // A lock file that cannot be read or parsed fails closed: manifold does not
 // start with it, and a running one keeps the lock it had.
 
-// readLock reads the lock file at path; a missing file is an empty lock.
+// readLock reads the lock file at path; a missing file is an empty lock,
+// and so is none (path "": a config read from a pipe, config.ReadOnce).
 func readLock(path string) (*pin.Lock, error) {
+	if path == "" {
+		return pin.NewLock(), nil
+	}
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return pin.NewLock(), nil
@@ -50,6 +54,9 @@ func readLock(path string) (*pin.Lock, error) {
 // manifold, an approve) are kept; if it no longer parses, nothing is
 // written.
 func writeLock(path string, entries []pin.Entry) error {
+	if path == "" {
+		return errNoLockFile
+	}
 	l, err := readLock(path)
 	if err != nil {
 		return err
@@ -86,6 +93,10 @@ func pinOptions(opts *proxy.Options, cfg *config.Config, log *slog.Logger, recor
 		return err
 	}
 	opts.Lock = lock
+	if record && cfg.LockFile == "" && pinning(cfg) {
+		log.Warn("pinned definitions: the config came through a pipe, whose folder holds no lock file; definitions trusted on first use are trusted by this process only. Set lock_file in the config to keep them", "config", cfg.Path)
+		record = false
+	}
 	if record {
 		path := cfg.LockFile
 		opts.OnTrust = func(entries []pin.Entry) {
@@ -95,6 +106,19 @@ func pinOptions(opts *proxy.Options, cfg *config.Config, log *slog.Logger, recor
 		}
 	}
 	return nil
+}
+
+// errNoLockFile is writeLock's error for a config without a lock file.
+var errNoLockFile = errors.New(`no lock file: the config was read from a pipe (such as --config <(…)), whose folder holds none; set lock_file = "/path/to/manifold.lock" in the config`)
+
+// pinning reports whether any server of cfg pins its definitions.
+func pinning(cfg *config.Config) bool {
+	for _, s := range cfg.Servers {
+		if s.Pin != config.PinOff {
+			return true
+		}
+	}
+	return false
 }
 
 func pinMode(m string) proxy.PinMode {

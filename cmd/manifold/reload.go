@@ -47,6 +47,18 @@ func watchConfig(ctx context.Context, p *proxy.Server, cfg *config.Config, inter
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
+	if cfg.ReadOnce {
+		// Read again, a pipe is empty: a reload would stop every server.
+		log.Info("the config came through a pipe and cannot be read again: changes to it and to the files it names apply at the next start, not by reload", "config", cfg.Path)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				log.Warn("reload: not done; the config came through a pipe and cannot be read again. Restart manifold to apply a new config", "reason", "SIGHUP", "config", cfg.Path)
+			}
+		}
+	}
 	path, globs := cfg.Path, watched(cfg) // the policy (and API keys) files of the config in force
 	secrets := cfg.SecretFiles            // and its secret files
 	inForce := fileSum(path)              // the config file in force

@@ -151,6 +151,12 @@ type Config struct {
 	Pin      string
 	LockFile string
 
+	// ReadOnce is set by Load when the config is not a regular file (a
+	// pipe such as --config <(…), /dev/stdin): it cannot be read again,
+	// so it cannot be reloaded, and its "folder" (/dev/fd) holds no lock
+	// file: LockFile is then "" (none) unless lock_file names another.
+	ReadOnce bool
+
 	// Servers are the enabled servers in document order; servers with
 	// disabled = true are left out.
 	Servers []Server
@@ -356,6 +362,12 @@ func load(path string, lookPath func(string) (string, error)) (*Config, error) {
 	cfg, err := decode(path, abs, data, os.LookupEnv, lookPath)
 	if err != nil {
 		return nil, err
+	}
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
+		cfg.ReadOnce = true
+		if cfg.LockFile == resolve(cfg.Dir, DefaultLockFile) {
+			cfg.LockFile = "" // the default, in /dev/fd or the like
+		}
 	}
 	if cfg.Policy, err = LoadPolicyFiles(cfg); err != nil {
 		return nil, err
