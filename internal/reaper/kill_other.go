@@ -7,6 +7,6 @@ import (
 	"syscall"
 )
 
-// killGroup cannot signal a process group here: there are none. The proxy
-// starts no reaper where it cannot use one (see upstream.Reaper).
+// killGroup cannot signal a process group here: there are none, so the
+// reaper ends nothing (the servers' stdin closes with the proxy).
 func killGroup(int, syscall.Signal) error { return errors.ErrUnsupported }
