@@ -1085,11 +1085,24 @@ func TestCallToolRawAsync(t *testing.T) {
 	// A ctx that ends while the request is being written (alive when the
 	// call starts, done when its end on ctx is set up): the call ends with
 	// its error, and the server gets the request, then its cancellation.
+	// So no call is left running there: the server runs it and ends it, or
+	// (the go-sdk's) never starts a call cancelled before its turn. In the
+	// other order the cancellation names a call the server does not know
+	// yet, and the sleep runs on: a "started" without its "cancelled". A
+	// later call's answer means the server has read both messages; the
+	// pause gives a handler that did start the time to say so.
 	ch = call(&endsOnSecondLook{Context: callCtx(t)}, `{"name":"sleep","arguments":{}}`)
 	if r := once(ch); !errors.Is(r.err, context.Canceled) {
 		t.Fatalf("call whose ctx ended while it was sent = %s, %v; want context.Canceled", r.raw, r.err)
 	}
-	waitFor(t, "the server to see the second cancellation", func() bool { return count(events(opts), "cancelled") == 2 })
+	if r := once(call(callCtx(t), `{"name":"echo","arguments":{"b":2}}`)); r.err != nil {
+		t.Fatalf("echo after the cancelled call: %v", r.err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	waitFor(t, "every sleep the server started to be cancelled", func() bool {
+		ev := events(opts)
+		return count(ev, "started") == count(ev, "cancelled")
+	})
 
 	ch = call(callCtx(t), `{"name":"sleep","arguments":{}}`)
 	closeWithin(t, u)
