@@ -51,7 +51,7 @@ var configKeys = []configKey{
 	{"command", "server", `A stdio server's program: a bare name looked up in PATH, or a path (relative to the config's folder).`},
 	{"args", "server", "Its arguments, an array of strings."},
 	{"env", "server", `Variables added to the proxy's environment for it: env = { KEY = "value" }.`},
-	{"cwd", "server", "Its working directory (default: the config's folder)."},
+	{"cwd", "server", "Its working directory (default: the config's folder; for a config given as --config <(…) or /dev/stdin, which has none, the working directory)."},
 	{"url", "server", `A remote server's URL (http:// or https://). Exactly one of command and url.`},
 	{"headers", "server", `Headers sent to a remote server: headers = { Authorization = "Bearer ${TOKEN}" }.`},
 	{"transport", "server", `"streamable" (default) or "sse", for a remote server.`},

@@ -94,7 +94,7 @@ func pinOptions(opts *proxy.Options, cfg *config.Config, log *slog.Logger, recor
 	}
 	opts.Lock = lock
 	if record && cfg.LockFile == "" && pinning(cfg) {
-		log.Warn("pinned definitions: the config came through a pipe, whose folder holds no lock file; definitions trusted on first use are trusted by this process only. Set lock_file in the config to keep them", "config", cfg.Path)
+		log.Warn("pinned definitions: the config came through a pipe, which has no lock file of its own; definitions trusted on first use are trusted by this process only. Set lock_file in the config to keep them", "config", cfg.Path)
 		record = false
 	}
 	if record {
@@ -109,7 +109,7 @@ func pinOptions(opts *proxy.Options, cfg *config.Config, log *slog.Logger, recor
 }
 
 // errNoLockFile is writeLock's error for a config without a lock file.
-var errNoLockFile = errors.New(`no lock file: the config was read from a pipe (such as --config <(…)), whose folder holds none; set lock_file = "/path/to/manifold.lock" in the config`)
+var errNoLockFile = errors.New(`no lock file: the config was read from a pipe (such as --config <(…)), which has none of its own; set lock_file = "/path/to/manifold.lock" in the config`)
 
 // pinning reports whether any server of cfg pins its definitions.
 func pinning(cfg *config.Config) bool {

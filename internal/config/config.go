@@ -82,7 +82,9 @@ var ErrNoConfig = errors.New("no config file")
 // Config is a loaded, validated proxy.toml.
 type Config struct {
 	// Path is the absolute path of the file; Dir is its folder, against which
-	// relative paths in the file were resolved.
+	// relative paths in the file were resolved: for a file named by a file
+	// descriptor (--config <(…), /dev/stdin), which has no folder of its
+	// own, the working directory (baseDir).
 	Path string
 	Dir  string
 

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net"
 	"net/url"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -54,9 +55,9 @@ func decode(file, abs string, data []byte, lookup func(string) (string, bool), l
 	if err != nil {
 		return nil, err
 	}
-	d.lookup, d.lookPath, d.dir = lookup, lookPath, filepath.Dir(abs)
+	d.lookup, d.lookPath, d.dir = lookup, lookPath, baseDir(abs)
 
-	cfg := &Config{Path: abs, Dir: filepath.Dir(abs)}
+	cfg := &Config{Path: abs, Dir: d.dir}
 	root := &table{d: d, fields: top, expand: true}
 	d.global(root, cfg)
 	d.pinKeys(root, cfg)
@@ -541,6 +542,23 @@ func (t *table) checkCommand(name, command string) {
 }
 
 // resolve makes a relative path absolute against dir.
+// baseDir returns the folder that the relative paths of the config at abs
+// resolve against: the file's own, except for a name of a file descriptor
+// (/dev/fd/N, /proc/PID/fd/N, /dev/stdin: a config given as --config <(…)
+// or through standard input), whose "folder" is the process's table of
+// descriptors (a server started there would run in /proc/PID/fd). Such a
+// config is resolved against the working directory, as the command line
+// that gave it is.
+func baseDir(abs string) string {
+	dir := filepath.Dir(abs)
+	if dir == "/dev/fd" || abs == "/dev/stdin" || strings.HasPrefix(dir, "/proc/") && filepath.Base(dir) == "fd" && filepath.Dir(filepath.Dir(dir)) == "/proc" {
+		if wd, err := os.Getwd(); err == nil {
+			return wd
+		}
+	}
+	return dir
+}
+
 func resolve(dir, path string) string {
 	if filepath.IsAbs(path) {
 		return filepath.Clean(path)
