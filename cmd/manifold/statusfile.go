@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/manifold-mcp/manifold/internal/config"
 	"github.com/manifold-mcp/manifold/internal/spawn"
 	"github.com/manifold-mcp/manifold/proxy"
 )
@@ -124,10 +125,12 @@ func publishStatus(ctx context.Context, p *proxy.Server, config, mode string, in
 }
 
 // runningInstances reads the status files of live instances serving config
-// (an absolute path), removing those of processes that are gone.
-func runningInstances(config string) []instanceStatus {
+// (an absolute path), removing those of processes that are gone. A config
+// named by a file descriptor (--config <(…)) has none: its name is every
+// pipe's, and would match instances of other configs.
+func runningInstances(cfgPath string) []instanceStatus {
 	dir := runDir()
-	if dir == "" {
+	if dir == "" || config.IsDescriptor(cfgPath) {
 		return nil
 	}
 	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
@@ -146,7 +149,7 @@ func runningInstances(config string) []instanceStatus {
 			continue
 		}
 		age := time.Since(st.Updated)
-		if st.Config != config || age > staleStatus {
+		if st.Config != cfgPath || age > staleStatus {
 			continue
 		}
 		for i := range st.Servers {

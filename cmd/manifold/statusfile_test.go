@@ -90,3 +90,29 @@ func TestPublishStatusOnChange(t *testing.T) {
 		t.Errorf("the status file is still there after publishing stopped: %v", err)
 	}
 }
+
+// TestRunningInstancesOfDescriptor: a config named by a file descriptor
+// (--config <(…) is /dev/fd/63 for every pipe) matches no running
+// instance, though one started from another pipe has the same name; a
+// config named by its file matches its instance.
+func TestRunningInstancesOfDescriptor(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	if err := os.MkdirAll(runDir(), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for i, cfg := range []string{"/dev/fd/63", "/etc/manifold/proxy.toml"} {
+		b, err := json.Marshal(instanceStatus{PID: os.Getpid(), Config: cfg, Mode: "stdio", Started: time.Now().UTC(), Updated: time.Now().UTC()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(runDir(), strconv.Itoa(i)+".json"), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := runningInstances("/dev/fd/63"); len(got) != 0 {
+		t.Errorf("instances of /dev/fd/63: %+v; want none (any pipe has that name)", got)
+	}
+	if got := runningInstances("/etc/manifold/proxy.toml"); len(got) != 1 || got[0].Config != "/etc/manifold/proxy.toml" {
+		t.Errorf("instances of /etc/manifold/proxy.toml: %+v; want its own", got)
+	}
+}

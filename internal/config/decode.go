@@ -542,21 +542,28 @@ func (t *table) checkCommand(name, command string) {
 }
 
 // resolve makes a relative path absolute against dir.
+// IsDescriptor reports whether the absolute path abs names a file
+// descriptor (/dev/fd/N, /proc/PID/fd/N, /dev/stdin: a config given as
+// --config <(…) or through standard input) rather than a file. Such a name
+// says nothing of the config: the shell gives /dev/fd/63 to every pipe.
+func IsDescriptor(abs string) bool {
+	dir := filepath.Dir(abs)
+	return dir == "/dev/fd" || abs == "/dev/stdin" || strings.HasPrefix(dir, "/proc/") && filepath.Base(dir) == "fd" && filepath.Dir(filepath.Dir(dir)) == "/proc"
+}
+
 // baseDir returns the folder that the relative paths of the config at abs
 // resolve against: the file's own, except for a name of a file descriptor
-// (/dev/fd/N, /proc/PID/fd/N, /dev/stdin: a config given as --config <(…)
-// or through standard input), whose "folder" is the process's table of
-// descriptors (a server started there would run in /proc/PID/fd). Such a
-// config is resolved against the working directory, as the command line
-// that gave it is.
+// (IsDescriptor), whose "folder" is the process's table of descriptors (a
+// server started there would run in /proc/PID/fd). Such a config is
+// resolved against the working directory, as the command line that gave it
+// is.
 func baseDir(abs string) string {
-	dir := filepath.Dir(abs)
-	if dir == "/dev/fd" || abs == "/dev/stdin" || strings.HasPrefix(dir, "/proc/") && filepath.Base(dir) == "fd" && filepath.Dir(filepath.Dir(dir)) == "/proc" {
+	if IsDescriptor(abs) {
 		if wd, err := os.Getwd(); err == nil {
 			return wd
 		}
 	}
-	return dir
+	return filepath.Dir(abs)
 }
 
 func resolve(dir, path string) string {
