@@ -541,7 +541,6 @@ func (t *table) checkCommand(name, command string) {
 	}
 }
 
-// resolve makes a relative path absolute against dir.
 // IsDescriptor reports whether the absolute path abs names a file
 // descriptor (/dev/fd/N, /proc/PID/fd/N, /dev/stdin: a config given as
 // --config <(…) or through standard input) rather than a file. Such a name
@@ -566,6 +565,7 @@ func baseDir(abs string) string {
 	return filepath.Dir(abs)
 }
 
+// resolve makes a relative path absolute against dir.
 func resolve(dir, path string) string {
 	if filepath.IsAbs(path) {
 		return filepath.Clean(path)
