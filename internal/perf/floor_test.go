@@ -37,13 +37,33 @@ type side struct {
 	pid      int
 	tool     string
 	progress bool // each call asks for progress (a progress token)
+	big      int  // each call asks the big tool for a text of this many bytes
 }
 
 func (s side) call(ctx context.Context) error {
-	if s.progress {
+	switch {
+	case s.progress:
 		return callProgress(ctx, s.cs, s.tool)
+	case s.big > 0:
+		return callBig(ctx, s.cs, s.tool, s.big)
 	}
 	return call(ctx, &conn{cs: s.cs}, s.tool)
+}
+
+// callBig calls the fixture's big tool for a text of n bytes, and checks
+// that all of it came.
+func callBig(ctx context.Context, cs *mcp.ClientSession, tool string, n int) error {
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"bytes": n}})
+	if err != nil {
+		return err
+	}
+	if res.IsError || len(res.Content) != 1 {
+		return fmt.Errorf("%s: unexpected result %+v", tool, res)
+	}
+	if text, ok := res.Content[0].(*mcp.TextContent); !ok || len(text.Text) != n {
+		return fmt.Errorf("%s: the result is not a text of %d bytes", tool, n)
+	}
+	return nil
 }
 
 // progressTokens numbers the progress tokens of the calls that ask for
@@ -83,6 +103,9 @@ type floorCase struct {
 	// progress makes every call ask for progress, as Claude Code's do, on
 	// both sides.
 	progress bool
+	// big makes every call ask the fixture's big tool for a text of this
+	// many bytes, as a tool that reads a file returns, instead of the echo.
+	big int
 }
 
 var floorCases = []floorCase{
@@ -98,6 +121,8 @@ var floorCases = []floorCase{
 	{name: "stdio-progress", version: "2025-11-25", era: "legacy", progress: true},
 	{name: "http-progress", version: "2025-11-25", http: true, era: "legacy", progress: true},
 	{name: "http-2026-progress", version: "2026-07-28", http: true, era: "modern", progress: true},
+	{name: "stdio-100k", version: "2025-11-25", era: "legacy", big: 100 << 10},
+	{name: "http-100k", version: "2025-11-25", http: true, era: "legacy", big: 100 << 10},
 }
 
 // BenchmarkFloor is the measurement of issue 16 in one run: for each
@@ -112,8 +137,9 @@ var floorCases = []floorCase{
 // (-min, -max), the proxy's RSS idle (connected, before any call) and the
 // highest RSS sampled under load, and the 1-minute load average at the
 // end, and the CPU time the proxy process spent per call (both phases),
-// which depends far less on the load than latency does. Nothing is
-// asserted on time.
+// which depends far less on the load than latency does. The -100k cases
+// call the fixture's big tool for a text of 100 KiB instead of the echo, as
+// a tool that reads a file answers. Nothing is asserted on time.
 //
 //	nice -n 10 go test -run '^$' -bench BenchmarkFloor -benchtime 400x ./internal/perf/
 func BenchmarkFloor(b *testing.B) {
@@ -291,14 +317,18 @@ func (fc floorCase) start(b testing.TB) (direct, proxy side) {
 	if fc.upEra != "" {
 		upEra = fc.upEra
 	}
-	bin, args, tool := bins.manifold, []string{"serve", "--config", proxyConfig(b, 3, upEra)}, "s0__echo"
+	dtool := "echo"
+	if fc.big > 0 {
+		dtool = "big"
+	}
+	bin, args, tool := bins.manifold, []string{"serve", "--config", proxyConfig(b, 3, upEra)}, "s0__"+dtool
 	if fc.relay {
-		bin, args, tool = bins.relay, []string{"--", bins.fixture, "-name", "s0", "-era", fc.era}, "echo"
+		bin, args, tool = bins.relay, []string{"--", bins.fixture, "-name", "s0", "-era", fc.era}, dtool
 	}
 	if !fc.http {
 		d := connectAt(b, fc.version, bins.fixture, "-name", "s0", "-era", fc.era)
 		p := connectAt(b, fc.version, bin, args...)
-		direct, proxy = side{d.cs, d.cmd.Process.Pid, "echo", fc.progress}, side{p.cs, p.cmd.Process.Pid, tool, fc.progress}
+		direct, proxy = side{d.cs, d.cmd.Process.Pid, dtool, fc.progress, fc.big}, side{p.cs, p.cmd.Process.Pid, tool, fc.progress, fc.big}
 	} else {
 		durl, dpid := startServing(b, bins.fixture, "-name", "s0", "-era", fc.era, "-http", "127.0.0.1:0")
 		if fc.relay {
@@ -307,8 +337,8 @@ func (fc floorCase) start(b testing.TB) (direct, proxy side) {
 			args = append(args, "--http", "127.0.0.1:0")
 		}
 		purl, ppid := startServing(b, bin, args...)
-		direct = side{connectURL(b, fc.version, durl, fc.caps), dpid, "echo", fc.progress}
-		proxy = side{connectURL(b, fc.version, purl, fc.caps), ppid, tool, fc.progress}
+		direct = side{connectURL(b, fc.version, durl, fc.caps), dpid, dtool, fc.progress, fc.big}
+		proxy = side{connectURL(b, fc.version, purl, fc.caps), ppid, tool, fc.progress, fc.big}
 	}
 	for _, s := range []side{direct, proxy} {
 		if v := s.cs.InitializeResult().ProtocolVersion; v != fc.version {
