@@ -83,7 +83,7 @@ func untagID(raw []byte) (replica string, orig []byte, ok bool) {
 		}
 	}
 	orig, err := base64.RawURLEncoding.DecodeString(s[dot+1:])
-	if err != nil || len(orig) == 0 || !json.Valid(orig) {
+	if err != nil || len(orig) == 0 || !jsonscan.Valid(orig) {
 		return "", nil, false
 	}
 	if c := orig[0]; c != '"' && c != '-' && !(c >= '0' && c <= '9') {

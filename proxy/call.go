@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/manifold-mcp/manifold/internal/jsonscan"
 	"github.com/manifold-mcp/manifold/internal/telemetry"
 	"github.com/manifold-mcp/manifold/policy"
 	"github.com/manifold-mcp/manifold/proxy/era"
@@ -196,7 +197,7 @@ func (s *Server) routeCall(ctx context.Context, ss *mcp.ServerSession, name stri
 				}
 			case rec.Outcome == "":
 				rec.Outcome = "ok"
-				if bytes.Contains(raw, markIsError) {
+				if jsonscan.Contains(raw, markIsError) {
 					rec.Outcome = "tool error"
 				}
 			}
@@ -420,7 +421,7 @@ func (s *Server) routeCall(ctx context.Context, ss *mcp.ServerSession, name stri
 		cleanups = append(cleanups, cancel, b.enter(callCtx, ss))
 		var onResult, settle func(json.RawMessage, error)
 		onResult = func(raw json.RawMessage, err error) {
-			if err != nil || re.modern || ss == nil || !bytes.Contains(raw, markInputRequired) {
+			if err != nil || re.modern || ss == nil || !jsonscan.Contains(raw, markInputRequired) {
 				settle(raw, err)
 				return
 			}
@@ -495,7 +496,7 @@ func (s *Server) routeCall(ctx context.Context, ss *mcp.ServerSession, name stri
 				raw = capped
 				rec.Outcome = "ok, cut to max_result_bytes"
 			}
-			if re.modern && bytes.Contains(raw, markRequestState) {
+			if re.modern && jsonscan.Contains(raw, markRequestState) {
 				if raw, err = s.wrapState(raw, bind, ttl); err != nil {
 					rec.Outcome = "error"
 					done(nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()})
@@ -640,7 +641,7 @@ func (p *progressRoutes) mapToken(ctx context.Context, ss *mcp.ServerSession, me
 	fast := len(trimmed) > 0 && trimmed[0] == '{' && bytes.IndexByte(meta, '\\') < 0 && bytes.Count(meta, markProgressToken) <= 1
 	var m map[string]json.RawMessage
 	if fast {
-		if !json.Valid(meta) {
+		if !jsonscan.Valid(meta) {
 			return nil, "", noop, errors.New("_meta is not valid JSON")
 		}
 		var found bool
@@ -693,9 +694,9 @@ func decodeProgressToken(raw json.RawMessage) (any, error) {
 	raw = bytes.TrimSpace(raw)
 	switch {
 	case len(raw) == 0:
-	case raw[0] == '"' && bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) && json.Valid(raw):
+	case raw[0] == '"' && bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) && jsonscan.Valid(raw):
 		return string(raw[1 : len(raw)-1]), nil // a plain string: its bytes
-	case (raw[0] == '-' || '0' <= raw[0] && raw[0] <= '9') && json.Valid(raw):
+	case (raw[0] == '-' || '0' <= raw[0] && raw[0] <= '9') && jsonscan.Valid(raw):
 		return json.Number(raw), nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))

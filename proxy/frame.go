@@ -77,12 +77,13 @@ func checkFrame(line []byte) frame {
 	if !utf8.Valid(msg) {
 		return parseErr("the line is not valid UTF-8; send one JSON-RPC message per line, UTF-8 encoded")
 	}
-	// encoding/json refuses valid JSON nested deeper than 10000 levels.
+	// jsonscan.Valid, as encoding/json, refuses JSON nested deeper than
+	// jsonscan.MaxDepth levels.
 	deep := depth(msg)
-	if deep > 10000 {
+	if deep > jsonscan.MaxDepth {
 		return invalid("the message nests deeper than %d levels", maxFrameDepth)
 	}
-	if !json.Valid(msg) {
+	if !jsonscan.Valid(msg) {
 		if bytes.HasPrefix(msg, []byte("\uFEFF")) {
 			return parseErr("the line starts with a byte order mark; send JSON without a BOM")
 		}

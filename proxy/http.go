@@ -22,6 +22,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/sync/semaphore"
 
+	"github.com/manifold-mcp/manifold/internal/jsonscan"
 	"github.com/manifold-mcp/manifold/proxy/era"
 )
 
@@ -477,7 +478,7 @@ func (m *mcpEndpoint) serveModern(w http.ResponseWriter, r *http.Request, listen
 // does not agree.
 func bodyModern(body []byte) bool {
 	body = bytes.TrimSpace(body)
-	if len(body) == 0 || body[0] != '{' || !json.Valid(body) {
+	if len(body) == 0 || body[0] != '{' || !jsonscan.Valid(body) {
 		return false
 	}
 	meta := member(member(body, "params"), "_meta")

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/manifold-mcp/manifold/internal/jsonscan"
 )
 
 // The lean tools/call path of the requests the SDK decodes: every HTTP
@@ -57,7 +59,7 @@ func (s *Server) serveCallTool(ctx context.Context, req *mcp.CallToolRequest) (m
 // (whose content the SDK does not require).
 func leanResult(raw json.RawMessage) bool {
 	raw = bytes.TrimSpace(raw)
-	if len(raw) < 2 || raw[0] != '{' || !json.Valid(raw) {
+	if len(raw) < 2 || raw[0] != '{' || !jsonscan.Valid(raw) {
 		return false
 	}
 	if c := member(raw, "content"); len(c) > 0 && c[0] == '[' {

@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/manifold-mcp/manifold/internal/jsonscan"
 	"github.com/manifold-mcp/manifold/proxy/era"
 )
 
@@ -771,7 +772,7 @@ func declareCaps(meta, caps json.RawMessage) (json.RawMessage, error) {
 		out := make([]byte, 0, len(key)+len(caps)+2)
 		return append(append(append(append(out, '{'), key...), caps...), '}'), nil
 	}
-	if meta[0] == '{' && bytes.IndexByte(meta, '\\') < 0 && json.Valid(meta) && member(meta, mcp.MetaKeyClientCapabilities) == nil {
+	if meta[0] == '{' && bytes.IndexByte(meta, '\\') < 0 && jsonscan.Valid(meta) && member(meta, mcp.MetaKeyClientCapabilities) == nil {
 		out := make([]byte, 0, len(meta)+len(key)+len(caps)+2)
 		out = append(append(append(out, '{'), key...), caps...)
 		if rest := bytes.TrimSpace(meta[1:]); len(rest) > 0 && rest[0] != '}' {
@@ -838,7 +839,7 @@ func (s *Server) inputRound(ctx context.Context, ss *mcp.ServerSession, b *backe
 		RequestState  *string             `json:"requestState"`
 	}
 	if err := json.Unmarshal(raw, &res); err != nil || res.ResultType != "input_required" {
-		if err != nil && bytes.Contains(raw, []byte(`"resultType":"input_required"`)) {
+		if err != nil && jsonscan.Contains(raw, []byte(`"resultType":"input_required"`)) {
 			return nextCall{err: fmt.Errorf("upstream %q: its input_required result could not be decoded: %v", b.name, err)}, false
 		}
 		return nextCall{}, true

@@ -9,6 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/manifold-mcp/manifold/internal/jsonscan"
 	"github.com/manifold-mcp/manifold/proxy/era"
 )
 
@@ -110,7 +111,7 @@ var (
 // server's identity in _meta (a modern upstream sends both). A result
 // without them is returned as it is, byte for byte.
 func legacyResultRaw(raw json.RawMessage) json.RawMessage {
-	if !bytes.Contains(raw, markResultType) && !bytes.Contains(raw, markServerInfo) {
+	if !jsonscan.Contains(raw, markResultType) && !jsonscan.Contains(raw, markServerInfo) {
 		return raw
 	}
 	var m map[string]json.RawMessage
@@ -191,7 +192,7 @@ func adaptCallResult(raw json.RawMessage, version string) json.RawMessage {
 	if version < modernVersion {
 		raw = legacyResultRaw(raw)
 	}
-	if version >= "2025-06-18" || (!bytes.Contains(raw, markStructured) && !bytes.Contains(raw, markResourceLink)) {
+	if version >= "2025-06-18" || (!jsonscan.Contains(raw, markStructured) && !jsonscan.Contains(raw, markResourceLink)) {
 		return raw
 	}
 	var m map[string]json.RawMessage

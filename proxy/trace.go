@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/manifold-mcp/manifold/internal/jsonscan"
 	"github.com/manifold-mcp/manifold/internal/redact"
 	"github.com/manifold-mcp/manifold/internal/telemetry"
 	"github.com/manifold-mcp/manifold/upstream"
@@ -220,7 +220,7 @@ func errType(raw json.RawMessage, err error) (string, int64) {
 	var rpcErr *jsonrpc.Error
 	switch {
 	case err == nil:
-		if bytes.Contains(raw, markIsError) {
+		if jsonscan.Contains(raw, markIsError) {
 			return telemetry.ErrToolError, 0
 		}
 		return "", 0

@@ -724,7 +724,7 @@ func (c *child) sentBySDK(msg []byte) bool {
 // msg is not such a response. Only the top level of msg is parsed; the
 // result is checked to be JSON and copied, never decoded.
 func (c *child) divert(msg []byte) bool {
-	if !json.Valid(msg) {
+	if !jsonscan.Valid(msg) {
 		return false
 	}
 	m, ok := splitObject(msg)
@@ -1015,7 +1015,7 @@ func (c *child) cancelCall(id uint64, cause error) {
 // around it is one valid JSON-RPC message.
 func checkParams(params []byte) error {
 	p := bytes.TrimLeft(params, " \t\r\n")
-	if len(p) == 0 || p[0] != '{' || !json.Valid(p) {
+	if len(p) == 0 || p[0] != '{' || !jsonscan.Valid(p) {
 		return errors.New("params must be a JSON object")
 	}
 	return nil
