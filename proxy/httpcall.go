@@ -416,7 +416,7 @@ wait:
 	if modern {
 		a.raw = modernCallResult(a.raw, m.s.serverInfo)
 	}
-	stream.write(ctx, w, leanResponse(id, a.raw, nil))
+	stream.result(ctx, w, id, a.raw)
 }
 
 // leanHeaders reports whether r's headers are ones the SDK serves a POST
@@ -557,26 +557,64 @@ func (ls *leanStream) write(ctx context.Context, w http.ResponseWriter, msg []by
 		_, _ = w.Write(msg)
 		return
 	}
-	if err := ls.event(ctx, w, msg); err == nil && ls.events != nil && ls.client != nil && ls.client.Err() == nil {
-		ls.events.Done(ls.session, ls.id) // delivered, unless the connection fails now
+	if err := ls.event(ctx, w, msg); err == nil {
+		ls.delivered()
+	}
+}
+
+// delivered marks the stream done in the event store once its response
+// went to a client still connected (unless the connection fails now).
+func (ls *leanStream) delivered() {
+	if ls.events != nil && ls.client != nil && ls.client.Err() == nil {
+		ls.events.Done(ls.session, ls.id)
 	}
 }
 
 // event writes the JSON-RPC message msg as the stream's next event (kept in
 // the event store, when the stream has one) and returns the write's error.
 func (ls *leanStream) event(ctx context.Context, w http.ResponseWriter, msg []byte) error {
-	out := make([]byte, 0, len(msg)+len(ls.id)+40)
+	out := ls.head(len(msg))
+	return ls.send(ctx, w, append(out, msg...), len(out))
+}
+
+// result writes the response to the call id with result as the stream's
+// next event, built in the event's own buffer: a large result is copied
+// once, not once for the response and again for the event.
+func (ls *leanStream) result(ctx context.Context, w http.ResponseWriter, id []byte, result json.RawMessage) {
+	if ls == nil {
+		ls.write(ctx, w, leanResponse(id, result, nil))
+		return
+	}
+	out := ls.head(len(result) + len(id) + 40)
+	start := len(out)
+	out = appendResponse(out, id, result)
+	if err := ls.send(ctx, w, out, start); err == nil {
+		ls.delivered()
+	}
+}
+
+// head starts the next event in a buffer with room for a message of n
+// bytes: its fields up to the data's.
+func (ls *leanStream) head(n int) []byte {
+	out := make([]byte, 0, n+len(ls.id)+48)
 	out = append(out, "event: message\n"...)
 	if ls.events != nil {
-		_ = ls.events.Append(ctx, ls.session, ls.id, msg)
 		out = append(out, "id: "...)
 		out = append(out, ls.id...)
 		out = append(out, '_')
 		out = strconv.AppendInt(out, int64(ls.n), 10)
 		out = append(out, '\n')
 	}
-	out = append(out, "data: "...)
-	out = append(out, msg...)
+	return append(out, "data: "...)
+}
+
+// send ends the event that out holds, its message from out[start:], keeps
+// the message in the event store (when the stream has one), writes the
+// event and returns the write's error.
+func (ls *leanStream) send(ctx context.Context, w http.ResponseWriter, out []byte, start int) error {
+	if ls.events != nil {
+		_ = ls.events.Append(ctx, ls.session, ls.id, out[start:len(out):len(out)])
+	}
 	out = append(out, "\n\n"...)
 	ls.n++
 	_, err := w.Write(out)
@@ -597,12 +635,16 @@ func leanResponse(id []byte, result json.RawMessage, rpcErr *jsonrpc.Error) []by
 		}
 		return b
 	}
-	body := make([]byte, 0, len(result)+len(id)+40)
-	body = append(body, `{"jsonrpc":"2.0","id":`...)
-	body = append(body, id...)
-	body = append(body, `,"result":`...)
-	body = append(body, result...)
-	return append(body, '}')
+	return appendResponse(make([]byte, 0, len(result)+len(id)+40), id, result)
+}
+
+// appendResponse appends the JSON-RPC response to id with result to dst.
+func appendResponse(dst, id []byte, result json.RawMessage) []byte {
+	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
+	dst = append(dst, id...)
+	dst = append(dst, `,"result":`...)
+	dst = append(dst, result...)
+	return append(dst, '}')
 }
 
 // headerBound reports whether the input schema of the exposed tool name

@@ -634,7 +634,7 @@ func (c *child) route(line []byte, sdk *io.PipeWriter) *io.PipeWriter {
 		return drop("not valid UTF-8")
 	case msg[0] == '[':
 		return drop("a JSON-RPC batch, which protocol 2025-06-18 and later do not have")
-	case bytes.Contains(msg, rawIDMarker) && c.divert(msg):
+	case jsonscan.Contains(msg, rawIDMarker) && c.divert(msg):
 		return sdk
 	}
 	m, err := jsonrpc.DecodeMessage(msg)
