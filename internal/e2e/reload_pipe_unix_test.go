@@ -39,9 +39,20 @@ func TestPipedConfigKeepsServing(t *testing.T) {
 		_, err = f.WriteString(withListWait(fixture("alpha", nil) + fixture("beta", nil)))
 		written <- errors.Join(err, f.Close())
 	}()
+	// Should manifold never open the pipe, this end lets the writer go.
+	t.Cleanup(func() {
+		if r, err := os.OpenFile(fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0); err == nil {
+			_ = r.Close()
+		}
+	})
 	sp := startStdio(t, fifo)
-	if err := <-written; err != nil {
-		t.Fatal(err)
+	select {
+	case err := <-written:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("manifold did not read its config, a named pipe, within 30 s")
 	}
 	ctx := testCtx(t)
 	before := toolNames(listTools(ctx, t, sp.cs))
