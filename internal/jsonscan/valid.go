@@ -27,7 +27,7 @@ value: // a value is expected at b[i], after whitespace
 	if i >= n {
 		return false
 	}
-	switch c := b[i]; c {
+	switch b[i] {
 	case '{':
 		if depth == MaxDepth {
 			return false
