@@ -38,6 +38,7 @@ type side struct {
 	tool     string
 	progress bool // each call asks for progress (a progress token)
 	big      int  // each call asks the big tool for a text of this many bytes
+	args     int  // each call sends the args tool a text of this many bytes, which it answers with
 }
 
 func (s side) call(ctx context.Context) error {
@@ -46,6 +47,8 @@ func (s side) call(ctx context.Context) error {
 		return callProgress(ctx, s.cs, s.tool)
 	case s.big > 0:
 		return callBig(ctx, s.cs, s.tool, s.big)
+	case s.args > 0:
+		return callArgs(ctx, s.cs, s.tool, s.args)
 	}
 	return call(ctx, &conn{cs: s.cs}, s.tool)
 }
@@ -62,6 +65,24 @@ func callBig(ctx context.Context, cs *mcp.ClientSession, tool string, n int) err
 	}
 	if text, ok := res.Content[0].(*mcp.TextContent); !ok || len(text.Text) != n {
 		return fmt.Errorf("%s: the result is not a text of %d bytes", tool, n)
+	}
+	return nil
+}
+
+// callArgs sends the fixture's args tool a text of n bytes as its
+// argument, and checks that the arguments came back whole: a large request
+// and a large answer.
+func callArgs(ctx context.Context, cs *mcp.ClientSession, tool string, n int) error {
+	text := strings.Repeat("x", n)
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"text": text}})
+	if err != nil {
+		return err
+	}
+	if res.IsError || len(res.Content) != 1 {
+		return fmt.Errorf("%s: unexpected result %+v", tool, res)
+	}
+	if got, ok := res.Content[0].(*mcp.TextContent); !ok || got.Text != `{"text":"`+text+`"}` {
+		return fmt.Errorf("%s: the arguments did not come back whole", tool)
 	}
 	return nil
 }
@@ -106,6 +127,10 @@ type floorCase struct {
 	// big makes every call ask the fixture's big tool for a text of this
 	// many bytes, as a tool that reads a file returns, instead of the echo.
 	big int
+	// args makes every call send the fixture's args tool a text of this
+	// many bytes, as a tool that writes a file is sent; it answers with
+	// its arguments.
+	args int
 }
 
 var floorCases = []floorCase{
@@ -123,6 +148,8 @@ var floorCases = []floorCase{
 	{name: "http-2026-progress", version: "2026-07-28", http: true, era: "modern", progress: true},
 	{name: "stdio-100k", version: "2025-11-25", era: "legacy", big: 100 << 10},
 	{name: "http-100k", version: "2025-11-25", http: true, era: "legacy", big: 100 << 10},
+	{name: "stdio-100k-args", version: "2025-11-25", era: "legacy", args: 100 << 10},
+	{name: "http-100k-args", version: "2025-11-25", http: true, era: "legacy", args: 100 << 10},
 }
 
 // BenchmarkFloor is the measurement of issue 16 in one run: for each
@@ -139,7 +166,9 @@ var floorCases = []floorCase{
 // end, and the CPU time the proxy process spent per call (both phases),
 // which depends far less on the load than latency does. The -100k cases
 // call the fixture's big tool for a text of 100 KiB instead of the echo, as
-// a tool that reads a file answers. Nothing is asserted on time.
+// a tool that reads a file answers; the -100k-args cases send a text of
+// 100 KiB to the args tool, which answers with it. Nothing is asserted on
+// time.
 //
 //	nice -n 10 go test -run '^$' -bench BenchmarkFloor -benchtime 400x ./internal/perf/
 func BenchmarkFloor(b *testing.B) {
@@ -318,8 +347,11 @@ func (fc floorCase) start(b testing.TB) (direct, proxy side) {
 		upEra = fc.upEra
 	}
 	dtool := "echo"
-	if fc.big > 0 {
+	switch {
+	case fc.big > 0:
 		dtool = "big"
+	case fc.args > 0:
+		dtool = "args"
 	}
 	bin, args, tool := bins.manifold, []string{"serve", "--config", proxyConfig(b, 3, upEra)}, "s0__"+dtool
 	if fc.relay {
@@ -328,7 +360,7 @@ func (fc floorCase) start(b testing.TB) (direct, proxy side) {
 	if !fc.http {
 		d := connectAt(b, fc.version, bins.fixture, "-name", "s0", "-era", fc.era)
 		p := connectAt(b, fc.version, bin, args...)
-		direct, proxy = side{d.cs, d.cmd.Process.Pid, dtool, fc.progress, fc.big}, side{p.cs, p.cmd.Process.Pid, tool, fc.progress, fc.big}
+		direct, proxy = side{d.cs, d.cmd.Process.Pid, dtool, fc.progress, fc.big, fc.args}, side{p.cs, p.cmd.Process.Pid, tool, fc.progress, fc.big, fc.args}
 	} else {
 		durl, dpid := startServing(b, bins.fixture, "-name", "s0", "-era", fc.era, "-http", "127.0.0.1:0")
 		if fc.relay {
@@ -337,8 +369,8 @@ func (fc floorCase) start(b testing.TB) (direct, proxy side) {
 			args = append(args, "--http", "127.0.0.1:0")
 		}
 		purl, ppid := startServing(b, bin, args...)
-		direct = side{connectURL(b, fc.version, durl, fc.caps), dpid, dtool, fc.progress, fc.big}
-		proxy = side{connectURL(b, fc.version, purl, fc.caps), ppid, tool, fc.progress, fc.big}
+		direct = side{connectURL(b, fc.version, durl, fc.caps), dpid, dtool, fc.progress, fc.big, fc.args}
+		proxy = side{connectURL(b, fc.version, purl, fc.caps), ppid, tool, fc.progress, fc.big, fc.args}
 	}
 	for _, s := range []side{direct, proxy} {
 		if v := s.cs.InitializeResult().ProtocolVersion; v != fc.version {
