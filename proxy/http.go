@@ -502,6 +502,27 @@ func isListen(body []byte) bool {
 	return json.Unmarshal(member(body, "method"), &method) == nil && method == "subscriptions/listen"
 }
 
+// readAllSized is io.ReadAll with room for size bytes from the start (a
+// request's Content-Length, -1 if unknown): a large body is read into one
+// buffer, not into one that doubles a dozen times. A body longer than it
+// said still reads whole.
+func readAllSized(r io.Reader, size int64) ([]byte, error) {
+	b := make([]byte, 0, max(size+1, 512)) // +1: the read that finds the end
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err != nil {
+			if err == io.EOF {
+				err = nil
+			}
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+	}
+}
+
 // readBody reads r's body within the size and time limits and puts it back
 // for the SDK, or answers the error and returns false. The read deadline
 // covers the body only: once the body is read it is lifted before the
@@ -544,7 +565,7 @@ func (m *mcpEndpoint) readBody(w http.ResponseWriter, r *http.Request) (release 
 
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(m.opts.BodyTimeout)) // unsupported only by test recorders
-	data, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	data, err := readAllSized(io.LimitReader(r.Body, limit+1), r.ContentLength)
 	switch {
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		// The read deadline stays passed: net/http cannot wait for the

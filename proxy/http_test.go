@@ -1,12 +1,15 @@
 package proxy
 
 import (
+	"bytes"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"testing/synctest"
 	"time"
 
@@ -167,4 +170,24 @@ func TestBufferedBodies(t *testing.T) {
 			t.Fatal("budget not given back after 413s")
 		}
 	})
+}
+
+// TestReadAllSized: a body reads whole whatever its declared size says,
+// and a read error comes back with what was read before it.
+func TestReadAllSized(t *testing.T) {
+	body := bytes.Repeat([]byte("0123456789"), 10_000)
+	for _, size := range []int64{-1, 0, 1, 511, 512, int64(len(body)) - 1, int64(len(body)), int64(len(body)) + 1, 4 * int64(len(body))} {
+		got, err := readAllSized(iotest.OneByteReader(bytes.NewReader(body[:len(body)/7])), size)
+		if err != nil || !bytes.Equal(got, body[:len(body)/7]) {
+			t.Errorf("size %d, one byte at a time: %d bytes, %v", size, len(got), err)
+		}
+		got, err = readAllSized(bytes.NewReader(body), size)
+		if err != nil || !bytes.Equal(got, body) {
+			t.Errorf("size %d: %d bytes, %v", size, len(got), err)
+		}
+	}
+	got, err := readAllSized(iotest.TimeoutReader(bytes.NewReader(body)), int64(len(body)))
+	if !errors.Is(err, iotest.ErrTimeout) || !bytes.Equal(got, body[:len(got)]) || len(got) == 0 {
+		t.Errorf("a failing read: %d bytes, %v; want what came before the error and the error", len(got), err)
+	}
 }

@@ -192,7 +192,7 @@ func leanListParams(params []byte) (cursor string, meta []byte, ok bool) {
 // client of 2025-11-25, then the answer, kept in the session's event store
 // so that the stream can be resumed.
 func (m *mcpEndpoint) serveLeanList(w http.ResponseWriter, r *http.Request, e *httpSession, body []byte) bool {
-	if !bytes.Contains(body, []byte(`"tools/list"`)) {
+	if !jsonscan.Contains(body, []byte(`"tools/list"`)) {
 		return false // not a list: checked once, by serveLean
 	}
 	ss := e.ss
@@ -236,7 +236,7 @@ func (m *mcpEndpoint) serveLeanList(w http.ResponseWriter, r *http.Request, e *h
 // tools/list, a body the raw scanner would read otherwise. The answer is an
 // event stream of one event, as the SDK's.
 func (m *mcpEndpoint) serveLeanModernList(w http.ResponseWriter, r *http.Request, body []byte) bool {
-	if !bytes.Contains(body, []byte(`"tools/list"`)) || r.Header.Get("Mcp-Method") != "tools/list" ||
+	if !jsonscan.Contains(body, []byte(`"tools/list"`)) || r.Header.Get("Mcp-Method") != "tools/list" ||
 		len(r.Header.Values("Last-Event-ID")) > 0 || !leanContent(r) {
 		return false
 	}

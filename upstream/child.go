@@ -1030,7 +1030,7 @@ func appendCallFrame(dst []byte, id uint64, params []byte) []byte {
 	dst = append(dst, `","method":"tools/call","params":`...)
 	start := len(dst)
 	dst = append(dst, params...)
-	if bytes.ContainsAny(params, "\r\n") {
+	if bytes.IndexByte(params, '\n') >= 0 || bytes.IndexByte(params, '\r') >= 0 { // two memchr, not ContainsAny's loop
 		for i := start; i < len(dst); i++ {
 			if dst[i] == '\n' || dst[i] == '\r' {
 				dst[i] = ' '
