@@ -13,7 +13,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
-	"github.com/manifold-mcp/manifold/internal/config"
+	"github.com/manifold-mcp/manifold/internal/tomldepth"
 )
 
 // Server is the entry [Connect] writes into a client's file: Manifold.
@@ -606,7 +606,7 @@ func tableBlocks(lines []string, name string) [][2]int {
 
 func connectTOML(data []byte, s Server, remove []string) ([]byte, error) {
 	src := string(data)
-	if err := config.CheckTOMLDepth(src); err != nil {
+	if err := tomldepth.Check(src); err != nil {
 		return nil, fmt.Errorf("line %w", err)
 	}
 	var before map[string]any

@@ -16,6 +16,7 @@ import (
 
 	"github.com/manifold-mcp/manifold/internal/config"
 	"github.com/manifold-mcp/manifold/internal/redact"
+	"github.com/manifold-mcp/manifold/internal/tomldepth"
 )
 
 // MaxFileBytes bounds a client file that is read. ~/.claude.json keeps
@@ -724,7 +725,7 @@ func (e *Entry) duration(k string, n float64, unit time.Duration) time.Duration 
 // --- Codex ----------------------------------------------------------------
 
 func (im *Importer) addCodex(loc Location, data []byte) error {
-	if err := config.CheckTOMLDepth(string(data)); err != nil {
+	if err := tomldepth.Check(string(data)); err != nil {
 		return fmt.Errorf("%s:%w", loc.Path, err)
 	}
 	var doc map[string]any

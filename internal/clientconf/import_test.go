@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/manifold-mcp/manifold/internal/config"
+	"github.com/manifold-mcp/manifold/internal/tomldepth"
 )
 
 // TestSecretsNeverCopied imports inline secrets of every kind and checks
@@ -171,7 +172,7 @@ func TestHostileSizes(t *testing.T) {
 	}
 	// Strings and comments do not count.
 	ok := "# [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\nx = \"" + strings.Repeat("{", 100) + "\"\ny = '''\n" + strings.Repeat("[", 100) + "'''\n"
-	if err := config.CheckTOMLDepth(ok); err != nil {
+	if err := tomldepth.Check(ok); err != nil {
 		t.Errorf("brackets in comments and strings counted: %v", err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/manifold-mcp/manifold/internal/config"
+	"github.com/manifold-mcp/manifold/internal/tomldepth"
 )
 
 // Header starts a proxy.toml that import creates.
@@ -115,7 +116,7 @@ func existingServers(data []byte) (servers, error) {
 	if len(data) == 0 {
 		return s, nil
 	}
-	if err := config.CheckTOMLDepth(string(data)); err != nil {
+	if err := tomldepth.Check(string(data)); err != nil {
 		return s, fmt.Errorf("proxy.toml:%w", err)
 	}
 	var doc struct {

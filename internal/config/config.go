@@ -23,6 +23,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/manifold-mcp/manifold/internal/configpath"
 	"github.com/manifold-mcp/manifold/policy"
 )
 
@@ -301,25 +302,9 @@ const (
 // Path is the config file a command uses: flag (the --config flag or the
 // file argument) if set, else $MANIFOLD_CONFIG, else ./proxy.toml if it
 // exists, else proxy.toml in the user's config folder
-// ($XDG_CONFIG_HOME/manifold) if it exists, else ./proxy.toml.
-func Path(flag string) string {
-	if flag != "" {
-		return flag
-	}
-	if p := os.Getenv("MANIFOLD_CONFIG"); p != "" {
-		return p
-	}
-	if _, err := os.Stat("proxy.toml"); err == nil {
-		return "proxy.toml"
-	}
-	if dir, err := os.UserConfigDir(); err == nil {
-		p := filepath.Join(dir, "manifold", "proxy.toml")
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	return "proxy.toml"
-}
+// ($XDG_CONFIG_HOME/manifold) if it exists, else ./proxy.toml
+// (configpath.Find).
+func Path(flag string) string { return configpath.Find(flag) }
 
 // EnvList is the server's env table as the KEY=VALUE list its process gets
 // after the proxy's own environment, sorted by key.

@@ -18,7 +18,9 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/manifold-mcp/manifold/internal/envref"
 	"github.com/manifold-mcp/manifold/internal/redact"
+	"github.com/manifold-mcp/manifold/internal/tomldepth"
 	"github.com/manifold-mcp/manifold/policy"
 )
 
@@ -123,10 +125,10 @@ func lineStarts(src string) []int {
 }
 
 // depth refuses a document nested so deep that the TOML decoder would take
-// minutes on it (CheckTOMLDepth), before the decoder sees it.
+// minutes on it (tomldepth.Check), before the decoder sees it.
 func (d *decoder) depth() error {
-	var de *DepthError
-	if err := CheckTOMLDepth(d.src); errors.As(err, &de) {
+	var de *tomldepth.Error
+	if err := tomldepth.Check(d.src); errors.As(err, &de) {
 		return &problem{file: d.file, line: de.Line, col: 1, off: -1,
 			msg: fmt.Sprintf("arrays or inline tables nested more than %d deep; the file is not read. Write nested settings as [tables] instead", de.Max)}
 	}
@@ -655,8 +657,8 @@ func (d *decoder) report(key toml.Key, p *toml.Primitive, msg string) {
 // expandAt expands s, the value at key, reporting malformed ${...} and
 // unset variables.
 func (d *decoder) expandAt(key toml.Key, p toml.Primitive, s string) (string, bool) {
-	r := resolver{env: d.recordingLookup, file: func(path string) (string, error) { return d.readSecret(key, path) }}
-	out, missing, err := r.expand(s)
+	r := envref.Resolver{Env: d.recordingLookup, File: func(path string) (string, error) { return d.readSecret(key, path) }}
+	out, missing, err := r.Expand(s)
 	if err != nil {
 		d.report(key, &p, err.Error())
 		return "", false

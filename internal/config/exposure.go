@@ -11,6 +11,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/manifold-mcp/manifold/internal/envref"
 	"github.com/manifold-mcp/manifold/internal/redact"
 )
 
@@ -176,15 +177,15 @@ func literalSecret(lit string) bool {
 
 // literalPart returns s without its ${...} references (what the file itself
 // spells out), with $$ as $; an unterminated "${" and what follows it are
-// kept as written. scanRefs decides what a reference is, as for expand.
+// kept as written. envref.ScanRefs decides what a reference is, as for envref.Expand.
 func literalPart(s string) string {
 	if !strings.Contains(s, "$") {
 		return s
 	}
 	var b strings.Builder
-	for _, p := range scanRefs(s) {
-		if p.kind != pieceRef {
-			b.WriteString(p.text)
+	for _, p := range envref.ScanRefs(s) {
+		if p.Kind != envref.PieceRef {
+			b.WriteString(p.Text)
 		}
 	}
 	return b.String()

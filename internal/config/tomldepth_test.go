@@ -3,6 +3,8 @@ package config
 import (
 	"strings"
 	"testing"
+
+	"github.com/manifold-mcp/manifold/internal/tomldepth"
 )
 
 // TestHostileNesting: a proxy.toml or policy file of deeply nested arrays
@@ -32,10 +34,10 @@ func TestHostileNesting(t *testing.T) {
 	}
 	ok := "[servers.a]\ncommand = \"x\"\nargs = [\"[[[[\", '{{{{']\n# [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\n" +
 		"description = \"\"\"" + strings.Repeat("[", 200) + "\"\"\"\n"
-	if err := CheckTOMLDepth(ok); err != nil {
+	if err := tomldepth.Check(ok); err != nil {
 		t.Errorf("brackets in strings and comments counted: %v", err)
 	}
-	if err := CheckTOMLDepth("x = " + strings.Repeat("[", 64) + strings.Repeat("]", 64) + "\n"); err != nil {
+	if err := tomldepth.Check("x = " + strings.Repeat("[", 64) + strings.Repeat("]", 64) + "\n"); err != nil {
 		t.Errorf("64 levels refused: %v", err)
 	}
 }

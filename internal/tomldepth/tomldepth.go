@@ -1,32 +1,34 @@
-package config
+// Package tomldepth refuses a TOML document nested too deep for the TOML
+// decoder, which takes time quadratic in the depth, before it sees it.
+package tomldepth
 
 import (
 	"fmt"
 	"strings"
 )
 
-// maxTOMLDepth bounds the nesting of arrays and inline tables in a TOML
+// Max bounds the nesting of arrays and inline tables in a TOML
 // file. The TOML decoder takes time quadratic in that depth (a 60 kB file
 // of nested inline tables takes about a minute), so deeper files are
 // refused before it sees them; real configurations nest a few levels.
-const maxTOMLDepth = 64
+const Max = 64
 
-// DepthError is a TOML document nested deeper than maxTOMLDepth; its text
+// Error is a TOML document nested deeper than Max; its text
 // starts with the line ("12: arrays or …"), for callers to prefix with the
 // file.
-type DepthError struct {
+type Error struct {
 	Line, Max int
 }
 
-func (e *DepthError) Error() string {
+func (e *Error) Error() string {
 	return fmt.Sprintf("%d: arrays or tables nested more than %d deep; not read", e.Line, e.Max)
 }
 
-// CheckTOMLDepth reports (as a *DepthError) a TOML document nested deeper
-// than maxTOMLDepth, counting the brackets and braces outside strings and
+// Check reports (as an *Error) a TOML document nested deeper
+// than Max, counting the brackets and braces outside strings and
 // comments. Every TOML file Manifold reads passes it before the decoder
 // sees it: proxy.toml, policy files, and the clients' files.
-func CheckTOMLDepth(src string) error {
+func Check(src string) error {
 	depth, line := 0, 1
 	for i := 0; i < len(src); i++ {
 		switch c := src[i]; c {
@@ -56,8 +58,8 @@ func CheckTOMLDepth(src string) error {
 			i = j + len(delim) - 1
 		case '[', '{':
 			depth++
-			if depth > maxTOMLDepth {
-				return &DepthError{Line: line, Max: maxTOMLDepth}
+			if depth > Max {
+				return &Error{Line: line, Max: Max}
 			}
 		case ']', '}':
 			if depth > 0 {

@@ -1,4 +1,8 @@
-package config
+// Package envref expands the references of a config string: ${VAR},
+// ${env:VAR}, ${VAR:-default}, ${file:PATH} and $$. It is internal/config's,
+// and internal/earlystart's, which must read a server's spawn arguments
+// exactly as config does, without config's dependencies.
+package envref
 
 import (
 	"errors"
@@ -7,43 +11,43 @@ import (
 	"strings"
 )
 
-// resolver says what the references in a string value stand for.
-type resolver struct {
+// Resolver says what the references in a string value stand for.
+type Resolver struct {
 	// env returns the value of the environment variable name; explicit
 	// is true for ${env:NAME}, false for ${NAME}.
-	env func(name string, explicit bool) (string, bool)
+	Env func(name string, explicit bool) (string, bool)
 	// file returns the secret held by the file at path, as written in
 	// ${file:PATH}, or an error saying what is wrong and what to do (never
 	// the file's content). Nil refuses ${file:}.
-	file func(path string) (string, error)
+	File func(path string) (string, error)
 }
 
-// expand is [resolver.expand] with ${NAME} and ${env:NAME} looked up in
+// Expand is [Resolver.Expand] with ${NAME} and ${env:NAME} looked up in
 // lookup and ${file:} refused.
-func expand(s string, lookup func(string) (string, bool)) (out string, missing []string, err error) {
-	return resolver{env: func(name string, _ bool) (string, bool) { return lookup(name) }}.expand(s)
+func Expand(s string, lookup func(string) (string, bool)) (out string, missing []string, err error) {
+	return Resolver{Env: func(name string, _ bool) (string, bool) { return lookup(name) }}.Expand(s)
 }
 
-// expand replaces ${VAR} and ${env:VAR} with the value of VAR,
+// Expand replaces ${VAR} and ${env:VAR} with the value of VAR,
 // ${VAR:-default} and ${env:VAR:-default} with the value of VAR or default
 // when VAR is unset or empty, ${file:PATH} with the secret in the file at
 // PATH, and $$ with $. Any other $ is kept as is. missing lists, once each,
 // the variables that are unset and have no default; they expand to "". err
 // reports a malformed ${...} or a file that cannot be read. What is a
-// reference is scanRefs's to say.
-func (r resolver) expand(s string) (out string, missing []string, err error) {
+// reference is ScanRefs's to say.
+func (r Resolver) Expand(s string) (out string, missing []string, err error) {
 	if !strings.Contains(s, "$") {
 		return s, nil, nil
 	}
 	var b strings.Builder
-	for _, p := range scanRefs(s) {
-		switch p.kind {
-		case pieceText:
-			b.WriteString(p.text)
-		case pieceOpen:
+	for _, p := range ScanRefs(s) {
+		switch p.Kind {
+		case PieceText:
+			b.WriteString(p.Text)
+		case PieceOpen:
 			return "", nil, fmt.Errorf(`unterminated "${" in %q; close it with "}" or write "$$" for a literal "$"`, s)
-		case pieceRef:
-			v, miss, err := r.reference(p.text, s)
+		case PieceRef:
+			v, miss, err := r.reference(p.Text, s)
 			if err != nil {
 				return "", nil, err
 			}
@@ -56,34 +60,35 @@ func (r resolver) expand(s string) (out string, missing []string, err error) {
 	return b.String(), missing, nil
 }
 
-// pieceKind is what one piece of a config string is (scanRefs).
-type pieceKind int
+// PieceKind is what one Piece of a config string is (ScanRefs).
+type PieceKind int
 
 const (
-	pieceText pieceKind = iota // literal text, "$$" already read as "$"
-	pieceRef                   // a ${...} reference; the text is its body
-	pieceOpen                  // an unterminated "${" and the rest of the string, as written
+	PieceText PieceKind = iota // literal text, "$$" already read as "$"
+	PieceRef                   // a ${...} reference; the text is its body
+	PieceOpen                  // an unterminated "${" and the rest of the string, as written
 )
 
-type piece struct {
-	kind pieceKind
-	text string
+// Piece is one piece of a config string: its kind and text.
+type Piece struct {
+	Kind PieceKind
+	Text string
 }
 
-// scanRefs splits s into literal text and ${...} references, the one
-// tokenizer of both what the loader expands (resolver.expand) and what
+// ScanRefs splits s into literal text and ${...} references, the one
+// tokenizer of both what the loader expands (Resolver.expand) and what
 // `manifold check` reads as written out (literalPart), so that the two
 // never disagree on what a reference is: "$$" is a literal "$"; "${" starts
 // a reference whose body runs to the first "}" (no nesting: "${a${b}}" is
 // the reference "a${b" and the text "}"); a "${" with no "}" after it ends
-// the scan (pieceOpen); any other "$", a trailing one included, is text.
-// Adjacent text is one piece.
-func scanRefs(s string) []piece {
-	var out []piece
+// the scan (PieceOpen); any other "$", a trailing one included, is text.
+// Adjacent text is one Piece.
+func ScanRefs(s string) []Piece {
+	var out []Piece
 	var lit strings.Builder
 	flush := func() {
 		if lit.Len() > 0 {
-			out = append(out, piece{pieceText, lit.String()})
+			out = append(out, Piece{PieceText, lit.String()})
 			lit.Reset()
 		}
 	}
@@ -101,9 +106,9 @@ func scanRefs(s string) []piece {
 			flush()
 			end := strings.IndexByte(s[i+2:], '}')
 			if end < 0 {
-				return append(out, piece{pieceOpen, s[i:]})
+				return append(out, Piece{PieceOpen, s[i:]})
 			}
-			out = append(out, piece{pieceRef, s[i+2 : i+2+end]})
+			out = append(out, Piece{PieceRef, s[i+2 : i+2+end]})
 			i += 2 + end
 		default:
 			lit.WriteByte(c)
@@ -115,15 +120,15 @@ func scanRefs(s string) []piece {
 
 // reference resolves the body of one ${...} of s: the value, or the name
 // of a variable that is unset and has no default.
-func (r resolver) reference(body, s string) (value, missing string, err error) {
+func (r Resolver) reference(body, s string) (value, missing string, err error) {
 	if path, ok := strings.CutPrefix(body, "file:"); ok {
 		switch {
 		case path == "":
 			return "", "", fmt.Errorf(`"${file:}" names no file; write the path of the file that holds the secret, like ${file:/run/secrets/token} or ${file:token} (relative to this file's folder)`)
-		case r.file == nil:
+		case r.File == nil:
 			return "", "", errors.New(`${file:...} is not read here; write the value out`)
 		}
-		v, err := r.file(path)
+		v, err := r.File(path)
 		return v, "", err
 	}
 	explicit := false
@@ -137,7 +142,7 @@ func (r resolver) reference(body, s string) (value, missing string, err error) {
 		}
 		return "", "", fmt.Errorf(`invalid variable name %q in %q; use letters, digits and '_', not starting with a digit, or write "$$" for a literal "$"`, name, s)
 	}
-	v, ok := r.env(name, explicit)
+	v, ok := r.Env(name, explicit)
 	switch {
 	case hasDef && v == "":
 		v = def
