@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-plugin/runner"
 
 	"github.com/manifold-mcp/manifold/internal/spawn"
+	"github.com/manifold-mcp/manifold/internal/spawn/procgroup"
 )
 
 // errStartCancelled is returned by a runner killed before it started.
@@ -93,12 +94,12 @@ func (r *procRunner) Start(context.Context) error {
 // its group (which closes the pipes that a grandchild may hold), and marks
 // the runner exited. Where that is not possible, Wait marks it instead.
 func (r *procRunner) watch() {
-	if !spawn.WaitExited(r.pid) {
+	if !procgroup.WaitExited(r.pid) {
 		return
 	}
 	r.mu.Lock()
 	if !r.reaped {
-		spawn.SignalGroup(r.pid, syscall.SIGKILL)
+		procgroup.Signal(r.pid, syscall.SIGKILL)
 	}
 	r.mu.Unlock()
 	r.exitOnce.Do(func() { close(r.exited) })
@@ -127,7 +128,7 @@ func (r *procRunner) Kill(context.Context) error {
 	defer r.mu.Unlock()
 	r.killed = true
 	if r.pid != 0 && !r.reaped {
-		spawn.SignalGroup(r.pid, syscall.SIGKILL)
+		procgroup.Signal(r.pid, syscall.SIGKILL)
 	}
 	return nil
 }

@@ -26,6 +26,7 @@ import (
 
 	"github.com/manifold-mcp/manifold/internal/jsonscan"
 	"github.com/manifold-mcp/manifold/internal/spawn"
+	"github.com/manifold-mcp/manifold/internal/spawn/procgroup"
 )
 
 // child is a stdio server process and the line mux on its pipes.
@@ -257,11 +258,11 @@ func (c *child) stop() {
 func (c *child) wait() {
 	defer close(c.exited)
 	defer c.reaper.unregister(c.pid) // the group was killed and the leader reaped
-	if spawn.WaitExited(c.pid) {
+	if procgroup.WaitExited(c.pid) {
 		c.graceGroup()
 		c.procMu.Lock()
 		defer c.procMu.Unlock()
-		spawn.SignalGroup(c.pid, syscall.SIGKILL)
+		procgroup.Signal(c.pid, syscall.SIGKILL)
 		_ = c.cmd.Wait()
 		c.reaped = true
 		return
@@ -269,7 +270,7 @@ func (c *child) wait() {
 	_ = c.cmd.Wait()
 	c.procMu.Lock()
 	defer c.procMu.Unlock()
-	spawn.SignalGroup(c.pid, syscall.SIGKILL)
+	procgroup.Signal(c.pid, syscall.SIGKILL)
 	c.reaped = true
 }
 
@@ -279,12 +280,12 @@ func (c *child) wait() {
 // wait's SIGKILL. It is called before the leader is reaped, while its pid
 // still holds the group id.
 func (c *child) graceGroup() {
-	if !spawn.GroupHasOthers(c.pid, c.pid) {
+	if !procgroup.HasOthers(c.pid, c.pid) {
 		return
 	}
-	spawn.SignalGroup(c.pid, syscall.SIGTERM)
+	procgroup.Signal(c.pid, syscall.SIGTERM)
 	deadline := time.Now().Add(c.grace)
-	for spawn.GroupHasOthers(c.pid, c.pid) && time.Now().Before(deadline) {
+	for procgroup.HasOthers(c.pid, c.pid) && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
@@ -295,7 +296,7 @@ func (c *child) signal(sig syscall.Signal) {
 	defer c.procMu.Unlock()
 	if !c.reaped {
 		c.signalled.Store(true)
-		spawn.SignalGroup(c.pid, sig)
+		procgroup.Signal(c.pid, sig)
 	}
 }
 

@@ -366,7 +366,7 @@ func startReady(ctx context.Context, c common, stderr io.Writer) (*proxy.Server,
 }
 
 // discardEarly stops, once p's servers have first started, the servers
-// started early (internal/spawn) that p did not take.
+// started early (internal/earlystart) that p did not take.
 func discardEarly(ctx context.Context, p *proxy.Server) {
 	go func() {
 		select {
@@ -392,8 +392,9 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return err
 	}
 	// The servers this process started while it initialised (package
-	// internal/spawn) that the proxy does not take are stopped once its
-	// servers have first started, or when it ends.
+	// internal/earlystart) that the proxy does not take are stopped once
+	// its servers have first started, or when it ends: a config it
+	// refuses included.
 	defer spawn.Discard()
 	if *httpAddr != "" {
 		p, cfg, err := startProxy(ctx, c, "", stderr)

@@ -50,9 +50,19 @@ var rules = []rule{
 	// shared by proxy and upstream.
 	{dir: "internal/jsonscan", stdlibOnly: true},
 	// internal/spawn starts the proxy's processes (servers, the reaper, the
-	// servers started early); what to start is its callers' to say, from the
-	// config (internal/earlystart) or from upstream's options.
+	// servers started early by its prestart); what to start is its callers'
+	// to say, from the config (internal/earlystart) or from upstream's
+	// options.
 	{dir: "internal/spawn", stdlibOnly: true},
+	// internal/earlystart's init starts the servers while the binary
+	// initialises. Go initialises a package after the ones it imports, each
+	// step the first ready one by import path: it must reach none of the
+	// packages whose initialisation comes after gRPC's, protobuf's and the
+	// go-sdk's (os/exec, path/filepath, regexp, net), nor those.
+	{dir: "internal/earlystart", forbidden: []string{
+		"os/exec", "path/filepath", "regexp", "net", goSDK, "google.golang.org", "go.opentelemetry.io",
+		module + "/internal/config", module + "/internal/redact", module + "/policy", module + "/upstream", module + "/proxy",
+	}},
 	// internal/tokenstore keeps upstream OAuth credentials encrypted at
 	// rest (stdlib crypto); it knows no OAuth library, no config and no network.
 	{dir: "internal/tokenstore", stdlibOnly: true},

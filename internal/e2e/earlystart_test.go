@@ -11,7 +11,7 @@ import (
 )
 
 // TestEarlyStart: `manifold serve` starts its stdio servers while it
-// initialises, before the client's initialize (internal/spawn), with one
+// initialises, before the client's initialize (internal/earlystart), with one
 // reaper; the proxy then takes those processes, so each server runs once,
 // offered the client's capabilities at its initialize as before. A lazy
 // server does not start early.
@@ -153,4 +153,44 @@ func TestServeConfigThroughPipe(t *testing.T) {
 		}
 	}
 	t.Fatalf("stdout ended before the tools/list answer\n%s", stderr.String())
+}
+
+// TestEarlyStartInitOrder: the binary initialises internal/earlystart (whose
+// init starts the servers) before the heavy packages: protobuf's
+// descriptors, gRPC, Prometheus, the go-sdk and the proxy, as
+// GODEBUG=inittrace=1 shows the order of a real start.
+func TestEarlyStartInitOrder(t *testing.T) {
+	t.Parallel()
+	cmd := command(manifoldBin, "version")
+	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("manifold version: %v\n%s", err, out)
+	}
+	at := map[string]int{}
+	for i, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) > 2 && f[0] == "init" {
+			at[f[1]] = i + 1
+		}
+	}
+	early, ok := at["github.com/manifold-mcp/manifold/internal/earlystart"]
+	if !ok {
+		t.Fatalf("no init of internal/earlystart in the trace:\n%s", out)
+	}
+	for _, heavy := range []string{
+		"google.golang.org/protobuf/reflect/protodesc",
+		"google.golang.org/grpc",
+		"github.com/prometheus/client_golang/prometheus",
+		"github.com/google/jsonschema-go/jsonschema",
+		"github.com/manifold-mcp/manifold/proxy",
+	} {
+		n, ok := at[heavy]
+		if !ok {
+			t.Errorf("no init of %s in the trace (renamed? pick another heavy package)", heavy)
+			continue
+		}
+		if n < early {
+			t.Errorf("%s is initialised (line %d of the trace) before internal/earlystart (line %d)", heavy, n, early)
+		}
+	}
 }

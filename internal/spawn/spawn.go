@@ -1,15 +1,15 @@
 // Package spawn starts the proxy's child processes (a stdio server with its
-// pipes, the reaper), sets up and signals their process groups (plugins'
-// too) and watches them end; for `manifold
-// serve` it starts the config's stdio servers while the binary is still
-// initialising, for upstream to take.
+// pipes, the reaper) in process groups of their own, or hands over those
+// that `manifold serve` started while it initialised (package
+// internal/prestart), for upstream to take.
 package spawn
 
 import (
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
+
+	"github.com/manifold-mcp/manifold/internal/spawn/prestart"
 )
 
 // Proc is a started server process and the proxy's ends of its pipes.
@@ -29,38 +29,24 @@ func Server(command string, args, env []string, dir string) (*Proc, error) {
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Dir = dir
 	SetProcAttr(cmd)
-	var pipes [3][2]*os.File // stdin, stdout, stderr; [0] read end, [1] write end
-	for i := range pipes {
-		r, w, err := os.Pipe()
-		if err != nil {
-			for _, p := range pipes[:i] {
-				p[0].Close()
-				p[1].Close()
-			}
-			return nil, fmt.Errorf("creating pipes: %w", err)
-		}
-		pipes[i] = [2]*os.File{r, w}
-	}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = pipes[0][0], pipes[1][1], pipes[2][1]
-	err := cmd.Start()
-	// The child has its own copies of these ends now.
-	pipes[0][0].Close()
-	pipes[1][1].Close()
-	pipes[2][1].Close()
+	pipes, err := prestart.NewPipes()
 	if err != nil {
-		pipes[0][1].Close()
-		pipes[1][0].Close()
-		pipes[2][0].Close()
 		return nil, err
 	}
-	return &Proc{Cmd: cmd, Stdin: pipes[0][1], Stdout: pipes[1][0], Stderr: pipes[2][0]}, nil
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = pipes.Child[0], pipes.Child[1], pipes.Child[2]
+	err = cmd.Start()
+	pipes.Started(err)
+	if err != nil {
+		return nil, err
+	}
+	return &Proc{Cmd: cmd, Stdin: pipes.Parent[0], Stdout: pipes.Parent[1], Stderr: pipes.Parent[2]}, nil
 }
 
 // ReaperArg is the first argument that makes the proxy's binary run as the
 // reaper (package internal/reaper). It is that package's Arg, which this
 // package does not import: the reaper's side wants nothing this package
 // needs initialised.
-const ReaperArg = "__manifold-reaper"
+const ReaperArg = prestart.ReaperArg
 
 // Reaper starts the proxy's binary at path as the reaper, in a process group
 // of its own (a terminal's Ctrl-C must not end it first) and at a lower

@@ -1,6 +1,6 @@
 //go:build linux
 
-package spawn
+package procgroup
 
 import (
 	"fmt"
@@ -27,25 +27,25 @@ func startInGroup(t testing.TB, pgid int) *exec.Cmd {
 	return cmd
 }
 
-// TestGroupHasOthers: the leader alone is not "others"; a live member is;
+// TestHasOthers: the leader alone is not "others"; a live member is;
 // a member that has exited (a zombie, not yet reaped) is not, nor one
 // reaped; a process of another group does not count.
-func TestGroupHasOthers(t *testing.T) {
+func TestHasOthers(t *testing.T) {
 	leader := startInGroup(t, 0)
 	pgid := leader.Process.Pid
-	if GroupHasOthers(pgid, pgid) {
-		t.Fatal("leader alone: GroupHasOthers = true")
+	if HasOthers(pgid, pgid) {
+		t.Fatal("leader alone: HasOthers = true")
 	}
 	other := startInGroup(t, 0) // a group of its own
-	if GroupHasOthers(pgid, pgid) {
+	if HasOthers(pgid, pgid) {
 		t.Fatal("a process of another group counted")
 	}
-	if !GroupHasOthers(other.Process.Pid, pgid) {
+	if !HasOthers(other.Process.Pid, pgid) {
 		t.Fatal("the other group's leader not seen from another pid")
 	}
 	member := startInGroup(t, pgid)
-	if !GroupHasOthers(pgid, pgid) {
-		t.Fatal("a live member: GroupHasOthers = false")
+	if !HasOthers(pgid, pgid) {
+		t.Fatal("a live member: HasOthers = false")
 	}
 	if err := member.Process.Kill(); err != nil {
 		t.Fatal(err)
@@ -53,24 +53,24 @@ func TestGroupHasOthers(t *testing.T) {
 	if !WaitExited(member.Process.Pid) { // a zombie until reaped
 		t.Fatal("WaitExited failed")
 	}
-	if GroupHasOthers(pgid, pgid) {
+	if HasOthers(pgid, pgid) {
 		t.Fatal("a zombie member counted as live")
 	}
 	_ = member.Wait()
-	if GroupHasOthers(pgid, pgid) {
+	if HasOthers(pgid, pgid) {
 		t.Fatal("a reaped member counted")
 	}
 }
 
-// BenchmarkGroupHasOthers is the scan of /proc that each upstream's exit
+// BenchmarkHasOthers is the scan of /proc that each upstream's exit
 // runs (graceGroup), for a group with no other member: every process is
 // looked at.
-func BenchmarkGroupHasOthers(b *testing.B) {
+func BenchmarkHasOthers(b *testing.B) {
 	leader := startInGroup(b, 0)
 	b.ReportAllocs()
 	for b.Loop() {
-		if GroupHasOthers(leader.Process.Pid, leader.Process.Pid) {
-			b.Fatal("leader alone: GroupHasOthers = true")
+		if HasOthers(leader.Process.Pid, leader.Process.Pid) {
+			b.Fatal("leader alone: HasOthers = true")
 		}
 	}
 }
