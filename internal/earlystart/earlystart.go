@@ -23,6 +23,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/BurntSushi/toml"
 
@@ -45,17 +46,35 @@ func init() {
 // pipe (--config <(…)) can be read once only, and that is the proxy's; the
 // files the config names are not read (its policy files and API keys say
 // nothing of what starts, and could be pipes too). Any failure means no
-// early start: the proxy reports it.
+// early start: the proxy reports it. What is not a regular file is not
+// opened (a FIFO's writer waits for a reader's open, and would write to
+// none once this one closed); a file replaced by a FIFO after that check
+// is opened without waiting for a writer, and not read.
 func specsAt(p string) []prestart.Spec {
 	fi, err := os.Stat(p)
 	if err != nil || !fi.Mode().IsRegular() {
 		return nil
 	}
-	data, err := os.ReadFile(p)
-	if err != nil {
+	data, ok := readRegular(p)
+	if !ok {
 		return nil
 	}
 	return specs(p, data)
+}
+
+// readRegular reads the file at p if what it opens is a regular file; it
+// does not wait for a FIFO's writer.
+func readRegular(p string) ([]byte, bool) {
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, false
+	}
+	data, err := io.ReadAll(f)
+	return data, err == nil
 }
 
 // specs reads data, the config file at p, as internal/config does for what

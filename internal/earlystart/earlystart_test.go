@@ -281,3 +281,38 @@ func TestSpecsAtReadsRegularFilesOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestReadRegularDoesNotWait: a FIFO found where the config was checked to
+// be a regular file (replaced in between) is opened without waiting for a
+// writer, and not read; a regular file is read whole.
+func TestReadRegularDoesNotWait(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	done := make(chan bool, 1)
+	go func() {
+		_, ok := readRegular(fifo)
+		done <- ok
+	}()
+	select {
+	case ok := <-done:
+		if ok {
+			t.Error("readRegular read a FIFO")
+		}
+	case <-time.After(10 * time.Second):
+		if w, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
+			w.Close()
+		}
+		t.Fatal("readRegular waited for the FIFO's writer")
+	}
+	regular := filepath.Join(dir, "proxy.toml")
+	body := strings.Repeat("# a long comment line\n", 10_000)
+	if err := os.WriteFile(regular, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if data, ok := readRegular(regular); !ok || string(data) != body {
+		t.Errorf("readRegular(regular file) = %d bytes, %v; want %d", len(data), ok, len(body))
+	}
+}
