@@ -13,15 +13,16 @@ import (
 // TestEarlyStart: `manifold serve` starts its stdio servers while it
 // initialises, before the client's initialize (internal/earlystart), with one
 // reaper; the proxy then takes those processes, so each server runs once,
-// offered the client's capabilities at its initialize as before. A lazy
-// server does not start early.
+// offered the client's capabilities at its initialize as before (one whose
+// env holds a ${VAR:-default} too: the early start expands it as the
+// config does). A lazy server does not start early.
 func TestEarlyStart(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	count := func(name string) string { return filepath.Join(dir, name) }
 	cfg := writeConfig(t, "[catalog]\nmode = \"full\"\n"+
 		fixture("alpha", []string{"-count", count("alpha")})+
-		fixture("beta", []string{"-count", count("beta"), "-extra", "secrets"}, `env = { B = "2", A = "1" }`)+
+		fixture("beta", []string{"-count", count("beta"), "-extra", "secrets"}, `env = { B = "${MANIFOLD_E2E_NEVER_SET:-2}", A = "1" }`)+
 		fixture("later", []string{"-count", count("later")}, `start = "lazy"`))
 	r := startRaw(t, cfg)
 	waitFor(t, 20*time.Second, "alpha and beta started before the client's initialize", func() bool {
