@@ -9,7 +9,7 @@ import (
 )
 
 // The servers and the reaper that `manifold serve` started while it
-// initialised (package internal/prestart) are handed over here, as the
+// initialised (package internal/spawn/prestart) are handed over here, as the
 // exec.Cmd that Server and Reaper would have returned.
 
 // Take returns the server started early with exactly these spawn

@@ -12,22 +12,30 @@ import (
 // adopts them take them along.
 const earlyOK = true
 
-// backgroundNice is the nice value of the reaper process (see
-// spawn.startBackground).
+// backgroundNice is the nice value of the reaper process.
 const backgroundNice = 10
 
-// serverAttr is a server's: its own process group, killed by the kernel if
-// the proxy dies (spawn.SetProcAttr).
-func serverAttr() *syscall.SysProcAttr {
+// ServerAttr is a server's process attributes, here and in spawn: its own
+// process group, and killed by the kernel if the proxy dies, even by
+// SIGKILL.
+func ServerAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }
 
-// groupAttr is the reaper's: its own process group.
-func groupAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
+// GroupAttr is the reaper's: its own process group.
+func GroupAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
 
-// lower lowers the priority of the reaper's main thread, as
-// spawn.startBackground does.
-func lower(pid int) { _ = syscall.Setpriority(syscall.PRIO_PROCESS, pid, backgroundNice) }
+// Lower lowers the priority of the started reaper pid to nice
+// backgroundNice: its start (the proxy's binary initialising again) then
+// yields the CPU to the servers starting beside it; its job waits in its
+// stdin pipe, so a late start loses nothing. On Linux a nice value belongs
+// to a thread: the one set is that of the child's main thread, which runs
+// the Go runtime's package initialisation and from which its later threads
+// inherit it. (Forking from a thread of our own lowered for the purpose
+// would not do: that thread would have to end, and a server forked from it
+// earlier gets its Pdeathsig when it does.) If the nice value cannot be
+// set, the reaper runs at ours.
+func Lower(pid int) { _ = syscall.Setpriority(syscall.PRIO_PROCESS, pid, backgroundNice) }
 
 // executable reports whether file is a file (not a folder) that this
 // process may execute (access(2) with X_OK, as os/exec asks).

@@ -8,9 +8,17 @@ import "syscall"
 // died before adopting a server started early would leave it running.
 const earlyOK = false
 
-func serverAttr() *syscall.SysProcAttr { return nil }
-func groupAttr() *syscall.SysProcAttr  { return nil }
-func lower(int)                        {}
+// ServerAttr is nil here: process groups and Pdeathsig are wired up on
+// Linux only (elsewhere plugins/sdk's parent watchdog ends an orphaned
+// plugin).
+func ServerAttr() *syscall.SysProcAttr { return nil }
+
+// GroupAttr is nil here.
+func GroupAttr() *syscall.SysProcAttr { return nil }
+
+// Lower does nothing here: a nice value is per process, not per thread, so
+// it cannot be lowered for the child alone.
+func Lower(int) {}
 
 // executable is false here: nothing starts early (earlyOK).
 func executable(string) bool { return false }

@@ -312,7 +312,7 @@ func server(s Spec) (*Proc, error) {
 		Dir:   s.Dir,
 		Env:   env,
 		Files: pipes.Child[:],
-		Sys:   serverAttr(),
+		Sys:   ServerAttr(),
 	})
 	pipes.Started(err)
 	if err != nil {
@@ -373,12 +373,12 @@ func startReaper(exe string, r *os.File) (*Proc, error) {
 	proc, err := os.StartProcess(exe, []string{exe, ReaperArg}, &os.ProcAttr{
 		Env:   env,
 		Files: []*os.File{r, null, os.Stderr},
-		Sys:   groupAttr(),
+		Sys:   GroupAttr(),
 	})
 	if err != nil {
 		return nil, err
 	}
-	lower(proc.Pid)
+	Lower(proc.Pid)
 	return &Proc{Process: proc, Path: exe}, nil
 }
 
