@@ -90,8 +90,13 @@ func readRegular(p string) ([]byte, bool) {
 // file descriptor); a server whose keys for its process have a type or a
 // value config refuses, or a reference config reads from a file (spec). A
 // config that errs elsewhere still starts its servers here: the proxy
-// refuses it, and they are stopped with it (as it ends, by the reaper).
+// refuses it, and they are stopped as serve returns (spawn.Discard), or by
+// the reaper if the proxy is killed.
 func specs(p string, data []byte) []prestart.Spec {
+	dir, ok := configDir(p)
+	if !ok {
+		return nil
+	}
 	src := strings.TrimPrefix(string(data), "\uFEFF")
 	if tomldepth.Check(src) != nil {
 		return nil
@@ -101,10 +106,6 @@ func specs(p string, data []byte) []prestart.Spec {
 		return nil
 	}
 	if v, ok := top["version"]; ok && v != int64(1) {
-		return nil
-	}
-	dir, ok := configDir(p)
-	if !ok {
 		return nil
 	}
 	servers, _ := top["servers"].(map[string]any)
