@@ -130,13 +130,14 @@ func (m *mcpEndpoint) serveLean(w http.ResponseWriter, r *http.Request, e *httpS
 		}
 	}
 
-	// A client of 2025-11-25 gets the event stream with a priming event
-	// first, as from the SDK, so that a stream that drops during the call
-	// can be resumed (GET with Last-Event-ID, served by the SDK from the
-	// same event store): the call then goes on when the connection drops,
-	// as on the SDK's path. The call's progress notifications are events of
-	// that stream. An application/json answer cannot be resumed: its call
-	// is cancelled when the client goes away.
+	// A client of 2025-11-25 gets, for a call not answered at once
+	// (runLean), the event stream with a priming event first, as from the
+	// SDK, so that a stream that drops during the call can be resumed (GET
+	// with Last-Event-ID, served by the SDK from the same event store); the
+	// call's progress notifications are events of that stream. Its call
+	// goes on when the connection drops, as on the SDK's path. Before
+	// 2025-11-25 an application/json answer cannot be resumed: its call is
+	// cancelled when the client goes away.
 	var stream *leanStream
 	base := r.Context()
 	if streamed {
@@ -346,19 +347,24 @@ func (m *mcpEndpoint) runLean(ctx context.Context, cancel context.CancelFunc, w 
 	}
 	ch := make(chan answer, 1)
 	m.s.startCall(ctx, ss, name, fields, func(raw json.RawMessage, err error) { ch <- answer{raw, err} })
-	// The stream starts once the call is on its way: its headers and
-	// priming event (with the event store's bookkeeping, a round trip on a
-	// shared store) are off the path to the server, and still come first in
-	// the stream, as nothing is written before this.
-	var primed <-chan time.Time // the priming event is sent when this fires
+	// A resumable stream (one kept in the event store) starts only when
+	// the call needs it: when the answer has not come within primeDelay, or
+	// progress comes first. Then its priming event goes out first, so that
+	// a client whose connection drops holds the id to resume from. A call
+	// answered sooner is answered with one application/json response, which
+	// the transport allows for any POST: a stream whose priming event would
+	// have gone out in the same write as the answer could not have been
+	// resumed anyway, and its stream id and event store bookkeeping are
+	// saved.
+	var primed <-chan time.Time // the stream starts when this fires
 	if stream != nil && stream.events != nil {
-		stream.prime(ctx, w)
 		t := time.NewTimer(primeDelay)
 		defer t.Stop()
 		primed = t.C
 	} else if stream != nil {
 		stream.open(w)
 	}
+	started := func() bool { return stream == nil || stream.events == nil || stream.n > 0 }
 	var a answer
 wait:
 	for {
@@ -366,10 +372,14 @@ wait:
 		case a = <-ch:
 			break wait
 		case msg := <-progress:
+			if !started() {
+				stream.prime(ctx, w)
+				primed = nil
+			}
 			stream.event(ctx, w, msg)
 			stream.flush(w)
-			primed = nil // sent with it
 		case <-primed:
+			stream.prime(ctx, w)
 			stream.flush(w)
 			primed = nil
 		case <-ctx.Done(): // cancelled, or (application/json) the client went away
@@ -381,9 +391,16 @@ wait:
 			break wait
 		}
 	}
+	if !started() {
+		if len(progress) == 0 {
+			stream = nil // answered at once: application/json
+		} else {
+			stream.prime(ctx, w)
+		}
+	}
 	// The server's progress came before its answer: what is still queued
 	// goes first.
-	for drained := false; progress != nil && !drained; {
+	for drained := false; progress != nil && stream != nil && !drained; {
 		select {
 		case msg := <-progress:
 			stream.event(ctx, w, msg)
@@ -470,6 +487,8 @@ type leanStream struct {
 	id      string          // a stream id of this session (set by prime if empty); never contains '_'
 	n       int             // events written
 	client  context.Context // the request's: done once the client went away
+	held    []byte          // the priming event, not yet written to the response (prime)
+	wrote   bool            // something was written to the response
 }
 
 // progressSinkKey carries, in the context of a lean HTTP call that asked
@@ -513,16 +532,16 @@ func queueProgress(q chan []byte, p *mcp.ProgressNotificationParams) {
 	}
 }
 
-// primeDelay is how long a lean call's priming event may wait to go out
-// with its answer. The event is written first, always; it is sent on its own
-// (flushed) only if the answer takes longer, so that a quick call costs one
-// write, not two, and a client whose stream drops during a longer call still
-// holds the event id to resume from.
+// primeDelay is how long a lean call of 2025-11-25 may take to be answered
+// with one application/json response (runLean). A call that takes longer
+// gets its event stream, the priming event sent at once, so that a client
+// whose stream drops during the call holds the event id to resume from.
 const primeDelay = 20 * time.Millisecond
 
-// prime writes the stream's priming event, with the reconnection delay,
-// giving the stream a fresh id if it has none; the caller flushes it
-// (flush), or it goes out with the answer.
+// prime starts the stream with its priming event, with the reconnection
+// delay, giving the stream a fresh id if it has none. The event is held
+// until the next one or a flush: it goes out with the answer, in one write
+// whose length is known (send), or on its own when the caller flushes it.
 func (ls *leanStream) prime(ctx context.Context, w http.ResponseWriter) {
 	if ls.id == "" {
 		ls.id = rand.Text()
@@ -530,7 +549,14 @@ func (ls *leanStream) prime(ctx context.Context, w http.ResponseWriter) {
 	ls.open(w)
 	_ = ls.events.Open(ctx, ls.session, ls.id)
 	_ = ls.events.Append(ctx, ls.session, ls.id, nil)
-	_, _ = fmt.Fprintf(w, "event: prime\nid: %s_%d\nretry: %s\ndata: \n\n", ls.id, ls.n, sseRetry)
+	held := make([]byte, 0, 40+len(ls.id)+len(sseRetry))
+	held = append(held, "event: prime\nid: "...)
+	held = append(held, ls.id...)
+	held = append(held, '_')
+	held = strconv.AppendInt(held, int64(ls.n), 10)
+	held = append(held, "\nretry: "...)
+	held = append(held, sseRetry...)
+	ls.held = append(held, "\ndata: \n\n"...)
 	ls.n++
 }
 
@@ -544,7 +570,24 @@ func (ls *leanStream) open(w http.ResponseWriter) {
 
 // flush sends what the stream holds.
 func (ls *leanStream) flush(w http.ResponseWriter) {
+	if ls.held != nil {
+		_, _ = w.Write(ls.held)
+		ls.held, ls.wrote = nil, true
+	}
 	_ = http.NewResponseController(w).Flush()
+}
+
+// writeWhole writes body, the whole of the response, and sends it at once:
+// with its length known, the headers and body go out in one write, before
+// the handler's own bookkeeping and net/http's end of the request, and
+// without a chunked encoding to end. It returns the write's error.
+func writeWhole(w http.ResponseWriter, body []byte) error {
+	w.Header()["Content-Length"] = []string{strconv.Itoa(len(body))}
+	_, err := w.Write(body)
+	if ferr := http.NewResponseController(w).Flush(); err == nil {
+		err = ferr
+	}
+	return err
 }
 
 // write answers the call with the JSON-RPC response msg: an event of the
@@ -554,10 +597,12 @@ func (ls *leanStream) write(ctx context.Context, w http.ResponseWriter, msg []by
 		h := w.Header()
 		h["Content-Type"] = []string{"application/json"}
 		h["Cache-Control"] = []string{"no-cache, no-transform"}
-		_, _ = w.Write(msg)
+		_ = writeWhole(w, msg)
 		return
 	}
-	if err := ls.event(ctx, w, msg); err == nil {
+	out := ls.head(len(msg))
+	start := len(out)
+	if err := ls.send(ctx, w, append(out, msg...), start, true); err == nil {
 		ls.delivered()
 	}
 }
@@ -574,7 +619,8 @@ func (ls *leanStream) delivered() {
 // the event store, when the stream has one) and returns the write's error.
 func (ls *leanStream) event(ctx context.Context, w http.ResponseWriter, msg []byte) error {
 	out := ls.head(len(msg))
-	return ls.send(ctx, w, append(out, msg...), len(out))
+	start := len(out)
+	return ls.send(ctx, w, append(out, msg...), start, false)
 }
 
 // result writes the response to the call id with result as the stream's
@@ -588,15 +634,18 @@ func (ls *leanStream) result(ctx context.Context, w http.ResponseWriter, id []by
 	out := ls.head(len(result) + len(id) + 40)
 	start := len(out)
 	out = appendResponse(out, id, result)
-	if err := ls.send(ctx, w, out, start); err == nil {
+	if err := ls.send(ctx, w, out, start, true); err == nil {
 		ls.delivered()
 	}
 }
 
 // head starts the next event in a buffer with room for a message of n
-// bytes: its fields up to the data's.
+// bytes: the held priming event if any, then the event's fields up to the
+// data's.
 func (ls *leanStream) head(n int) []byte {
-	out := make([]byte, 0, n+len(ls.id)+48)
+	out := make([]byte, 0, len(ls.held)+n+len(ls.id)+48)
+	out = append(out, ls.held...)
+	ls.held = nil
 	out = append(out, "event: message\n"...)
 	if ls.events != nil {
 		out = append(out, "id: "...)
@@ -610,13 +659,19 @@ func (ls *leanStream) head(n int) []byte {
 
 // send ends the event that out holds, its message from out[start:], keeps
 // the message in the event store (when the stream has one), writes the
-// event and returns the write's error.
-func (ls *leanStream) send(ctx context.Context, w http.ResponseWriter, out []byte, start int) error {
+// event and returns the write's error. The last event of a stream nothing
+// was written to yet is the whole response (writeWhole).
+func (ls *leanStream) send(ctx context.Context, w http.ResponseWriter, out []byte, start int, last bool) error {
 	if ls.events != nil {
 		_ = ls.events.Append(ctx, ls.session, ls.id, out[start:len(out):len(out)])
 	}
 	out = append(out, "\n\n"...)
 	ls.n++
+	if last && !ls.wrote {
+		ls.wrote = true
+		return writeWhole(w, out)
+	}
+	ls.wrote = true
 	_, err := w.Write(out)
 	return err
 }

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -49,6 +50,28 @@ func (rs *leanSession) resume(version, lastID string) (int, string) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
+}
+
+// open POSTs body as rs.post does and returns the response as soon as its
+// headers come (with a stream's priming event), its body unread. The
+// request gives up after 30 seconds.
+func (rs *leanSession) open(body string) *http.Response {
+	rs.t.Helper()
+	ctx, cancel := context.WithTimeout(rs.t.Context(), 30*time.Second)
+	rs.t.Cleanup(cancel)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, rs.url, strings.NewReader(body))
+	if err != nil {
+		rs.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", rs.id)
+	req.Header.Set("Mcp-Protocol-Version", rs.version)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		rs.t.Fatal(err)
+	}
+	return resp
 }
 
 func (rs *leanSession) post(body string) (*http.Response, string) {
@@ -94,9 +117,10 @@ func startLeanSession(t *testing.T, url, version, caps string) *leanSession {
 	return rs
 }
 
-// waitUpstream has echo, and wait, which runs until it is cancelled and then
-// says so on cancelled (after started said it runs).
-func waitUpstream(t testing.TB, started, cancelled chan<- struct{}) func(context.Context) (mcp.Transport, error) {
+// waitUpstream has echo; wait, which runs until it is cancelled and then
+// says so on cancelled (after started said it runs); and hold, which says
+// it runs on started and answers "held" once released (or is cancelled).
+func waitUpstream(t testing.TB, started, cancelled chan<- struct{}, release <-chan struct{}) func(context.Context) (mcp.Transport, error) {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "w", Version: "0"}, nil)
 	schema := map[string]any{"type": "object"}
 	srv.AddTool(&mcp.Tool{Name: "echo", InputSchema: schema}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -108,16 +132,25 @@ func waitUpstream(t testing.TB, started, cancelled chan<- struct{}) func(context
 		cancelled <- struct{}{}
 		return nil, ctx.Err()
 	})
+	srv.AddTool(&mcp.Tool{Name: "hold", InputSchema: schema}, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		started <- struct{}{}
+		select {
+		case <-release:
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "held"}}}, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	})
 	return dialMemory(t, srv)
 }
 
 // serveWait serves a proxy of waitUpstream over HTTP; sdkCalls counts the
-// tools/call requests the SDK handled.
-func serveWait(t *testing.T) (url string, started, cancelled chan struct{}, sdkCalls *atomic.Int32) {
+// tools/call requests the SDK handled; a send on release ends a call of hold.
+func serveWait(t *testing.T) (url string, started, cancelled, release chan struct{}, sdkCalls *atomic.Int32) {
 	t.Helper()
-	started, cancelled = make(chan struct{}, 4), make(chan struct{}, 4)
-	url, sdkCalls, _ = serveCounting(t, ServerConfig{Upstream: upstream.Options{Name: "w", Dial: waitUpstream(t, started, cancelled)}, Prefix: "w"}, false)
-	return url, started, cancelled, sdkCalls
+	started, cancelled, release = make(chan struct{}, 4), make(chan struct{}, 4), make(chan struct{}, 4)
+	url, sdkCalls, _ = serveCounting(t, ServerConfig{Upstream: upstream.Options{Name: "w", Dial: waitUpstream(t, started, cancelled, release)}, Prefix: "w"}, false)
+	return url, started, cancelled, release, sdkCalls
 }
 
 // serveCounting serves over HTTP a proxy of the one server sc, every
@@ -150,29 +183,31 @@ func countSDK(s *Server, method string) *atomic.Int32 {
 }
 
 // TestHTTPLeanCall: an initialize-era session's tools/call is answered
-// without the SDK: one application/json response, or for 2025-11-25 an
-// event stream of a priming event and the response that the SDK resumes from
-// the event store (GET with Last-Event-ID), also for a client that declared
-// sampling or elicitation, which this shared server cannot ask for, and for
-// a call that asks for progress (TestHTTPLeanProgress). Before 2025-11-25 a
-// call that asks for progress goes to the SDK, whose stream it needs.
+// without the SDK, also for a client that declared sampling or elicitation,
+// which this shared server cannot ask for, and for a call that asks for
+// progress from 2025-11-25 (TestHTTPLeanProgress). A call answered at once
+// gets one application/json response of a known length, in every version
+// (from 2025-11-25 a longer one gets a resumable event stream:
+// TestHTTPLeanCallResumable). Before 2025-11-25 a call that asks for
+// progress goes to the SDK, whose stream it needs.
 func TestHTTPLeanCall(t *testing.T) {
-	url, _, _, sdkCalls := serveWait(t)
+	url, _, _, _, sdkCalls := serveWait(t)
 	call := `{"jsonrpc":"2.0","id":"c1","method":"tools/call","params":{"name":"w__echo","arguments":{"a":"<&>"}}}`
 	tests := []struct {
 		name, version, caps, body, wantType string
 		sdk                                 bool
 	}{
 		{"json", "2025-06-18", `{"roots":{"listChanged":true}}`, call, "application/json", false},
-		{"stream", "2025-11-25", `{"roots":{"listChanged":true}}`, call, "text/event-stream", false},
-		{"progress", "2025-11-25", `{}`, strings.Replace(call, `"arguments"`, `"_meta":{"progressToken":"p"},"arguments"`, 1), "text/event-stream", false},
+		{"2025-11-25", "2025-11-25", `{"roots":{"listChanged":true}}`, call, "application/json", false},
+		// No progress came: the answer is all there is to send.
+		{"progress", "2025-11-25", `{}`, strings.Replace(call, `"arguments"`, `"_meta":{"progressToken":"p"},"arguments"`, 1), "application/json", false},
 		// Before 2025-11-25 a lean answer is one application/json body:
 		// the progress needs the SDK's event stream.
 		{"progress without priming", "2025-06-18", `{}`, strings.Replace(call, `"arguments"`, `"_meta":{"progressToken":"p"},"arguments"`, 1), "text/event-stream", true},
 		// A shared server of the initialize era cannot ask the client
 		// anything (TestHTTPLeanCallAskable has the servers that can).
 		{"sampling client", "2025-06-18", `{"sampling":{}}`, call, "application/json", false},
-		{"elicitation client", "2025-11-25", `{"elicitation":{}}`, call, "text/event-stream", false},
+		{"elicitation client", "2025-11-25", `{"elicitation":{}}`, call, "application/json", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -188,20 +223,61 @@ func TestHTTPLeanCall(t *testing.T) {
 			if !strings.Contains(body, `"id":"c1"`) || !strings.Contains(body, `echo {\"a\":\"\u003c\u0026\u003e\"}`) && !strings.Contains(body, `echo {\"a\":\"<&>\"}`) {
 				t.Errorf("body %s: want the echo of the arguments for id c1", body)
 			}
-			if tt.name != "stream" {
+			if tt.sdk {
 				return
 			}
-			events := parseSSE(body)
-			if len(events) != 2 || events[0].Event != "prime" || events[0].Retry != sseRetry || events[1].Event != "message" || events[1].ID == "" {
-				t.Fatalf("stream %q: want a priming event with retry, then the message", body)
-			}
-			// The stream dropped after the priming event: the SDK replays
-			// the response from the event store.
-			status, replay := rs.resume(tt.version, events[0].ID)
-			if status != http.StatusOK || !strings.Contains(replay, events[1].Data) {
-				t.Errorf("resume after the priming event: %d %q, want the response replayed", status, replay)
+			if cl := resp.Header.Get("Content-Length"); cl != strconv.Itoa(len(body)) || len(resp.TransferEncoding) > 0 {
+				t.Errorf("Content-Length %q, Transfer-Encoding %q for a body of %d bytes: want the length, not chunks", cl, resp.TransferEncoding, len(body))
 			}
 		})
+	}
+}
+
+// TestHTTPLeanCallResumable: a lean call of 2025-11-25 that is not
+// answered at once gets an event stream whose priming event reaches the
+// client before the answer, and the answer is kept in the event store:
+// a client whose stream dropped after the priming event gets the response
+// replayed by the SDK (GET with Last-Event-ID).
+func TestHTTPLeanCallResumable(t *testing.T) {
+	url, started, _, release, sdkCalls := serveWait(t)
+	rs := startLeanSession(t, url, "2025-11-25", `{}`)
+	resp := rs.open(`{"jsonrpc":"2.0","id":"h1","method":"tools/call","params":{"name":"w__hold"}}`)
+	defer resp.Body.Close()
+	select {
+	case <-started:
+	case <-time.After(time.Minute):
+		t.Fatal("the hold tool never started")
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("Content-Type %q of a call not answered at once, want text/event-stream", ct)
+	}
+	br := bufio.NewReader(resp.Body)
+	var prime strings.Builder
+	for !strings.HasSuffix(prime.String(), "\n\n") { // the priming event, while the call still runs
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("reading the priming event: %q, %v", prime.String(), err)
+		}
+		prime.WriteString(line)
+	}
+	release <- struct{}{}
+	rest, err := io.ReadAll(br)
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := parseSSE(prime.String() + string(rest))
+	if len(events) != 2 || events[0].Event != "prime" || events[0].Retry != sseRetry || events[0].Data != "" ||
+		events[1].Event != "message" || events[1].ID == "" || !strings.Contains(events[1].Data, `"id":"h1"`) || !strings.Contains(events[1].Data, "held") {
+		t.Fatalf("stream %q: want a priming event with retry, then the response", prime.String()+string(rest))
+	}
+	if n := sdkCalls.Load(); n != 0 {
+		t.Errorf("%d calls served by the SDK, want the lean path", n)
+	}
+	// The stream dropped after the priming event: the SDK replays the
+	// response from the event store.
+	status, replay := rs.resume("2025-11-25", events[0].ID)
+	if status != http.StatusOK || !strings.Contains(replay, events[1].Data) {
+		t.Errorf("resume after the priming event: %d %q, want the response replayed", status, replay)
 	}
 }
 
@@ -209,25 +285,11 @@ func TestHTTPLeanCall(t *testing.T) {
 // 2025-11-25 that takes a while reaches the client before the answer, so
 // that a stream that drops during the call can be resumed.
 func TestHTTPLeanCallPrimesEarly(t *testing.T) {
-	url, started, cancelled, _ := serveWait(t)
+	url, started, cancelled, _, _ := serveWait(t)
 	rs := startLeanSession(t, url, "2025-11-25", `{}`)
 	// Without the priming event, nothing at all reaches the client until
 	// the call ends, which it does not on its own.
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url,
-		strings.NewReader(`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"w__wait"}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Session-Id", rs.id)
-	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-	resp, err := http.DefaultClient.Do(req) // returns with the headers, sent with the priming event
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := rs.open(`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"w__wait"}}`)
 	defer resp.Body.Close()
 	first, err := bufio.NewReader(resp.Body).ReadString('\n')
 	if err != nil || first != "event: prime\n" {
@@ -253,7 +315,7 @@ func TestHTTPLeanCallPrimesEarly(t *testing.T) {
 // the client's notifications/cancelled (a POST of its own) and by a DELETE
 // of its session; an id already in flight is refused.
 func TestHTTPLeanCallCancel(t *testing.T) {
-	url, started, cancelled, _ := serveWait(t)
+	url, started, cancelled, _, _ := serveWait(t)
 	for _, how := range []string{"notification", "delete"} {
 		t.Run(how, func(t *testing.T) {
 			rs := startLeanSession(t, url, "2025-06-18", `{}`)

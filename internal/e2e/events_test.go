@@ -13,9 +13,10 @@ import (
 
 // TestHTTPMaxEventBytes: [http] max_event_bytes reaches the store of the
 // events kept for resuming the initialize era's streams. The same calls
-// (one small, then 160 KB of answers) leave the first call's stream
-// resumable under the default bound (10 MiB), and purged under 64 KiB: its
-// resume is refused and replays nothing.
+// (one small, then 160 KB of answers, each taking longer than the lean
+// path's priming delay, so that each is a resumable stream) leave the
+// first call's stream resumable under the default bound (10 MiB), and
+// purged under 64 KiB: its resume is refused and replays nothing.
 func TestHTTPMaxEventBytes(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -28,26 +29,26 @@ func TestHTTPMaxEventBytes(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			hp := startHTTP(t, writeConfig(t, tc.cfg+fixture("alpha", []string{"-tools", "echo"})))
+			hp := startHTTP(t, writeConfig(t, tc.cfg+fixture("alpha", []string{"-tools", "sleep"})))
 			ctx := testCtx(t)
 			c := rawClient("")
 			sid := rawSession(ctx, t, c, hp)
 			callOf := func(id int, msg string) string {
-				return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"alpha__echo","arguments":{"message":%q}}}`, id, msg)
+				return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"alpha__sleep","arguments":{"ms":%d,"text":%q}}}`, id, slowCallMS, msg)
 			}
 			first := do(ctx, t, c, http.MethodPost, hp.endpoint(), sid, strings.NewReader(callOf(2, "first of all")))
 			prime := firstEventID(first.body)
-			if first.status != http.StatusOK || prime == "" || !strings.Contains(first.body, "alpha: first of all") {
+			if first.status != http.StatusOK || prime == "" || !strings.Contains(first.body, "first of all") {
 				t.Fatalf("first call: status %d, priming event id %q, body %.300s", first.status, prime, first.body)
 			}
 			for i := range 5 {
 				r := do(ctx, t, c, http.MethodPost, hp.endpoint(), sid, strings.NewReader(callOf(3+i, strings.Repeat("x", 32<<10))))
-				if r.status != http.StatusOK || !strings.Contains(r.body, "alpha: xxx") {
-					t.Fatalf("call %d: status %d, body %.200s", 3+i, r.status, r.body)
+				if r.status != http.StatusOK || firstEventID(r.body) == "" || !strings.Contains(r.body, "ms: xxx") {
+					t.Fatalf("call %d: status %d, body %.200s; want a stream of the answer", 3+i, r.status, r.body)
 				}
 			}
 			r := resume(ctx, t, c, hp, sid, prime)
-			replayed := r.status == http.StatusOK && strings.Contains(r.body, "alpha: first of all")
+			replayed := r.status == http.StatusOK && strings.Contains(r.body, "first of all")
 			switch {
 			case tc.resumable && !replayed:
 				t.Errorf("resume after %s: status %d, body %.300s; want the first call's answer replayed", prime, r.status, r.body)
@@ -57,6 +58,11 @@ func TestHTTPMaxEventBytes(t *testing.T) {
 		})
 	}
 }
+
+// slowCallMS is how long the calls that must be resumable streams sleep:
+// well past the 20 ms within which the lean path answers a call with one
+// application/json response (proxy/httpcall.go, primeDelay).
+const slowCallMS = 150
 
 // firstEventID returns the id of the first event of an SSE body, or "".
 func firstEventID(body string) string {
@@ -157,14 +163,19 @@ func deliveredStreams(t *testing.T, meta string) {
 		time.Sleep(25 * time.Millisecond)
 	}
 
+	// Answers delivered: calls that take longer than the lean path's
+	// priming delay, so that each is a stream kept in the store (a call
+	// answered at once is one application/json response, kept nowhere).
 	var firstDelivered string
 	for i := range 20 {
-		r := do(ctx, t, c, http.MethodPost, hp.endpoint(), sid, strings.NewReader(callOf(10+i, "echo", fmt.Sprintf(`{"message":%q}`, strings.Repeat("d", 1000)))))
-		if r.status != http.StatusOK || !strings.Contains(r.body, "alpha: ddd") {
+		r := do(ctx, t, c, http.MethodPost, hp.endpoint(), sid, strings.NewReader(callOf(10+i, "sleep", fmt.Sprintf(`{"ms":%d,"text":%q}`, slowCallMS, strings.Repeat("d", 1000)))))
+		if r.status != http.StatusOK || !strings.Contains(r.body, "ms: ddd") {
 			t.Fatalf("call %d: status %d, body %.200s", 10+i, r.status, r.body)
 		}
 		if i == 0 {
-			firstDelivered = firstEventID(r.body)
+			if firstDelivered = firstEventID(r.body); firstDelivered == "" {
+				t.Fatalf("call %d: body %.200s; want a stream of the answer", 10+i, r.body)
+			}
 		}
 	}
 	if r := resume(ctx, t, c, hp, sid, dropped); r.status != http.StatusOK || !strings.Contains(r.body, "slept 300 ms") {
