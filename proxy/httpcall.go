@@ -580,11 +580,12 @@ func (ls *leanStream) flush(w http.ResponseWriter) {
 // writeWhole writes body, the whole of the response, and sends it at once:
 // with its length known, the headers and body go out in one write, before
 // the handler's own bookkeeping and net/http's end of the request, and
-// without a chunked encoding to end. It returns the write's error.
+// without a chunked encoding to end. It returns the write's error (a
+// writer that cannot flush sends the body when the handler returns).
 func writeWhole(w http.ResponseWriter, body []byte) error {
 	w.Header()["Content-Length"] = []string{strconv.Itoa(len(body))}
 	_, err := w.Write(body)
-	if ferr := http.NewResponseController(w).Flush(); err == nil {
+	if ferr := http.NewResponseController(w).Flush(); err == nil && !errors.Is(ferr, http.ErrNotSupported) {
 		err = ferr
 	}
 	return err

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -994,6 +995,28 @@ func BenchmarkRequestEraProgress(b *testing.B) {
 		i++
 		if requestEra(params) != eraModern || !callEra(nil, member(params, "_meta")).modern {
 			b.Fatal("not modern")
+		}
+	}
+}
+
+// noFlush is a ResponseWriter that cannot flush, as some middleware's are.
+type noFlush struct{ http.ResponseWriter }
+
+// TestWriteWhole: a whole response goes out with its length, flushed; a
+// writer that cannot flush still gets it (sent when the handler returns),
+// and that is no error: the answer counts as delivered.
+func TestWriteWhole(t *testing.T) {
+	for _, flushes := range []bool{true, false} {
+		rec := httptest.NewRecorder()
+		var w http.ResponseWriter = rec
+		if !flushes {
+			w = noFlush{rec}
+		}
+		if err := writeWhole(w, []byte(`{"ok":true}`)); err != nil {
+			t.Errorf("flushes %v: %v, want no error", flushes, err)
+		}
+		if got := rec.Header().Get("Content-Length"); got != "11" || rec.Body.String() != `{"ok":true}` || rec.Flushed != flushes {
+			t.Errorf("flushes %v: Content-Length %q, body %q, flushed %v", flushes, got, rec.Body.String(), rec.Flushed)
 		}
 	}
 }
