@@ -78,6 +78,11 @@ type HTTPOptions struct {
 	// when it ends. If zero, 10 MiB.
 	MaxEventBytes int
 
+	// primeDelay is how long a lean call of 2025-11-25 may take to be
+	// answered with one application/json response (runLean); if zero, the
+	// constant primeDelay. Tests set it to keep a quick call off the timer.
+	primeDelay time.Duration
+
 	// ApprovalBase is the loopback URL of the listener ("http://127.0.0.1:7777")
 	// under which the proxy serves the pages of URL-mode approvals
 	// (confirmpage.go) to clients that declared elicitation.url. If empty,
@@ -115,6 +120,9 @@ func (o *HTTPOptions) setDefaults() {
 	o.MaxBufferedBytes = max(o.MaxBufferedBytes, o.MaxRequestBytes)
 	if o.MaxEventBytes == 0 {
 		o.MaxEventBytes = 10 << 20
+	}
+	if o.primeDelay == 0 {
+		o.primeDelay = primeDelay
 	}
 }
 

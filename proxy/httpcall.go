@@ -358,7 +358,7 @@ func (m *mcpEndpoint) runLean(ctx context.Context, cancel context.CancelFunc, w 
 	// saved.
 	var primed <-chan time.Time // the stream starts when this fires
 	if stream != nil && stream.events != nil {
-		t := time.NewTimer(primeDelay)
+		t := time.NewTimer(m.opts.primeDelay)
 		defer t.Stop()
 		primed = t.C
 	} else if stream != nil {
@@ -376,7 +376,7 @@ wait:
 				stream.prime(ctx, w)
 				primed = nil
 			}
-			stream.event(ctx, w, msg)
+			stream.event(ctx, w, msg, false)
 			stream.flush(w)
 		case <-primed:
 			stream.prime(ctx, w)
@@ -403,7 +403,7 @@ wait:
 	for drained := false; progress != nil && stream != nil && !drained; {
 		select {
 		case msg := <-progress:
-			stream.event(ctx, w, msg)
+			stream.event(ctx, w, msg, false)
 		default:
 			drained = true
 		}
@@ -601,9 +601,7 @@ func (ls *leanStream) write(ctx context.Context, w http.ResponseWriter, msg []by
 		_ = writeWhole(w, msg)
 		return
 	}
-	out := ls.head(len(msg))
-	start := len(out)
-	if err := ls.send(ctx, w, append(out, msg...), start, true); err == nil {
+	if err := ls.event(ctx, w, msg, true); err == nil {
 		ls.delivered()
 	}
 }
@@ -617,11 +615,12 @@ func (ls *leanStream) delivered() {
 }
 
 // event writes the JSON-RPC message msg as the stream's next event (kept in
-// the event store, when the stream has one) and returns the write's error.
-func (ls *leanStream) event(ctx context.Context, w http.ResponseWriter, msg []byte) error {
+// the event store, when the stream has one), the stream's last if last
+// (send), and returns the write's error.
+func (ls *leanStream) event(ctx context.Context, w http.ResponseWriter, msg []byte, last bool) error {
 	out := ls.head(len(msg))
 	start := len(out)
-	return ls.send(ctx, w, append(out, msg...), start, false)
+	return ls.send(ctx, w, append(out, msg...), start, last)
 }
 
 // result writes the response to the call id with result as the stream's

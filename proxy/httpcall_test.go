@@ -147,17 +147,17 @@ func waitUpstream(t testing.TB, started, cancelled chan<- struct{}, release <-ch
 
 // serveWait serves a proxy of waitUpstream over HTTP; sdkCalls counts the
 // tools/call requests the SDK handled; a send on release ends a call of hold.
-func serveWait(t *testing.T) (url string, started, cancelled, release chan struct{}, sdkCalls *atomic.Int32) {
+func serveWait(t *testing.T, hopts HTTPOptions) (url string, started, cancelled, release chan struct{}, sdkCalls *atomic.Int32) {
 	t.Helper()
 	started, cancelled, release = make(chan struct{}, 4), make(chan struct{}, 4), make(chan struct{}, 4)
-	url, sdkCalls, _ = serveCounting(t, ServerConfig{Upstream: upstream.Options{Name: "w", Dial: waitUpstream(t, started, cancelled, release)}, Prefix: "w"}, false)
+	url, sdkCalls, _ = serveCounting(t, ServerConfig{Upstream: upstream.Options{Name: "w", Dial: waitUpstream(t, started, cancelled, release)}, Prefix: "w"}, false, hopts)
 	return url, started, cancelled, release, sdkCalls
 }
 
-// serveCounting serves over HTTP a proxy of the one server sc, every
-// tools/call answered on the SDK's typed path if typed, and returns its /mcp
-// URL and the count of the tools/call requests the SDK handled.
-func serveCounting(t *testing.T, sc ServerConfig, typed bool) (url string, sdkCalls *atomic.Int32, s *Server) {
+// serveCounting serves over HTTP (with hopts) a proxy of the one server sc,
+// every tools/call answered on the SDK's typed path if typed, and returns its
+// /mcp URL and the count of the tools/call requests the SDK handled.
+func serveCounting(t *testing.T, sc ServerConfig, typed bool, hopts HTTPOptions) (url string, sdkCalls *atomic.Int32, s *Server) {
 	t.Helper()
 	s, err := New(Options{Servers: []ServerConfig{sc}})
 	if err != nil {
@@ -165,7 +165,7 @@ func serveCounting(t *testing.T, sc ServerConfig, typed bool) (url string, sdkCa
 	}
 	s.typed = typed
 	sdkCalls = countSDK(s, "tools/call")
-	return startHTTP(t, s, HTTPOptions{}), sdkCalls, s
+	return startHTTP(t, s, hopts), sdkCalls, s
 }
 
 // countSDK counts the requests of method that reach s's SDK server (those
@@ -192,7 +192,9 @@ func countSDK(s *Server, method string) *atomic.Int32 {
 // TestHTTPLeanCallResumable). Before 2025-11-25 a call that asks for
 // progress goes to the SDK, whose stream it needs.
 func TestHTTPLeanCall(t *testing.T) {
-	url, _, _, _, sdkCalls := serveWait(t)
+	// A quick call is answered with application/json whatever the load:
+	// the priming delay is far longer than any call here.
+	url, _, _, _, sdkCalls := serveWait(t, HTTPOptions{primeDelay: time.Hour})
 	call := `{"jsonrpc":"2.0","id":"c1","method":"tools/call","params":{"name":"w__echo","arguments":{"a":"<&>"}}}`
 	tests := []struct {
 		name, version, caps, body, wantType string
@@ -240,7 +242,7 @@ func TestHTTPLeanCall(t *testing.T) {
 // a client whose stream dropped after the priming event gets the response
 // replayed by the SDK (GET with Last-Event-ID).
 func TestHTTPLeanCallResumable(t *testing.T) {
-	url, started, _, release, sdkCalls := serveWait(t)
+	url, started, _, release, sdkCalls := serveWait(t, HTTPOptions{})
 	rs := startLeanSession(t, url, "2025-11-25", `{}`)
 	resp := rs.open(`{"jsonrpc":"2.0","id":"h1","method":"tools/call","params":{"name":"w__hold"}}`)
 	defer resp.Body.Close()
@@ -286,7 +288,7 @@ func TestHTTPLeanCallResumable(t *testing.T) {
 // 2025-11-25 that takes a while reaches the client before the answer, so
 // that a stream that drops during the call can be resumed.
 func TestHTTPLeanCallPrimesEarly(t *testing.T) {
-	url, started, cancelled, _, _ := serveWait(t)
+	url, started, cancelled, _, _ := serveWait(t, HTTPOptions{})
 	rs := startLeanSession(t, url, "2025-11-25", `{}`)
 	// Without the priming event, nothing at all reaches the client until
 	// the call ends, which it does not on its own.
@@ -316,7 +318,7 @@ func TestHTTPLeanCallPrimesEarly(t *testing.T) {
 // the client's notifications/cancelled (a POST of its own) and by a DELETE
 // of its session; an id already in flight is refused.
 func TestHTTPLeanCallCancel(t *testing.T) {
-	url, started, cancelled, _, _ := serveWait(t)
+	url, started, cancelled, _, _ := serveWait(t, HTTPOptions{})
 	for _, how := range []string{"notification", "delete"} {
 		t.Run(how, func(t *testing.T) {
 			rs := startLeanSession(t, url, "2025-06-18", `{}`)
@@ -426,7 +428,7 @@ func serveFixtureEra(t *testing.T, typed bool, fixtureEra string) (url, calls, r
 	dir := t.TempDir()
 	calls, record = filepath.Join(dir, "calls"), filepath.Join(dir, "record")
 	url, sdkCalls, _ = serveCounting(t, ServerConfig{Upstream: upstream.Options{Name: "w", Command: fixtureBin(t),
-		Args: []string{"-name", "w", "-era", fixtureEra, "-extra", "hdr", "-calls", calls, "-record", record}}, Prefix: "w"}, typed)
+		Args: []string{"-name", "w", "-era", fixtureEra, "-extra", "hdr", "-calls", calls, "-record", record}}, Prefix: "w"}, typed, HTTPOptions{})
 	return url, calls, record, sdkCalls
 }
 
@@ -593,7 +595,7 @@ func testHTTPLeanModern(t *testing.T, fixtureEra string) {
 // in the status's clients, with the capabilities its _meta declared.
 func TestHTTPLeanModernStatus(t *testing.T) {
 	url, sdkCalls, s := serveCounting(t, ServerConfig{Upstream: upstream.Options{Name: "w", Command: fixtureBin(t),
-		Args: []string{"-name", "w", "-era", "modern"}}, Prefix: "w"}, false)
+		Args: []string{"-name", "w", "-era", "modern"}}, Prefix: "w"}, false, HTTPOptions{})
 	body := strings.Replace(modernCall(`"w__echo"`, `{"message":"x"}`, ""),
 		`"io.modelcontextprotocol/clientCapabilities":{}`, `"io.modelcontextprotocol/clientCapabilities":{"roots":{},"elicitation":{}}`, 1)
 	status, _, msg, err := modernPost(t.Context(), t, url, body, modernHeaders("w__echo"))
@@ -732,7 +734,7 @@ func TestHTTPLeanCallAskable(t *testing.T) {
 func TestHTTPLeanProgress(t *testing.T) {
 	progressServer := func(t *testing.T, fixtureEra string) (string, *atomic.Int32) {
 		url, sdkCalls, _ := serveCounting(t, ServerConfig{Upstream: upstream.Options{Name: "w", Command: fixtureBin(t),
-			Args: []string{"-name", "w", "-era", fixtureEra, "-extra", "progress"}}, Prefix: "w"}, false)
+			Args: []string{"-name", "w", "-era", fixtureEra, "-extra", "progress"}}, Prefix: "w"}, false, HTTPOptions{})
 		return url, sdkCalls
 	}
 	// progressOf returns the events' messages: "token progress/total" for

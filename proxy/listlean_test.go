@@ -433,7 +433,7 @@ func TestLeanListNotified(t *testing.T) {
 // with its body, or that names no method in Mcp-Method, goes to the SDK.
 func TestHTTPLeanModernList(t *testing.T) {
 	url, _, s := serveCounting(t, ServerConfig{Upstream: upstream.Options{Name: "w", Command: fixtureBin(t),
-		Args: []string{"-name", "w", "-era", "modern"}}, Prefix: "w"}, false)
+		Args: []string{"-name", "w", "-era", "modern"}}, Prefix: "w"}, false, HTTPOptions{})
 	sdkLists := countSDK(s, "tools/list")
 	body := `{"jsonrpc":"2.0","id":"l1","method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"` + modernVersion +
 		`","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"}}}}`
