@@ -84,10 +84,12 @@ type backend struct {
 	lists       lists              // guarded by mu
 	listed      bool               // guarded by mu; lists holds a listing (of a start, a re-listing or the cache)
 	caps        *mcp.ServerCapabilities
-	dirty       listKind                        // guarded by mu; lists to re-fetch
-	fetching    bool                            // guarded by mu; a refresh loop runs
-	busy        map[*inflight]struct{}          // guarded by mu; calls in flight
-	started     chan struct{}                   // closed when the initial start attempt ended
+	dirty       listKind               // guarded by mu; lists to re-fetch
+	fetching    bool                   // guarded by mu; a refresh loop runs
+	busy        map[*inflight]struct{} // guarded by mu; calls in flight
+	started     chan struct{}          // closed when the initial start attempt ended
+	listable    chan struct{}          // closed once lists holds a listing (cached or live) or the initial start ended (markListable)
+	listOnce    sync.Once
 	since       time.Time                       // guarded by mu; when it last came up
 	retryAt     time.Time                       // guarded by mu; next start attempt while down
 	restarts    int                             // guarded by mu; times it exited and was restarted
@@ -225,6 +227,11 @@ func (b *backend) callOf(ss *mcp.ServerSession) context.Context {
 	}
 	return nil
 }
+
+// markListable closes b.listable, once: a list need not wait for b any
+// more, since b's catalog (cached or live) is in it, or its initial start
+// ended without one.
+func (b *backend) markListable() { b.listOnce.Do(func() { close(b.listable) }) }
 
 // snapshot returns the backend's state, connection and error.
 func (b *backend) snapshot() (state, *upstream.Upstream, error) {
@@ -364,18 +371,23 @@ func (s *Server) supervise(b *backend, first chan<- error) {
 	defer report(nil)
 	cached, about, hasCache := s.loadCatalog(b)
 	if hasCache {
-		// Until it is up, the server is described as it was (summary.go).
+		// Until it is up, the server is described as it was (summary.go)
+		// and advertised with its last catalog: a client that lists once,
+		// right after initialize, sees every server it saw before. Calls
+		// wait for the start (ensureUp); a live listing that differs
+		// corrects the catalog, with list_changed.
 		b.mu.Lock()
 		b.about = about
+		if !b.listed {
+			b.lists, b.listed = cached, true
+		}
 		b.mu.Unlock()
+		s.rebuild()
+		b.markListable()
 	}
 	if b.cfg.Lazy {
-		if l, ok := cached, hasCache; ok {
-			b.mu.Lock()
-			b.lists, b.listed = l, true
-			b.mu.Unlock()
-			s.rebuild()
-			b.log.Info("lazy server: advertising its cached catalog until a call needs it", "tools", len(l.tools))
+		if hasCache {
+			b.log.Info("lazy server: advertising its cached catalog until a call needs it", "tools", len(cached.tools))
 			report(nil)
 			if !s.waitForUse(b) {
 				return
@@ -385,6 +397,8 @@ func (s *Server) supervise(b *backend, first chan<- error) {
 			// it is started once now; idle_timeout stops it again.
 			b.log.Info("lazy server: no cached catalog yet; starting it once to learn it")
 		}
+	} else if hasCache {
+		b.log.Info("advertising the cached catalog while the server starts", "tools", len(cached.tools))
 	}
 	for {
 		b.touch()

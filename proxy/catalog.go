@@ -744,7 +744,15 @@ func (s *Server) register(c *catalog) {
 	if s.reg.tools == nil {
 		s.reg = registered{tools: map[string]regEntry{}, prompts: map[string]regEntry{}, resources: map[string]regEntry{}, templates: map[string]regEntry{}}
 	}
-	sync := func(kind string, reg map[string]regEntry, want map[string]any, add func(key string, def any) error, remove func(keys ...string)) {
+	var touched [numCatalogKinds]bool // kinds whose registered set changed: the SDK notifies them
+	defer func() {
+		for k, t := range touched {
+			if t {
+				s.listed.changed(catalogKind(k))
+			}
+		}
+	}()
+	sync := func(kind string, ck catalogKind, reg map[string]regEntry, want map[string]any, add func(key string, def any) error, remove func(keys ...string)) {
 		var gone []string
 		for k := range reg {
 			if _, ok := want[k]; !ok {
@@ -752,6 +760,7 @@ func (s *Server) register(c *catalog) {
 			}
 		}
 		if len(gone) > 0 {
+			touched[ck] = true
 			remove(gone...)
 			for _, k := range gone {
 				delete(reg, k)
@@ -784,6 +793,7 @@ func (s *Server) register(c *catalog) {
 					continue
 				}
 			}
+			touched[ck] = true
 			if err := add(k, want[k]); err != nil {
 				s.log.Warn(kind+" rejected; left out", "name", k, "err", err)
 				delete(reg, k)
@@ -792,16 +802,16 @@ func (s *Server) register(c *catalog) {
 			reg[k] = regEntry{want[k], fp}
 		}
 	}
-	sync("tool", s.reg.tools, anyMap(c.toolDefs), func(_ string, def any) error {
+	sync("tool", catTools, s.reg.tools, anyMap(c.toolDefs), func(_ string, def any) error {
 		return catchPanic(func() { s.server.AddTool(def.(*mcp.Tool), s.handleCallTool) })
 	}, s.server.RemoveTools)
-	sync("prompt", s.reg.prompts, anyMap(c.promptDefs), func(_ string, def any) error {
+	sync("prompt", catPrompts, s.reg.prompts, anyMap(c.promptDefs), func(_ string, def any) error {
 		return catchPanic(func() { s.server.AddPrompt(def.(*mcp.Prompt), s.handleGetPrompt) })
 	}, s.server.RemovePrompts)
-	sync("resource", s.reg.resources, anyMap(c.resources), func(_ string, def any) error {
+	sync("resource", catResources, s.reg.resources, anyMap(c.resources), func(_ string, def any) error {
 		return catchPanic(func() { s.server.AddResource(def.(*mcp.Resource), s.handleReadResource) })
 	}, s.server.RemoveResources)
-	sync("resource template", s.reg.templates, anyMap(c.templates), func(_ string, def any) error {
+	sync("resource template", catResources, s.reg.templates, anyMap(c.templates), func(_ string, def any) error {
 		return catchPanic(func() { s.server.AddResourceTemplate(def.(*mcp.ResourceTemplate), s.handleReadResource) })
 	}, s.server.RemoveResourceTemplates)
 	s.regGen.Add(1) // the lists prepared before are of another registry (listbytes.go)

@@ -6,7 +6,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"time"
 
@@ -33,14 +35,33 @@ type cachedLists struct {
 	Saved        time.Time `json:"saved"`
 }
 
-// cachePath is where b's catalog is cached: a file per server and config, so
-// that a changed command does not advertise another program's tools.
+// cachePath is where b's catalog is cached: a file per server, config and
+// executable, so that a changed command, argument or environment, or an
+// upgraded program, does not advertise another program's tools.
 func (s *Server) cachePath(b *backend) string {
 	if s.opts.CacheDir == "" {
 		return ""
 	}
-	sum := sha256.Sum256([]byte(fingerprint(b.cfg)))
+	sum := sha256.Sum256([]byte(fingerprint(b.cfg) + "\x00" + executableID(b.cfg.Upstream.Command)))
 	return filepath.Join(s.opts.CacheDir, b.name+"-"+hex.EncodeToString(sum[:6])+".json")
+}
+
+// executableID identifies the program command runs: its path as the PATH
+// finds it, its size and modification time ("" for a remote server, or a
+// command that is not found).
+func executableID(command string) string {
+	if command == "" {
+		return ""
+	}
+	path, err := exec.LookPath(command)
+	if err != nil {
+		return ""
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return path
+	}
+	return fmt.Sprintf("%s %d@%d", path, fi.Size(), fi.ModTime().UnixNano())
 }
 
 // saveCatalog writes b's lists and what it said of itself to its cache
@@ -121,13 +142,18 @@ func (b *backend) wake() {
 
 // ensureUp starts b if it is idle (lazy, or stopped for idleness) and waits,
 // bounded by its startup timeout and ctx, until it is up or its start failed.
+// A server still starting (its tools advertised from its cached catalog) is
+// waited for the same way.
 func (s *Server) ensureUp(ctx context.Context, b *backend) {
 	b.touch()
 	st, _, _ := b.snapshot()
-	if st != stateIdle && !(st == stateStarting && b.woken.Load()) {
+	switch st {
+	case stateIdle:
+		b.wake()
+	case stateStarting:
+	default:
 		return
 	}
-	b.wake()
 	limit := b.cfg.Upstream.StartupTimeout
 	if limit <= 0 {
 		limit = 30 * time.Second

@@ -52,15 +52,37 @@ var listChangedKinds = map[string]catalogKind{
 }
 
 // listedKinds records, per session and kind, whether the session has listed
-// the kind and whether a notification of it is pending.
+// the kind and whether a notification of it is pending; and, per kind, how
+// many times the catalog changed, so that a session whose last list came
+// after the last change is not told of it (the servers advertised from their
+// cached catalogs are registered after the client connected, but before its
+// first list).
 type listedKinds struct {
-	mu sync.Mutex
-	by map[*mcp.ServerSession]*listState // guarded by mu
+	mu      sync.Mutex
+	by      map[*mcp.ServerSession]*listState // guarded by mu
+	changes [numCatalogKinds]uint64           // guarded by mu; changes of the registered catalog per kind
 }
 
 type listState struct {
 	listed  [numCatalogKinds]bool
 	pending [numCatalogKinds]bool
+	seen    [numCatalogKinds]uint64 // changes[k] when the session last listed k (saw)
+}
+
+// changed records a change of kind k to the catalog the sessions list.
+func (l *listedKinds) changed(k catalogKind) {
+	l.mu.Lock()
+	l.changes[k]++
+	l.mu.Unlock()
+}
+
+// saw records that ss is listing kind k from the catalog as it is now.
+func (l *listedKinds) saw(ss *mcp.ServerSession, k catalogKind) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if st := l.by[ss]; st != nil {
+		st.seen[k] = l.changes[k]
+	}
 }
 
 // listed records that ss lists kind k now; it reports whether ss is new here.
@@ -94,8 +116,11 @@ func (l *listedKinds) offer(ss *mcp.ServerSession, k catalogKind, window time.Du
 	time.AfterFunc(window, func() {
 		l.mu.Lock()
 		st.pending[k] = false
+		current := st.seen[k] == l.changes[k] // listed since the last change
 		l.mu.Unlock()
-		send()
+		if !current {
+			send()
+		}
 	})
 }
 
@@ -111,10 +136,14 @@ func (l *listedKinds) forget(ss *mcp.ServerSession) {
 // computed is still notified) and waits, bounded by FirstListWait, for the
 // upstreams' initial start.
 func (s *Server) listing(ctx context.Context, req mcp.Request, k catalogKind) {
-	if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil {
+	ss, _ := req.GetSession().(*mcp.ServerSession)
+	if ss != nil {
 		s.markListed(ss, k)
 	}
-	s.waitReadyFor(ctx, s.opts.FirstListWait)
+	s.waitListable(ctx)
+	if ss != nil {
+		s.listed.saw(ss, k)
+	}
 }
 
 // whenSessionEnds runs f once ss has ended, unless the proxy closes first
@@ -228,6 +257,15 @@ func (s *Server) relayListChanged(b *backend, kinds listKind) {
 	again := func(kind, key string, reg map[string]regEntry, add func()) bool {
 		if _, ok := reg[key]; !ok {
 			return false // not registered: nothing of it is listed
+		}
+		// Passed on however late a session's last list (listedKinds).
+		switch kind {
+		case "tool":
+			s.listed.changed(catTools)
+		case "prompt":
+			s.listed.changed(catPrompts)
+		default:
+			s.listed.changed(catResources)
 		}
 		if err := catchPanic(add); err != nil {
 			s.log.Warn(kind+" rejected on re-registering; list_changed not passed on", "name", key, "err", err)

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -11,7 +12,8 @@ import (
 )
 
 // TestListedKindsOffer: a session is notified of a kind only once it listed
-// it, and a burst of notifications within the window is sent once.
+// it, a burst of notifications within the window is sent once, and a
+// session whose list came after the last change is not notified of it.
 func TestListedKindsOffer(t *testing.T) {
 	const window = 200 * time.Millisecond
 	type offer struct {
@@ -23,6 +25,7 @@ func TestListedKindsOffer(t *testing.T) {
 		name   string
 		listed map[int][]catalogKind // session -> kinds it listed before the offers
 		offers []offer
+		relist []int       // offers just after whose change their session lists the kind again
 		want   map[int]int // session -> notifications sent
 	}{
 		{
@@ -61,6 +64,20 @@ func TestListedKindsOffer(t *testing.T) {
 			offers: []offer{{0, 1, catTools}, {0, 2, catTools}, {0, 3, catTools}, {0, 1, catTools}},
 			want:   map[int]int{1: 1, 2: 1},
 		},
+		{
+			name:   "listed after the change: nothing sent",
+			listed: map[int][]catalogKind{1: {catTools}},
+			offers: []offer{{0, 1, catTools}},
+			relist: []int{0},
+			want:   map[int]int{},
+		},
+		{
+			name:   "a change after the list is sent",
+			listed: map[int][]catalogKind{1: {catTools}},
+			offers: []offer{{0, 1, catTools}, {50 * time.Millisecond, 1, catTools}},
+			relist: []int{0},
+			want:   map[int]int{1: 1},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -75,8 +92,12 @@ func TestListedKindsOffer(t *testing.T) {
 				var mu sync.Mutex
 				got := map[int]int{}
 				start := time.Now()
-				for _, o := range tt.offers {
+				for i, o := range tt.offers {
 					time.Sleep(o.at - time.Since(start))
+					l.changed(o.kind) // the SDK notifies after a change
+					if slices.Contains(tt.relist, i) {
+						l.saw(sessions[o.sess], o.kind)
+					}
 					l.offer(sessions[o.sess], o.kind, window, func() {
 						mu.Lock()
 						got[o.sess]++

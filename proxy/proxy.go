@@ -303,6 +303,7 @@ type Server struct {
 	stopping   atomic.Bool   // Close has begun: no call is handed to an upstream
 	inflight   atomic.Int64  // HTTP requests to /mcp being served, GET streams left out
 	ready      chan struct{} // closed when every upstream's initial start has finished
+	listable   chan struct{} // closed when every upstream's catalog is known (cached or live) or its initial start has finished
 	called     chan struct{} // closed at the first tools/call (Called)
 	calledOnce sync.Once
 	startOnce  sync.Once
@@ -343,6 +344,7 @@ func New(opts Options) (*Server, error) {
 		opts:     opts,
 		log:      log,
 		ready:    make(chan struct{}),
+		listable: make(chan struct{}),
 		called:   make(chan struct{}),
 		closed:   make(chan struct{}),
 		clientUp: make(chan struct{}),
@@ -393,17 +395,20 @@ func (s *Server) Start(ctx context.Context) error {
 		}
 	}
 	var required errgroup.Group
-	var all sync.WaitGroup
+	var all, listable sync.WaitGroup
 	s.startOnce.Do(func() {
 		s.startRetries() // retryrelay.go
 		s.reloadMu.Lock()
 		defer s.reloadMu.Unlock()
 		for _, b := range s.gen.Load().backends {
 			all.Add(1)
+			listable.Add(1)
 			done := s.launch(b)
 			s.wg.Add(1)
 			go func() {
 				defer s.wg.Done()
+				<-b.listable
+				listable.Done()
 				<-b.started
 				all.Done()
 			}()
@@ -415,6 +420,8 @@ func (s *Server) Start(ctx context.Context) error {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
+			listable.Wait()
+			close(s.listable)
 			all.Wait()
 			close(s.ready)
 		}()
@@ -436,15 +443,27 @@ func (s *Server) waitReady(ctx context.Context) {
 
 // waitReadyFor waits, bounded by d, for the initial start.
 func (s *Server) waitReadyFor(ctx context.Context, d time.Duration) {
+	s.waitFor(ctx, s.ready, d)
+}
+
+// waitListable waits, bounded by FirstListWait, until every server's catalog
+// is known: from the cache of an earlier run at once, else from the end of
+// its initial start. A list answered then holds every server it can.
+func (s *Server) waitListable(ctx context.Context) {
+	s.waitFor(ctx, s.listable, s.opts.FirstListWait)
+}
+
+// waitFor waits, bounded by d, ctx and Close, for ch to close.
+func (s *Server) waitFor(ctx context.Context, ch <-chan struct{}, d time.Duration) {
 	select {
-	case <-s.ready:
+	case <-ch:
 		return
 	default:
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-s.ready:
+	case <-ch:
 	case <-t.C:
 	case <-ctx.Done():
 	case <-s.closed:

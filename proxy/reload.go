@@ -65,7 +65,7 @@ func (s *Server) newGeneration(servers []ServerConfig, old *generation) (*genera
 		}
 		if b == nil {
 			b = &backend{cfg: sc, name: name, log: s.log.With("upstream", name), state: stateStarting,
-				started: make(chan struct{}), quit: make(chan struct{}), wakeCh: make(chan struct{}, 1)}
+				started: make(chan struct{}), listable: make(chan struct{}), quit: make(chan struct{}), wakeCh: make(chan struct{}, 1)}
 		}
 		g.backends = append(g.backends, b)
 		g.byName[name] = b
@@ -135,6 +135,7 @@ func (s *Server) launch(b *backend) <-chan error {
 		defer s.wg.Done()
 		err := <-first
 		close(b.started)
+		b.markListable()
 		done <- err
 	}()
 	go func() {

@@ -103,7 +103,7 @@ func (b *backend) aboutNow() serverAbout {
 // for those that opted in to their full instructions as long as before
 // (bounded by each one's startup timeout).
 func (s *Server) instructions(ctx context.Context, client string) string {
-	s.waitReadyFor(ctx, s.opts.FirstListWait)
+	s.waitListable(ctx)
 	for _, b := range s.gen.Load().backends {
 		if !b.cfg.Instructions {
 			continue

@@ -1,0 +1,156 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// First contact (issue 40, item 1): a client that lists once, right after
+// initialize, gets the whole catalog. A server listed by an earlier run is
+// advertised from its cached catalog from the first moment, while it starts;
+// a call of one of its tools waits for the start; a live listing that
+// differs corrects the catalog with list_changed.
+
+// startStdioEnv is startStdioClient with extra environment variables for
+// manifold (its own XDG_CACHE_HOME, so that the test can run in parallel).
+func startStdioEnv(t *testing.T, cfg string, client *mcp.Client, env ...string) *stdioProxy {
+	t.Helper()
+	p := &proc{t: t, stderr: &syncBuffer{}}
+	p.cmd = command(manifoldBin, "serve", "--config", cfg)
+	p.cmd.Env = append(os.Environ(), env...)
+	p.cmd.Stderr = p.stderr
+	p.cmd.WaitDelay = 5 * time.Second
+	t.Cleanup(p.logOnFailure)
+	tr := &mcp.CommandTransport{Command: p.cmd, TerminateDuration: 10 * time.Minute}
+	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
+	defer cancel()
+	cs, err := client.Connect(ctx, tr, &mcp.ClientSessionOptions{ProtocolVersion: protocolVersion})
+	if err != nil {
+		if p.cmd.Process != nil {
+			_ = p.cmd.Process.Kill()
+			_ = p.cmd.Wait()
+		}
+		t.Fatalf("connect to manifold: %v\nstderr:\n%s", err, p.stderr)
+	}
+	sp := &stdioProxy{proc: p, cs: cs}
+	t.Cleanup(func() {
+		if code := sp.stop(); code != 0 {
+			t.Errorf("manifold exited with status %d, want 0", code)
+		}
+	})
+	return sp
+}
+
+// TestFirstListFromCache: with a first_list_wait far shorter than a slow
+// server's start, the second run's first tools/list (right after initialize)
+// holds the slow server's tools from its cached catalog; a call of one
+// waits for the start and is answered; no list_changed follows when the
+// live listing is the cached one. A third run from a cache that no longer
+// matches the server (a tool renamed in the file) lists the cached tool
+// first, then corrects the catalog with list_changed.
+func TestFirstListFromCache(t *testing.T) {
+	t.Parallel()
+	cache := t.TempDir()
+	env := "XDG_CACHE_HOME=" + cache
+	cfg := writeConfig(t, `first_list_wait = "1ms"
+pin = "off"
+`+fixture("alpha", []string{"-tools", "echo"})+
+		fixture("slow", []string{"-mode", "slowstart", "-delay", "3s", "-tools", "echo,pid"}, `startup_timeout = "60s"`))
+	ctx := testCtx(t)
+
+	// Run 1: nothing cached; slow joins later (list_changed).
+	ch := newChanges("e2e-first-contact")
+	sp := startStdioEnv(t, cfg, ch.client(), env)
+	if got := toolNames(listTools(ctx, t, sp.cs)); slices.Contains(got, "slow__echo") {
+		t.Fatalf("run 1: first tools/list = %v: slow listed before it was ever up (first_list_wait is 1ms, its start 3s)", got)
+	}
+	if !ch.waitCount("tools", 1, awaitBound) {
+		t.Fatalf("run 1: no tools/list_changed within %s of slow's start", awaitBound)
+	}
+	waitFor(t, 10*time.Second, "slow's catalog cached", func() bool { return len(cacheFiles(t, cache, "slow")) == 1 })
+	sp.stop()
+
+	// Run 2: slow is advertised from its cache at once.
+	ch = newChanges("e2e-first-contact")
+	sp = startStdioEnv(t, cfg, ch.client(), env)
+	want := []string{"alpha__echo", "slow__echo", "slow__pid"}
+	if got := toolNames(listTools(ctx, t, sp.cs)); !slices.Equal(got, want) {
+		t.Fatalf("run 2: first tools/list = %v, want %v (slow from its cached catalog)", got, want)
+	}
+	if hasServerUp(sp.stderr.String(), "slow") {
+		t.Fatalf("run 2: slow was up before the first list; the test shows nothing about the cache (stderr:\n%s)", sp.stderr)
+	}
+	if got := text(call(ctx, t, sp.cs, "slow__echo", map[string]any{"message": "waited"})); got != "slow: waited" {
+		t.Errorf("run 2: a call of slow while it starts = %q, want %q (the call waits for the start)", got, "slow: waited")
+	}
+	time.Sleep(noNotifyBound)
+	if n := ch.counts()["tools"]; n != 0 {
+		t.Errorf("run 2: %d tools/list_changed although slow listed what its cache said", n)
+	}
+	sp.stop()
+
+	// Run 3: the cache says slow has "stale" instead of "pid".
+	files := cacheFiles(t, cache, "slow")
+	if len(files) != 1 {
+		t.Fatalf("slow's cache files = %v, want one", files)
+	}
+	data, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c map[string]json.RawMessage
+	if err := json.Unmarshal(data, &c); err != nil {
+		t.Fatal(err)
+	}
+	stale := strings.Replace(string(c["tools"]), `"name":"pid"`, `"name":"stale"`, 1)
+	if stale == string(c["tools"]) {
+		t.Fatalf("slow's cached tools have no pid tool: %s", c["tools"])
+	}
+	c["tools"] = json.RawMessage(stale)
+	if data, err = json.Marshal(c); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(files[0], data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ch = newChanges("e2e-first-contact")
+	sp = startStdioEnv(t, cfg, ch.client(), env)
+	if got, want := toolNames(listTools(ctx, t, sp.cs)), []string{"alpha__echo", "slow__echo", "slow__stale"}; !slices.Equal(got, want) {
+		t.Fatalf("run 3: first tools/list = %v, want %v (the cache as it is)", got, want)
+	}
+	if !ch.waitCount("tools", 1, awaitBound) {
+		t.Fatalf("run 3: no tools/list_changed within %s once slow listed other tools than its cache", awaitBound)
+	}
+	if got := toolNames(listTools(ctx, t, sp.cs)); !slices.Equal(got, want) {
+		t.Errorf("run 3: tools/list after list_changed = %v, want %v", got, want)
+	}
+}
+
+// hasServerUp reports whether log has a "server up" line of server.
+func hasServerUp(log, server string) bool {
+	for line := range strings.Lines(log) {
+		if strings.Contains(line, "server up") && strings.Contains(line, "upstream="+server) {
+			return true
+		}
+	}
+	return false
+}
+
+// cacheFiles returns the catalog cache files of server under the cache
+// home dir.
+func cacheFiles(t *testing.T, dir, server string) []string {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join(dir, "manifold", server+"-*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
