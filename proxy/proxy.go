@@ -133,11 +133,13 @@ type Options struct {
 	// for on behalf of a modern server in one call. If zero, 10.
 	MaxInputRounds int
 	// FirstListWait bounds how long a list request (tools, prompts,
-	// resources, templates) waits for upstreams still in their initial start.
-	// After it the list holds the servers that are up, and each session that
-	// listed gets list_changed as the others arrive: clients that give a
-	// server about a second (Codex, Claude Code -p) must not see an empty
-	// catalog because one server is slow. If zero, 300ms.
+	// resources, templates), and the instructions of an initialize, wait
+	// for upstreams whose catalog is not known yet: neither cached by an
+	// earlier run nor listed by their initial start. After it the list
+	// holds the servers that are known, and each session that listed gets
+	// list_changed as the others arrive. Many clients list once, right
+	// after initialize, and give a server a few seconds to answer (opencode
+	// 5 s): the wait must end before theirs. If zero, 4s.
 	FirstListWait time.Duration
 	// FirstListTimeout bounds how long a request for a name that is not (yet)
 	// in the catalog (a tool call, prompt get, resource read, completion)
@@ -321,7 +323,7 @@ func New(opts Options) (*Server, error) {
 		opts.CallTimeout = 60 * time.Second
 	}
 	if opts.FirstListWait == 0 {
-		opts.FirstListWait = 300 * time.Millisecond
+		opts.FirstListWait = 4 * time.Second
 	}
 	if opts.FirstListTimeout == 0 {
 		opts.FirstListTimeout = 10 * time.Second

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -153,4 +154,94 @@ func cacheFiles(t *testing.T, dir, server string) []string {
 		t.Fatal(err)
 	}
 	return m
+}
+
+// TestRepoConfigFirstList: the repository's own proxy.toml, as a client
+// starts it over stdio (its npx servers resolved from the node_modules that
+// `npm ci` installed, the iban plugin built into bin/): a client that lists
+// once, right after initialize, gets every tool on its first list, with empty
+// caches (the first list waits for servers never seen) and with warm ones
+// (the servers' cached catalogs); and every server answers a call of the
+// client's first turn.
+func TestRepoConfigFirstList(t *testing.T) {
+	t.Parallel()
+	nodeBin(t, "mcp-server-everything") // skips without npm ci
+	if _, err := exec.LookPath("npx"); err != nil {
+		t.Skip("npx is not installed")
+	}
+	dir := t.TempDir()
+	repoConfig, err := os.ReadFile(filepath.Join(moduleRoot, "proxy.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "proxy.toml")
+	for _, f := range []string{"package.json", "package-lock.json"} {
+		b, err := os.ReadFile(filepath.Join(moduleRoot, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(filepath.Join(moduleRoot, "node_modules"), filepath.Join(dir, "node_modules")); err != nil {
+		t.Fatal(err)
+	}
+	build := command(goTool(), "build", "-o", filepath.Join(dir, "bin", "iban"), "./plugins/examples/iban")
+	build.Dir = moduleRoot
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build iban: %v\n%s", err, out)
+	}
+	env := []string{"XDG_CACHE_HOME=" + filepath.Join(dir, "cache"), "TMPDIR=" + dir}
+	ctx := testCtx(t)
+	client := func() *mcp.Client { return mcp.NewClient(&mcp.Implementation{Name: "lists-once", Version: "0"}, nil) }
+
+	var all []string // the whole catalog, once every server is up
+	for _, run := range []string{"empty caches", "warm caches"} {
+		body := repoConfig
+		if all == nil {
+			// How long a first list waits for servers never seen is a
+			// bound chosen for clients (first_list_wait); how long npx
+			// takes is the machine's. This run shows that the wait is for
+			// them; the next one, with proxy.toml as it is, that their
+			// catalogs are there from the first moment.
+			body = append([]byte("first_list_wait = \"120s\"\n"), repoConfig...)
+		}
+		if err := os.WriteFile(cfg, body, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		sp := startStdioEnv(t, cfg, client(), env...)
+		got := toolNames(listTools(ctx, t, sp.cs))
+		t.Logf("%s: %d tools on the first list", run, len(got))
+		for _, server := range []string{"files__", "memory__", "everything__", "iban__"} {
+			if !slices.ContainsFunc(got, func(n string) bool { return strings.HasPrefix(n, server) }) {
+				t.Errorf("%s: the first list has no tool of %s: %v", run, strings.TrimSuffix(server, "__"), got)
+			}
+		}
+		if all == nil {
+			awaitStderr(t, sp.proc, 4, "server up") // three npx servers and the plugin
+			all = toolNames(listTools(ctx, t, sp.cs))
+			t.Logf("%d tools once every server is up", len(all))
+		}
+		if !slices.Equal(got, all) {
+			t.Errorf("%s: the first list = %v, want the whole catalog %v", run, got, all)
+		}
+		// The first turn: a call to every server.
+		for _, c := range []struct {
+			name string
+			args map[string]any
+			want string
+		}{
+			{"files__list_allowed_directories", map[string]any{}, dir},
+			{"memory__read_graph", map[string]any{}, "entities"},
+			{"everything__echo", map[string]any{"message": "first turn"}, "first turn"},
+			{"iban__iban_check", map[string]any{"ibans": "DE89 3704 0044 0532 0130 00"}, "DE89"},
+		} {
+			res := call(ctx, t, sp.cs, c.name, c.args)
+			if res.IsError || !strings.Contains(text(res), c.want) {
+				t.Errorf("%s: %s = %q (error %v), want it to hold %q", run, c.name, text(res), res.IsError, c.want)
+			}
+		}
+		sp.stop()
+	}
 }
