@@ -83,6 +83,7 @@ type backend struct {
 	err         error              // guarded by mu; why it failed or exited
 	lists       lists              // guarded by mu
 	listed      bool               // guarded by mu; lists holds a listing (of a start, a re-listing or the cache)
+	fromCache   bool               // guarded by mu; the cached catalog was adopted (adoptCache)
 	caps        *mcp.ServerCapabilities
 	dirty       listKind               // guarded by mu; lists to re-fetch
 	fetching    bool                   // guarded by mu; a refresh loop runs
@@ -369,25 +370,14 @@ func (s *Server) supervise(b *backend, first chan<- error) {
 		}
 	}
 	defer report(nil)
-	cached, about, hasCache := s.loadCatalog(b)
+	hasCache := s.adoptCache(b)
 	if hasCache {
-		// Until it is up, the server is described as it was (summary.go)
-		// and advertised with its last catalog: a client that lists once,
-		// right after initialize, sees every server it saw before. Calls
-		// wait for the start (ensureUp); a live listing that differs
-		// corrects the catalog, with list_changed.
-		b.mu.Lock()
-		b.about = about
-		if !b.listed {
-			b.lists, b.listed = cached, true
-		}
-		b.mu.Unlock()
 		s.rebuild()
 		b.markListable()
 	}
 	if b.cfg.Lazy {
 		if hasCache {
-			b.log.Info("lazy server: advertising its cached catalog until a call needs it", "tools", len(cached.tools))
+			b.log.Info("lazy server: advertising its cached catalog until a call needs it", "tools", b.toolCount())
 			report(nil)
 			if !s.waitForUse(b) {
 				return
@@ -398,7 +388,7 @@ func (s *Server) supervise(b *backend, first chan<- error) {
 			b.log.Info("lazy server: no cached catalog yet; starting it once to learn it")
 		}
 	} else if hasCache {
-		b.log.Info("advertising the cached catalog while the server starts", "tools", len(cached.tools))
+		b.log.Info("advertising the cached catalog while the server starts", "tools", b.toolCount())
 	}
 	for {
 		b.touch()

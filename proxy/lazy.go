@@ -129,6 +129,40 @@ func (s *Server) loadCatalog(b *backend) (lists, serverAbout, bool) {
 	return lists{tools: c.Tools, prompts: c.Prompts, resources: c.Resources, templates: c.Templates}, about, true
 }
 
+// adoptCache gives b, not listed yet, its cached catalog, and reports
+// whether b has one (adopted now or before). Until it is up, the server is
+// described as it was (summary.go) and advertised with its last catalog: a
+// client that lists once, right after initialize, sees every server it saw
+// before. Calls wait for the start (ensureUp); a live listing that differs
+// corrects the catalog, with list_changed. The caller rebuilds the catalog.
+func (s *Server) adoptCache(b *backend) bool {
+	b.mu.Lock()
+	adopted := b.fromCache
+	b.mu.Unlock()
+	if adopted {
+		return true
+	}
+	cached, about, ok := s.loadCatalog(b)
+	if !ok {
+		return false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.listed { // listed live meanwhile
+		return true
+	}
+	b.about = about
+	b.lists, b.listed, b.fromCache = cached, true, true
+	return true
+}
+
+// toolCount is the number of tools b lists.
+func (b *backend) toolCount() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.lists.tools)
+}
+
 // touch records that b was used now.
 func (b *backend) touch() { b.lastUsed.Store(time.Now().UnixNano()) }
 

@@ -138,8 +138,10 @@ type Options struct {
 	// earlier run nor listed by their initial start. After it the list
 	// holds the servers that are known, and each session that listed gets
 	// list_changed as the others arrive. Many clients list once, right
-	// after initialize, and give a server a few seconds to answer (opencode
-	// 5 s): the wait must end before theirs. If zero, 4s.
+	// after initialize, and give a server only so long to answer. If zero,
+	// as long as the client allows, by its clientInfo name: 500ms for
+	// Codex, 20s for Claude Code, Gemini CLI and opencode, 8s for any
+	// other (firstlist.go).
 	FirstListWait time.Duration
 	// FirstListTimeout bounds how long a request for a name that is not (yet)
 	// in the catalog (a tool call, prompt get, resource read, completion)
@@ -322,9 +324,6 @@ func New(opts Options) (*Server, error) {
 	if opts.CallTimeout == 0 {
 		opts.CallTimeout = 60 * time.Second
 	}
-	if opts.FirstListWait == 0 {
-		opts.FirstListWait = 4 * time.Second
-	}
 	if opts.FirstListTimeout == 0 {
 		opts.FirstListTimeout = 10 * time.Second
 	}
@@ -377,6 +376,18 @@ func New(opts Options) (*Server, error) {
 	c.embeds = s.embedCache(c.surfOpts)
 	s.catalog.Store(c)
 	s.server = s.newMCPServer()
+	// The servers listed by an earlier run are in the catalog before any
+	// client can list it.
+	adopted := false
+	for _, b := range g.backends {
+		if s.adoptCache(b) {
+			b.markListable()
+			adopted = true
+		}
+	}
+	if adopted {
+		s.rebuild()
+	}
 	return s, nil
 }
 
@@ -448,11 +459,12 @@ func (s *Server) waitReadyFor(ctx context.Context, d time.Duration) {
 	s.waitFor(ctx, s.ready, d)
 }
 
-// waitListable waits, bounded by FirstListWait, until every server's catalog
-// is known: from the cache of an earlier run at once, else from the end of
-// its initial start. A list answered then holds every server it can.
-func (s *Server) waitListable(ctx context.Context) {
-	s.waitFor(ctx, s.listable, s.opts.FirstListWait)
+// waitListable waits, bounded by the first-list wait of client (its
+// clientInfo name), until every server's catalog is known: from the cache
+// of an earlier run at once, else from the end of its initial start. A list
+// answered then holds every server it can.
+func (s *Server) waitListable(ctx context.Context, client string) {
+	s.waitFor(ctx, s.listable, s.firstListWait(client))
 }
 
 // waitFor waits, bounded by d, ctx and Close, for ch to close.

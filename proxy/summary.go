@@ -99,11 +99,11 @@ func (b *backend) aboutNow() serverAbout {
 
 // instructions is Manifold's own instructions for a session of client
 // (its clientInfo name), under the lead of the catalog mode it would get
-// (leadFor); it waits briefly (Options.FirstListWait) for servers still starting, and
+// (leadFor); it waits (Options.FirstListWait, by client) for servers whose catalog is unknown, and
 // for those that opted in to their full instructions as long as before
 // (bounded by each one's startup timeout).
 func (s *Server) instructions(ctx context.Context, client string) string {
-	s.waitListable(ctx)
+	s.waitListable(ctx, client)
 	for _, b := range s.gen.Load().backends {
 		if !b.cfg.Instructions {
 			continue

@@ -18,7 +18,7 @@ var configKeys = []configKey{
 	{"version", "top level", "Optional; the only version is 1."},
 	{"startup_timeout", "top level, server", `Spawn + initialize of a server, a duration like "30s" (default 30s); a server's value overrides the global one.`},
 	{"call_timeout", "top level, server", `One call to an upstream, a duration (default 60s).`},
-	{"first_list_wait", "top level", `How long a first list waits for servers never listed before (no cached catalog) before answering with those it knows (default 4s); the others join with list_changed.`},
+	{"first_list_wait", "top level", `How long a first list waits for servers never listed before (no cached catalog) before answering with those it knows (default: as long as the client allows, by its clientInfo name: 500ms for Codex, 20s for Claude Code, Gemini CLI and opencode, 8s for others); the others join with list_changed.`},
 	{"first_list_timeout", "top level", `How long a call to a name not in the catalog yet waits for servers still starting (default 10s).`},
 	{"max_message_bytes", "top level, server", "Largest JSON-RPC message accepted, in bytes (default 64 MiB, at least 1 MiB)."},
 	{"max_name_length", "top level", `Longest exposed tool or prompt name, 16 to 64 (default 49 = 64 - len("mcp__manifold__")).`},

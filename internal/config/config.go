@@ -32,7 +32,7 @@ const (
 	DefaultStartupTimeout   = 30 * time.Second
 	DefaultCallTimeout      = 60 * time.Second
 	DefaultFirstListTimeout = 10 * time.Second
-	DefaultFirstListWait    = 4 * time.Second
+	DefaultFirstListWait    = 0 // by client (proxy.Options.FirstListWait)
 	// DefaultMaxNameLength is 64 - len("mcp__manifold__"): Claude Code's
 	// name for a tool of the entry "manifold" then fits the model API's 64.
 	DefaultMaxNameLength = 49

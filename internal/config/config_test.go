@@ -43,7 +43,7 @@ func defaults() *Config {
 		Dir:              "/etc/manifold",
 		StartupTimeout:   30 * time.Second,
 		CallTimeout:      60 * time.Second,
-		FirstListWait:    4 * time.Second,
+		FirstListWait:    0,
 		MaxNameLength:    49,
 		FirstListTimeout: 10 * time.Second,
 		MaxMessageBytes:  64 << 20,

@@ -245,3 +245,60 @@ func TestRepoConfigFirstList(t *testing.T) {
 		sp.stop()
 	}
 }
+
+// TestPinStartingCache: pins hold for a cached catalog advertised while its
+// server starts as for a live listing: definitions that changed since they
+// were approved, learnt by a run that did not pin (pin = "off"), are hidden
+// from the first list of the next pinned run while the server is still
+// starting, and its unchanged tools are listed at once.
+func TestPinStartingCache(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	env := "XDG_CACHE_HOME=" + filepath.Join(dir, "cache")
+	signal := filepath.Join(dir, "pull")
+	body := func(pin string) string {
+		return "first_list_wait = \"1ms\"\npin = " + tomlStr(pin) + "\n" + fixture("alpha", []string{"-tools", "echo"}) +
+			fixture("evil", []string{"-mode", "slowstart", "-delay", "3s", "-tools", "pid", "-rugpull", signal}, `startup_timeout = "60s"`)
+	}
+	cfg := writeConfig(t, body("quarantine"))
+	lockFile := filepath.Join(filepath.Dir(cfg), "manifold.lock")
+	ctx := testCtx(t)
+	client := func() *mcp.Client { return mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "0"}, nil) }
+
+	// Run 1: evil is approved on first sight.
+	sp := startStdioEnv(t, cfg, client(), env)
+	waitFor(t, 30*time.Second, "the lock file trusted on first use", func() bool {
+		b, _ := os.ReadFile(lockFile)
+		return strings.Contains(string(b), `"evil" tool "notes"`)
+	})
+	sp.stop()
+
+	// Run 2, unpinned: the changed definitions reach the cache.
+	if err := os.WriteFile(signal, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, []byte(body("off")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sp = startStdioEnv(t, cfg, client(), env)
+	waitFor(t, 30*time.Second, "the changed tools listed", func() bool { return listedSet(ctx, t, sp.cs)["evil__alpha__echo"] })
+	sp.stop()
+
+	// Run 3, pinned again: the cache is advertised at once, its changes held.
+	if err := os.WriteFile(cfg, []byte(body("quarantine")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sp = startStdioEnv(t, cfg, client(), env)
+	l := listedSet(ctx, t, sp.cs)
+	if hasServerUp(sp.stderr.String(), "evil") {
+		t.Fatalf("run 3: evil was up before the first list; the test shows nothing about the cache")
+	}
+	if !l["evil__pid"] {
+		t.Errorf("run 3: the first list lacks evil__pid, unchanged in evil's cached catalog: %v", l)
+	}
+	for _, n := range rugpulled {
+		if l[n] {
+			t.Errorf("run 3: %s from evil's cached catalog is listed although it changed since approval", n)
+		}
+	}
+}

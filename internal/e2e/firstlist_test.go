@@ -97,9 +97,11 @@ func promptNames(ctx context.Context, t *testing.T, cs *mcp.ClientSession) []str
 }
 
 // TestFirstListDoesNotWaitForSlowServer: with the default first_list_wait,
-// the first tools/list and prompts/list answer with the server that is up
-// while another one still starts (for 8 s); the client then gets
-// list_changed and finds the slow server's tools and prompts.
+// the first tools/list and prompts/list of a client that gives a server
+// about a second (Codex: its clientInfo name) answer with the server that
+// is up while another one, never listed before, still starts (for 8 s); the
+// client then gets list_changed and finds the slow server's tools and
+// prompts.
 func TestFirstListDoesNotWaitForSlowServer(t *testing.T) {
 	t.Parallel()
 	cfg := "# first_list_wait is left at its default\n" +
@@ -107,7 +109,7 @@ func TestFirstListDoesNotWaitForSlowServer(t *testing.T) {
 		fixture("slow", []string{"-mode", "slowstart", "-delay", "8s", "-tools", "echo"}, `startup_timeout = "60s"`)
 	hp := startHTTP(t, writeConfig(t, cfg))
 	awaitStderr(t, hp.proc, 1, "server up", "upstream=alpha")
-	ch := newChanges("e2e-first-list")
+	ch := newChanges("codex-mcp-client")
 	cs := connectHTTPClient(t, hp, ch.client(), protocolVersion)
 	ctx := testCtx(t)
 

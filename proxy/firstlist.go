@@ -1,0 +1,42 @@
+package proxy
+
+import (
+	"strings"
+	"time"
+)
+
+// How long a first list waits for servers whose catalog is not known yet
+// (Options.FirstListWait zero): as long as the client that lists allows
+// before it starts its first turn without the proxy, measured over stdio
+// with a server whose tools/list was delayed (README, "First run and later
+// runs"). A client that gives up drops the whole server, not only the late
+// part, so the wait must end inside the client's bound, whatever it costs
+// the servers still starting (they join with list_changed).
+const (
+	// Codex 0.171 starts its first turn about 1 s after it starts an
+	// optional server (mcp_optional_startup_grace_ms): 0.8 s was in time,
+	// 1.0 s was not. Its wait includes the proxy's own start and initialize.
+	firstListWaitCodex = 500 * time.Millisecond
+	// Claude Code 2.1.332 -p (MCP_TIMEOUT, 30 s) and opencode 1.18 (about
+	// 30 s) offer a server that lists within 25 s; Gemini CLI 0.61 waits
+	// 600 s. 20 s leaves them a margin.
+	firstListWaitPatient = 20 * time.Second
+	// Any other client: under the 10 s that the MCP Inspector and others
+	// give a request by default.
+	firstListWaitOther = 8 * time.Second
+)
+
+// firstListWait is the bound of a first list's wait for a client of the
+// given clientInfo name.
+func (s *Server) firstListWait(client string) time.Duration {
+	if s.opts.FirstListWait > 0 {
+		return s.opts.FirstListWait
+	}
+	switch strings.ToLower(client) {
+	case "codex-mcp-client", "codex":
+		return firstListWaitCodex
+	case "claude-code", "gemini-cli-mcp-client", "gemini-cli", "opencode":
+		return firstListWaitPatient
+	}
+	return firstListWaitOther
+}
