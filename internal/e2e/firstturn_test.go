@@ -29,9 +29,24 @@ const firstTurnBound = 3 * time.Minute
 // servers run by node directly (as the issue measured them), one a Go
 // fixture.
 type firstTurnSetup struct {
-	cfg   string        // proxy.toml
-	plan  []plannedCall // one call per server
-	wants []string      // per plan entry: a text its result must hold
+	cfg  string // proxy.toml
+	note string // the file fs's call reads
+}
+
+// calls returns the calls of the run'th run, one per server, and per call
+// a text its result must hold. The memory server keeps its graph across
+// runs, so each run creates an entity of its own.
+func (s firstTurnSetup) calls(run int) (plan []plannedCall, wants []string) {
+	entity := fmt.Sprintf("FirstTurn%d", run)
+	plan = []plannedCall{
+		{tool: "fs__read_text_file", args: map[string]any{"path": s.note}},
+		{tool: "memory__create_entities", args: map[string]any{"entities": []any{
+			map[string]any{"name": entity, "entityType": "test", "observations": []string{"made in the first turn"}},
+		}}},
+		{tool: "everything__echo", args: map[string]any{"message": "first turn"}},
+		{tool: "fx__echo", args: map[string]any{"message": "first turn"}},
+	}
+	return plan, []string{"first-turn note", entity, "Echo: first turn", "first turn"}
 }
 
 // nodeScript returns the JavaScript file an npm server's bin runs, so that
@@ -70,18 +85,7 @@ func newFirstTurnSetup(t *testing.T) firstTurnSetup {
 			fmt.Sprintf("env = { MEMORY_FILE_PATH = %s }", tomlStr(filepath.Join(t.TempDir(), "memory.jsonl")))) +
 		node("everything", nodeScript(t, "mcp-server-everything"), []string{"stdio"}) +
 		fixture("fx", []string{"-tools", "echo"})
-	return firstTurnSetup{
-		cfg: cfg,
-		plan: []plannedCall{
-			{tool: "fs__read_text_file", args: map[string]any{"path": note}},
-			{tool: "memory__create_entities", args: map[string]any{"entities": []any{
-				map[string]any{"name": "FirstTurn", "entityType": "test", "observations": []string{"made in the first turn"}},
-			}}},
-			{tool: "everything__echo", args: map[string]any{"message": "first turn"}},
-			{tool: "fx__echo", args: map[string]any{"message": "first turn"}},
-		},
-		wants: []string{"first-turn note", "FirstTurn", "Echo: first turn", "first turn"},
-	}
+	return firstTurnSetup{cfg: cfg, note: note}
 }
 
 // writeRawConfig writes body as proxy.toml as it is (no first_list_wait
@@ -165,9 +169,9 @@ func geminiFirstTurn(t *testing.T) firstTurnClient {
 
 // runFirstTurn runs the client once with a new scripted model and returns
 // the model (what it was asked) and the client's output.
-func runFirstTurn(t *testing.T, c firstTurnClient, setup firstTurnSetup, home, work string) (*fakeModel, string) {
+func runFirstTurn(t *testing.T, c firstTurnClient, plan []plannedCall, home, work string) (*fakeModel, string) {
 	t.Helper()
-	model := newFakeModel(setup.plan)
+	model := newFakeModel(plan)
 	url := serveLoopback(t, model)
 	ctx, cancel := context.WithTimeout(t.Context(), firstTurnBound)
 	defer cancel()
@@ -186,7 +190,7 @@ func runFirstTurn(t *testing.T, c firstTurnClient, setup firstTurnSetup, home, w
 // checkFirstTurn checks that the first request that offered tools offered
 // every planned tool, and that every planned call's result came back with
 // its text.
-func checkFirstTurn(t *testing.T, setup firstTurnSetup, model *fakeModel, out, in, answered string) {
+func checkFirstTurn(t *testing.T, plan []plannedCall, wants []string, model *fakeModel, out, in, answered string) {
 	t.Helper()
 	reqs := model.requests()
 	first := -1
@@ -200,7 +204,7 @@ func checkFirstTurn(t *testing.T, setup firstTurnSetup, model *fakeModel, out, i
 		t.Fatalf("the client sent the model %d requests, none offering tools; output:\n%s", len(reqs), out)
 	}
 	var missing, offeredNames []string
-	for _, p := range setup.plan {
+	for _, p := range plan {
 		if n := offered(reqs[first].tools, p.tool); n == "" {
 			missing = append(missing, p.tool)
 		} else {
@@ -215,7 +219,7 @@ func checkFirstTurn(t *testing.T, setup firstTurnSetup, model *fakeModel, out, i
 			}
 		}
 		t.Errorf("the model's first request offered %d of the %d servers' tools: missing %v (Manifold's tools offered: %v)",
-			len(offeredNames), len(setup.plan), missing, mcpTools)
+			len(offeredNames), len(plan), missing, mcpTools)
 		logFrames(t, in, answered)
 	}
 	// The results: every planned call, sent in the first turn, came back.
@@ -227,15 +231,15 @@ func checkFirstTurn(t *testing.T, setup firstTurnSetup, model *fakeModel, out, i
 			}
 		}
 	}
-	for i, p := range setup.plan {
+	for i, p := range plan {
 		got, ok := results[p.tool]
 		switch {
 		case !ok && slices.Contains(missing, p.tool):
 			// Reported above: never offered, so never called.
 		case !ok:
 			t.Errorf("%s was called in the first turn but no result came back to the model", p.tool)
-		case !strings.Contains(got, setup.wants[i]):
-			t.Errorf("%s's result back to the model = %q, want it to hold %q", p.tool, got, setup.wants[i])
+		case !strings.Contains(got, wants[i]):
+			t.Errorf("%s's result back to the model = %q, want it to hold %q", p.tool, got, wants[i])
 		}
 	}
 	if len(missing) == 0 && !strings.Contains(out, finalText) {
@@ -278,7 +282,8 @@ func testFirstTurn(t *testing.T, c firstTurnClient, warm bool) {
 	script, in, answered := recordingManifold(t, cfg)
 	c.configure(t, home, work, script, cache)
 	if warm {
-		runFirstTurn(t, c, setup, home, work)
+		plan, _ := setup.calls(0)
+		runFirstTurn(t, c, plan, home, work)
 		var cached []string
 		_ = filepath.WalkDir(cache, func(p string, d os.DirEntry, err error) error {
 			if err == nil && !d.IsDir() {
@@ -293,8 +298,9 @@ func testFirstTurn(t *testing.T, c firstTurnClient, warm bool) {
 			}
 		}
 	}
-	model, out := runFirstTurn(t, c, setup, home, work)
-	checkFirstTurn(t, setup, model, out, in, answered)
+	plan, wants := setup.calls(1)
+	model, out := runFirstTurn(t, c, plan, home, work)
+	checkFirstTurn(t, plan, wants, model, out, in, answered)
 }
 
 func TestClaudeCodeFirstTurnEmptyCaches(t *testing.T) {
