@@ -13,9 +13,13 @@
 #      server->client requests work; stateless, its default, for 2026, the only
 #      mode in which the SDK serves 2026-07-28 over HTTP);
 #   2. against `manifold serve --http` with the same everything-server behind it
-#      over stdio, under prefix = "" (names and URIs unchanged) and
-#      isolation = "session" (a process per client session; 2026-07-28 requests,
-#      which have no session, are served by the shared process).
+#      over stdio, under prefix = "" (names and URIs unchanged) and the
+#      isolation of the set: for 2025 the default, isolation = "shared" (one
+#      process for every client; a request the server sends during a call
+#      goes to the one client with requests in flight on it); for legacy and
+#      2026 isolation = "session" (a process per client session; 2026-07-28
+#      requests, which have no session, are served by the shared process, or
+#      by a process per call).
 #
 # It fails (exit 1) if a check that passes directly does not pass through
 # Manifold (failed, warned, or missing), unless its scenario, or the check
@@ -205,12 +209,13 @@ serve_direct() {
 	direct_url="http://127.0.0.1:${port}/mcp"
 }
 
-# isolation = "session": over HTTP only a process of its own (one client) is
-# offered sampling, elicitation and roots, which the suite's scenarios use.
-# catalog mode "full": the suite checks the server's own tools through
-# Manifold (full-mode fidelity); under "auto" a catalog above search_above
-# would give its client the search surface instead.
-cat >"${work}/manifold.toml" <<EOF
+# write_config ISOLATION: manifold's config for a set, with the server's
+# isolation: "shared" is the default, written as no isolation key at all;
+# "session" is written. catalog mode "full": the suite checks the server's
+# own tools through Manifold (full-mode fidelity); under "auto" a catalog
+# above search_above would give its client the search surface instead.
+write_config() {
+	cat >"${work}/manifold.toml" <<EOF
 [catalog]
 mode = "full"
 
@@ -218,8 +223,11 @@ mode = "full"
 command = "${work}/bin/everything-server"
 prefix = ""
 required = true
-isolation = "session"
 EOF
+	if [[ "$1" != shared ]]; then
+		echo "isolation = \"$1\"" >>"${work}/manifold.toml"
+	fi
+}
 
 # serve_manifold: start a fresh manifold (it binds port 0 and reports the
 # address it got); sets manifold_pid and manifold_url. The log exists before
@@ -335,18 +343,19 @@ EOF
 # round compared with the baseline; a failed round sets rc.
 rc=0
 run_set() {
-	local set="$1" esflags gaps round rrc failed_rounds=0 last_failed=""
+	local set="$1" esflags gaps isolation round rrc failed_rounds=0 last_failed=""
 	case "${set}" in
 	legacy)
-		suite="${suite_legacy}" set_all="--suite all" set_one="" esflags="-stateless=false" gaps=KNOWN_GAPS
+		suite="${suite_legacy}" set_all="--suite all" set_one="" esflags="-stateless=false" gaps=KNOWN_GAPS isolation=session
 		;;
 	2026)
-		suite="${suite_2026}" set_all="--requirements 2026-07-28" set_one="--spec-version 2026-07-28" esflags="" gaps=KNOWN_GAPS_2026
+		suite="${suite_2026}" set_all="--requirements 2026-07-28" set_one="--spec-version 2026-07-28" esflags="" gaps=KNOWN_GAPS_2026 isolation=session
 		;;
 	2025)
-		suite="${suite_2026}" set_all="--requirements 2025-11-25" set_one="--spec-version 2025-11-25" esflags="-stateless=false" gaps=KNOWN_GAPS_2025
+		suite="${suite_2026}" set_all="--requirements 2025-11-25" set_one="--spec-version 2025-11-25" esflags="-stateless=false" gaps=KNOWN_GAPS_2025 isolation=shared
 		;;
 	esac
+	write_config "${isolation}"
 	mkdir -p "${work}/${set}"
 	serve_direct "${esflags}"
 	echo "conformance ${set}: baseline against everything-server ${esflags:-(stateless)} at ${direct_url}"
@@ -358,7 +367,7 @@ run_set() {
 	for ((round = 1; round <= repeat; round++)); do
 		serve_manifold
 		if ((round == 1)); then
-			echo "conformance ${set}: through manifold at ${manifold_url}"
+			echo "conformance ${set}: through manifold at ${manifold_url} (isolation = \"${isolation}\")"
 		fi
 		run_suite "${set}/manifold-${round}" "${manifold_url}"
 		stop "${manifold_pid}"

@@ -171,7 +171,8 @@ func (p RestartPolicy) withDefaults() RestartPolicy {
 }
 
 // inflight is one downstream call in flight on a backend: the session that
-// made it and the context of its handler. A server->client request or
+// made it (nil for a 2026-07-28 request served without one: the lean HTTP
+// path) and the context of its handler. A server->client request or
 // notification that belongs to the call is sent with a context derived from
 // ctx, so that over streamable HTTP it travels on the call's own response
 // stream (the SDK picks the stream from the incoming request in the context)
@@ -182,12 +183,12 @@ type inflight struct {
 	ctx context.Context
 }
 
-// enter records a call in flight from ss with the handler context ctx; the
-// returned func ends it.
+// enter records a call in flight from ss (nil: a request without a
+// session) with the handler context ctx; the returned func ends it. A call
+// without a session is recorded too: it is a caller of its own, so that
+// what a shared server says during it is never taken for another caller's
+// (busySessions, soleCaller).
 func (b *backend) enter(ctx context.Context, ss *mcp.ServerSession) func() {
-	if ss == nil {
-		return func() {}
-	}
 	c := &inflight{ss: ss, ctx: ctx}
 	b.mu.Lock()
 	if b.busy == nil {
@@ -202,23 +203,49 @@ func (b *backend) enter(ctx context.Context, ss *mcp.ServerSession) func() {
 	}
 }
 
-// busySessions returns the downstream sessions with calls in flight on b,
-// each once.
+// busySessions returns the callers with calls in flight on b: each session
+// once, and a nil for each call without a session (each is a caller of its
+// own).
 func (b *backend) busySessions() []*mcp.ServerSession {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	out := make([]*mcp.ServerSession, 0, len(b.busy))
 	for c := range b.busy {
-		if !slices.Contains(out, c.ss) {
+		if c.ss == nil || !slices.Contains(out, c.ss) {
 			out = append(out, c.ss)
 		}
 	}
 	return out
 }
 
+// soleCaller returns how many callers have calls in flight on b (as
+// busySessions counts them) and, when there is exactly one, its session
+// (nil for a call without one) and the context of one of its calls that is
+// not done (nil if all are).
+func (b *backend) soleCaller() (n int, ss *mcp.ServerSession, call context.Context) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	first := true
+	for c := range b.busy {
+		switch {
+		case first:
+			first, n, ss = false, 1, c.ss
+		case c.ss == nil || c.ss != ss:
+			return 2, nil, nil // two or more: which is not needed
+		}
+		if call == nil && c.ctx.Err() == nil {
+			call = c.ctx
+		}
+	}
+	return n, ss, call
+}
+
 // callOf returns the context of one of ss's calls in flight on b, or nil if
-// there is none.
+// there is none (or ss is nil).
 func (b *backend) callOf(ss *mcp.ServerSession) context.Context {
+	if ss == nil {
+		return nil
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for c := range b.busy {
@@ -295,9 +322,19 @@ func (s *Server) startUpstream(ctx context.Context, b *backend) (*upstream.Upstr
 		opts.Eras = s.eras
 	}
 	// A server that speaks both eras is spoken to in the era of the one
-	// stdio client; over HTTP the shared process serves everyone, in
-	// 2026-07-28, whose input requests can be tied to the call that asks.
-	opts.PreferLegacy = s.opts.WaitForClient && !s.clientModern.Load()
+	// stdio client. Over HTTP the shared process serves everyone in the
+	// initialize era, in which such a server's requests reach its one
+	// caller (relay.go callerFor) whether it sends them itself or returns
+	// input_required (the SDK sends those for it), and a 2026-07-28
+	// client's calls are bridged (mrtr.go); the shared process of a server
+	// whose calls run elsewhere (isolation = "session", credentials =
+	// "identity") speaks 2026-07-28, whose input requests are tied to the
+	// call that asks.
+	if s.opts.WaitForClient {
+		opts.PreferLegacy = !s.clientModern.Load()
+	} else {
+		opts.PreferLegacy = !b.cfg.PerSession && !b.cfg.PerIdentity
+	}
 	up, err := upstream.Start(ctx, opts)
 	if err != nil {
 		return nil, err

@@ -39,10 +39,10 @@ import (
 // one that asks for progress (a progressToken) in a session older than
 // 2025-11-25, whose lean answer has no stream (from 2025-11-25 the progress
 // goes on the call's stream, runLean), one of a client that
-// declared sampling or elicitation unless nothing can be asked of it during
-// the call (leanAskable: a shared server of the initialize era, no
-// approval), and one of a client that declared roots to a server of
-// isolation = "session" (whose roots/list is relayed during calls). So do
+// declared sampling or elicitation (any server may ask it during the call,
+// on the call's stream: relay.go callerFor), and one of a client that
+// declared roots to a server of isolation = "session" (whose roots/list is
+// relayed during calls). So do
 // requests the SDK would refuse (headers, protocol version), and anything
 // that is not one tools/call request. A 2026-07-28 request has a lean path
 // of its own (serveLeanModern).
@@ -119,10 +119,8 @@ func (m *mcpEndpoint) serveLean(w http.ResponseWriter, r *http.Request, e *httpS
 	if !ok {
 		return false // the SDK answers what is wrong
 	}
-	if caps.Sampling != nil || caps.Elicitation != nil {
-		if !m.s.catalog.Load().leanAskable(name, httpCaller(r)) {
-			return false
-		}
+	if sharedAsks(caps) {
+		return false // the server may ask it, on the call's stream
 	} else if caps.RootsV2 != nil || caps.Roots.ListChanged {
 		c := m.s.catalog.Load()
 		if te, found := c.tools.Lookup(name); !found || c.gen.byName[te.Server] == nil || c.gen.byName[te.Server].cfg.PerSession {
@@ -167,7 +165,10 @@ func (m *mcpEndpoint) serveLean(w http.ResponseWriter, r *http.Request, e *httpS
 // Mcp-Method, Mcp-Name), a _meta the SDK would accept (requestEra), and a
 // tool without parameters bound to headers (x-mcp-header, which the SDK
 // checks against the arguments). A call of the search surface's tools goes
-// to the SDK too.
+// to the SDK too, and so does a call of a tool whose server needs a process
+// of its own or a person's approval (sharedUp), and one to a shared server
+// of the initialize era by a client that declared what the server may ask
+// during the call (sharedAsks): the bridge parks it (mrtr.go).
 //
 // The answer is one application/json response (an event stream of the
 // progress notifications and the response for a call that asks for
@@ -196,8 +197,10 @@ func (m *mcpEndpoint) serveLeanModern(w http.ResponseWriter, r *http.Request, bo
 	if !ok || r.Header.Get("Mcp-Name") != name || slices.Contains(metaTools, name) || c.headerBound(name) {
 		return false
 	}
-	if !c.leanModernTool(name, httpCaller(r)) {
+	if up, visible := c.sharedUp(name, httpCaller(r)); visible && up == nil {
 		return false
+	} else if up != nil && !up.Modern() && sharedAsks(callEra(nil, meta).caps) {
+		return false // the bridge parks the call for the server's questions (mrtr.go)
 	}
 	ctx := r.Context()
 	if meta := fields["_meta"]; meta != nil {
@@ -237,21 +240,6 @@ func writeModernError(w http.ResponseWriter, msg []byte, code int64) {
 	_, _ = w.Write(msg)
 }
 
-// leanModernTool reports whether a 2026-07-28 call of the exposed tool name
-// by who can be served without the SDK's per-request session: an unknown or
-// hidden name (answered with its error), or a tool of a shared server that
-// is up, called without a person's approval. The shared server may be of
-// either era: one of the initialize era is bridged as over stdio, and since
-// a shared process over HTTP is offered none of sampling, elicitation or
-// roots (relay.go: offerFor), its call is never parked for the client's
-// input. A call that needs a process of its own (isolation = "session", or
-// the caller's credential), or a confirm rule's, which the bridge parks
-// (mrtr.go), goes to the SDK.
-func (c *catalog) leanModernTool(name string, who policy.Identity) bool {
-	up, visible := c.sharedUp(name, who)
-	return !visible || up != nil
-}
-
 // sharedUp returns the process that serves a call of the exposed tool name
 // by who when it is a shared server's, up, without a person's approval
 // (nil otherwise: a server's own process, a confirm rule, a server that is
@@ -278,25 +266,6 @@ func httpCaller(r *http.Request) policy.Identity {
 		return identityOf(ti).policy()
 	}
 	return policy.Identity{}
-}
-
-// leanAskable reports whether the call of the exposed tool name by who, in
-// a session whose client declared sampling or elicitation, can still be
-// served on the lean path: nothing can be asked of the client during it.
-// That holds for a tool of a shared server of the initialize era that is
-// up, called without a person's approval: a shared process over HTTP is
-// offered none of sampling, elicitation and roots (relay.go: offerFor). The
-// rest goes to the SDK, whose stream of the request carries the questions:
-// a server's own process (isolation = "session", or the caller's
-// credential), a server of 2026-07-28 (whose input_required the proxy puts
-// to the client), a confirm rule (the approval may be elicited), the search
-// surface's tools, and a name that is not a visible tool.
-func (c *catalog) leanAskable(name string, who policy.Identity) bool {
-	if slices.Contains(metaTools, name) {
-		return false
-	}
-	up, _ := c.sharedUp(name, who)
-	return up != nil && !up.Modern()
 }
 
 // leanFields splits the params of a lean tools/call: the tool's name, and

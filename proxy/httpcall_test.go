@@ -184,9 +184,9 @@ func countSDK(s *Server, method string) *atomic.Int32 {
 }
 
 // TestHTTPLeanCall: an initialize-era session's tools/call is answered
-// without the SDK, also for a client that declared sampling or elicitation,
-// which this shared server cannot ask for, and for a call that asks for
-// progress from 2025-11-25 (TestHTTPLeanProgress). A call answered at once
+// without the SDK, also for a call that asks for progress from 2025-11-25
+// (TestHTTPLeanProgress), but not for a client that declared sampling or
+// elicitation, which this shared server may ask for on the call's stream. A call answered at once
 // gets one application/json response of a known length, in every version
 // (from 2025-11-25 a longer one gets a resumable event stream:
 // TestHTTPLeanCallResumable). Before 2025-11-25 a call that asks for
@@ -207,10 +207,10 @@ func TestHTTPLeanCall(t *testing.T) {
 		// Before 2025-11-25 a lean answer is one application/json body:
 		// the progress needs the SDK's event stream.
 		{"progress without priming", "2025-06-18", `{}`, strings.Replace(call, `"arguments"`, `"_meta":{"progressToken":"p"},"arguments"`, 1), "text/event-stream", true},
-		// A shared server of the initialize era cannot ask the client
-		// anything (TestHTTPLeanCallAskable has the servers that can).
-		{"sampling client", "2025-06-18", `{"sampling":{}}`, call, "application/json", false},
-		{"elicitation client", "2025-11-25", `{"elicitation":{}}`, call, "application/json", false},
+		// A shared server may ask its one caller (relay.go callerFor), on
+		// the call's stream (TestHTTPLeanCallAskable).
+		{"sampling client", "2025-06-18", `{"sampling":{}}`, call, "text/event-stream", true},
+		{"elicitation client", "2025-11-25", `{"elicitation":{}}`, call, "text/event-stream", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -667,13 +667,13 @@ func waitFile(t *testing.T, path, want string, d time.Duration) {
 }
 
 // TestHTTPLeanCallAskable: the calls of a session whose client declared
-// sampling and elicitation go on the lean path only where nothing can be
-// asked of the client during them (leanAskable): a tool of a shared server
-// of the initialize era, without an approval. A shared server of
-// 2026-07-28 (whose input_required the proxy puts to the client), a server
-// with isolation = "session" (whose process is offered what the client
-// declared) and a confirm rule (the approval may be elicited) go to the
-// SDK, as does every call of such a client that asks for progress.
+// sampling or elicitation go to the SDK, whose stream of the request
+// carries what the server asks: a shared server of the initialize era
+// (which asks its one caller: relay.go callerFor), one of 2026-07-28
+// (whose input_required the proxy puts to the client), a server with
+// isolation = "session" (whose process is offered what the client
+// declared) and a confirm rule (the approval may be elicited). A client
+// that declared neither takes the lean path.
 func TestHTTPLeanCallAskable(t *testing.T) {
 	fx := fixtureBin(t)
 	srv := func(name, era string, perSession bool) ServerConfig {
@@ -698,8 +698,8 @@ func TestHTTPLeanCallAskable(t *testing.T) {
 		name, caps, body string
 		sdk              bool
 	}{
-		{"shared legacy server", `{"sampling":{},"elicitation":{}}`, call("l__echo", ""), false},
-		{"elicitation only", `{"elicitation":{"form":{},"url":{}}}`, call("l__echo", ""), false},
+		{"shared legacy server", `{"sampling":{},"elicitation":{}}`, call("l__echo", ""), true},
+		{"elicitation only", `{"elicitation":{"form":{},"url":{}}}`, call("l__echo", ""), true},
 		{"no capabilities", `{}`, call("l__echo", ""), false},
 		{"progress", `{"elicitation":{}}`, call("l__echo", `"_meta":{"progressToken":"p"},`), true},
 		{"shared modern server", `{"sampling":{},"elicitation":{}}`, call("m__echo", ""), true},

@@ -74,10 +74,11 @@ func (s *Server) logTarget(b *backend) *mcp.ServerSession {
 			all = append(all, ss)
 		}
 	}
-	if len(all) == 1 {
+	busy := b.busySessions()
+	if len(all) == 1 && (len(busy) == 0 || len(busy) == 1 && busy[0] == all[0]) {
 		return all[0]
 	}
-	if busy := b.busySessions(); len(busy) == 1 {
+	if len(busy) == 1 && busy[0] != nil { // nil: a call without a session
 		return busy[0]
 	}
 	return nil

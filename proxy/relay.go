@@ -18,12 +18,17 @@ import (
 //
 // Under the protocol versions served here an upstream's request carries no
 // link to the downstream request that caused it, so a request is relayed only
-// where its client is certain: by a process that serves exactly one client.
-// That is every upstream over stdio (one client), and a session's own process
-// (isolation = "session") over HTTP. Each upstream process is offered only the
-// capabilities its one client declared; a shared process over HTTP, which
-// serves every HTTP session, is offered none, so that it neither lists tools
-// that its clients cannot use nor sends one client's request to another.
+// where its client is certain. A process that serves exactly one client is
+// offered the capabilities that client declared: every upstream over stdio
+// (one client), and a session's own process (isolation = "session") over
+// HTTP. A shared process over HTTP serves every HTTP session: it is offered
+// sampling and elicitation, and a request it sends goes to the one caller
+// with requests in flight on it (soleCaller), on that call's stream, when
+// that caller declared the capability; while no caller or several have
+// requests in flight on it the request cannot be attributed and is refused
+// with an error that names isolation = "session", so that one client never
+// receives another's request. A request without a session (a 2026-07-28
+// call served on the lean path) counts as a caller of its own.
 // Roots are offered only with isolation = "session": roots widen what a
 // server such as server-filesystem lets its clients reach, so one client's
 // roots must never govern a process that another client uses, and the same
@@ -71,9 +76,23 @@ type offer struct {
 	modern bool                    // the client speaks 2026-07-28: it declares capabilities per request
 }
 
+// sharedHTTPCaps are the capabilities a shared process over HTTP is
+// offered: what any of its callers may declare, checked against the one
+// that a request goes to (sessionFor). Sampling is offered without its
+// tools sub-capability, which the callers would all have to declare.
+func sharedHTTPCaps() *mcp.ClientCapabilities {
+	return &mcp.ClientCapabilities{
+		Sampling:    &mcp.SamplingCapabilities{},
+		Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}},
+	}
+}
+
 // offerFor returns what b's process is offered: fixed's declared
 // capabilities for a session's own process, the stdio client's for a shared
-// process in stdio mode, nothing for a shared process over HTTP.
+// process in stdio mode, sampling and elicitation for a shared process over
+// HTTP (sharedHTTPCaps), and nothing for the shared process of a server
+// whose calls run in processes or connections of their own (isolation =
+// "session", credentials = "identity"): its calls in flight are not its own.
 func (s *Server) offerFor(b *backend, fixed *mcp.ServerSession) offer {
 	if fixed != nil {
 		var caps *mcp.ClientCapabilities
@@ -86,7 +105,10 @@ func (s *Server) offerFor(b *backend, fixed *mcp.ServerSession) offer {
 		return offer{caps: caps, modern: modernSession(fixed)}
 	}
 	if !s.opts.WaitForClient {
-		return offer{why: fmt.Sprintf("%q is shared by every HTTP client session, and a request from it cannot be attributed to one of them; set isolation = \"session\" for it in the proxy config to relay requests to the client whose call asks", b.name)}
+		if b.cfg.PerSession || b.cfg.PerIdentity {
+			return offer{why: fmt.Sprintf("this process of %q serves no client's call (its calls run in processes or connections of their own), so a request from it cannot be attributed to one of them", b.name)}
+		}
+		return offer{caps: sharedHTTPCaps()}
 	}
 	caps := s.relayCaps()
 	if caps == nil {
@@ -134,7 +156,7 @@ func (s *Server) relayOptions(opts *mcp.ClientOptions, b *backend, fixed *mcp.Se
 		if dc.Sampling.Tools != nil {
 			caps.Sampling.Tools = &mcp.SamplingToolsCapabilities{}
 			opts.CreateMessageWithToolsHandler = func(ctx context.Context, r *mcp.CreateMessageWithToolsRequest) (*mcp.CreateMessageWithToolsResult, error) {
-				ss, ctx, done, err := s.sessionFor(ctx, b, fixed, "sampling/createMessage")
+				ss, ctx, done, err := s.sessionFor(ctx, b, fixed, "sampling/createMessage", "")
 				if err != nil {
 					return nil, err
 				}
@@ -148,7 +170,7 @@ func (s *Server) relayOptions(opts *mcp.ClientOptions, b *backend, fixed *mcp.Se
 			}
 		} else {
 			opts.CreateMessageHandler = func(ctx context.Context, r *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-				ss, ctx, done, err := s.sessionFor(ctx, b, fixed, "sampling/createMessage")
+				ss, ctx, done, err := s.sessionFor(ctx, b, fixed, "sampling/createMessage", "")
 				if err != nil {
 					return nil, err
 				}
@@ -199,7 +221,7 @@ func (s *Server) relayOptions(opts *mcp.ClientOptions, b *backend, fixed *mcp.Se
 				if method != "roots/list" {
 					return next(ctx, method, req)
 				}
-				ss, ctx, done, err := s.sessionFor(ctx, b, fixed, "roots/list")
+				ss, ctx, done, err := s.sessionFor(ctx, b, fixed, "roots/list", "")
 				if err != nil {
 					return nil, err
 				}
@@ -230,7 +252,7 @@ func (s *Server) relayElicit(ctx context.Context, b *backend, fixed *mcp.ServerS
 	if params == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "elicitation/create needs params"}
 	}
-	ss, ctx, done, err := s.sessionFor(ctx, b, fixed, "elicitation/create")
+	ss, ctx, done, err := s.sessionFor(ctx, b, fixed, "elicitation/create", elicitMode(params))
 	if err != nil {
 		return nil, err
 	}
@@ -267,15 +289,21 @@ func noContext(ic string) string {
 }
 
 // sessionFor picks the downstream session an upstream's request goes to: the
-// one client of b's process (fixed, or the stdio client). It also returns the
-// context to relay the request with: one that carries the incoming request of
-// that session's call in flight on b (so that over streamable HTTP the
-// request goes out on the call's response stream, which the client is
-// reading, and not on the standalone GET stream, which it may not have
-// opened) and that is cancelled with ctx, the upstream's request; done
-// releases it. A sampling or elicitation request while the session has no
-// call in flight on b is refused unless b's config allows it.
-func (s *Server) sessionFor(ctx context.Context, b *backend, fixed *mcp.ServerSession, method string) (*mcp.ServerSession, context.Context, func(), error) {
+// one client of b's process (fixed, or the stdio client), or for a shared
+// process over HTTP the one caller with requests in flight on it
+// (callerFor). It also returns the context to relay the request with: one
+// that carries the incoming request of that session's call in flight on b
+// (so that over streamable HTTP the request goes out on the call's response
+// stream, which the client is reading, and not on the standalone GET stream,
+// which it may not have opened) and that is cancelled with ctx, the
+// upstream's request; done releases it. A sampling or elicitation request
+// while the session has no call in flight on b is refused unless b's config
+// allows it (not over HTTP for a shared process: see callerFor). mode is an
+// elicitation's mode (elicitMode).
+func (s *Server) sessionFor(ctx context.Context, b *backend, fixed *mcp.ServerSession, method, mode string) (*mcp.ServerSession, context.Context, func(), error) {
+	if fixed == nil && !s.opts.WaitForClient {
+		return s.callerFor(ctx, b, method, mode)
+	}
 	ss := fixed
 	if ss == nil {
 		var err error
@@ -292,6 +320,54 @@ func (s *Server) sessionFor(ctx context.Context, b *backend, fixed *mcp.ServerSe
 	}
 	rctx, done := relayContext(ctx, call)
 	return ss, rctx, done, nil
+}
+
+// callerFor picks the caller a shared process over HTTP asks: the one
+// caller with requests in flight on b (soleCaller), if there is exactly one
+// and it declared what method needs (needCap; a 2026-07-28 client's call is
+// checked by its bridge, askParked). With none or several the request
+// cannot be attributed to a client, and the error says so and names the
+// fix, isolation = "session": a process of each client's own. An
+// unsolicited request (allow_unsolicited) has nobody to go to here either.
+func (s *Server) callerFor(ctx context.Context, b *backend, method, mode string) (*mcp.ServerSession, context.Context, func(), error) {
+	n, ss, call := b.soleCaller()
+	var why string
+	switch {
+	case n > 1:
+		why = "several clients have requests in flight on it"
+	case n == 0, call == nil: // none, or its requests have ended
+		why = "no client has a request in flight on it"
+	}
+	if why != "" {
+		return nil, nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf(
+			"%s from %q refused: %q is shared by every HTTP client session and %s, so the request cannot be attributed to one client; set isolation = \"session\" for it in the proxy config to relay requests to the client whose call asks",
+			method, b.name, b.name, why)}
+	}
+	if parkedOf(call) == nil && call.Value(noInputKey{}) == nil {
+		// An initialize-era session's call, or a call without a session
+		// (which declared nothing it could be asked with).
+		caps := &mcp.ClientCapabilities{}
+		if ss != nil {
+			if ip := ss.InitializeParams(); ip != nil && ip.Capabilities != nil {
+				caps = ip.Capabilities
+			}
+		}
+		if err := needCap(method, b.name, mode, caps); err != nil {
+			return nil, nil, nil, err
+		}
+		if ss == nil { // needCap refuses it: declared nothing
+			return nil, nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("%s from %q refused: the client's call cannot be asked anything", method, b.name)}
+		}
+	}
+	rctx, done := relayContext(ctx, call)
+	return ss, rctx, done, nil
+}
+
+// sharedAsks reports whether a client that declared caps may be asked
+// something by a shared server over HTTP during its call: sampling or
+// elicitation (sharedHTTPCaps; roots are never offered to it).
+func sharedAsks(caps *mcp.ClientCapabilities) bool {
+	return caps != nil && (caps.Sampling != nil || caps.Elicitation != nil)
 }
 
 // allows reports whether method may be relayed outside any call.

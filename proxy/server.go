@@ -384,6 +384,7 @@ func (s *Server) readResource(ctx context.Context, ss *mcp.ServerSession, p *mcp
 	}
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.CallTimeout)
 	defer cancel()
+	defer b.enter(ctx, ss)() // what the server asks meanwhile may be this read's (relay.go)
 	fwd := *p
 	fwd.URI = original
 	ctx, fwd.Meta = s.traceMeta(ctx, fwd.Meta)
@@ -503,6 +504,7 @@ func (s *Server) handleGetPrompt(ctx context.Context, req *mcp.GetPromptRequest)
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	defer b.enter(ctx, req.Session)() // what the server asks meanwhile may be this request's (relay.go)
 	fwd := *req.Params
 	fwd.Name = e.Original
 	ctx, fwd.Meta = s.traceMeta(ctx, fwd.Meta)
@@ -590,6 +592,7 @@ func (s *Server) handleComplete(ctx context.Context, req *mcp.CompleteRequest) (
 	}
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.CallTimeout)
 	defer cancel()
+	defer b.enter(ctx, req.Session)() // what the server asks meanwhile may be this request's (relay.go)
 	res, err := cs.Complete(ctx, &fwd)
 	if err != nil {
 		return nil, rpcError(server, err)

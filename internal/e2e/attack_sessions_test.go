@@ -208,17 +208,15 @@ func TestSessionsNeverSeeEachOther(t *testing.T) {
 		}
 	})
 
-	t.Run("a request after A's call is not shown to B", func(t *testing.T) {
-		// A's call returns at once; its server asks for sampling while only
-		// B has a call in flight on it.
+	t.Run("a request outside any call is shown to nobody", func(t *testing.T) {
+		// A's call returns at once; its server asks for sampling while no
+		// session has a call in flight on it. (While exactly one had, the
+		// request would be taken for that session's: relay_shared_test.go.)
 		if res := call(ctx, t, a, "alpha__later", map[string]any{"action": "sample", "delay_ms": 200, "data": "A's prompt"}); res.IsError {
 			t.Fatalf("alpha__later: %q", text(res))
 		}
-		res := call(ctx, t, b, "alpha__progress", map[string]any{"steps": 10, "tag": "B", "delay_ms": 100})
-		if res.IsError {
-			t.Fatalf("session B: alpha__progress: %q", text(res))
-		}
 		for name, rec := range map[string]*recorder{"A": recA, "B": recB} {
+			rec.waitFor(ctx, quietBound, func() bool { return len(rec.samples) > 0 })
 			var n int
 			rec.snapshot(func() { n = len(rec.samples) })
 			if n != 0 {
@@ -227,20 +225,10 @@ func TestSessionsNeverSeeEachOther(t *testing.T) {
 		}
 	})
 
-	t.Run("a shared server's requests are refused, naming the capability", func(t *testing.T) {
-		for _, tc := range []struct{ tool, want string }{
-			{"alpha__sample", "the proxy did not offer the sampling capability"},
-			{"alpha__roots", "the proxy did not offer the roots capability"},
-		} {
-			got := callText(ctx, a, tc.tool, map[string]any{"prompt": "p"})
-			if !strings.Contains(got, tc.want) || !strings.Contains(got, `isolation = "session"`) {
-				t.Errorf("%s = %q, want it to say %q and how to get it (isolation = \"session\")", tc.tool, got, tc.want)
-			}
-		}
-		var n int
-		recA.snapshot(func() { n = len(recA.samples) })
-		if n != 0 {
-			t.Errorf("session A answered %d sampling request(s), want none", n)
+	t.Run("a shared server's roots are refused, naming the capability", func(t *testing.T) {
+		got := callText(ctx, a, "alpha__roots", nil)
+		if want := "the proxy did not offer the roots capability"; !strings.Contains(got, want) || !strings.Contains(got, `isolation = "session"`) {
+			t.Errorf("alpha__roots = %q, want it to say %q and how to get it (isolation = \"session\")", got, want)
 		}
 	})
 
@@ -269,8 +257,10 @@ func TestSessionsNeverSeeEachOther(t *testing.T) {
 }
 
 // TestSharedServerCapabilitiesOverHTTP: a shared server-everything over HTTP
-// is offered no client capabilities, so it lists the same tools as over stdio
-// to a client that declares none, and none that its clients cannot use.
+// is offered sampling and elicitation (its requests go to its one caller,
+// relay_shared_test.go) and never roots, whatever the HTTP client declares:
+// it lists the same tools as over stdio to a client that declares all
+// three (a shared server is offered no roots there either).
 func TestSharedServerCapabilitiesOverHTTP(t *testing.T) {
 	t.Parallel()
 	cfg := writeConfig(t, everythingServer(t))
@@ -288,14 +278,23 @@ func TestSharedServerCapabilitiesOverHTTP(t *testing.T) {
 		return out
 	}
 	hp := startHTTP(t, cfg)
-	overHTTP := names(connectHTTPClient(t, hp, newRecorder("http").client(), protocolVersion))
-	sp := startStdioClient(t, cfg, mcp.NewClient(&mcp.Implementation{Name: "bare", Version: "0"}, nil), protocolVersion)
-	overStdio := names(sp.cs)
-	if diff := cmp.Diff(overStdio, overHTTP); diff != "" {
-		t.Errorf("tools over HTTP (a shared server) vs over stdio (a client that declares nothing) (-stdio +http):\n%s", diff)
+	listed := names(connectHTTPClient(t, hp, mcp.NewClient(&mcp.Implementation{Name: "bare", Version: "0"}, nil), protocolVersion))
+	for _, tool := range []string{"everything__trigger-sampling-request", "everything__trigger-elicitation-request", "everything__trigger-url-elicitation"} {
+		if !slices.Contains(listed, tool) {
+			t.Errorf("over HTTP a shared server-everything does not list %s: it was not offered the capability", tool)
+		}
 	}
-	if slices.Contains(overHTTP, "everything__trigger-sampling-request") {
-		t.Errorf("over HTTP a shared server-everything lists trigger-sampling-request, which no HTTP client can use")
+	if slices.Contains(listed, "everything__get-roots-list") {
+		t.Errorf("over HTTP a shared server-everything lists get-roots-list: it was offered roots")
+	}
+	sp := startStdioClient(t, cfg, newRecorder("stdio").client(&mcp.Root{URI: "file:///tmp/e2e-root", Name: "r"}), protocolVersion)
+	overStdio := names(sp.cs)
+	// Over HTTP URL-mode elicitation is offered too (a caller that did not
+	// declare it is refused, naming elicitation.url); the stdio client
+	// declares form mode only.
+	overHTTP := slices.DeleteFunc(listed, func(name string) bool { return name == "everything__trigger-url-elicitation" })
+	if diff := cmp.Diff(overStdio, overHTTP); diff != "" {
+		t.Errorf("tools over HTTP (a shared server) vs over stdio (a client that declares sampling, elicitation and roots) (-stdio +http):\n%s", diff)
 	}
 }
 

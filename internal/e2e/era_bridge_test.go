@@ -627,9 +627,9 @@ func TestBridgeLegacyClientModernServerCancel(t *testing.T) {
 // server with isolation = "session" runs each of its calls in a process of
 // its own, whose requests belong to that call alone: the rounds of input
 // work as over stdio, and the process is gone when the call ends. A shared
-// server cannot tie its requests to a call: it is not offered the
-// capability, and the call ends with the server's own error instead of
-// waiting.
+// server's request goes to its one caller (relay_shared_test.go has the
+// attacks): here the client's call is the only one in flight on it, so its
+// elicitation becomes the call's input round.
 func TestBridgeModernClientLegacyServerHTTP(t *testing.T) {
 	t.Parallel()
 	bc := &bridgeClient{name: "modern-http"}
@@ -726,11 +726,11 @@ func TestBridgeModernClientLegacyServerHTTP(t *testing.T) {
 		if err != nil {
 			t.Fatalf("shared__elicit: %v", err)
 		}
-		if got := text(res); !res.IsError || !strings.Contains(got, "elicitation") {
-			t.Errorf("shared__elicit = %q (isError %v), want the server's error that it may not elicit", got, res.IsError)
+		if got := text(res); res.IsError || !strings.Contains(got, `shared: elicit action=accept content={"answer":"modern-http`) {
+			t.Errorf("shared__elicit = %q (isError %v), want the client's answer", got, res.IsError)
 		}
-		if n := bc.count() - before; n != 0 {
-			t.Errorf("the client was asked %d times for the shared server, want 0", n)
+		if n := bc.count() - before; n != 1 {
+			t.Errorf("the client was asked %d times for the shared server, want 1", n)
 		}
 	})
 }

@@ -81,7 +81,10 @@ func TestEraUpReachable(t *testing.T) {
 	}
 	servers := []server{
 		{"modern", []string{"-era", "modern"}, "modern", 1, "30s"},
-		{"dual", []string{"-era", "dual"}, "modern", 1, "30s"},
+		// Over HTTP a shared server that speaks both eras is spoken to in
+		// the initialize era (its requests go to its one caller): the probe
+		// process is stopped and a fresh one initialized.
+		{"dual", []string{"-era", "dual"}, "legacy", 2, "30s"},
 		{"legacy", nil, "legacy", 1, "30s"}, // -32022: the same process initializes
 		{"ignore", []string{"-discover", "ignore"}, "legacy", 2, "1s"},
 		{"exits", []string{"-discover", "exit"}, "legacy", 2, "30s"},
