@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -40,3 +41,20 @@ func (s *Server) firstListWait(client string) time.Duration {
 	}
 	return firstListWaitOther
 }
+
+// listDeadlines holds, per session, when its first-list wait ends: the wait
+// runs from the session's first wait (its initialize), so that the
+// initialize and the list that follows share the client's patience.
+type listDeadlines struct {
+	m sync.Map // session -> time.Time
+}
+
+// left returns how much of the wait d is left to session at now, and
+// whether this was the session's first wait (its wait starts now).
+func (l *listDeadlines) left(session any, d time.Duration, now time.Time) (time.Duration, bool) {
+	v, loaded := l.m.LoadOrStore(session, now.Add(d))
+	return v.(time.Time).Sub(now), !loaded
+}
+
+// forget drops an ended session.
+func (l *listDeadlines) forget(session any) { l.m.Delete(session) }

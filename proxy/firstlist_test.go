@@ -32,3 +32,27 @@ func TestFirstListWait(t *testing.T) {
 		t.Errorf("Codex's wait %v is not under the second Codex gives a server", firstListWaitCodex)
 	}
 }
+
+// TestListDeadlines: a session's first-list wait runs from its first wait;
+// later waits get what is left, and nothing once it has run out.
+func TestListDeadlines(t *testing.T) {
+	var l listDeadlines
+	t0 := time.Unix(1000, 0)
+	a, b := new(int), new(int)
+	if d, first := l.left(a, time.Second, t0); d != time.Second || !first {
+		t.Errorf("a's initialize: %v left (first %v), want 1s (true)", d, first)
+	}
+	if d, first := l.left(a, time.Second, t0.Add(300*time.Millisecond)); d != 700*time.Millisecond || first {
+		t.Errorf("a's list 300ms later: %v left (first %v), want 700ms (false)", d, first)
+	}
+	if d, _ := l.left(a, time.Second, t0.Add(2*time.Second)); d > 0 {
+		t.Errorf("a's list 2s later: %v left, want none", d)
+	}
+	if d, first := l.left(b, 20*time.Second, t0.Add(2*time.Second)); d != 20*time.Second || !first {
+		t.Errorf("b, another session: %v left (first %v), want 20s (true)", d, first)
+	}
+	l.forget(a)
+	if d, first := l.left(a, time.Second, t0.Add(3*time.Second)); d != time.Second || !first {
+		t.Errorf("a after forget: %v left (first %v), want 1s (true)", d, first)
+	}
+}

@@ -140,7 +140,7 @@ func (s *Server) listing(ctx context.Context, req mcp.Request, k catalogKind) {
 	if ss != nil {
 		s.markListed(ss, k)
 	}
-	s.waitListable(ctx, clientOf(ctx, ss, nil).name)
+	s.waitListable(ctx, ss, clientOf(ctx, ss, nil).name)
 	if ss != nil {
 		s.listed.saw(ss, k)
 	}

@@ -308,6 +308,7 @@ type Server struct {
 	inflight   atomic.Int64  // HTTP requests to /mcp being served, GET streams left out
 	ready      chan struct{} // closed when every upstream's initial start has finished
 	listable   chan struct{} // closed when every upstream's catalog is known (cached or live) or its initial start has finished
+	listWaits  listDeadlines // when each session's wait for listable ends (waitListable)
 	called     chan struct{} // closed at the first tools/call (Called)
 	calledOnce sync.Once
 	startOnce  sync.Once
@@ -462,9 +463,26 @@ func (s *Server) waitReadyFor(ctx context.Context, d time.Duration) {
 // waitListable waits, bounded by the first-list wait of client (its
 // clientInfo name), until every server's catalog is known: from the cache
 // of an earlier run at once, else from the end of its initial start. A list
-// answered then holds every server it can.
-func (s *Server) waitListable(ctx context.Context, client string) {
-	s.waitFor(ctx, s.listable, s.firstListWait(client))
+// answered then holds every server it can. The bound runs from the
+// session's first wait (its initialize), not from each request: the client's
+// patience covers its initialize and its first list together.
+func (s *Server) waitListable(ctx context.Context, ss *mcp.ServerSession, client string) {
+	select {
+	case <-s.listable:
+		return
+	default:
+	}
+	d := s.firstListWait(client)
+	if ss != nil {
+		var first bool
+		if d, first = s.listWaits.left(ss, d, time.Now()); first {
+			s.whenSessionEnds(ss, func() { s.listWaits.forget(ss) })
+		}
+		if d <= 0 {
+			return
+		}
+	}
+	s.waitFor(ctx, s.listable, d)
 }
 
 // waitFor waits, bounded by d, ctx and Close, for ch to close.

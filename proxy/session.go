@@ -29,7 +29,8 @@ func (s *Server) initialize(ctx context.Context, next mcp.MethodHandler, method 
 	if p, ok := req.GetParams().(*mcp.InitializeParams); ok && p != nil && p.ClientInfo != nil {
 		client = p.ClientInfo.Name
 	}
-	if text := s.instructions(ctx, client); text != "" {
+	ss, _ := req.GetSession().(*mcp.ServerSession)
+	if text := s.instructions(ctx, ss, client); text != "" {
 		out := *ir
 		out.Instructions = text
 		return &out, nil

@@ -102,8 +102,8 @@ func (b *backend) aboutNow() serverAbout {
 // (leadFor); it waits (Options.FirstListWait, by client) for servers whose catalog is unknown, and
 // for those that opted in to their full instructions as long as before
 // (bounded by each one's startup timeout).
-func (s *Server) instructions(ctx context.Context, client string) string {
-	s.waitListable(ctx, client)
+func (s *Server) instructions(ctx context.Context, ss *mcp.ServerSession, client string) string {
+	s.waitListable(ctx, ss, client)
 	for _, b := range s.gen.Load().backends {
 		if !b.cfg.Instructions {
 			continue

@@ -871,7 +871,7 @@ func (s *Server) serveSurface(ctx context.Context, ss *mcp.ServerSession, name s
 	}
 	// A session that calls before it lists is decided on the catalog a
 	// list would show it: after the initial start (bounded, as a list).
-	s.waitListable(ctx, clientOf(ctx, ss, nil).name)
+	s.waitListable(ctx, ss, clientOf(ctx, ss, nil).name)
 	c := s.catalog.Load()
 	if s.sessionMode(ctx, ss, nil, c, true) != ModeSearch {
 		return false // a full-mode session: the name is an upstream's, or unknown
