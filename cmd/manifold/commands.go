@@ -217,7 +217,26 @@ func proxyOptions(cfg *config.Config, log *slog.Logger) proxy.Options {
 		})
 	}
 	opts.Servers = append(opts.Servers, pluginServers(cfg, log)...)
+	opts.LeftOut = leftOut(cfg)
 	return opts
+}
+
+// leftOut are the servers the config leaves out (an unset variable in
+// their env, headers or args), for the proxy's status.
+func leftOut(cfg *config.Config) []proxy.LeftOut {
+	var out []proxy.LeftOut
+	for _, l := range cfg.LeftOut {
+		out = append(out, proxy.LeftOut{Name: l.Name, Err: l.Err})
+	}
+	return out
+}
+
+// logLeftOut logs each server the config leaves out: one server's missing
+// secret is that server's problem, and the others serve.
+func logLeftOut(log *slog.Logger, cfg *config.Config) {
+	for _, l := range cfg.LeftOut {
+		log.Error("server left out: its config cannot be used until this is fixed; the other servers serve", "upstream", l.Name, "err", l.Err)
+	}
 }
 
 // oauthOptions are the upstream's OAuth options of s: the service
@@ -470,6 +489,7 @@ func warnExposed(p *proxy.Server, cfg *config.Config) {
 	for _, w := range cfg.Warnings() {
 		p.Logger().Warn(w)
 	}
+	logLeftOut(p.Logger(), cfg)
 	if len(cfg.Servers) == 0 && len(cfg.Plugins) == 0 {
 		p.Logger().Warn(cfg.Path + " lists no server and no plugin that is enabled, so there is nothing to serve; add a [servers.NAME] table (manifold init writes a starter config; manifold import prints your clients' servers as tables)")
 	}
@@ -611,6 +631,9 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "%s: ok, %s, %s\n", cfg.Path, count(len(cfg.Servers), "server"), count(len(cfg.Plugins), "plugin"))
 	for _, w := range cfg.Warnings() {
 		fmt.Fprintf(red.Writer(stderr), "manifold: warning: %s\n", w)
+	}
+	for _, l := range cfg.LeftOut {
+		fmt.Fprintf(red.Writer(stderr), "manifold: warning: server %s will be left out (the others serve): %s\n", l.Name, l.Err)
 	}
 	for _, s := range cfg.Servers {
 		what := s.Command + " " + strings.Join(s.Args, " ")
