@@ -398,12 +398,12 @@ func discardEarly(ctx context.Context, p *proxy.Server) {
 
 func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var c common
-	fs := newFlags("serve", "serve [--config FILE | FILE] [--http ADDR] [--allow-remote [--insecure-no-auth]]", levelFromConfig, stderr, &c)
-	httpAddr := fs.String("http", "", "serve streamable HTTP on ADDR (e.g. 127.0.0.1:7777) at /mcp instead of stdio")
+	fs := newFlags("serve", "serve [--config FILE | FILE] [--http [ADDR]] [--allow-remote [--insecure-no-auth]]", levelFromConfig, stderr, &c)
+	httpAddr := fs.String("http", "", "serve streamable HTTP on ADDR (e.g. 127.0.0.1:7777) at /mcp instead of stdio; --http without ADDR listens on the config's [http] listen (default "+config.DefaultListen+")")
 	reloadEvery := fs.Duration("watch-interval", time.Second, "how often the config file is checked for changes (it is reloaded on change and on SIGHUP)")
 	allowRemote := fs.Bool("allow-remote", false, "allow --http to listen on a non-loopback address; needs [auth] in the config, or --insecure-no-auth")
 	insecureNoAuth := fs.Bool("insecure-no-auth", false, "with --allow-remote, serve without authentication (only behind a network you trust)")
-	pos, ok, err := parse(fs, args)
+	pos, ok, err := parse(fs, bareHTTP(args))
 	if !ok {
 		return err
 	}
@@ -421,6 +421,9 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			return err
 		}
 		defer p.Close()
+		if *httpAddr == listenFromConfig {
+			*httpAddr = cfg.HTTP.Listen
+		}
 		warnExposed(p, cfg)
 		notes := &notices{}
 		defer startPublishing(ctx, p, cfg.Path, "http "+*httpAddr, notes)()
@@ -480,6 +483,45 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 	}
 	return p.Redactor().Error(<-served)
+}
+
+// listenFromConfig is the value of serve's --http given without an
+// address: the config's [http] listen.
+const listenFromConfig = "\x00[http] listen"
+
+// bareHTTP returns serve's args with a --http that has no address (the
+// last argument, or followed by a flag or by what is not host:port, such
+// as the config file) given as --http=listenFromConfig.
+func bareHTTP(args []string) []string {
+	out := slices.Clone(args)
+	for i, a := range out {
+		if a == "--" {
+			break
+		}
+		if a != "--http" && a != "-http" {
+			continue
+		}
+		if i+1 < len(out) && isAddr(out[i+1]) {
+			continue
+		}
+		out[i] = "--http=" + listenFromConfig
+	}
+	return out
+}
+
+// isAddr reports whether s is a host:port with a numeric port (":7777",
+// "127.0.0.1:7777", "[::1]:7777").
+func isAddr(s string) bool {
+	_, port, err := net.SplitHostPort(s)
+	if err != nil || port == "" {
+		return false
+	}
+	for _, c := range port {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // warnExposed logs what `manifold check` warns about: credentials written

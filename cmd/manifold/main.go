@@ -90,7 +90,7 @@ func usageError(format string, args ...any) error {
 const usage = `manifold: one MCP server in front of many.
 
 Usage:
-  manifold serve [--config FILE] [--http ADDR]          serve MCP on stdio (default) or streamable HTTP
+  manifold serve [--config FILE] [--http [ADDR]]        serve MCP on stdio (default) or streamable HTTP
   manifold check [--config FILE | FILE]                 validate the config without starting anything
   manifold tools [--config FILE | FILE] [--json]        start the servers and print the merged catalog
                  [--client NAME [--entry NAME]]         ... or flag the names that client would refuse or mangle
