@@ -78,6 +78,9 @@ func newFlags(name, synopsis, defaultLevel string, stderr io.Writer, c *common) 
 		fmt.Fprintf(stderr, "Usage: manifold %s\n\nFlags may come before or after the arguments; \"--\" ends them.\n\nFlags:\n", synopsis)
 		fs.PrintDefaults()
 	}
+	if sink := flagSink.Load(); sink != nil {
+		(*sink)(fs) // completion.go
+	}
 	return fs
 }
 

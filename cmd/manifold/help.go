@@ -106,8 +106,11 @@ has no default is an error that names it. manifold import writes every client's 
 syntax this way (${env:X}, $X, ${input:ID}).
 `)
 		return nil
-	case "serve", "check", "tools", "call", "status", "explain", "approve", "import", "connect", "doctor", "init", "completion":
-		return run(ctx, []string{topic, "--help"}, nil, stdout, stdout)
+	}
+	for _, c := range commands() {
+		if c.name == topic && c.name != "help" && c.name != "version" {
+			return c.run(ctx, []string{"--help"}, nil, stdout, stdout)
+		}
 	}
 	var match []configKey
 	for _, k := range configKeys {
