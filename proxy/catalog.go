@@ -225,8 +225,15 @@ type Entry struct {
 	Original    string
 	Description string
 	Visible     bool
+	Held        bool   // hidden by its pin: its definition changed and awaits review (not by policy)
 	ReadOnly    bool   // a tool whose effective readOnlyHint is true
 	Verdict     string // the policy's decision in words, with the rule and file:line
+}
+
+// heldByPin reports whether d hides an item because its pinned definition
+// awaits review (the decision buildCatalog puts in the policy's place).
+func heldByPin(d policy.Decision) bool {
+	return !d.Visible && d.Rule == "pin"
 }
 
 // Catalog returns every tool, prompt, resource and resource template the
@@ -238,7 +245,7 @@ func (s *Server) Catalog() []Entry {
 	for _, e := range c.tools.Entries() {
 		d := c.decisions["tool\x00"+e.Exposed]
 		en := Entry{Kind: "tool", Exposed: e.Exposed, Server: e.Server, Original: e.Original,
-			Visible: d.Visible, ReadOnly: c.toolAnn[e.Exposed].ReadOnlyHint(), Verdict: d.String()}
+			Visible: d.Visible, Held: heldByPin(d), ReadOnly: c.toolAnn[e.Exposed].ReadOnlyHint(), Verdict: d.String()}
 		if def := c.toolDefs[e.Exposed]; def != nil {
 			en.Description = def.Description
 		}
@@ -246,7 +253,7 @@ func (s *Server) Catalog() []Entry {
 	}
 	for _, e := range c.prompts.Entries() {
 		d := c.decisions["prompt\x00"+e.Exposed]
-		en := Entry{Kind: "prompt", Exposed: e.Exposed, Server: e.Server, Original: e.Original, Visible: d.Visible, Verdict: d.String()}
+		en := Entry{Kind: "prompt", Exposed: e.Exposed, Server: e.Server, Original: e.Original, Visible: d.Visible, Held: heldByPin(d), Verdict: d.String()}
 		if def := c.promptDefs[e.Exposed]; def != nil {
 			en.Description = def.Description
 		}
@@ -577,7 +584,7 @@ func (s *Server) rebuildNow() {
 			}
 			if !d.Visible {
 				c.narrowedTemplates = true
-				c.listed = append(c.listed, Entry{Kind: "template", Exposed: out, Server: b.name, Original: t.URITemplate, Description: t.Description, Verdict: d.String()})
+				c.listed = append(c.listed, Entry{Kind: "template", Exposed: out, Server: b.name, Original: t.URITemplate, Description: t.Description, Held: heldByPin(d), Verdict: d.String()})
 				continue
 			}
 			if owner, dup := c.tmplOwner[out]; dup {
