@@ -266,6 +266,9 @@ type Server struct {
 	catMu    sync.Mutex     // serialises catalog rebuilds and SDK registration
 	reg      registered     // what is registered with the SDK server; guarded by catMu
 	derived  map[defKey]any // guarded by catMu; the exposed definitions of the last rebuild (catalog.go)
+	// dupWarned are the names a server listed twice that were logged
+	// (dropDuplicates), by server, kind and name; guarded by catMu.
+	dupWarned map[string]bool
 
 	leftOut      atomic.Pointer[[]LeftOut]      // Options.LeftOut; replaced by SetLeftOut
 	catOpts      atomic.Pointer[CatalogOptions] // which tool list each client gets (surface.go)
