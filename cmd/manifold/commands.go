@@ -823,6 +823,11 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	_ = cs.Close()
 	<-serveDone
 	if err != nil {
+		for _, st := range p.Status() {
+			if st.State == proxy.StateMisconfigured && strings.HasPrefix(name, st.Name+"__") {
+				err = fmt.Errorf("%w (server %s is left out: %s)", err, st.Name, st.Err)
+			}
+		}
 		return p.Redactor().Error(fmt.Errorf("call %q: %w", name, err))
 	}
 	if res.IsError {

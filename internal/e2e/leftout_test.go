@@ -56,6 +56,13 @@ func TestUnsetVariableLeavesServerOut(t *testing.T) {
 		}
 	})
 
+	t.Run("call", func(t *testing.T) {
+		_, stderr, code := runCLI(t, "call", "--config", path, "beta__echo", `{"text":"x"}`)
+		if code == 0 || !strings.Contains(stderr, "server beta is left out") || !strings.Contains(stderr, unsetVar) {
+			t.Errorf("call of a tool of beta: exit %d, want an error that says beta is left out and why:\n%s", code, stderr)
+		}
+	})
+
 	t.Run("status", func(t *testing.T) {
 		stdout, stderr, code := runCLI(t, "status", "--fresh", "--json", "--config", path)
 		if code != 0 {
