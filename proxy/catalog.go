@@ -225,8 +225,15 @@ type Entry struct {
 	Original    string
 	Description string
 	Visible     bool
+	Held        bool   // hidden by its pin: its definition changed and awaits review (not by policy)
 	ReadOnly    bool   // a tool whose effective readOnlyHint is true
 	Verdict     string // the policy's decision in words, with the rule and file:line
+}
+
+// heldByPin reports whether d hides an item because its pinned definition
+// awaits review (the decision buildCatalog puts in the policy's place).
+func heldByPin(d policy.Decision) bool {
+	return !d.Visible && d.Rule == "pin"
 }
 
 // Catalog returns every tool, prompt, resource and resource template the
@@ -238,7 +245,7 @@ func (s *Server) Catalog() []Entry {
 	for _, e := range c.tools.Entries() {
 		d := c.decisions["tool\x00"+e.Exposed]
 		en := Entry{Kind: "tool", Exposed: e.Exposed, Server: e.Server, Original: e.Original,
-			Visible: d.Visible, ReadOnly: c.toolAnn[e.Exposed].ReadOnlyHint(), Verdict: d.String()}
+			Visible: d.Visible, Held: heldByPin(d), ReadOnly: c.toolAnn[e.Exposed].ReadOnlyHint(), Verdict: d.String()}
 		if def := c.toolDefs[e.Exposed]; def != nil {
 			en.Description = def.Description
 		}
@@ -246,7 +253,7 @@ func (s *Server) Catalog() []Entry {
 	}
 	for _, e := range c.prompts.Entries() {
 		d := c.decisions["prompt\x00"+e.Exposed]
-		en := Entry{Kind: "prompt", Exposed: e.Exposed, Server: e.Server, Original: e.Original, Visible: d.Visible, Verdict: d.String()}
+		en := Entry{Kind: "prompt", Exposed: e.Exposed, Server: e.Server, Original: e.Original, Visible: d.Visible, Held: heldByPin(d), Verdict: d.String()}
 		if def := c.promptDefs[e.Exposed]; def != nil {
 			en.Description = def.Description
 		}
@@ -448,7 +455,7 @@ func (s *Server) rebuildNow() {
 		// listing this snapshot does not have yet.
 		pinned[b.name] = pinSnapshot{instructions: b.about.instructions, listed: b.listed}
 		b.mu.Unlock()
-		l = canonicalLists(l)
+		l = s.dropDuplicates(b.name, canonicalLists(l))
 		snap[b.name] = l
 		tg := naming.Group{Server: b.name, Prefix: b.cfg.Prefix}
 		for _, t := range l.tools {
@@ -577,7 +584,7 @@ func (s *Server) rebuildNow() {
 			}
 			if !d.Visible {
 				c.narrowedTemplates = true
-				c.listed = append(c.listed, Entry{Kind: "template", Exposed: out, Server: b.name, Original: t.URITemplate, Description: t.Description, Verdict: d.String()})
+				c.listed = append(c.listed, Entry{Kind: "template", Exposed: out, Server: b.name, Original: t.URITemplate, Description: t.Description, Held: heldByPin(d), Verdict: d.String()})
 				continue
 			}
 			if owner, dup := c.tmplOwner[out]; dup {
@@ -639,6 +646,59 @@ func canonicalLists(l lists) lists {
 		resources: sortedBy(l.resources, func(r *mcp.Resource) string { return r.URI }),
 		templates: sortedBy(l.templates, func(t *mcp.ResourceTemplate) string { return t.URITemplate }),
 	}
+}
+
+// dropDuplicates keeps, of the items of l (in canonical order) that share
+// a name (a tool's or a prompt's, a resource's URI, a template), the first:
+// the same one whatever order the server lists them in. Each name a server
+// lists more than once is logged, once per server and name. Called with
+// catMu held.
+func (s *Server) dropDuplicates(server string, l lists) lists {
+	dup := func(kind string) func(string) {
+		return func(name string) {
+			key := server + "\x00" + kind + "\x00" + name
+			if s.dupWarned[key] {
+				return
+			}
+			if s.dupWarned == nil {
+				s.dupWarned = make(map[string]bool)
+			}
+			s.dupWarned[key] = true
+			s.log.Warn("the server listed a "+kind+" twice under one name; one of them is served", "upstream", server, kind, name)
+		}
+	}
+	l.tools = uniqueBy(l.tools, func(t *mcp.Tool) string { return t.Name }, dup("tool"))
+	l.prompts = uniqueBy(l.prompts, func(p *mcp.Prompt) string { return p.Name }, dup("prompt"))
+	l.resources = uniqueBy(l.resources, func(r *mcp.Resource) string { return r.URI }, dup("resource"))
+	l.templates = uniqueBy(l.templates, func(t *mcp.ResourceTemplate) string { return t.URITemplate }, dup("template"))
+	return l
+}
+
+// uniqueBy returns items, sorted by key, without the items whose key is
+// the one before's, calling dup with each such key; items itself when none.
+func uniqueBy[T any](items []*T, key func(*T) string, dup func(string)) []*T {
+	same := func(i int) bool {
+		return i > 0 && items[i] != nil && items[i-1] != nil && key(items[i]) == key(items[i-1])
+	}
+	first := -1
+	for i := range items {
+		if same(i) {
+			first = i
+			break
+		}
+	}
+	if first < 0 {
+		return items
+	}
+	out := slices.Clone(items[:first])
+	for i := first; i < len(items); i++ {
+		if same(i) {
+			dup(key(items[i]))
+			continue
+		}
+		out = append(out, items[i])
+	}
+	return out
 }
 
 // sortedBy returns a copy of items sorted by key, then by JSON encoding;

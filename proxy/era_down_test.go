@@ -610,8 +610,8 @@ func TestModernReadScope(t *testing.T) {
 			}
 			legacy := openRaw(t, s)
 			legacy.send(`{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"era+era://doc/a"}}`)
-			if got := result(t, legacy.rawLine())["cacheScope"]; got != "public" {
-				t.Errorf("legacy read: cacheScope %v, want public as before", got)
+			if r := result(t, legacy.rawLine()); r["cacheScope"] != nil || r["ttlMs"] != nil {
+				t.Errorf("legacy read: cacheScope %v, ttlMs %v; want neither (2026-07-28 fields)", r["cacheScope"], r["ttlMs"])
 			}
 		})
 	}

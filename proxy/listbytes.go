@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/manifold-mcp/manifold/proxy/era"
 )
 
 // tools/list from prepared bytes: the tools of a list answer are encoded
@@ -119,6 +121,9 @@ func (p *preparedList) result() mcp.Result {
 type rawToolList struct {
 	mcp.ListToolsResult
 	tools json.RawMessage // nil once decoded
+	// cacheless: for a session of the initialize era, encoded without the
+	// 2026-07-28 cache fields (legacyCacheMiddleware).
+	cacheless bool
 }
 
 // placeholder ends the encoding of the rest of the result, whose last member
@@ -128,7 +133,11 @@ var placeholder = []byte(`"tools":[]}`)
 func (r *rawToolList) MarshalJSON() ([]byte, error) {
 	if r.tools == nil {
 		rest := r.ListToolsResult
-		return json.Marshal(&rest)
+		b, err := json.Marshal(&rest)
+		if err != nil || !r.cacheless {
+			return b, err
+		}
+		return era.DropCacheFields(b), nil
 	}
 	head, err := r.head()
 	if err != nil {
@@ -150,7 +159,11 @@ func (r *rawToolList) head() ([]byte, error) {
 	if !bytes.HasSuffix(b, placeholder) {
 		return nil, errNoTools
 	}
-	return b[:len(b)-len(placeholder)+len(`"tools":`)], nil
+	b = b[:len(b)-len(placeholder)+len(`"tools":`)]
+	if r.cacheless {
+		b = era.DropCacheFields(b)
+	}
+	return b, nil
 }
 
 // UnmarshalJSON decodes a list (masking does): the tools are then its own.

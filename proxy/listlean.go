@@ -123,7 +123,7 @@ func (p *preparedList) head(modern bool) ([]byte, bool) {
 	if b := at.Load(); b != nil {
 		return *b, true
 	}
-	r := &rawToolList{ListToolsResult: p.res, tools: p.tools}
+	r := &rawToolList{ListToolsResult: p.res, tools: p.tools, cacheless: !modern}
 	if modern {
 		meta := maps.Clone(r.Meta)
 		if meta == nil {

@@ -116,6 +116,11 @@ func TestPinCatalog(t *testing.T) {
 			if got := visibleEntries(s)["up__read"]; got != (mode == PinWarn) {
 				t.Errorf("up__read visible = %v under %s", got, mode)
 			}
+			for _, e := range s.Catalog() {
+				if want := mode == PinQuarantine && e.Exposed == "up__read"; e.Held != want {
+					t.Errorf("catalog entry %s: Held = %v, want %v (a definition held for review, not hidden by policy)", e.Exposed, e.Held, want)
+				}
+			}
 			c := s.catalog.Load()
 			if msg, held := c.heldMessage("tool", "up__read"); held != (mode == PinQuarantine) ||
 				(held && !strings.Contains(msg, "awaits review") || held && !strings.Contains(msg, "manifold approve up/read")) {

@@ -120,6 +120,10 @@ type Options struct {
 	// Servers are the upstreams, in priority order: when two servers would
 	// expose the same name, the earlier one keeps it.
 	Servers []ServerConfig
+	// LeftOut are configured servers that the proxy does not run, because
+	// their configuration cannot be used as it stands; Status reports each
+	// as state "misconfigured" with its error. SetLeftOut replaces them.
+	LeftOut []LeftOut
 	// CallTimeout bounds one call to an upstream. If zero, 60s.
 	CallTimeout time.Duration
 	// StateKey keys the requestState values handed to modern clients
@@ -266,7 +270,11 @@ type Server struct {
 	catMu    sync.Mutex     // serialises catalog rebuilds and SDK registration
 	reg      registered     // what is registered with the SDK server; guarded by catMu
 	derived  map[defKey]any // guarded by catMu; the exposed definitions of the last rebuild (catalog.go)
+	// dupWarned are the names a server listed twice that were logged
+	// (dropDuplicates), by server, kind and name; guarded by catMu.
+	dupWarned map[string]bool
 
+	leftOut      atomic.Pointer[[]LeftOut]      // Options.LeftOut; replaced by SetLeftOut
 	catOpts      atomic.Pointer[CatalogOptions] // which tool list each client gets (surface.go)
 	clients      clientRegistry                 // the clients that listed or called, and their catalog modes
 	alwaysWarned sync.Map                       // CatalogOptions.Always names already logged as not visible
@@ -360,6 +368,7 @@ func New(opts Options) (*Server, error) {
 	s.rules.Store(opts.Policy)
 	s.pins.Store(opts.Lock)
 	s.catOpts.Store(&opts.Catalog)
+	s.leftOut.Store(&opts.LeftOut)
 	if opts.Audit != nil {
 		s.audit = &auditor{w: opts.Redactor.Writer(opts.Audit), args: opts.AuditArguments}
 	}

@@ -83,6 +83,7 @@ func (s *Server) newMCPServer() *mcp.Server {
 	// Outermost (added last): what reaches a client is masked last.
 	srv.AddReceivingMiddleware(s.maskingMiddleware)
 	srv.AddSendingMiddleware(s.maskingSender)
+	srv.AddReceivingMiddleware(s.legacyCacheMiddleware) // cacheless.go: encoding only
 	return srv
 }
 

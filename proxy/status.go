@@ -11,7 +11,7 @@ import (
 // status reports and tests.
 type ServerStatus struct {
 	Name  string `json:"name"`
-	State string `json:"state"`         // starting, up, failed, exited or stopped
+	State string `json:"state"`         // starting, up, failed, exited, stopped or misconfigured (LeftOut)
 	PID   int    `json:"pid,omitempty"` // 0 when not running or remote
 	Err   string `json:"error,omitempty"`
 	Tools int    `json:"tools"` // tools in its last listing
@@ -128,5 +128,26 @@ func (s *Server) Status() []ServerStatus {
 		b.mu.Unlock()
 		out = append(out, st)
 	}
+	if l := s.leftOut.Load(); l != nil {
+		for _, lo := range *l {
+			out = append(out, ServerStatus{Name: lo.Name, State: StateMisconfigured, Err: s.opts.Redactor.String(lo.Err)})
+		}
+	}
 	return out
+}
+
+// StateMisconfigured is the state of a server left out (Options.LeftOut).
+const StateMisconfigured = "misconfigured"
+
+// LeftOut is a configured server that the proxy does not run: Err says
+// why and what to do.
+type LeftOut struct {
+	Name string
+	Err  string
+}
+
+// SetLeftOut replaces the servers left out (Options.LeftOut), as a reload
+// finds them.
+func (s *Server) SetLeftOut(l []LeftOut) {
+	s.leftOut.Store(&l)
 }

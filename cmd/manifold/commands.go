@@ -78,6 +78,9 @@ func newFlags(name, synopsis, defaultLevel string, stderr io.Writer, c *common) 
 		fmt.Fprintf(stderr, "Usage: manifold %s\n\nFlags may come before or after the arguments; \"--\" ends them.\n\nFlags:\n", synopsis)
 		fs.PrintDefaults()
 	}
+	if sink := flagSink.Load(); sink != nil {
+		(*sink)(fs) // completion.go
+	}
 	return fs
 }
 
@@ -217,7 +220,26 @@ func proxyOptions(cfg *config.Config, log *slog.Logger) proxy.Options {
 		})
 	}
 	opts.Servers = append(opts.Servers, pluginServers(cfg, log)...)
+	opts.LeftOut = leftOut(cfg)
 	return opts
+}
+
+// leftOut are the servers the config leaves out (an unset variable in
+// their env, headers or args), for the proxy's status.
+func leftOut(cfg *config.Config) []proxy.LeftOut {
+	var out []proxy.LeftOut
+	for _, l := range cfg.LeftOut {
+		out = append(out, proxy.LeftOut{Name: l.Name, Err: l.Err})
+	}
+	return out
+}
+
+// logLeftOut logs each server the config leaves out: one server's missing
+// secret is that server's problem, and the others serve.
+func logLeftOut(log *slog.Logger, cfg *config.Config) {
+	for _, l := range cfg.LeftOut {
+		log.Error("server left out: its config cannot be used until this is fixed; the other servers serve", "upstream", l.Name, "err", l.Err)
+	}
 }
 
 // oauthOptions are the upstream's OAuth options of s: the service
@@ -379,12 +401,12 @@ func discardEarly(ctx context.Context, p *proxy.Server) {
 
 func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var c common
-	fs := newFlags("serve", "serve [--config FILE | FILE] [--http ADDR] [--allow-remote [--insecure-no-auth]]", levelFromConfig, stderr, &c)
-	httpAddr := fs.String("http", "", "serve streamable HTTP on ADDR (e.g. 127.0.0.1:7777) at /mcp instead of stdio")
+	fs := newFlags("serve", "serve [--config FILE | FILE] [--http [ADDR]] [--allow-remote [--insecure-no-auth]]", levelFromConfig, stderr, &c)
+	httpAddr := fs.String("http", "", "serve streamable HTTP on ADDR (e.g. 127.0.0.1:7777) at /mcp instead of stdio; --http without ADDR listens on the config's [http] listen (default "+config.DefaultListen+")")
 	reloadEvery := fs.Duration("watch-interval", time.Second, "how often the config file is checked for changes (it is reloaded on change and on SIGHUP)")
 	allowRemote := fs.Bool("allow-remote", false, "allow --http to listen on a non-loopback address; needs [auth] in the config, or --insecure-no-auth")
 	insecureNoAuth := fs.Bool("insecure-no-auth", false, "with --allow-remote, serve without authentication (only behind a network you trust)")
-	pos, ok, err := parse(fs, args)
+	pos, ok, err := parse(fs, bareHTTP(args))
 	if !ok {
 		return err
 	}
@@ -402,6 +424,9 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			return err
 		}
 		defer p.Close()
+		if *httpAddr == listenFromConfig {
+			*httpAddr = cfg.HTTP.Listen
+		}
 		warnExposed(p, cfg)
 		notes := &notices{}
 		defer startPublishing(ctx, p, cfg.Path, "http "+*httpAddr, notes)()
@@ -463,6 +488,45 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	return p.Redactor().Error(<-served)
 }
 
+// listenFromConfig is the value of serve's --http given without an
+// address: the config's [http] listen.
+const listenFromConfig = "\x00[http] listen"
+
+// bareHTTP returns serve's args with a --http that has no address (the
+// last argument, or followed by a flag or by what is not host:port, such
+// as the config file) given as --http=listenFromConfig.
+func bareHTTP(args []string) []string {
+	out := slices.Clone(args)
+	for i, a := range out {
+		if a == "--" {
+			break
+		}
+		if a != "--http" && a != "-http" {
+			continue
+		}
+		if i+1 < len(out) && isAddr(out[i+1]) {
+			continue
+		}
+		out[i] = "--http=" + listenFromConfig
+	}
+	return out
+}
+
+// isAddr reports whether s is a host:port with a numeric port (":7777",
+// "127.0.0.1:7777", "[::1]:7777").
+func isAddr(s string) bool {
+	_, port, err := net.SplitHostPort(s)
+	if err != nil || port == "" {
+		return false
+	}
+	for _, c := range port {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
 // warnExposed logs what `manifold check` warns about: credentials written
 // out in a config file, and secret files, that other users can read; and a
 // config with nothing to serve (an empty file, every server disabled).
@@ -470,6 +534,7 @@ func warnExposed(p *proxy.Server, cfg *config.Config) {
 	for _, w := range cfg.Warnings() {
 		p.Logger().Warn(w)
 	}
+	logLeftOut(p.Logger(), cfg)
 	if len(cfg.Servers) == 0 && len(cfg.Plugins) == 0 {
 		p.Logger().Warn(cfg.Path + " lists no server and no plugin that is enabled, so there is nothing to serve; add a [servers.NAME] table (manifold init writes a starter config; manifold import prints your clients' servers as tables)")
 	}
@@ -611,6 +676,9 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "%s: ok, %s, %s\n", cfg.Path, count(len(cfg.Servers), "server"), count(len(cfg.Plugins), "plugin"))
 	for _, w := range cfg.Warnings() {
 		fmt.Fprintf(red.Writer(stderr), "manifold: warning: %s\n", w)
+	}
+	for _, l := range cfg.LeftOut {
+		fmt.Fprintf(red.Writer(stderr), "manifold: warning: server %s will be left out (the others serve): %s\n", l.Name, l.Err)
 	}
 	for _, s := range cfg.Servers {
 		what := s.Command + " " + strings.Join(s.Args, " ")
@@ -755,6 +823,11 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	_ = cs.Close()
 	<-serveDone
 	if err != nil {
+		for _, st := range p.Status() {
+			if st.State == proxy.StateMisconfigured && strings.HasPrefix(name, st.Name+"__") {
+				err = fmt.Errorf("%w (server %s is left out: %s)", err, st.Name, st.Err)
+			}
+		}
 		return p.Redactor().Error(fmt.Errorf("call %q: %w", name, err))
 	}
 	if res.IsError {

@@ -1,31 +1,62 @@
 package main
 
 import (
+	"context"
+	"flag"
 	"fmt"
 	"io"
 	"strings"
+	"sync"
+	"sync/atomic"
 )
 
-// commandFlags are the commands and their flags, for shell completion.
-var commandFlags = []struct {
+// flagSink, while set, receives every flag set newFlags makes: how
+// completion reads the commands' own flags.
+var flagSink atomic.Pointer[func(*flag.FlagSet)]
+
+// completionMu serialises the readings of the commands' flag sets.
+var completionMu sync.Mutex
+
+// commandFlags are the commands, in run's order, each with its flags as
+// its own flag set defines them ("--name", "-n" for one letter): each
+// command is run with --help, which defines its flags and runs nothing,
+// so that completion cannot fall behind a command's flags.
+func commandFlags() []struct {
 	name  string
 	flags []string
-}{
-	{"serve", []string{"--config", "--http", "--allow-remote", "--insecure-no-auth", "--log-level"}},
-	{"check", []string{"--config", "--log-level"}},
-	{"tools", []string{"--config", "--json", "--client", "--entry", "--log-level"}},
-	{"call", []string{"--config", "--json", "--log-level"}},
-	{"status", []string{"--config", "--url", "--fresh", "--json", "--log-level"}},
-	{"explain", []string{"--config", "--log-level", "--as", "--group"}},
-	{"approve", []string{"--config", "--url", "--all", "-n", "--dry-run", "--fresh", "--log-level"}},
-	{"approve-call", []string{"--yes", "--log-level"}},
-	{"import", []string{"--config", "--write", "--as", "--log-level"}},
-	{"connect", []string{"--config", "--scope", "--replace", "--http", "--undo", "--yes", "--name", "--always-load", "--modern", "--log-level"}},
-	{"doctor", []string{"--config", "--json", "--log-level"}},
-	{"init", []string{"--config", "--import", "--force", "--log-level"}},
-	{"completion", nil},
-	{"help", nil},
-	{"version", nil},
+} {
+	completionMu.Lock()
+	defer completionMu.Unlock()
+	var out []struct {
+		name  string
+		flags []string
+	}
+	for _, c := range commands() {
+		var sets []*flag.FlagSet
+		switch c.name {
+		case "completion", "help", "version": // no flags; their arguments are completed below
+		default:
+			sink := func(fs *flag.FlagSet) { sets = append(sets, fs) }
+			flagSink.Store(&sink)
+			_ = c.run(context.Background(), []string{"--help"}, strings.NewReader(""), io.Discard, io.Discard)
+			flagSink.Store(nil)
+		}
+		var flags []string
+		for _, fs := range sets {
+			fs.VisitAll(func(f *flag.Flag) {
+				if len(f.Name) == 1 {
+					flags = append(flags, "-"+f.Name)
+				} else {
+					flags = append(flags, "--"+f.Name)
+				}
+			})
+		}
+		out = append(out, struct {
+			name  string
+			flags []string
+		}{c.name, flags})
+	}
+	return out
 }
 
 // cmdCompletion prints the completion script of a shell.
@@ -37,6 +68,7 @@ func cmdCompletion(args []string, stdout, stderr io.Writer) error {
 		}
 		return usageError("")
 	}
+	commandFlags := commandFlags()
 	var cmds []string
 	for _, c := range commandFlags {
 		cmds = append(cmds, c.name)
@@ -105,7 +137,11 @@ _manifold "$@"
 		fmt.Fprintf(stdout, "complete -c manifold -f -n __fish_use_subcommand -a %q\n", strings.Join(cmds, " "))
 		for _, c := range commandFlags {
 			for _, f := range c.flags {
-				fmt.Fprintf(stdout, "complete -c manifold -n '__fish_seen_subcommand_from %s' -l %s\n", c.name, strings.TrimPrefix(f, "--"))
+				opt := "-l " + strings.TrimPrefix(f, "--")
+				if !strings.HasPrefix(f, "--") {
+					opt = "-s " + strings.TrimPrefix(f, "-")
+				}
+				fmt.Fprintf(stdout, "complete -c manifold -n '__fish_seen_subcommand_from %s' %s\n", c.name, opt)
 			}
 			switch c.name {
 			case "import", "connect":

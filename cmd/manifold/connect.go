@@ -296,6 +296,12 @@ func undoConnect(client clientconf.Client, loc clientconf.Location, path string,
 		fmt.Fprintf(stderr, "%s did not exist before; undo removes it.\n", path)
 	}
 	if !yes && !confirm(stdin, stderr, fmt.Sprintf("Restore %s?", path)) {
+		if !readerIsTerminal(stdin) {
+			// Nobody could answer: a script or a client asked for an undo
+			// that did not happen.
+			fmt.Fprintln(stderr)
+			return exitError{code: 1, msg: fmt.Sprintf("connect --undo: %s: nothing restored: there is no terminal to ask; run again with --yes to restore", path)}
+		}
 		fmt.Fprintf(stderr, "%s: nothing restored; run again with --yes to restore.\n", path)
 		return nil
 	}

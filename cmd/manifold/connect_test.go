@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -233,5 +235,45 @@ func TestConnectCodexModern(t *testing.T) {
 	}
 	if _, _, err := runCmd(t, "connect", "claude-code", "--config", cfg, "--modern", "--yes"); err == nil || !strings.Contains(err.Error(), "for Codex") {
 		t.Errorf("--modern for Claude Code: %v, want refused", err)
+	}
+}
+
+// TestConnectUndoWithoutTerminal: an undo that nobody could confirm (no
+// terminal, no --yes) restores nothing and exits 1; an answer on a pipe
+// still counts.
+func TestConnectUndoWithoutTerminal(t *testing.T) {
+	home, cfg := clientHome(t)
+	file := filepath.Join(home, ".claude.json")
+	orig := "{\"numStartups\": 3}"
+	if err := os.WriteFile(file, []byte(orig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, err := runCmd(t, "connect", "claude-code", "--config", cfg, "--yes"); err != nil {
+		t.Fatalf("connect: %v\n%s", err, stderr)
+	}
+	connected, _ := os.ReadFile(file)
+
+	devNull, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devNull.Close()
+	for _, stdin := range []io.Reader{strings.NewReader(""), devNull, strings.NewReader("n\n")} {
+		var out, errb bytes.Buffer
+		err := run(context.Background(), []string{"connect", "--undo", "claude-code"}, stdin, &out, &errb)
+		var ee exitError
+		if !errors.As(err, &ee) || ee.code != 1 || !strings.Contains(ee.msg, "nothing restored") {
+			t.Errorf("undo without a terminal and without --yes (stdin %T): %v, want exit 1 saying nothing was restored\n%s", stdin, err, errb.String())
+		}
+		if got, _ := os.ReadFile(file); string(got) != string(connected) {
+			t.Errorf("undo without --yes changed the file:\n%s", got)
+		}
+	}
+	var out, errb bytes.Buffer
+	if err := run(context.Background(), []string{"connect", "--undo", "claude-code"}, strings.NewReader("y\n"), &out, &errb); err != nil {
+		t.Fatalf("undo answered yes on a pipe: %v\n%s", err, errb.String())
+	}
+	if got, _ := os.ReadFile(file); string(got) != orig {
+		t.Errorf("undo answered yes did not restore the file:\n%s", got)
 	}
 }

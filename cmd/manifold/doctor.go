@@ -152,6 +152,9 @@ func diagnose(path string, env clientconf.Env) doctorReport {
 				problem("%s", l)
 			}
 		}
+		for _, l := range cfg.LeftOut {
+			problem("server %s is left out, the others serve: %s; %s", l.Name, l.Err, startFix(l.Err))
+		}
 		for _, s := range cfg.Servers {
 			rep.Config.Servers = append(rep.Config.Servers, s.Name)
 			if s.Command == "" || strings.ContainsAny(s.Command, `/\`) {

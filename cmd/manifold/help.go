@@ -102,12 +102,16 @@ func cmdHelp(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	case "values", "variables", "env-vars", "${var}":
 		fmt.Fprint(stdout, `Values: ${VAR} anywhere in a string expands from the environment; ${VAR:-default}
 uses the default when VAR is unset or empty; $$ is a literal $. A variable that is unset and
-has no default is an error that names it. manifold import writes every client's variable
-syntax this way (${env:X}, $X, ${input:ID}).
+has no default is an error that names it; in a server's env, headers or args it leaves that
+server out instead (status shows it misconfigured) and the others serve. manifold import
+writes every client's variable syntax this way (${env:X}, $X, ${input:ID}).
 `)
 		return nil
-	case "serve", "check", "tools", "call", "status", "explain", "approve", "import", "connect", "doctor", "init", "completion":
-		return run(ctx, []string{topic, "--help"}, nil, stdout, stdout)
+	}
+	for _, c := range commands() {
+		if c.name == topic && c.name != "help" && c.name != "version" {
+			return c.run(ctx, []string{"--help"}, nil, stdout, stdout)
+		}
 	}
 	var match []configKey
 	for _, k := range configKeys {

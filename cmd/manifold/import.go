@@ -9,6 +9,7 @@ import (
 
 	"github.com/manifold-mcp/manifold/internal/clientconf"
 	"github.com/manifold-mcp/manifold/internal/config"
+	"github.com/manifold-mcp/manifold/internal/configpath"
 	"github.com/manifold-mcp/manifold/internal/redact"
 )
 
@@ -59,7 +60,12 @@ func cmdImport(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "note: %s\n", n)
 	}
 
-	path := config.Path(c.config)
+	// Where serve looks: a new file goes to the user's config folder, as
+	// init's does, not to the current folder.
+	path, err := configpath.ForWrite(c.config)
+	if err != nil {
+		return fmt.Errorf("import: find the config folder: %w; name the file with --config", err)
+	}
 	existing, _, err := readBounded(path)
 	if err != nil {
 		return err
@@ -98,9 +104,15 @@ func cmdImport(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "%s: nothing written; run again with --write to add %s.\n", path, count(len(m.Added), "server"))
 		return nil
 	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
 	target, err := writeAtomic(path, m.Text, 0o600)
 	if err != nil {
 		return err
+	}
+	if abs, err := filepath.Abs(target); err == nil {
+		target = abs
 	}
 	fmt.Fprintf(stderr, "Wrote %s: %s added. Next: manifold check, then manifold connect CLIENT.\n", target, count(len(m.Added), "server"))
 	return nil

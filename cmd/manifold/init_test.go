@@ -63,22 +63,8 @@ func TestHelpAndCompletion(t *testing.T) {
 		t.Errorf("help connect: %v\n%s", err, out)
 	}
 	// Each shell completes a subcommand, a flag of connect and a client
-	// name with the script sourced (zsh's compadd and _files are stubbed
-	// to print what they would offer: the completion system itself is
-	// zsh's).
-	complete := map[string]func(f, line string) []string{
-		"bash": func(f, line string) []string {
-			q := quotedWords(line)
-			return []string{"-c", fmt.Sprintf(`source %q; COMP_WORDS=(%s); COMP_CWORD=%d; _manifold; printf '%%s\n' "${COMPREPLY[@]}"`, f, strings.Join(q, " "), len(q)-1)}
-		},
-		"zsh": func(f, line string) []string {
-			q := quotedWords(line)
-			return []string{"-fc", fmt.Sprintf(`compadd() { [[ $1 == -- ]] && shift; print -rl -- "$@" }; _files() { }; words=(%s); CURRENT=%d; source %q`, strings.Join(q, " "), len(q), f)}
-		},
-		"fish": func(f, line string) []string {
-			return []string{"--no-config", "-c", fmt.Sprintf("source %q; complete -C %q", f, line)}
-		},
-	}
+	// name with the script sourced.
+	complete := completers
 	for _, sh := range []string{"bash", "zsh", "fish"} {
 		script, _, err := runCmd(t, "completion", sh)
 		if err != nil || !strings.Contains(script, "connect") {
@@ -109,6 +95,24 @@ func TestHelpAndCompletion(t *testing.T) {
 			}
 		}
 	}
+}
+
+// completers give the command line that makes each shell print what its
+// completion script f offers for line (zsh's compadd and _files are
+// stubbed to print what they would offer: the completion system itself is
+// zsh's).
+var completers = map[string]func(f, line string) []string{
+	"bash": func(f, line string) []string {
+		q := quotedWords(line)
+		return []string{"-c", fmt.Sprintf(`source %q; COMP_WORDS=(%s); COMP_CWORD=%d; _manifold; printf '%%s\n' "${COMPREPLY[@]}"`, f, strings.Join(q, " "), len(q)-1)}
+	},
+	"zsh": func(f, line string) []string {
+		q := quotedWords(line)
+		return []string{"-fc", fmt.Sprintf(`compadd() { [[ $1 == -- ]] && shift; print -rl -- "$@" }; _files() { }; words=(%s); CURRENT=%d; source %q`, strings.Join(q, " "), len(q), f)}
+	},
+	"fish": func(f, line string) []string {
+		return []string{"--no-config", "-c", fmt.Sprintf("source %q; complete -C %q", f, line)}
+	},
 }
 
 // quotedWords splits a command line as a shell's completion sees it (a

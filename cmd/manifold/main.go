@@ -90,7 +90,7 @@ func usageError(format string, args ...any) error {
 const usage = `manifold: one MCP server in front of many.
 
 Usage:
-  manifold serve [--config FILE] [--http ADDR]          serve MCP on stdio (default) or streamable HTTP
+  manifold serve [--config FILE] [--http [ADDR]]        serve MCP on stdio (default) or streamable HTTP
   manifold check [--config FILE | FILE]                 validate the config without starting anything
   manifold tools [--config FILE | FILE] [--json]        start the servers and print the merged catalog
                  [--client NAME [--entry NAME]]         ... or flag the names that client would refuse or mangle
@@ -124,46 +124,80 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	cmd, rest := args[0], args[1:]
 	switch cmd {
-	case "serve":
-		return cmdServe(ctx, rest, stdin, stdout, stderr)
-	case "check":
-		return cmdCheck(rest, stdout, stderr)
-	case "tools":
-		return cmdTools(ctx, rest, stdout, stderr)
-	case "call":
-		return cmdCall(ctx, rest, stdout, stderr)
-	case "status":
-		return cmdStatus(ctx, rest, stdout, stderr)
-	case "explain":
-		return cmdExplain(ctx, rest, stdout, stderr)
-	case "approve":
-		return cmdApprove(ctx, rest, stdout, stderr)
-	case "login":
-		return cmdLogin(ctx, rest, stdout, stderr)
-	case "logout":
-		return cmdLogout(ctx, rest, stdout, stderr)
-	case "approve-call":
-		return cmdApproveCall(rest, stdin, stdout, stderr)
-	case "import":
-		return cmdImport(rest, stdout, stderr)
-	case "connect":
-		return cmdConnect(rest, stdin, stdout, stderr)
-	case "doctor":
-		return cmdDoctor(rest, stdout, stderr)
-	case "init":
-		return cmdInit(rest, stdout, stderr)
-	case "completion":
-		return cmdCompletion(rest, stdout, stderr)
-	case "version", "--version", "-v":
-		fmt.Fprintf(stdout, "manifold %s\n", version())
-		return nil
-	case "help":
-		return cmdHelp(ctx, rest, stdout, stderr)
+	case "--version", "-v":
+		cmd = "version"
 	case "--help", "-h":
 		fmt.Fprint(stdout, usage)
 		return nil
-	default:
-		fmt.Fprint(stderr, usage)
-		return usageError("unknown command %q", cmd)
+	}
+	for _, c := range commands() {
+		if c.name == cmd {
+			return c.run(ctx, rest, stdin, stdout, stderr)
+		}
+	}
+	fmt.Fprint(stderr, usage)
+	return usageError("unknown command %q", cmd)
+}
+
+// command is one subcommand: its name and what runs it.
+type command struct {
+	name string
+	run  func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error
+}
+
+// commands are the subcommands, in the order help and completion show
+// them; run dispatches through them and completion reads their flag sets.
+func commands() []command {
+	return []command{
+		{"serve", cmdServe},
+		{"check", func(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
+			return cmdCheck(args, stdout, stderr)
+		}},
+		{"tools", func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
+			return cmdTools(ctx, args, stdout, stderr)
+		}},
+		{"call", func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
+			return cmdCall(ctx, args, stdout, stderr)
+		}},
+		{"status", func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
+			return cmdStatus(ctx, args, stdout, stderr)
+		}},
+		{"explain", func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
+			return cmdExplain(ctx, args, stdout, stderr)
+		}},
+		{"approve", func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
+			return cmdApprove(ctx, args, stdout, stderr)
+		}},
+		{"approve-call", func(_ context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+			return cmdApproveCall(args, stdin, stdout, stderr)
+		}},
+		{"login", func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
+			return cmdLogin(ctx, args, stdout, stderr)
+		}},
+		{"logout", func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
+			return cmdLogout(ctx, args, stdout, stderr)
+		}},
+		{"import", func(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
+			return cmdImport(args, stdout, stderr)
+		}},
+		{"connect", func(_ context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+			return cmdConnect(args, stdin, stdout, stderr)
+		}},
+		{"doctor", func(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
+			return cmdDoctor(args, stdout, stderr)
+		}},
+		{"init", func(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
+			return cmdInit(args, stdout, stderr)
+		}},
+		{"completion", func(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
+			return cmdCompletion(args, stdout, stderr)
+		}},
+		{"help", func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
+			return cmdHelp(ctx, args, stdout, stderr)
+		}},
+		{"version", func(_ context.Context, _ []string, _ io.Reader, stdout, _ io.Writer) error {
+			fmt.Fprintf(stdout, "manifold %s\n", version())
+			return nil
+		}},
 	}
 }

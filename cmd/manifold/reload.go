@@ -107,6 +107,8 @@ func watchConfig(ctx context.Context, p *proxy.Server, cfg *config.Config, inter
 		p.SetLock(lock)
 		p.SetPolicy(cfg.Policy)
 		p.SetCatalog(catalogOptions(cfg.Catalog))
+		p.SetLeftOut(leftOut(cfg))
+		logLeftOut(log, cfg)
 		if onReload != nil {
 			onReload(cfg)
 		}

@@ -124,10 +124,13 @@ func printCatalog(w io.Writer, entries []proxy.Entry, sts []proxy.ServerStatus, 
 	type row struct{ exposed, kind, server, verdict, desc string }
 	rows := []row{{"EXPOSED", "KIND", "SERVER", "VERDICT", "DESCRIPTION"}}
 	counts := map[string]int{}
-	hidden := 0
+	hidden, held := 0, 0
 	for _, e := range entries {
 		verdict := "exposed"
 		switch {
+		case e.Held:
+			verdict = "held"
+			held++
 		case !e.Visible:
 			verdict = "hidden"
 			hidden++
@@ -184,6 +187,9 @@ func printCatalog(w io.Writer, entries []proxy.Entry, sts []proxy.ServerStatus, 
 		fmt.Fprintf(w, "; %d hidden by policy (manifold explain NAME says why)", hidden)
 	}
 	fmt.Fprintln(w)
+	if held > 0 {
+		fmt.Fprintf(w, "%d held: changed since approved, awaiting review (manifold approve lists them)\n", held)
+	}
 	for _, st := range sts {
 		if st.State != "up" {
 			fmt.Fprintf(w, "\nserver %q is %s: %s\n", st.Name, st.State, st.Err)
@@ -298,8 +304,13 @@ func isTerminal(w io.Writer) bool {
 	if !ok {
 		return false
 	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	return fileIsTerminal(f)
+}
+
+// readerIsTerminal reports whether r is a terminal.
+func readerIsTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	return ok && fileIsTerminal(f)
 }
 
 // printSize prints what the tool list costs a client up front, per server

@@ -20,6 +20,7 @@ func TestPrintCatalogFits(t *testing.T) {
 		{Kind: "tool", Exposed: "files__read", Server: "files", Original: "read", Visible: true, ReadOnly: true, Description: strings.Repeat("Reads a file. ", 20)},
 		{Kind: "tool", Exposed: long, Server: "files", Original: "a.very.long", Visible: true, Description: "Long."},
 		{Kind: "tool", Exposed: "files__write", Server: "files", Original: "write", Verdict: "hidden: denied by servers.files.tools.deny \"write\" (proxy.toml:4)"},
+		{Kind: "tool", Exposed: "files__move", Server: "files", Original: "move", Held: true, Verdict: "hidden: pin: awaits review: run `manifold approve files/move`"},
 		{Kind: "prompt", Exposed: "files__greet", Server: "files", Original: "greet", Visible: true},
 		{Kind: "resource", Exposed: "files+file:///" + strings.Repeat("deep/", 20) + "x.txt", Server: "files", Original: "file:///" + strings.Repeat("deep/", 20) + "x.txt", Visible: true},
 		{Kind: "template", Exposed: "files+file:///{path}", Server: "files", Original: "file:///{path}", Visible: true, Description: "Any file."},
@@ -43,7 +44,8 @@ func TestPrintCatalogFits(t *testing.T) {
 		"files__write", "hidden",
 		"files+file:///{path}", "template",
 		"resource",
-		"3 tools, 1 prompt, 1 resource, 1 template; 1 hidden by policy",
+		"files__move", "held",
+		"4 tools, 1 prompt, 1 resource, 1 template; 1 hidden by policy (manifold explain NAME says why)\n1 held: changed since approved, awaiting review (manifold approve lists them)\n",
 		`server "gh" is failed: upstream "gh": exited with status 1`,
 	} {
 		if !strings.Contains(out, want) {

@@ -164,6 +164,13 @@ type Config struct {
 	// disabled = true are left out.
 	Servers []Server
 
+	// LeftOut are the enabled servers that cannot start as configured, in
+	// document order: their env, headers or args name an environment
+	// variable that is not set (and has no default). They are not in
+	// Servers: one server's missing secret leaves that server out, and the
+	// others serve. A required server's unset variable is an error instead.
+	LeftOut []LeftOut
+
 	// Plugins are the enabled plugins in document order; plugins with
 	// disabled = true are left out.
 	Plugins []Plugin
@@ -181,6 +188,13 @@ type Config struct {
 	// SecretFiles are the files that ${file:PATH} references read, in the
 	// order first read. A reload rereads them; watch them as the config.
 	SecretFiles []SecretFile
+}
+
+// LeftOut is a server left out of Config.Servers: Err says why, with
+// where in the file and what to do (it names variables, never values).
+type LeftOut struct {
+	Name string
+	Err  string
 }
 
 // HTTP configures the streamable HTTP listener.

@@ -584,12 +584,12 @@ func TestParseErrors(t *testing.T) {
 		// Environment.
 		{
 			name: "missing variable in a header",
-			doc:  "[servers.gh]\nurl = \"https://example.invalid/mcp\"\nheaders = { Authorization = \"Bearer ${GITHUB_TOKEN}\" }\n",
+			doc:  "[servers.gh]\nurl = \"https://example.invalid/mcp\"\nheaders = { Authorization = \"Bearer ${GITHUB_TOKEN}\" }\nrequired = true\n",
 			want: `proxy.toml:3:13: servers.gh.headers.Authorization: environment variable GITHUB_TOKEN is not set; set it, or write ${GITHUB_TOKEN:-default} to fall back to a default`,
 		},
 		{
 			name: "missing variable in args",
-			doc:  "[servers.a]\ncommand = \"a\"\nargs = [\"--root\", \"${ROOT}\"]\n",
+			doc:  "[servers.a]\ncommand = \"a\"\nargs = [\"--root\", \"${ROOT}\"]\nrequired = true\n",
 			want: `proxy.toml:3:1: servers.a.args: environment variable ROOT is not set; set it, or write ${ROOT:-default} to fall back to a default`,
 		},
 		{
@@ -727,6 +727,7 @@ log_levl = "debug"
 command = "npx"
 args = ["${FS_ROOT}"]
 prefix = "files"
+required = true
 
 [servers.web]
 url = "ftp://example.invalid"
@@ -738,8 +739,8 @@ command = "other"
 		`proxy.toml:1:1: call_timeout: expected a duration string, found integer; write it with a unit, like "30s"`,
 		`proxy.toml:2:1: log_levl: unknown key; did you mean "log_level"?`,
 		`proxy.toml:6:1: servers.fs.args: environment variable FS_ROOT is not set; set it, or write ${FS_ROOT:-default} to fall back to a default`,
-		`proxy.toml:10:1: servers.web.url: "ftp://example.invalid" is not an http:// or https:// URL with a host; write it like "https://example.com/mcp"`,
-		`proxy.toml:12:10: servers.files: servers "fs" and "files" both use prefix "files"; give one of them another prefix`,
+		`proxy.toml:11:1: servers.web.url: "ftp://example.invalid" is not an http:// or https:// URL with a host; write it like "https://example.com/mcp"`,
+		`proxy.toml:13:10: servers.files: servers "fs" and "files" both use prefix "files"; give one of them another prefix`,
 	}
 	_, err := ParseEnv("proxy.toml", []byte(doc), env(nil))
 	if diff := cmp.Diff(want, problems(t, err)); diff != "" {

@@ -48,6 +48,14 @@ type decoder struct {
 	secretFiles []SecretFile      // files read by ${file:}, once each (Config.SecretFiles)
 
 	clusterTable *table // [cluster], if present, for clusterKey
+
+	leftOut []leftOut // servers left out for unset variables (Config.LeftOut)
+}
+
+// leftOut is a server left out, and the unset variables that did it.
+type leftOut struct {
+	name  string
+	probs []*problem
 }
 
 // decode parses data, the file at abs shown as file. lookPath, if not nil,
@@ -89,6 +97,16 @@ func decode(file, abs string, data []byte, lookup func(string) (string, bool), l
 	}
 	cfg.Secrets = slices.Compact(slices.Sorted(slices.Values(d.secrets)))
 	cfg.SecretFiles = d.secretFiles
+	if len(d.leftOut) > 0 {
+		d.redactProblems()
+	}
+	for _, l := range d.leftOut {
+		msgs := make([]string, len(l.probs))
+		for i, p := range l.probs {
+			msgs[i] = p.Error()
+		}
+		cfg.LeftOut = append(cfg.LeftOut, LeftOut{Name: l.name, Err: strings.Join(msgs, "; ")})
+	}
 	return cfg, nil
 }
 
@@ -277,6 +295,7 @@ func (d *decoder) http(root *table) HTTP {
 type entry struct {
 	Server
 	prefixAt func(format string, args ...any)
+	unset    []*problem // its env, headers or args name variables that are not set
 }
 
 // inDocumentOrder returns the keys of t in the order they appear in the file.
@@ -308,7 +327,12 @@ func (d *decoder) servers(root *table, cfg *Config) []Server {
 		if !ok {
 			continue
 		}
-		if s, ok := d.server(t, name, cfg); ok {
+		s, ok := d.server(t, name, cfg)
+		switch {
+		case !ok:
+		case len(s.unset) > 0:
+			d.leftOut = append(d.leftOut, leftOut{name: name, probs: s.unset})
+		default:
 			list = append(list, s)
 		}
 	}
@@ -367,12 +391,17 @@ func (d *decoder) server(t *table, name string, cfg *Config) (entry, bool) {
 
 	s := Server{Name: name}
 	var cmdOK, urlOK bool
+	var unset []*problem // unset variables of args, env and headers
 	s.Command, cmdOK = t.strOr("command", "put the program in command and its arguments in args = [...]")
+	mark := len(d.probs)
 	s.Args, _ = t.strs("args")
 	s.Env, _ = t.strMap("env")
+	unset = d.takeUnset(mark)
 	cwd, cwdOK := t.str("cwd")
 	s.URL, urlOK = t.str("url")
+	mark = len(d.probs)
 	s.Headers, _ = t.strMap("headers")
+	unset = append(unset, d.takeUnset(mark)...)
 	transport, transportOK := t.str("transport")
 	prefix, prefixOK := t.str("prefix")
 	s.StartupTimeout = t.duration("startup_timeout", cfg.StartupTimeout)
@@ -498,9 +527,29 @@ func (d *decoder) server(t *table, name string, cfg *Config) (entry, bool) {
 		}
 	}
 
-	e := entry{Server: s}
+	if s.Required {
+		d.probs = append(d.probs, unset...) // its failure stops the start: a config error
+		unset = nil
+	}
+	e := entry{Server: s, unset: unset}
 	e.Prefix, e.prefixAt = t.prefix(name, prefix, prefixOK)
 	return e, true
+}
+
+// takeUnset removes from the problems found since the first mark those
+// that are unset variables, and returns them.
+func (d *decoder) takeUnset(mark int) []*problem {
+	var out []*problem
+	kept := d.probs[:mark]
+	for _, p := range d.probs[mark:] {
+		if p.unset {
+			out = append(out, p)
+		} else {
+			kept = append(kept, p)
+		}
+	}
+	d.probs = kept
+	return out
 }
 
 // prefix resolves the prefix of the server or plugin name from the value
@@ -665,6 +714,7 @@ func (d *decoder) expandAt(key toml.Key, p toml.Primitive, s string) (string, bo
 	}
 	for _, name := range missing {
 		d.report(key, &p, fmt.Sprintf("environment variable %s is not set; set it, or write ${%s:-default} to fall back to a default", name, name))
+		d.probs[len(d.probs)-1].unset = true
 	}
 	return out, len(missing) == 0
 }

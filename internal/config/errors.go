@@ -13,6 +13,10 @@ type problem struct {
 	off       int    // byte offset in the file, for ordering; -1 when unknown
 	key       string // dotted key path; may be empty
 	msg       string // what is wrong and what to do
+	// unset: msg is an environment variable that is not set (expandAt);
+	// in a server's env, headers or args that leaves the server out
+	// (Config.LeftOut) instead of failing the config.
+	unset bool
 }
 
 // Error formats the problem as "file:line:col: key: msg", dropping the parts

@@ -115,7 +115,7 @@ func TestFileReferenceErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			doc := "\n[servers.s]\ncommand = \"server\"\nenv = { K = \"" + strings.ReplaceAll(tt.value, `\`, `\\`) + "\" }\n"
+			doc := "\n[servers.s]\ncommand = \"server\"\nenv = { K = \"" + strings.ReplaceAll(tt.value, `\`, `\\`) + "\" }\nrequired = true\n"
 			done := make(chan error, 1)
 			go func() {
 				_, err := ParseEnv(filepath.Join(dir, "proxy.toml"), []byte(doc), env(nil))

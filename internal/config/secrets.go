@@ -109,4 +109,9 @@ func (d *decoder) redactProblems() {
 	for _, p := range d.probs {
 		p.msg = r.String(names.Replace(p.msg))
 	}
+	for _, l := range d.leftOut {
+		for _, p := range l.probs {
+			p.msg = r.String(names.Replace(p.msg))
+		}
+	}
 }

@@ -32,6 +32,26 @@ func Find(flag string) string {
 	return "proxy.toml"
 }
 
+// ForWrite is the file a command that writes the config (import --write,
+// init) writes when given none: Find's, except that when no file exists
+// it is the user's config folder's manifold/proxy.toml, which Find returns
+// from any folder that has no proxy.toml of its own, rather than one in
+// the current folder, which only a manifold started there would find.
+func ForWrite(flag string) (string, error) {
+	p := Find(flag)
+	if flag != "" || os.Getenv("MANIFOLD_CONFIG") != "" {
+		return p, nil
+	}
+	if _, err := os.Stat(p); err == nil {
+		return p, nil
+	}
+	dir, err := os.UserConfigDir()
+	if err != nil {
+		return "", err
+	}
+	return join(dir, "manifold", "proxy.toml"), nil
+}
+
 // join is filepath.Join for a folder and plain names, without
 // path/filepath, whose initialisation comes late (internal/earlystart).
 func join(dir string, names ...string) string {

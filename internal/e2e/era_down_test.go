@@ -59,8 +59,8 @@ func checkEraSession(t *testing.T, cs *mcp.ClientSession, modern bool) {
 	if modern && (res.TTLMs <= 0 || res.CacheScope != "public") {
 		t.Errorf("modern tools/list: ttlMs %d, cacheScope %q; want a positive TTL, public", res.TTLMs, res.CacheScope)
 	}
-	if !modern && (res.TTLMs != 0 || res.CacheScope != "public") {
-		t.Errorf("legacy tools/list: ttlMs %d, cacheScope %q; want 0 and public, as before", res.TTLMs, res.CacheScope)
+	if !modern && (res.TTLMs != 0 || res.CacheScope != "") {
+		t.Errorf("legacy tools/list: ttlMs %d, cacheScope %q; want neither (2026-07-28 fields)", res.TTLMs, res.CacheScope)
 	}
 }
 

@@ -438,8 +438,15 @@ func startHTTP(t *testing.T, cfg string) *httpProxy {
 func tryStartHTTP(t *testing.T, cfg string) (*httpProxy, string) {
 	t.Helper()
 	addr := freePort(t)
+	return launchHTTP(t, addr, "serve", "--config", cfg, "--http", addr)
+}
+
+// launchHTTP runs manifold with args, which make it listen on addr, and
+// waits until it does; see startHTTP.
+func launchHTTP(t *testing.T, addr string, args ...string) (*httpProxy, string) {
+	t.Helper()
 	p := &proc{t: t, stderr: &syncBuffer{}}
-	p.cmd = command(manifoldBin, "serve", "--config", cfg, "--http", addr)
+	p.cmd = command(manifoldBin, args...)
 	p.cmd.Stderr = p.stderr
 	p.cmd.WaitDelay = 5 * time.Second
 	if err := p.cmd.Start(); err != nil {

@@ -175,19 +175,28 @@ func TestResourcesRoutedAndRewritten(t *testing.T) {
 
 // TestReadCarriesACacheScope: a read result relayed from an upstream that set
 // no cacheScope (server-everything, whose SDK predates the field) says
-// "public" (the protocol's default, required on the wire), never the empty
-// string.
+// "public" to a 2026-07-28 client (the protocol's default, required on the
+// wire), never the empty string; a 2025-11-25 client gets no cacheScope,
+// which its version does not have.
 func TestReadCarriesACacheScope(t *testing.T) {
 	t.Parallel()
 	bin := nodeBin(t, "mcp-server-everything")
 	r := startRaw(t, writeConfig(t, fmt.Sprintf("[servers.everything]\ncommand = %s\nargs = [\"stdio\"]\n", tomlStr(bin))))
-	rawInit(t, r)
-	r.send(t, `{"jsonrpc":"2.0","id":7,"method":"resources/read","params":{"uri":"everything+demo://resource/static/document/architecture.md"}}`)
-	m := r.await(t, "7")
+	const uri = `"uri":"everything+demo://resource/static/document/architecture.md"`
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"raw","version":"0"}}`
+	r.send(t, `{"jsonrpc":"2.0","id":6,"method":"resources/read","params":{`+uri+`,`+meta+`}}`)
+	m := r.await(t, "6")
 	var res struct {
 		CacheScope *string `json:"cacheScope"`
 	}
 	if err := json.Unmarshal(m.Result, &res); err != nil || res.CacheScope == nil || *res.CacheScope != "public" {
-		t.Errorf("resources/read result %s (error %s): want cacheScope \"public\"", m.Result, m.Error)
+		t.Errorf("2026-07-28 resources/read result %s (error %s): want cacheScope \"public\"", m.Result, m.Error)
+	}
+	rawInit(t, r)
+	r.send(t, `{"jsonrpc":"2.0","id":7,"method":"resources/read","params":{`+uri+`}}`)
+	m = r.await(t, "7")
+	res.CacheScope = nil
+	if err := json.Unmarshal(m.Result, &res); err != nil || res.CacheScope != nil {
+		t.Errorf("2025-11-25 resources/read result %s (error %s): want no cacheScope", m.Result, m.Error)
 	}
 }

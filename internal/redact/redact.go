@@ -501,10 +501,29 @@ func redactURLText(u string) string {
 func redactPair(m string) string {
 	sub := patterns().pairRE.FindStringSubmatch(m)
 	key, sep, value := sub[1], sub[2], sub[3]
-	if !textKey(key) || value == Mask || strings.EqualFold(value, "bearer") || strings.EqualFold(value, "basic") {
+	if !textKey(key) || value == Mask || strings.EqualFold(value, "bearer") || strings.EqualFold(value, "basic") || keyPathProse(key, sep, value) {
 		return m
 	}
 	return key + sep + Mask
+}
+
+// keyPathProse reports whether key, sep and value are a dotted key path
+// followed by ": " and a word of lowercase letters: how Manifold's own
+// messages name a config key ("servers.github.env.GITHUB_TOKEN: environment
+// variable GITHUB_TOKEN is not set", "servers.x.headers.Authorization:
+// expected a string"), not a credential. A credential's value of lowercase
+// letters only, after a dotted key and ": ", is the one shape this lets
+// through; the config's own secrets are hidden by value whatever their shape.
+func keyPathProse(key, sep, value string) bool {
+	if !strings.Contains(key, ".") || !strings.HasPrefix(sep, ":") || len(sep) < 2 {
+		return false
+	}
+	for i := 0; i < len(value); i++ {
+		if value[i] < 'a' || value[i] > 'z' {
+			return false
+		}
+	}
+	return true
 }
 
 // textKey is [SecretKey] for keys seen in free text, where "session"

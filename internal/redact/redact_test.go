@@ -75,6 +75,12 @@ func TestShapes(t *testing.T) {
 		{"aws", `AKIAIOSFODNN7EXAMPLE`, `[redacted]`},
 		{"jwt", `eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U`, `[redacted]`},
 		{"plain text", `upstream "files" is up with 12 tools`, `upstream "files" is up with 12 tools`},
+		// Manifold's own messages name config keys as "key.path: message".
+		{"config key path and its message", `proxy.toml:3:9: servers.github.env.GITHUB_PERSONAL_ACCESS_TOKEN: environment variable GITHUB_PERSONAL_ACCESS_TOKEN is not set`, `proxy.toml:3:9: servers.github.env.GITHUB_PERSONAL_ACCESS_TOKEN: environment variable GITHUB_PERSONAL_ACCESS_TOKEN is not set`},
+		{"config key path in a log line", `level=ERROR msg="server left out" err="proxy.toml:7:13: servers.gh.headers.Authorization: environment variable T is not set"`, `level=ERROR msg="server left out" err="proxy.toml:7:13: servers.gh.headers.Authorization: environment variable T is not set"`},
+		{"dotted key and a value that is no word", `spring.datasource.password: hunter22`, `spring.datasource.password: [redacted]`},
+		{"dotted key and =", `app.token=abcdefgh`, `app.token=[redacted]`},
+		{"plain key and a word", `password: swordfish`, `password: [redacted]`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

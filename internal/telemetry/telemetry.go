@@ -47,7 +47,7 @@ type Upstream struct {
 
 // States are the values of Upstream.State, each a series of
 // manifold_upstream_state (1 for the current state, 0 for the others).
-var States = []string{"starting", "up", "restarting", "idle", "failed", "stopped"}
+var States = []string{"starting", "up", "restarting", "idle", "failed", "stopped", "misconfigured"}
 
 // Source reads what is gauged at scrape time: the upstreams in config order
 // and the open sessions per transport ("stdio", "http").

@@ -151,6 +151,7 @@ func TestGauges(t *testing.T) {
 			return []Upstream{
 				{Name: "a", State: "up", Restarts: 2, Era: "legacy", EraSource: "probe", ProbeSeconds: 0.25},
 				{Name: "b", State: "failed", ProbeSeconds: -1},
+				{Name: "c", State: "misconfigured", ProbeSeconds: -1},
 			}
 		},
 		Sessions: func() map[string]int { return map[string]int{"http": 3} },
@@ -163,6 +164,7 @@ func TestGauges(t *testing.T) {
 		`manifold_upstream_state{server="a",state="up"} 1`,
 		`manifold_upstream_state{server="a",state="failed"} 0`,
 		`manifold_upstream_state{server="b",state="failed"} 1`,
+		`manifold_upstream_state{server="c",state="misconfigured"} 1`,
 		`manifold_upstream_restarts_total{server="a"} 2`,
 		`manifold_upstream_era{era="legacy",server="a",source="probe"} 1`,
 		`manifold_upstream_probe_seconds{server="a"} 0.25`,

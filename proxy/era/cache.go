@@ -1,6 +1,11 @@
 package era
 
-import "time"
+import (
+	"bytes"
+	"time"
+
+	"github.com/manifold-mcp/manifold/internal/jsonscan"
+)
 
 // ListTTL is how long a modern client may cache a list or server/discover
 // answer once every server's initial start has finished. A stateless modern
@@ -31,4 +36,51 @@ func ListCache(narrowed, ready bool) (ttlMs int, scope string) {
 		return 0, scope
 	}
 	return int(ListTTL / time.Millisecond), scope
+}
+
+// DropCacheFields returns the JSON object b without its top-level members
+// ttlMs and cacheScope, the 2026-07-28 cache fields that go-sdk's result
+// types always encode, for a client of the initialize era; b itself when
+// it has neither. b may end inside its last member's value (a result
+// encoded up to its tools, whose bytes follow): what follows the last
+// member read is kept as is.
+func DropCacheFields(b []byte) []byte {
+	if !bytes.Contains(b, []byte(`"ttlMs"`)) && !bytes.Contains(b, []byte(`"cacheScope"`)) {
+		return b
+	}
+	i := jsonscan.SkipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return b
+	}
+	out := append(make([]byte, 0, len(b)), b[:i+1]...)
+	i = jsonscan.SkipSpace(b, i+1)
+	first := true
+	for i < len(b) && b[i] == '"' {
+		start := i
+		kend := jsonscan.SkipString(b, i)
+		key := string(b[i+1 : max(kend-1, i+1)])
+		j := jsonscan.SkipSpace(b, kend)
+		if j < len(b) && b[j] == ':' {
+			j = jsonscan.SkipSpace(b, j+1)
+		}
+		vend := jsonscan.SkipValue(b, j)
+		member := b[start:vend]
+		i = jsonscan.SkipSpace(b, vend)
+		comma := i < len(b) && b[i] == ','
+		if comma {
+			i = jsonscan.SkipSpace(b, i+1)
+		}
+		if key == "ttlMs" || key == "cacheScope" {
+			continue
+		}
+		if !first {
+			out = append(out, ',')
+		}
+		out = append(out, member...)
+		first = false
+		if !comma {
+			break
+		}
+	}
+	return append(out, b[i:]...)
 }

@@ -115,3 +115,18 @@ func TestListCache(t *testing.T) {
 		}
 	}
 }
+
+func TestDropCacheFields(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{`{"ttlMs":0,"cacheScope":"public","resources":[{"uri":"a","ttlMs":5}]}`, `{"resources":[{"uri":"a","ttlMs":5}]}`},
+		{`{"_meta":{"x":1},"ttlMs":60000,"cacheScope":"private","nextCursor":"c","tools":`, `{"_meta":{"x":1},"nextCursor":"c","tools":`},
+		{`{"contents":[],"ttlMs":0,"cacheScope":"public"}`, `{"contents":[]}`},
+		{`{"ttlMs":0}`, `{}`},
+		{`{"contents":[{"text":"\"ttlMs\":1"}]}`, `{"contents":[{"text":"\"ttlMs\":1"}]}`},
+		{`{"a":1}`, `{"a":1}`},
+	} {
+		if got := string(DropCacheFields([]byte(tt.in))); got != tt.want {
+			t.Errorf("DropCacheFields(%s) = %s, want %s", tt.in, got, tt.want)
+		}
+	}
+}
