@@ -53,10 +53,10 @@ var listChangedKinds = map[string]catalogKind{
 
 // listedKinds records, per session and kind, whether the session has listed
 // the kind and whether a notification of it is pending; and, per kind, how
-// many times the catalog changed, so that a session whose last list came
-// after the last change is not told of it (the servers advertised from their
-// cached catalogs are registered after the client connected, but before its
-// first list).
+// many times the catalog changed, so that a session whose first list came
+// after the last change is not told of it (what a proxy registers while a
+// client connects, before its first list, is in that list). After its first
+// list a session is told of every change, also of one it has listed since.
 type listedKinds struct {
 	mu      sync.Mutex
 	by      map[*mcp.ServerSession]*listState // guarded by mu
@@ -66,7 +66,8 @@ type listedKinds struct {
 type listState struct {
 	listed  [numCatalogKinds]bool
 	pending [numCatalogKinds]bool
-	seen    [numCatalogKinds]uint64 // changes[k] when the session last listed k (saw)
+	seen    [numCatalogKinds]uint64 // changes[k] when the session first listed k (saw)
+	saw     [numCatalogKinds]bool   // seen[k] is set
 }
 
 // changed records a change of kind k to the catalog the sessions list.
@@ -76,12 +77,13 @@ func (l *listedKinds) changed(k catalogKind) {
 	l.mu.Unlock()
 }
 
-// saw records that ss is listing kind k from the catalog as it is now.
+// saw records that ss is listing kind k from the catalog as it is now, if
+// this is its first list of k.
 func (l *listedKinds) saw(ss *mcp.ServerSession, k catalogKind) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if st := l.by[ss]; st != nil {
-		st.seen[k] = l.changes[k]
+	if st := l.by[ss]; st != nil && !st.saw[k] {
+		st.seen[k], st.saw[k] = l.changes[k], true
 	}
 }
 
@@ -116,7 +118,7 @@ func (l *listedKinds) offer(ss *mcp.ServerSession, k catalogKind, window time.Du
 	time.AfterFunc(window, func() {
 		l.mu.Lock()
 		st.pending[k] = false
-		current := st.seen[k] == l.changes[k] // listed since the last change
+		current := st.seen[k] == l.changes[k] // first listed after the last change
 		l.mu.Unlock()
 		if !current {
 			send()

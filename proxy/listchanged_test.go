@@ -13,7 +13,8 @@ import (
 
 // TestListedKindsOffer: a session is notified of a kind only once it listed
 // it, a burst of notifications within the window is sent once, and a
-// session whose list came after the last change is not notified of it.
+// session whose first list came after the last change is not notified of
+// it (a later list does not hold notifications back).
 func TestListedKindsOffer(t *testing.T) {
 	const window = 200 * time.Millisecond
 	type offer struct {
@@ -70,6 +71,13 @@ func TestListedKindsOffer(t *testing.T) {
 			offers: []offer{{0, 1, catTools}},
 			relist: []int{0},
 			want:   map[int]int{},
+		},
+		{
+			name:   "a list after the first one holds nothing back",
+			listed: map[int][]catalogKind{1: {catTools}},
+			offers: []offer{{0, 1, catTools}, {time.Second, 1, catTools}},
+			relist: []int{0, 1},
+			want:   map[int]int{1: 1},
 		},
 		{
 			name:   "a change after the list is sent",

@@ -282,9 +282,11 @@ func (s *Server) setCacheable(_ context.Context, req mcp.Request, c *mcp.Cacheab
 	if !modernSession(ss) {
 		return
 	}
+	// Cacheable once every server's catalog is known, cached or live: a
+	// later change is announced (list_changed) like any other.
 	ready := false
 	select {
-	case <-s.ready:
+	case <-s.listable:
 		ready = true
 	default:
 	}

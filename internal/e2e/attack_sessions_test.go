@@ -287,7 +287,10 @@ func TestSharedServerCapabilitiesOverHTTP(t *testing.T) {
 	if slices.Contains(listed, "everything__get-roots-list") {
 		t.Errorf("over HTTP a shared server-everything lists get-roots-list: it was offered roots")
 	}
-	sp := startStdioClient(t, cfg, newRecorder("stdio").client(&mcp.Root{URI: "file:///tmp/e2e-root", Name: "r"}), protocolVersion)
+	// A cache of its own: the catalog the HTTP run cached was listed for
+	// other capabilities, and would be advertised until the live list
+	// corrects it.
+	sp := startStdioEnv(t, cfg, newRecorder("stdio").client(&mcp.Root{URI: "file:///tmp/e2e-root", Name: "r"}), "XDG_CACHE_HOME="+t.TempDir())
 	overStdio := names(sp.cs)
 	// Over HTTP URL-mode elicitation is offered too (a caller that did not
 	// declare it is refused, naming elicitation.url); the stdio client
