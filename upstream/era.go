@@ -782,9 +782,9 @@ func (u *Upstream) startChild(ctx context.Context, opts Options) error {
 		// end (a server's legacy-style sampling or elicitation does not
 		// work in 2026-07-28), on a fresh process: the probe has set this
 		// one up for 2026-07-28 (a go-sdk server keeps the discover's
-		// client and version as its session's), and no initialize may
-		// follow on it. Only this first start pays it: the cache then says
-		// "both eras", and no probe is sent.
+		// client and version as its session's and refuses a later
+		// initialize as a duplicate). Only this first start pays it: the
+		// cache then says "both eras", and no probe is sent.
 		u.era.ProbeCost = time.Since(began)
 		u.era.Dual = true
 		c.probeStop.Store(true)
