@@ -29,20 +29,35 @@ func TestMeasureFirstStart(t *testing.T) {
 	}{
 		{"mcp-server-everything", []string{"stdio"}},
 		{"mcp-server-memory", nil},
+		{"", nil}, // the fixture, ignoring server/discover (it answers the ping)
 	} {
-		bin, err := filepath.Abs(filepath.Join("..", "node_modules", ".bin", srv.bin))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := os.Stat(bin); err != nil {
-			t.Skipf("%s is not installed (npm ci): %v", srv.bin, err)
-		}
 		env := []string{"MEMORY_FILE_PATH=" + filepath.Join(t.TempDir(), "memory.jsonl")}
-		var direct, through []time.Duration
+		var bin string
+		if srv.bin == "" {
+			fx := fixtureOptions(t, "d-ignore")
+			bin, env, srv.bin = fx.Command, append(env, fx.Env...), "fixture d-ignore"
+		} else {
+			var err error
+			if bin, err = filepath.Abs(filepath.Join("..", "node_modules", ".bin", srv.bin)); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(bin); err != nil {
+				t.Skipf("%s is not installed (npm ci): %v", srv.bin, err)
+			}
+		}
+		var direct, pinned, through []time.Duration
 		var probe string
 		var cost []time.Duration
 		for range 5 {
 			began := time.Now()
+			u, err := Start(t.Context(), Options{Name: srv.bin, Command: bin, Args: srv.args, Env: env, Protocol: ProtocolLegacy})
+			if err != nil {
+				t.Fatalf("%s pinned legacy: %v", srv.bin, err)
+			}
+			pinned = append(pinned, time.Since(began))
+			_ = u.Close()
+
+			began = time.Now()
 			cmd := exec.Command(bin, srv.args...)
 			cmd.Env = append(os.Environ(), env...)
 			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
@@ -55,7 +70,7 @@ func TestMeasureFirstStart(t *testing.T) {
 			_ = cs.Close()
 
 			began = time.Now()
-			u, err := Start(t.Context(), Options{Name: srv.bin, Command: bin, Args: srv.args, Env: env, Eras: NewEraCache()})
+			u, err = Start(t.Context(), Options{Name: srv.bin, Command: bin, Args: srv.args, Env: env, Eras: NewEraCache()})
 			if err != nil {
 				t.Fatalf("%s through Start: %v", srv.bin, err)
 			}
@@ -71,11 +86,11 @@ func TestMeasureFirstStart(t *testing.T) {
 		}
 		diff := make([]time.Duration, len(direct))
 		for i := range direct {
-			diff[i] = through[i] - direct[i]
+			diff[i] = through[i] - pinned[i]
 		}
-		t.Logf("%s: direct median %v %v; through Start (empty era cache) median %v %v; paired difference median %v; probe %q, ProbeCost median %v",
-			srv.bin, med(direct).Round(time.Millisecond), round(direct), med(through).Round(time.Millisecond), round(through),
-			med(diff).Round(time.Millisecond), probe, med(cost).Round(time.Microsecond))
+		t.Logf("%s: go-sdk client directly, median %v %v; Start pinned legacy (no probe) %v %v; Start with an empty era cache (probe) %v %v; probe minus pinned, paired, median %v; probe %q, ProbeCost median %v",
+			srv.bin, med(direct).Round(time.Millisecond), round(direct), med(pinned).Round(time.Millisecond), round(pinned),
+			med(through).Round(time.Millisecond), round(through), med(diff).Round(time.Millisecond), probe, med(cost).Round(time.Microsecond))
 	}
 }
 
