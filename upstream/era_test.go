@@ -109,7 +109,14 @@ func TestProbeOutcomes(t *testing.T) {
 			if tc.fresh {
 				wantStarts = 2
 			}
-			if len(starts) != wantStarts || len(discovers) != 1 || discovers[0] != starts[0] {
+			probes := discovers
+			if tc.mode == "d-slowmodern" && len(discovers) == 2 && len(starts) == 2 && discovers[1] == starts[1] {
+				// The go-sdk answers initialize before the discover ahead
+				// of it (which it handles concurrently): the fresh process
+				// then gets the SDK's own discover as its handshake.
+				probes = discovers[:1]
+			}
+			if len(starts) != wantStarts || len(probes) != 1 || probes[0] != starts[0] {
 				t.Fatalf("starts %v, discovers %v: want %d starts and one discover, to the first", starts, discovers, wantStarts)
 			}
 			if got := u.PID(); got != starts[len(starts)-1] {
