@@ -50,6 +50,9 @@ type child struct {
 
 	cmd *exec.Cmd
 	pid int
+	// npxDir is the folder of npm's cache that an npx command installs its
+	// server into ("" for other commands): see installing.
+	npxDir string
 
 	stdin       *os.File
 	stdinOnce   sync.Once
@@ -88,6 +91,12 @@ type child struct {
 	// probing is set while the probe waits for its answer and the SDK does
 	// not read: messages for the SDK are dropped, not queued.
 	probing atomic.Bool
+	// noisy is set when the server wrote a line that is not JSON-RPC while
+	// it was probed.
+	noisy atomic.Bool
+	// spoke is set once the server wrote anything to stdout: a launcher
+	// (npx) that was installing it is done by then.
+	spoke atomic.Bool
 
 	progress func(*mcp.ProgressNotificationParams) // Options.Progress; nil: the SDK handles progress
 	// Options.Log; nil: the SDK handles log messages.
@@ -147,6 +156,7 @@ func (u *Upstream) spawnChild(opts Options) (*child, error) {
 		max:         u.maxMsg,
 		cmd:         cmd,
 		pid:         cmd.Process.Pid,
+		npxDir:      npxInstallDir(opts.Command, opts.Args, opts.Env),
 		stdin:       p.Stdin,
 		stdoutR:     p.Stdout,
 		stderrR:     p.Stderr,
@@ -196,24 +206,38 @@ func (u *Upstream) connectChild(ctx context.Context, c *child, opts Options, ver
 		what = describeExit(ps) + " during startup"
 	}
 	tail := c.stderr.String()
-	return fmt.Errorf("upstream %q: %s%s%s: %w", u.name, what, withTail(tail), npxCacheHint(opts.Command, tail), err)
+	return fmt.Errorf("upstream %q: %s%s%s: %w", u.name, what, withTail(tail), npxCacheHint(c.npxDir, opts.Command, tail), err)
 }
 
-// npxCacheRE finds the folder of one npx install in a module-not-found error.
+// npxCacheRE finds the folder of one npx install in npm's or node's error.
 var npxCacheRE = regexp.MustCompile(`(/[^\s'"]*?/_npx/[0-9a-f]+)/`)
 
 // npxCacheHint says what to delete when a server failed because npm's npx
-// cache is half-written (an earlier first download was interrupted): npx
-// then reuses the incomplete install and every start fails the same way
-// ("Cannot find package 'zod'") until the folder is deleted. It is empty for
-// other failures.
-func npxCacheHint(command, stderr string) string {
-	if !strings.Contains(stderr, "Cannot find package") && !strings.Contains(stderr, "Cannot find module") &&
+// cache holds a half-written install (an earlier first download was
+// interrupted), which npx then reuses, so that every start fails the same
+// way until the folder is deleted. It knows both forms: the install has a
+// package.json but misses packages (node: "Cannot find package 'zod'"), or
+// has a node_modules and no package.json (npm, exit 254: "npm error enoent
+// Could not read package.json"). dir is the install's folder as Manifold
+// computes it (npxInstallDir; "" if unknown): the folder named in the error
+// wins. It is empty for other failures.
+func npxCacheHint(dir, command, stderr string) string {
+	noPkgJSON := strings.Contains(stderr, "Could not read package.json")
+	if !noPkgJSON && !strings.Contains(stderr, "Cannot find package") && !strings.Contains(stderr, "Cannot find module") &&
 		!strings.Contains(stderr, "ERR_MODULE_NOT_FOUND") {
 		return ""
 	}
 	if m := npxCacheRE.FindStringSubmatch(stderr); m != nil {
-		return fmt.Sprintf("; npx's cached install %s is incomplete (an earlier download was interrupted): delete it (rm -rf %s) and start again", m[1], m[1])
+		dir = m[1]
+	} else if noPkgJSON && dir == "" {
+		return "" // not npx's cache (npm run in a project of the user's)
+	}
+	what := "is incomplete (an earlier download was interrupted)"
+	if noPkgJSON {
+		what = "has a node_modules but no package.json (an earlier download was interrupted)"
+	}
+	if dir != "" {
+		return fmt.Sprintf("; npx's cached install %s %s: delete it (rm -rf %s) and start again", dir, what, dir)
 	}
 	if filepath.Base(command) == "npx" {
 		return "; npx's cache may hold an incomplete install (an earlier download was interrupted): delete ~/.npm/_npx (rm -rf ~/.npm/_npx) and start again"
@@ -318,6 +342,18 @@ func (c *child) waitExit(d time.Duration) bool {
 func (c *child) stopProcess() {
 	c.closeStdin()
 	stdinGrace, grace := c.stopGraces()
+	if c.installing() {
+		// No signal while npx may be writing npm's cache: with its stdin
+		// closed, it finishes, starts the server, which reads the end of
+		// its input and exits, and exits itself.
+		c.log.Info("npx is still installing the server; waiting for it to finish, so that npm's cache is left whole", "folder", c.npxDir, "wait_at_most", npxInstallGrace.String())
+		if c.waitInstall(npxInstallGrace) {
+			return
+		}
+		if c.installing() {
+			c.log.Warn("npx is still installing the server after "+npxInstallGrace.String()+"; stopping it: npm's cache may be left incomplete, and if the next start fails, delete "+c.npxDir, "folder", c.npxDir)
+		}
+	}
 	for _, step := range []struct {
 		wait time.Duration
 		sig  syscall.Signal
@@ -330,6 +366,37 @@ func (c *child) stopProcess() {
 		c.signal(sig)
 	}
 	<-c.exited
+}
+
+// installing reports whether the child is an npx that may still be
+// installing its server: it has written nothing to stdout, and its folder in
+// npm's cache has no package.json yet (npm writes it last) or is locked
+// (npm holds concurrency.lock while it installs).
+func (c *child) installing() bool {
+	if c.npxDir == "" || c.spoke.Load() {
+		return false
+	}
+	if !npxInstalled(c.npxDir) {
+		return true
+	}
+	_, err := os.Stat(filepath.Join(c.npxDir, "concurrency.lock"))
+	return err == nil
+}
+
+// waitInstall waits up to d for the child to exit, and reports whether it
+// did; it returns false early once the install is over (the server then
+// gets the usual stop sequence).
+func (c *child) waitInstall(d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if c.waitExit(100 * time.Millisecond) {
+			return true
+		}
+		if !c.installing() {
+			return false
+		}
+	}
+	return false
 }
 
 // probeStdinGrace bounds the wait between closing the stdin of a probe
@@ -348,42 +415,112 @@ func (c *child) stopGraces() (stdinGrace, grace time.Duration) {
 }
 
 // probeID is the raw-path id of the server/discover probe ("mf.0"); raw
-// calls count from 1.
+// calls count from 1 (the probe's ping takes the first of them).
 const probeID = 0
 
-// probe sends server/discover with meta on the raw path and waits up to
-// timeout for the answer: the result bytes, a *jsonrpc.Error, an error
-// wrapping ErrClosed if the server exited, errProbeTimeout, or ctx's error.
-func (c *child) probe(ctx context.Context, meta []metaMember, timeout time.Duration) (json.RawMessage, error) {
-	ch := make(chan reply, 1)
+// pingGrace is how long the probe still waits for the answer to
+// server/discover once the ping sent right behind it has been answered in
+// the initialize era's way: a server reads its requests in order, so an
+// answer to server/discover that has not come by then will not come (the
+// server ignores methods it does not know). It is what the start of such a
+// server costs, so it is kept far below the 15 ms a person would notice;
+// a server that answers server/discover after all is then spoken to in the
+// initialize era, which it speaks too (it answered the ping that way).
+const pingGrace = 10 * time.Millisecond
+
+// errProbeIgnored says that the server answered the probe's ping in the
+// initialize era's way but not server/discover.
+var errProbeIgnored = errors.New("server/discover ignored")
+
+// probeWait is what probe saw.
+type probeWait struct {
+	result json.RawMessage
+	// err is the error answer to server/discover (a *jsonrpc.Error), an
+	// error wrapping ErrClosed if the server exited, errProbeIgnored,
+	// errProbeTimeout or ctx's error.
+	err error
+	// ready is when the server's first answer came; zero if none did.
+	ready time.Time
+	// late receives the answer to server/discover if it comes after probe
+	// returned errProbeIgnored or errProbeTimeout: it is never handed to
+	// the SDK, and a start that goes on in the initialize era may still
+	// learn from it.
+	late <-chan reply
+}
+
+// probe sends server/discover with meta on the raw path and, right behind
+// it, a ping, and waits up to timeout for an answer that decides: the
+// answer to server/discover, or the answer to the ping (a result, or
+// -32022, the answer of a server that does not speak 2026-07-28) followed by
+// pingGrace without one to server/discover. The ping is the one request
+// the initialize era allows before initialize, and carries the 2026-07-28
+// _meta, so that a server of that era refuses it (-32601: it removed ping)
+// and is waited for. Both go out at once: a server still starting (npx
+// installing it) reads them when it is ready.
+func (c *child) probe(ctx context.Context, meta []metaMember, timeout time.Duration) probeWait {
+	disc := make(chan reply, 1)
+	ping := make(chan reply, 1)
+	pingID := c.nextID.Add(1)
 	c.pmu.Lock()
 	if err := c.ended; err != nil {
 		c.pmu.Unlock()
-		return nil, err
+		return probeWait{err: err}
 	}
-	c.pending[probeID] = func(r reply) { ch <- r }
+	c.pending[probeID] = func(r reply) { disc <- r }
+	c.pending[pingID] = func(r reply) { ping <- r }
 	c.pmu.Unlock()
 	frame := []byte(`{"jsonrpc":"2.0","id":"mf.0","method":"server/discover","params":{"_meta":{`)
 	frame = appendMeta(frame, meta)
 	frame = append(frame[:len(frame)-1], "}}}\n"...)
+	frame = append(frame, `{"jsonrpc":"2.0","id":"mf.`...)
+	frame = strconv.AppendUint(frame, pingID, 10)
+	frame = append(frame, `","method":"ping","params":{"_meta":{`...)
+	frame = appendMeta(frame, meta)
+	frame = append(frame[:len(frame)-1], "}}}\n"...)
 	if _, err := c.write(frame); err != nil {
 		c.forget(probeID)
-		return nil, fmt.Errorf("upstream %q: sending server/discover: %v: %w", c.name, err, ErrClosed)
+		c.forget(pingID)
+		return probeWait{err: fmt.Errorf("upstream %q: sending server/discover: %v: %w", c.name, err, ErrClosed)}
 	}
+	var w probeWait
 	t := time.NewTimer(timeout)
 	defer t.Stop()
-	select {
-	case r := <-ch:
-		return r.result, r.err
-	case <-t.C:
-		if !c.forget(probeID) {
-			r := <-ch
-			return r.result, r.err
+	var grace <-chan time.Time
+	for {
+		select {
+		case r := <-disc:
+			c.forget(pingID)
+			if w.ready.IsZero() {
+				w.ready = time.Now()
+			}
+			w.result, w.err = r.result, r.err
+			return w
+		case r := <-ping:
+			if w.ready.IsZero() {
+				w.ready = time.Now()
+			}
+			var we *jsonrpc.Error
+			if r.err == nil || errors.As(r.err, &we) && we.Code == mcp.CodeUnsupportedProtocolVersion {
+				g := time.NewTimer(pingGrace)
+				defer g.Stop()
+				grace = g.C
+			}
+			// Another error: a server of 2026-07-28 refusing ping (its
+			// answer to server/discover follows), or one that exited
+			// (which server/discover's answer says too).
+		case <-grace:
+			w.err, w.late = errProbeIgnored, disc
+			return w
+		case <-t.C:
+			c.forget(pingID)
+			w.err, w.late = errProbeTimeout, disc
+			return w
+		case <-ctx.Done():
+			c.forget(probeID)
+			c.forget(pingID)
+			w.err = ctx.Err()
+			return w
 		}
-		return nil, errProbeTimeout
-	case <-ctx.Done():
-		c.forget(probeID)
-		return nil, ctx.Err()
 	}
 }
 
@@ -620,13 +757,20 @@ func (c *child) relayProgress(req *jsonrpc.Request) bool {
 // It returns the SDK pipe, or nil once the SDK is gone.
 func (c *child) route(line []byte, sdk *io.PipeWriter) *io.PipeWriter {
 	msg := bytes.TrimSpace(line)
+	c.spoke.Store(true)
 	drop := func(why string) *io.PipeWriter {
 		c.log.Warn("dropped stdout line that is not JSON-RPC", "why", why, "line", truncate(msg, noiseLogBytes))
+		if c.probing.Load() {
+			c.noisy.Store(true)
+		}
 		return sdk
 	}
 	switch {
 	case len(msg) == 0 || (msg[0] != '{' && msg[0] != '['):
 		c.log.Warn("dropped non-JSON stdout line", "line", truncate(msg, noiseLogBytes))
+		if c.probing.Load() {
+			c.noisy.Store(true)
+		}
 		return sdk
 	case !utf8.Valid(msg):
 		if id, ok := findRawID(msg); ok {

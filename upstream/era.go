@@ -43,11 +43,12 @@ const (
 	ProtocolLegacy = "legacy"
 )
 
-// DefaultProbeTimeout is the zero value of Options.ProbeTimeout: long enough
-// for a started server to answer one request (a go-sdk or TypeScript server
-// answers server/discover, or an error, in milliseconds), short enough that a
-// legacy server which silently ignores unknown methods delays its first start
-// by little; the verdict is cached, so the wait is paid once per server.
+// DefaultProbeTimeout is the zero value of Options.ProbeTimeout: how long
+// the probe waits for a decisive answer. A started server answers
+// server/discover, or an error, or the ping sent behind it, in
+// milliseconds; one that answers nothing within it (still starting, or deaf
+// to both) is then initialized on the same process, so the wait costs a
+// slow server nothing and a deaf one this once (the verdict is cached).
 const DefaultProbeTimeout = 2 * time.Second
 
 // Where an upstream's era came from (EraInfo.Source).
@@ -549,9 +550,9 @@ func hasEscapedKey(obj []byte) bool {
 type probeOutcome struct {
 	// verdict: verdictModern (a DiscoverResult listing ModernVersion; the
 	// process is kept and the result replayed to the SDK), verdictKnows
-	// (-32022: the server knows the method, so its process is sane and the
-	// initialize goes to it) or verdictLegacy (anything else: the process is
-	// stopped and a fresh one initialized).
+	// (-32022: the server knows the method but not the version) or
+	// verdictLegacy (anything else). Both of the last go on to initialize
+	// on the same process, unless it exited or wrote garbage (startChild).
 	verdict int
 	dual    bool            // verdictModern, and the result lists an initialize-era version too
 	what    string          // for EraInfo.Probe and errors
@@ -577,6 +578,8 @@ func classify(result json.RawMessage, err error, timeout time.Duration) probeOut
 		return o
 	case errors.Is(err, errProbeTimeout):
 		return probeOutcome{what: fmt.Sprintf("no answer within %v", timeout)}
+	case errors.Is(err, errProbeIgnored):
+		return probeOutcome{what: "no answer, while it answered the ping sent after it"}
 	case errors.Is(err, ErrClosed):
 		return probeOutcome{what: "the server exited"}
 	case err != nil:
@@ -695,9 +698,11 @@ func checkProtocol(name, p string) error {
 }
 
 // startChild spawns opts.Command and connects to it in the era that
-// opts.Protocol, the cache or a probe decides. A probe process that failed
-// the probe is stopped and a fresh one initialized. On failure every process
-// it started has been killed and reaped.
+// opts.Protocol, the cache or a probe decides. A server that fails the probe
+// is initialized on the same process; a fresh one is started only if the
+// probe process exited, or wrote garbage and answered nothing (and, for a
+// server of both eras serving a client of the initialize era, see below).
+// On failure every process it started has been killed and reaped.
 func (u *Upstream) startChild(ctx context.Context, opts Options) error {
 	key := childEraKey(opts)
 	probeTimeout := opts.ProbeTimeout
@@ -750,37 +755,53 @@ func (u *Upstream) startChild(ctx context.Context, opts Options) error {
 	began := time.Now()
 	u.reqMeta = requestMeta(opts)
 	c.probing.Store(true)
-	res, perr := c.probe(ctx, u.reqMeta, probeTimeout)
+	w := c.probe(ctx, u.reqMeta, probeTimeout)
 	if ctx.Err() != nil {
 		c.abort()
 		return fmt.Errorf("upstream %q: startup cancelled: %w", u.name, ctx.Err())
 	}
-	o := classify(res, perr, probeTimeout)
+	o := classify(w.result, w.err, probeTimeout)
 	u.era.Probe = o.what
-	switch o.verdict {
-	case verdictModern:
-		if o.dual && opts.PreferLegacy && !pinned {
-			// Both eras, for a client of the initialize era: that era
-			// end to end (a server's legacy-style sampling or elicitation
-			// does not work in 2026-07-28), on a fresh process, since the
-			// probe has set this one up for 2026-07-28.
-			u.era.ProbeCost = time.Since(began)
-			u.era.Dual = true
-			c.probeStop.Store(true)
-			c.abort()
-			u.log.Info("server speaks both eras; starting a fresh process in the initialize era of the client it serves", "probe_ms", u.era.ProbeCost.Milliseconds(), "probe_pid", c.pid)
-			u.reset()
-			if c, err = u.spawnChild(opts); err != nil {
-				return err
-			}
-			if err := u.connectChild(ctx, c, opts, protocolVersion); err != nil {
-				return err
-			}
-			opts.Eras.putVerdict(key, true, true)
-			return nil
+	// cost is what the probe added to the start: the wait after the
+	// server's first answer (it was starting until then, probe or not), or
+	// the whole wait when it answered nothing.
+	cost := func() time.Duration {
+		if w.ready.IsZero() {
+			return max(time.Since(began), time.Nanosecond)
 		}
-		u.era.Dual = o.dual
+		return max(time.Since(w.ready), time.Nanosecond)
+	}
+	if o.verdict != verdictModern {
+		u.era.Source = SourceProbe // a cached modern verdict was wrong
+	}
+	exited := errors.Is(w.err, ErrClosed)
+	garbage := errors.Is(w.err, errProbeTimeout) && c.noisy.Load()
+	switch {
+	case o.verdict == verdictModern && o.dual && opts.PreferLegacy && !pinned:
+		// Both eras, for a client of the initialize era: that era end to
+		// end (a server's legacy-style sampling or elicitation does not
+		// work in 2026-07-28), on a fresh process: the probe has set this
+		// one up for 2026-07-28 (a go-sdk server keeps the discover's
+		// client and version as its session's and refuses a later
+		// initialize as a duplicate). Only this first start pays it: the
+		// cache then says "both eras", and no probe is sent.
 		u.era.ProbeCost = time.Since(began)
+		u.era.Dual = true
+		c.probeStop.Store(true)
+		c.abort()
+		u.log.Info("server speaks both eras; starting a fresh process in the initialize era of the client it serves", "probe_ms", u.era.ProbeCost.Milliseconds(), "probe_pid", c.pid)
+		u.reset()
+		if c, err = u.spawnChild(opts); err != nil {
+			return err
+		}
+		if err := u.connectChild(ctx, c, opts, protocolVersion); err != nil {
+			return err
+		}
+		opts.Eras.putVerdict(key, true, true)
+		return nil
+	case o.verdict == verdictModern:
+		u.era.Dual = o.dual
+		u.era.ProbeCost = cost()
 		c.probing.Store(false)
 		c.replay.Store(&o.result)
 		c.meta.Store(&u.reqMeta)
@@ -790,39 +811,86 @@ func (u *Upstream) startChild(ctx context.Context, opts Options) error {
 		}
 		opts.Eras.putVerdict(key, u.Modern(), o.dual)
 		return nil
-	case verdictKnows:
-		if pinned {
-			c.abort()
+	case pinned:
+		c.probeStop.Store(exited || garbage)
+		c.abort()
+		if o.verdict == verdictKnows {
 			return fmt.Errorf("upstream %q: protocol = %q is pinned, but the server refused it (%s%s); set protocol = %q or %q",
 				u.name, ModernVersion, o.what, supportedOf(o.err), ProtocolAuto, ProtocolLegacy)
 		}
+		return fmt.Errorf("upstream %q: protocol = %q is pinned, but the server answered server/discover with %s, so it does not speak %s%s; set protocol = %q (or %q)",
+			u.name, ModernVersion, o.what, ModernVersion, withTail(c.stderr.String()), ProtocolAuto, ProtocolLegacy)
+	case exited || garbage:
+		// This process is dead, or wrote what is not JSON-RPC and answered
+		// nothing: a fresh one gets the initialize.
+		if garbage {
+			u.era.Probe = o.what + ", after a line that is not JSON-RPC"
+		}
+		c.probeStop.Store(true)
+		c.abort()
 		u.era.ProbeCost = time.Since(began)
-		c.probing.Store(false)
-		c.meta.Store(nil)
+		u.log.Info("server/discover probe says initialize era, and the probe process cannot be kept; starting a fresh process", "probe", u.era.Probe, "probe_ms", u.era.ProbeCost.Milliseconds(), "probe_pid", c.pid)
+		u.reset()
+		if c, err = u.spawnChild(opts); err != nil {
+			return err
+		}
 		if err := u.connectChild(ctx, c, opts, protocolVersion); err != nil {
 			return err
 		}
 		opts.Eras.put(key, false)
 		return nil
 	}
-	// Legacy: this process may be confused (or dead); a fresh one gets the
-	// initialize.
-	c.probeStop.Store(true)
-	c.abort()
-	if pinned {
-		return fmt.Errorf("upstream %q: protocol = %q is pinned, but the server answered server/discover with %s, so it does not speak %s%s; set protocol = %q (or %q)",
-			u.name, ModernVersion, o.what, ModernVersion, withTail(c.stderr.String()), ProtocolAuto, ProtocolLegacy)
+	// The initialize era, on this process: it answered server/discover
+	// with an error or a result without 2026-07-28, or ignored it while it
+	// answered the ping, or answered nothing yet (still starting, or deaf
+	// to both: initialize is what it waits for). A late answer to the
+	// probe never reaches the SDK (w.late).
+	u.era.ProbeCost = cost()
+	c.probing.Store(false)
+	c.meta.Store(nil)
+	u.log.Debug("server/discover probe says initialize era; initializing the same process", "probe", o.what, "probe_ms", u.era.ProbeCost.Milliseconds())
+	err = u.connectChild(ctx, c, opts, protocolVersion)
+	late, ok := lateModern(w.late)
+	if !ok && err != nil && refusedVersion(err) && w.late != nil {
+		// It refused the initialize era's version before its answer to
+		// server/discover came (a go-sdk server answers initialize first).
+		late, ok = probeOutcome{what: "initialize refused with -32022"}, true
 	}
-	u.era.ProbeCost = time.Since(began)
-	u.era.Source = SourceProbe
-	u.log.Info("server/discover probe says initialize era; starting a fresh process", "probe", o.what, "probe_ms", u.era.ProbeCost.Milliseconds(), "probe_pid", c.pid)
-	u.reset()
-	c, err = u.spawnChild(opts)
+	if ok {
+		// Its answer to server/discover came after all, listing 2026-07-28.
+		if err == nil {
+			// It speaks both eras (the initialize worked): kept, and
+			// the next start, believing it modern, speaks 2026-07-28.
+			u.log.Info("server answered server/discover late, listing "+ModernVersion+"; this process stays in the initialize era, the next start speaks "+ModernVersion, "probe", late.what)
+			opts.Eras.putVerdict(key, true, late.dual)
+			return nil
+		}
+		if ctx.Err() != nil {
+			return err
+		}
+		// A server of 2026-07-28 only that started slower than the probe
+		// waited: it refused the initialize, so a fresh process (it is
+		// installed by now) speaks its era.
+		u.log.Info("server answered server/discover late, listing "+ModernVersion+", and refused initialize; starting a fresh process in "+ModernVersion, "probe", late.what, "err", err)
+		u.era.Probe = late.what + " (late)"
+		u.era.Dual = late.dual
+		u.era.ProbeCost = time.Since(began)
+		u.reset()
+		if c, err = u.spawnChild(opts); err != nil {
+			return err
+		}
+		if late.result != nil {
+			c.replay.Store(&late.result)
+		}
+		c.meta.Store(&u.reqMeta)
+		if err := u.connectChild(ctx, c, opts, ModernVersion); err != nil {
+			return err
+		}
+		opts.Eras.putVerdict(key, true, late.dual)
+		return nil
+	}
 	if err != nil {
-		return err
-	}
-	if err := u.connectChild(ctx, c, opts, protocolVersion); err != nil {
-		if errors.Is(perr, errProbeTimeout) {
+		if errors.Is(w.err, errProbeTimeout) {
 			err = fmt.Errorf("%w (it did not answer server/discover within probe_timeout %v either: if it speaks only %s and starts slowly, raise probe_timeout or set protocol = %q)",
 				err, probeTimeout, ModernVersion, ProtocolModern)
 		}
@@ -830,6 +898,28 @@ func (u *Upstream) startChild(ctx context.Context, opts Options) error {
 	}
 	opts.Eras.put(key, false)
 	return nil
+}
+
+// refusedVersion reports whether err carries a -32022 answer: the server
+// does not speak the version asked.
+func refusedVersion(err error) bool {
+	var we *jsonrpc.Error
+	return errors.As(err, &we) && we.Code == mcp.CodeUnsupportedProtocolVersion
+}
+
+// lateModern reports whether late holds an answer to server/discover that
+// lists 2026-07-28.
+func lateModern(late <-chan reply) (probeOutcome, bool) {
+	if late == nil {
+		return probeOutcome{}, false
+	}
+	select {
+	case r := <-late:
+		o := classify(r.result, r.err, 0)
+		return o, o.verdict == verdictModern
+	default:
+		return probeOutcome{}, false
+	}
 }
 
 // supportedOf formats the versions a -32022 error says the server supports.

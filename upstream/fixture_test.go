@@ -84,8 +84,18 @@ func runFixture(mode string) {
 	case "modern", "legacy", "dual":
 		writeEvent("start " + strconv.Itoa(os.Getpid()))
 		serve(ctx, &mcp.IOTransport{Reader: countDiscover(os.Stdin, ""), Writer: os.Stdout})
-	case "d-chatty", "d-methodnotfound", "d-error", "d-ignore", "d-exit", "d-garbage", "d-notresult", "d-no2026", "d-wrongid":
+	case "d-chatty", "d-methodnotfound", "d-error", "d-ignore", "d-exit", "d-garbage", "d-notresult", "d-no2026", "d-wrongid",
+		"d-deaf", "d-deafgarbage", "d-slowmodern":
 		writeEvent("start " + strconv.Itoa(os.Getpid()))
+		if mode == "d-slowmodern" {
+			// The first process starts slower than the probe waits (npx
+			// installing it); the ones after are quick.
+			marker := os.Getenv(envFile) + ".installed"
+			if _, err := os.Stat(marker); err != nil {
+				time.Sleep(time.Second)
+				_ = os.WriteFile(marker, nil, 0o600)
+			}
+		}
 		serve(ctx, &mcp.IOTransport{Reader: countDiscover(os.Stdin, strings.TrimPrefix(mode, "d-")), Writer: &lockedStdout})
 	default:
 		log.Fatalf("unknown fixture mode %q", mode)
@@ -135,7 +145,7 @@ func countDiscover(in io.Reader, how string) io.ReadCloser {
 				}
 				handled := true
 				switch how {
-				case "":
+				case "", "slowmodern":
 					handled = false
 				case "chatty": // notifications first, then the server's answer
 					for i := range 3 {
@@ -146,7 +156,9 @@ func countDiscover(in io.Reader, how string) io.ReadCloser {
 					reply(`"error":{"code":-32601,"message":"Method not found"}`)
 				case "error":
 					reply(`"error":{"code":-32000,"message":"busy"}`)
-				case "ignore":
+				case "ignore", "deaf":
+				case "deafgarbage":
+					fmt.Fprintln(&lockedStdout, "discover what?")
 				case "exit":
 					os.Exit(5)
 				case "garbage":
@@ -162,6 +174,9 @@ func countDiscover(in io.Reader, how string) io.ReadCloser {
 				if handled {
 					continue
 				}
+			}
+			if len(line) > 0 && req.Method == "ping" && (how == "deaf" || how == "deafgarbage") {
+				continue // deaf to ping too, before initialize and after
 			}
 			if len(line) > 0 {
 				if _, werr := pw.Write(line); werr != nil {
@@ -183,7 +198,7 @@ func countDiscover(in io.Reader, how string) io.ReadCloser {
 func fixtureVersions() []string {
 	mode := os.Getenv(envMode)
 	switch {
-	case mode == "modern":
+	case mode == "modern" || mode == "d-slowmodern":
 		return []string{ModernVersion}
 	case mode == "legacy" || (strings.HasPrefix(mode, "d-") && mode != "d-chatty"):
 		return []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
@@ -194,7 +209,7 @@ func fixtureVersions() []string {
 // newFixtureServer serves the test tools; remote tests serve it over HTTP.
 func newFixtureServer() *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "fixture", Version: "1.0.0"}, &mcp.ServerOptions{SupportedProtocolVersions: fixtureVersions()})
-	if os.Getenv(envMode) == "modern" {
+	if m := os.Getenv(envMode); m == "modern" || m == "d-slowmodern" {
 		s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 				if method == "initialize" {

@@ -67,8 +67,8 @@ func httpStatus(ctx context.Context, t *testing.T, hp *httpProxy) map[string]pro
 // TestEraUpReachable: a modern-only server, a dual one, a legacy one, and
 // legacy servers that ignore server/discover, exit on it, or answer it with
 // garbage or a result that is not a DiscoverResult, all reachable through
-// manifold (list and call); each was probed once, and a failed probe cost a
-// second process; status shows the era, version and where it came from.
+// manifold (list and call); each was probed once, and only a probe process
+// that died cost a second one; status shows the era, version and where it came from.
 func TestEraUpReachable(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -83,13 +83,14 @@ func TestEraUpReachable(t *testing.T) {
 		{"modern", []string{"-era", "modern"}, "modern", 1, "30s"},
 		// Over HTTP a shared server that speaks both eras is spoken to in
 		// the initialize era (its requests go to its one caller): the probe
-		// process is stopped and a fresh one initialized.
+		// process, set up for 2026-07-28 by its discover, is stopped and a
+		// fresh one initialized (README: the one first start of two).
 		{"dual", []string{"-era", "dual"}, "legacy", 2, "30s"},
-		{"legacy", nil, "legacy", 1, "30s"}, // -32022: the same process initializes
-		{"ignore", []string{"-discover", "ignore"}, "legacy", 2, "1s"},
-		{"exits", []string{"-discover", "exit"}, "legacy", 2, "30s"},
-		{"garbage", []string{"-discover", "garbage"}, "legacy", 2, "1s"},
-		{"notresult", []string{"-discover", "notresult"}, "legacy", 2, "30s"},
+		{"legacy", nil, "legacy", 1, "30s"},                            // -32022: the same process initializes
+		{"ignore", []string{"-discover", "ignore"}, "legacy", 1, "1s"}, // it answers the ping behind the probe
+		{"exits", []string{"-discover", "exit"}, "legacy", 2, "30s"},   // dead: only then a fresh process
+		{"garbage", []string{"-discover", "garbage"}, "legacy", 1, "1s"},
+		{"notresult", []string{"-discover", "notresult"}, "legacy", 1, "30s"},
 	}
 	var body strings.Builder
 	body.WriteString("[catalog]\nmode = \"full\"\n") // the full list: the test looks for each server's tools in it
@@ -134,8 +135,8 @@ func TestEraUpReachable(t *testing.T) {
 }
 
 // TestEraUpProbePaidOnce: supervision restarts a crashed server from the
-// cache: a legacy server that ignores server/discover gets no second probe
-// (and no second probe process), a modern one gets one discover per process
+// cache: a legacy server that ignores server/discover gets no second probe,
+// a modern one gets one discover per process
 // (its handshake); status says "cache" and still shows the probe's cost.
 func TestEraUpProbePaidOnce(t *testing.T) {
 	t.Parallel()
@@ -161,8 +162,8 @@ func TestEraUpProbePaidOnce(t *testing.T) {
 		starts, discovers := eraCounts(t, filepath.Join(dir, name))
 		switch name {
 		case "ignore":
-			if len(starts) != 3 || len(discovers) != 1 {
-				t.Errorf("ignore: starts %v, discovers %v; want 3 starts (probe, fresh, restart) and 1 discover", starts, discovers)
+			if len(starts) != 2 || len(discovers) != 1 {
+				t.Errorf("ignore: starts %v, discovers %v; want 2 starts (probe and initialize on one, restart) and 1 discover", starts, discovers)
 			}
 		case "modern":
 			if len(starts) != 2 || len(discovers) != 2 {
@@ -239,7 +240,7 @@ func TestEraUpPins(t *testing.T) {
 // TestEraUpHostileProbe: a probe answered with a frame over the size limit,
 // with an id that was not asked, or with a DiscoverResult whose serverInfo
 // and instructions hold newlines, escape sequences and megabytes: the first
-// two are legacy servers reached on a fresh process; the hostile one is
+// two are legacy servers initialized on the probed process; the hostile one is
 // modern, and what it says is bounded and stripped of control characters
 // before it reaches the client, over stdio, whose stdout stays frames only.
 func TestEraUpHostileProbe(t *testing.T) {
@@ -399,9 +400,9 @@ func TestEraUpPerSessionFromCache(t *testing.T) {
 		t.Fatalf("both sessions reached process %s, want one each", pidA)
 	}
 	starts, discovers := eraCounts(t, count)
-	// The shared process (after its probe process), then one per session.
-	if len(starts) != 4 || len(discovers) != 1 || discovers[0] != starts[0] {
-		t.Errorf("starts %v, discovers %v; want 4 starts (probe, shared, two sessions) and one discover, to the first", starts, discovers)
+	// The shared process (probed, then initialized), then one per session.
+	if len(starts) != 3 || len(discovers) != 1 || discovers[0] != starts[0] {
+		t.Errorf("starts %v, discovers %v; want 3 starts (shared, two sessions) and one discover, to the first", starts, discovers)
 	}
 }
 
@@ -428,8 +429,8 @@ func TestEraUpCacheAcrossRuns(t *testing.T) {
 		t.Errorf("era sources of the two runs (-want +got):\n%s", diff)
 	}
 	starts, discovers := eraCounts(t, count)
-	if len(starts) != 3 || len(discovers) != 1 {
-		t.Errorf("starts %v, discovers %v; want 3 starts (probe, fresh, second run) and one discover", starts, discovers)
+	if len(starts) != 2 || len(discovers) != 1 {
+		t.Errorf("starts %v, discovers %v; want 2 starts (one per run) and one discover", starts, discovers)
 	}
 	if _, err := os.Stat(filepath.Join(cache, "manifold", "eras.json")); err != nil {
 		t.Errorf("no era cache file: %v", err)

@@ -20,8 +20,9 @@ import (
 // a call of one of its tools waits for the start; a live listing that
 // differs corrects the catalog with list_changed.
 
-// startStdioEnv is startStdioClient with extra environment variables for
-// manifold (its own XDG_CACHE_HOME, so that the test can run in parallel).
+// startStdioEnv is startStdioClient with env (KEY=VALUE) added to
+// manifold's environment, which its servers inherit (its own
+// XDG_CACHE_HOME, so that the test can run in parallel).
 func startStdioEnv(t *testing.T, cfg string, client *mcp.Client, env ...string) *stdioProxy {
 	t.Helper()
 	p := &proc{t: t, stderr: &syncBuffer{}}
@@ -133,6 +134,11 @@ pin = "off"
 	if got := toolNames(listTools(ctx, t, sp.cs)); !slices.Equal(got, want) {
 		t.Errorf("run 3: tools/list after list_changed = %v, want %v", got, want)
 	}
+}
+
+// e2eClient is the go-sdk client of startStdio.
+func e2eClient() *mcp.Client {
+	return mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "0"}, nil)
 }
 
 // hasServerUp reports whether log has a "server up" line of server.
