@@ -281,8 +281,10 @@ func TestConnectClientCLIs(t *testing.T) {
 func TestDoctorRunningInstance(t *testing.T) {
 	t.Setenv("XDG_CACHE_HOME", t.TempDir()) // status files; not parallel because of Setenv
 	// alpha lists a tool whose name is shortened to Manifold's default 49
-	// characters: too long behind a longer entry name.
-	cfg := writeConfig(t, fixture("alpha", nil)+"\n[servers.broken]\ncommand = \"/nonexistent/mcp-server\"\n")
+	// characters: too long behind a longer entry name. broken is marked
+	// failed after its max_failures starts: a short backoff between them, so
+	// that the test does not wait out the default's 7.5 s.
+	cfg := writeConfig(t, fixture("alpha", nil)+"\n[servers.broken]\ncommand = \"/nonexistent/mcp-server\"\n[servers.broken.restart]\ninitial_backoff = \"50ms\"\n")
 	client := mcp.NewClient(&mcp.Implementation{Name: "claude-code", Version: "2.1.332"}, &mcp.ClientOptions{
 		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			return &mcp.ElicitResult{Action: "decline"}, nil
