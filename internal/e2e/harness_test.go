@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -395,6 +396,7 @@ func startStdioClient(t *testing.T, cfg string, client *mcp.Client, version stri
 	t.Helper()
 	p := &proc{t: t, stderr: &syncBuffer{}}
 	p.cmd = command(manifoldBin, "serve", "--config", cfg)
+	p.cmd.Env = procEnviron(t)
 	p.cmd.Stderr = p.stderr
 	p.cmd.WaitDelay = 5 * time.Second
 	t.Cleanup(p.logOnFailure)
@@ -509,6 +511,7 @@ func tryStartHTTP(t *testing.T, cfg string) (*httpProxy, string) {
 	p := &proc{t: t, stderr: &syncBuffer{}}
 	p.cmd = command(manifoldBin, "serve", "--config", cfg, "--http", addr)
 	p.cmd.Stderr = p.stderr
+	p.cmd.Env = procEnviron(t)
 	p.cmd.WaitDelay = 5 * time.Second
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("start manifold: %v", err)
@@ -572,6 +575,43 @@ func secretEnv(t *testing.T, env map[string]string) (cache string) {
 	cache = t.TempDir()
 	t.Setenv("XDG_CACHE_HOME", cache)
 	return cache
+}
+
+// procEnvs holds, by test name, what setProcEnv adds to the environment of
+// the processes a test starts.
+var procEnvs sync.Map // string (t.Name()) -> []string (KEY=VALUE)
+
+// setProcEnv adds env (KEY=VALUE pairs) to the environment of every manifold
+// that t or a subtest of t starts through the harness (startStdio,
+// startStdioClient, startHTTP, runCLI, runCLIIn) or with procEnviron:
+// t.Setenv for those processes only, so that t may be parallel. A later
+// pair of the same key wins, as a subtest's over its parent's.
+func setProcEnv(t *testing.T, env ...string) {
+	t.Helper()
+	name := t.Name()
+	prev, _ := procEnvs.Load(name)
+	had, _ := prev.([]string)
+	procEnvs.Store(name, append(slices.Clone(had), env...))
+	t.Cleanup(func() { procEnvs.Delete(name) })
+}
+
+// procEnviron is the environment of a process t starts: the test binary's,
+// then what setProcEnv added for the tests t is a subtest of, outermost
+// first, then for t (exec.Cmd uses the last value of a key given twice).
+func procEnviron(t *testing.T) []string {
+	env := os.Environ()
+	name := t.Name()
+	names := []string{name}
+	for i := strings.LastIndexByte(name, '/'); i >= 0; i = strings.LastIndexByte(name, '/') {
+		name = name[:i]
+		names = append(names, name)
+	}
+	for _, n := range slices.Backward(names) {
+		if add, ok := procEnvs.Load(n); ok {
+			env = append(env, add.([]string)...)
+		}
+	}
+	return env
 }
 
 // freePort returns a loopback host:port that was free a moment ago.
@@ -738,4 +778,10 @@ func watchTree(root int, done <-chan struct{}) []procInfo {
 		case <-tick.C:
 		}
 	}
+}
+
+// cmdEnv sets cmd's environment to env and returns cmd.
+func cmdEnv(cmd *exec.Cmd, env []string) *exec.Cmd {
+	cmd.Env = env
+	return cmd
 }
