@@ -329,8 +329,9 @@ func TestCatalogSearchAuto(t *testing.T) {
 // its cached catalog while it does not run (status says idle); a call
 // through the call tool starts it.
 func TestCatalogSearchLazy(t *testing.T) {
+	t.Parallel()
 	cache := t.TempDir()
-	t.Setenv("XDG_CACHE_HOME", cache) // the catalog cache and the status file; not parallel because of Setenv
+	setProcEnv(t, "XDG_CACHE_HOME="+cache) // the catalog cache and the status file, the test's own
 	cfg := writeConfig(t, "[catalog]\nmode = \"search\"\n"+fixture("alpha", nil)+fixture("gamma", nil, `start = "lazy"`))
 	ctx := testCtx(t)
 
@@ -474,8 +475,9 @@ func searchRanker(ctx context.Context, t *testing.T, cs *mcp.ClientSession, quer
 // embeddings are cached on disk, one 0600 file per tool, and a restart
 // with unchanged tools embeds none of them again.
 func TestCatalogSearchEncoder(t *testing.T) {
+	t.Parallel()
 	cache := t.TempDir()
-	t.Setenv("XDG_CACHE_HOME", cache) // the embedding cache; not parallel because of Setenv
+	setProcEnv(t, "XDG_CACHE_HOME="+cache) // the embedding cache, the test's own
 	cfg := writeConfig(t, "[catalog]\nmode = \"search\"\nencoder = true\n"+fixture("alpha", nil))
 	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
 	defer cancel()

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -28,7 +27,7 @@ func runCLIIn(t *testing.T, dir string, args ...string) (stdout, stderr string, 
 	defer cancel()
 	cmd := commandContext(ctx, manifoldBin, args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "MANIFOLD_CONFIG=", "XDG_CONFIG_HOME="+cmd.Dir)
+	cmd.Env = append(procEnviron(t), "MANIFOLD_CONFIG=", "XDG_CONFIG_HOME="+cmd.Dir)
 	cmd.WaitDelay = 5 * time.Second
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

@@ -279,10 +279,14 @@ func TestConnectClientCLIs(t *testing.T) {
 // client would refuse behind the long entry name its configuration gives
 // Manifold.
 func TestDoctorRunningInstance(t *testing.T) {
-	t.Setenv("XDG_CACHE_HOME", t.TempDir()) // status files; not parallel because of Setenv
+	t.Parallel()
+	cache := t.TempDir() // status files, the test's own
+	setProcEnv(t, "XDG_CACHE_HOME="+cache)
 	// alpha lists a tool whose name is shortened to Manifold's default 49
-	// characters: too long behind a longer entry name.
-	cfg := writeConfig(t, fixture("alpha", nil)+"\n[servers.broken]\ncommand = \"/nonexistent/mcp-server\"\n")
+	// characters: too long behind a longer entry name. broken is marked
+	// failed after its max_failures starts: a short backoff between them, so
+	// that the test does not wait out the default's 7.5 s.
+	cfg := writeConfig(t, fixture("alpha", nil)+"\n[servers.broken]\ncommand = \"/nonexistent/mcp-server\"\n[servers.broken.restart]\ninitial_backoff = \"50ms\"\n")
 	client := mcp.NewClient(&mcp.Implementation{Name: "claude-code", Version: "2.1.332"}, &mcp.ClientOptions{
 		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			return &mcp.ElicitResult{Action: "decline"}, nil
@@ -315,7 +319,7 @@ func TestDoctorRunningInstance(t *testing.T) {
 	}
 	waitFor(t, 20*time.Second, "the running instance and its client in manifold doctor --json", func() bool {
 		cmd := commandContext(testCtx(t), manifoldBin, "doctor", "--json", "--config", cfg)
-		cmd.Env = homeEnv(home)
+		cmd.Env = append(homeEnv(home), "XDG_CACHE_HOME="+cache)
 		out, _ := cmd.Output() // exits 1: there are problems
 		if json.Unmarshal(out, &rep) != nil || len(rep.Instances) != 1 || len(rep.Instances[0].Clients) != 1 {
 			return false
@@ -348,7 +352,7 @@ func TestDoctorRunningInstance(t *testing.T) {
 	}
 	// The terminal report says it too.
 	cmd := commandContext(testCtx(t), manifoldBin, "doctor", "--config", cfg)
-	cmd.Env = homeEnv(home)
+	cmd.Env = append(homeEnv(home), "XDG_CACHE_HOME="+cache)
 	out, _ := cmd.Output()
 	if !strings.Contains(string(out), "client claude-code 2.1.332, protocol "+protocolVersion+", elicitation") || !strings.Contains(string(out), "; full list") {
 		t.Errorf("manifold doctor does not show the connected client:\n%s", out)

@@ -48,6 +48,7 @@ func clientEnv(home string) []string {
 		"DISABLE_AUTOUPDATER=1",
 		"DISABLE_TELEMETRY=1",
 		"GEMINI_CLI_NO_RELAUNCH=true",
+		"GORACE=" + os.Getenv("GORACE"), // for the manifold it starts (quickRaceExit)
 	}
 }
 

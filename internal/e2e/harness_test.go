@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -96,18 +99,84 @@ func runMain(m *testing.M) int {
 		append(append([]string{"build"}, raceFlag...), "-o", manifoldBin, "./cmd/manifold"),
 		{"build", "-o", fixtureBin, "./testdata/fixture"},
 	}
-	for _, args := range builds {
-		cmd := command(goTool(), args...)
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "e2e: go %s: %v\n%s", strings.Join(args, " "), err, out)
-			return 1
-		}
+	// Both at once: they share few packages (the fixture is built without
+	// -race), so on a cold build cache each has its own to compile.
+	failed := make([]string, len(builds))
+	var wg sync.WaitGroup
+	for i, args := range builds {
+		wg.Go(func() {
+			cmd := command(goTool(), args...)
+			cmd.Dir = root
+			if out, err := cmd.CombinedOutput(); err != nil {
+				failed[i] = fmt.Sprintf("e2e: go %s: %v\n%s", strings.Join(args, " "), err, out)
+			}
+		})
+	}
+	wg.Wait()
+	if msg := strings.Join(failed, ""); msg != "" {
+		fmt.Fprint(os.Stderr, msg)
+		return 1
 	}
 	if !isolateCaches() {
 		return 1
 	}
+	if err := quickerRuns(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
 	return m.Run()
+}
+
+// e2eParallel is how many of this package's parallel tests run at once
+// unless `go test -parallel N` says otherwise: at least 8, whatever the
+// number of cores. The tests spend most of their time waiting on the
+// processes they start (servers starting, answers, backoffs, exits), not
+// on a core, so that go's default (GOMAXPROCS: 2 on a 2-core machine)
+// left the cores mostly idle (0.5 of 2 used over a whole run).
+func e2eParallel() int { return max(8, runtime.GOMAXPROCS(0)) }
+
+// quickerRuns sets what makes the run take less time without changing what
+// any test checks: the parallelism (e2eParallel) unless -parallel is given,
+// and, in the environment every process the tests start inherits, unless
+// set there already:
+//   - GORACE atexit_sleep_ms=0 (quickRaceExit);
+//   - OTEL_BSP_SCHEDULE_DELAY=100: a manifold with [telemetry] traces sends
+//     its spans every 100 ms instead of every 5 s (the OpenTelemetry
+//     default, which the README names), so that a test waiting for a span
+//     waits for its export, not for the batch timer.
+func quickerRuns() error {
+	flag.Parse() // testing's flags, so that an explicit -parallel is seen
+	explicit := false
+	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })
+	if !explicit {
+		if err := flag.Set("test.parallel", strconv.Itoa(e2eParallel())); err != nil {
+			return err
+		}
+	}
+	if err := os.Setenv("GORACE", quickRaceExit(os.Getenv("GORACE"))); err != nil {
+		return err
+	}
+	if _, ok := os.LookupEnv("OTEL_BSP_SCHEDULE_DELAY"); !ok {
+		return os.Setenv("OTEL_BSP_SCHEDULE_DELAY", "100")
+	}
+	return nil
+}
+
+// quickRaceExit returns the GORACE options gorace with atexit_sleep_ms=0
+// added, unless they set it. A program built with -race sleeps
+// atexit_sleep_ms (1 s by default) when it exits, so that other goroutines
+// can still report a race; every manifold the tests start (serve, each
+// one-shot command, its reaper) inherits the setting from the test binary's
+// environment, and exits when it is done instead of a second later. A race
+// is still reported when it happens, on manifold's stderr, which the tests
+// read (logOnFailure, runCLIIn).
+func quickRaceExit(gorace string) string {
+	for _, f := range strings.Fields(gorace) {
+		if strings.HasPrefix(f, "atexit_sleep_ms=") {
+			return gorace
+		}
+	}
+	return strings.TrimSpace(gorace + " atexit_sleep_ms=0")
 }
 
 // command is exec.Command for every process the tests start: the process
@@ -327,6 +396,7 @@ func startStdioClient(t *testing.T, cfg string, client *mcp.Client, version stri
 	t.Helper()
 	p := &proc{t: t, stderr: &syncBuffer{}}
 	p.cmd = command(manifoldBin, "serve", "--config", cfg)
+	p.cmd.Env = procEnviron(t)
 	p.cmd.Stderr = p.stderr
 	p.cmd.WaitDelay = 5 * time.Second
 	t.Cleanup(p.logOnFailure)
@@ -448,6 +518,7 @@ func launchHTTP(t *testing.T, addr string, args ...string) (*httpProxy, string) 
 	p := &proc{t: t, stderr: &syncBuffer{}}
 	p.cmd = command(manifoldBin, args...)
 	p.cmd.Stderr = p.stderr
+	p.cmd.Env = procEnviron(t)
 	p.cmd.WaitDelay = 5 * time.Second
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("start manifold: %v", err)
@@ -511,6 +582,43 @@ func secretEnv(t *testing.T, env map[string]string) (cache string) {
 	cache = t.TempDir()
 	t.Setenv("XDG_CACHE_HOME", cache)
 	return cache
+}
+
+// procEnvs holds, by test name, what setProcEnv adds to the environment of
+// the processes a test starts.
+var procEnvs sync.Map // string (t.Name()) -> []string (KEY=VALUE)
+
+// setProcEnv adds env (KEY=VALUE pairs) to the environment of every manifold
+// that t or a subtest of t starts through the harness (startStdio,
+// startStdioClient, startHTTP, runCLI, runCLIIn) or with procEnviron:
+// t.Setenv for those processes only, so that t may be parallel. A later
+// pair of the same key wins, as a subtest's over its parent's.
+func setProcEnv(t *testing.T, env ...string) {
+	t.Helper()
+	name := t.Name()
+	prev, _ := procEnvs.Load(name)
+	had, _ := prev.([]string)
+	procEnvs.Store(name, append(slices.Clone(had), env...))
+	t.Cleanup(func() { procEnvs.Delete(name) })
+}
+
+// procEnviron is the environment of a process t starts: the test binary's,
+// then what setProcEnv added for the tests t is a subtest of, outermost
+// first, then for t (exec.Cmd uses the last value of a key given twice).
+func procEnviron(t *testing.T) []string {
+	env := os.Environ()
+	name := t.Name()
+	names := []string{name}
+	for i := strings.LastIndexByte(name, '/'); i >= 0; i = strings.LastIndexByte(name, '/') {
+		name = name[:i]
+		names = append(names, name)
+	}
+	for _, n := range slices.Backward(names) {
+		if add, ok := procEnvs.Load(n); ok {
+			env = append(env, add.([]string)...)
+		}
+	}
+	return env
 }
 
 // freePort returns a loopback host:port that was free a moment ago.
@@ -677,4 +785,10 @@ func watchTree(root int, done <-chan struct{}) []procInfo {
 		case <-tick.C:
 		}
 	}
+}
+
+// cmdEnv sets cmd's environment to env and returns cmd.
+func cmdEnv(cmd *exec.Cmd, env []string) *exec.Cmd {
+	cmd.Env = env
+	return cmd
 }

@@ -11,7 +11,8 @@ import (
 // succeeds. With idle_timeout it is stopped when unused and started again by
 // the next call, which loses nothing.
 func TestLazyStartAndIdleStop(t *testing.T) {
-	t.Setenv("XDG_CACHE_HOME", t.TempDir()) // the catalog cache; not parallel because of Setenv
+	t.Parallel()
+	setProcEnv(t, "XDG_CACHE_HOME="+t.TempDir()) // the catalog cache, the test's own
 	cfg := writeConfig(t, fixture("alpha", nil, `start = "lazy"`, `idle_timeout = "1s"`)+fixture("beta", nil))
 
 	// First run: no cache yet, so alpha starts once to learn its catalog,

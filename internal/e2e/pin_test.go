@@ -52,7 +52,7 @@ mode = "full"
 func manifoldCmd(ctx context.Context, t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	cmd := commandContext(ctx, manifoldBin, args...)
-	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "MANIFOLD_CONFIG=")
+	cmd.Env = append(procEnviron(t), "HOME="+t.TempDir(), "MANIFOLD_CONFIG=")
 	cmd.WaitDelay = 5 * time.Second
 	out, err := cmd.CombinedOutput()
 	return string(out), err
@@ -85,7 +85,8 @@ func readRecord(t *testing.T, path string) string {
 // real command, against the same config) shows the diff, updates the lock
 // file, and the running instance serves the tool again without a restart.
 func TestPinQuarantine(t *testing.T) {
-	t.Setenv("XDG_CACHE_HOME", t.TempDir()) // status files; not parallel because of Setenv
+	t.Parallel()
+	setProcEnv(t, "XDG_CACHE_HOME="+t.TempDir()) // status files, the test's own
 	cfg, signal, record := pinSetup(t, "")
 	lockFile := filepath.Join(filepath.Dir(cfg), "manifold.lock")
 	hp := startHTTP(t, cfg)
@@ -240,7 +241,8 @@ func TestPinQuarantine(t *testing.T) {
 // TestPinWarn: under pin = "warn" the changed tools stay listed and
 // callable, and status flags them.
 func TestPinWarn(t *testing.T) {
-	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	t.Parallel()
+	setProcEnv(t, "XDG_CACHE_HOME="+t.TempDir()) // status files, the test's own
 	cfg, signal, record := pinSetup(t, "warn")
 	lockFile := filepath.Join(filepath.Dir(cfg), "manifold.lock")
 	sp := startStdio(t, cfg)
@@ -300,7 +302,8 @@ func TestPinBadLockFile(t *testing.T) {
 // that did not pin (pin = "off"), are hidden when the next run advertises
 // them from the cache, and the server is not started for it.
 func TestPinLazyCache(t *testing.T) {
-	t.Setenv("XDG_CACHE_HOME", t.TempDir()) // the catalog cache; not parallel because of Setenv
+	t.Parallel()
+	setProcEnv(t, "XDG_CACHE_HOME="+t.TempDir()) // the catalog cache, the test's own
 	dir := t.TempDir()
 	signal, counts := filepath.Join(dir, "pull"), filepath.Join(dir, "count")
 	body := func(pin string) string {
@@ -386,9 +389,9 @@ func httpGet(ctx context.Context, t *testing.T, url string) string {
 // showing either value.
 func TestPinSecretNeverStored(t *testing.T) {
 	const first, second = `pS3cr3t/pin+"lock"&value`, "qS3cr3t-rotated/pin+value"
+	t.Parallel()
 	cache := t.TempDir()
-	t.Setenv("XDG_CACHE_HOME", cache) // status files; not parallel because of Setenv
-	t.Setenv("E2E_PIN_SECRET", first)
+	setProcEnv(t, "XDG_CACHE_HOME="+cache, "E2E_PIN_SECRET="+first) // status files, the test's own; the secret
 	cfg := writeConfig(t, fixture("keyed", []string{"-tools", "echo,pid", "-echo-env", "FIXTURE_KEY"},
 		`env = { FIXTURE_KEY = "${env:E2E_PIN_SECRET}" }`))
 	lockFile := filepath.Join(filepath.Dir(cfg), "manifold.lock")
@@ -476,7 +479,7 @@ func TestPinSecretNeverStored(t *testing.T) {
 
 	// Another value of the secret: a change, caught by the fingerprint
 	// over the true text, and still shown masked.
-	t.Setenv("E2E_PIN_SECRET", second)
+	setProcEnv(t, "E2E_PIN_SECRET="+second)
 	stdout, stderr, _ := runCLI(t, "status", "--fresh", "--json", "--config", cfg)
 	none("manifold status --fresh --json's stderr (another secret)", stderr)
 	out = stdout

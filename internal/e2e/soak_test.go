@@ -76,6 +76,10 @@ func TestSoak(t *testing.T) {
 	if testing.Short() {
 		t.Skip("soak test skipped in -short mode")
 	}
+	// Parallel: the soak lasts its duration whatever else runs, and the
+	// other tests run beside it instead of after it. What it checks is
+	// relative to its own baseline (threads, memory) or per call.
+	t.Parallel()
 	const (
 		workers     = 8
 		victim      = "s1"

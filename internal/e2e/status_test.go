@@ -11,7 +11,8 @@ import (
 // manifold that a client runs over stdio (found by its status file): state,
 // the server's pid and its tool count. With --fresh it starts its own.
 func TestStatusOfRunningInstance(t *testing.T) {
-	t.Setenv("XDG_CACHE_HOME", t.TempDir()) // status files; not parallel because of Setenv
+	t.Parallel()
+	setProcEnv(t, "XDG_CACHE_HOME="+t.TempDir()) // status files, the test's own
 	cfg := writeConfig(t, fixture("alpha", nil))
 	sp := startStdio(t, cfg)
 	ctx := testCtx(t)
@@ -20,7 +21,7 @@ func TestStatusOfRunningInstance(t *testing.T) {
 
 	var out string
 	waitFor(t, 10*time.Second, "the running instance in manifold status", func() bool {
-		b, _ := commandContext(ctx, manifoldBin, "status", "--config", cfg).Output()
+		b, _ := cmdEnv(commandContext(ctx, manifoldBin, "status", "--config", cfg), procEnviron(t)).Output()
 		out = string(b)
 		return strings.Contains(out, "manifold pid "+strconv.Itoa(sp.pid())) && strings.Contains(out, " up ")
 	})
@@ -33,7 +34,7 @@ func TestStatusOfRunningInstance(t *testing.T) {
 		t.Errorf("status does not show alpha's pid %s:\n%s", serverPid, out)
 	}
 
-	b, err := commandContext(ctx, manifoldBin, "status", "--fresh", "--config", cfg).CombinedOutput()
+	b, err := cmdEnv(commandContext(ctx, manifoldBin, "status", "--fresh", "--config", cfg), procEnviron(t)).CombinedOutput()
 	if err != nil {
 		t.Fatalf("status --fresh: %v\n%s", err, b)
 	}
@@ -42,7 +43,7 @@ func TestStatusOfRunningInstance(t *testing.T) {
 	}
 
 	sp.stop()
-	b, _ = commandContext(ctx, manifoldBin, "status", "--config", cfg).CombinedOutput()
+	b, _ = cmdEnv(commandContext(ctx, manifoldBin, "status", "--config", cfg), procEnviron(t)).CombinedOutput()
 	if strings.Contains(string(b), "manifold pid "+strconv.Itoa(sp.pid())) {
 		t.Errorf("status still shows the instance after it exited:\n%s", b)
 	}

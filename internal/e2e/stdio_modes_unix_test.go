@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"io"
 	"os"
 	"syscall"
@@ -98,7 +99,7 @@ func TestStdioOneSocket(t *testing.T) {
 	}
 	ours, theirs := os.NewFile(uintptr(fds[0]), "client"), os.NewFile(uintptr(fds[1]), "manifold")
 	defer ours.Close()
-	cs, stop := serveOn(t, theirs, theirs, ours, shutWriter{ours})
+	cs, stop := serveOn(t, theirs, theirs, shutReader{ours}, shutWriter{ours})
 	theirs.Close() // manifold has its own
 	callEcho(t, cs)
 	stop()
@@ -151,8 +152,27 @@ type shutWriter struct{ f *os.File }
 
 func (w shutWriter) Write(p []byte) (int, error) { return w.f.Write(p) }
 
-func (w shutWriter) Close() error {
-	rc, err := w.f.SyscallConn()
+func (w shutWriter) Close() error { return shutWrite(w.f) }
+
+// shutReader reads from a socket and, on Close, shuts its writing side
+// before it closes the file. The go-sdk's IOTransport closes its reader
+// first, then its writer; the file's descriptor is not closed while its
+// reading goroutine is blocked in read(2) (the socket is blocking, not in
+// the poller), and shutWriter's shutdown on a closing file is refused: so
+// the peer would see no end of its input until it wrote again, and a
+// manifold with nothing more to say waited for it (the test failed after
+// exitBound, in 3 runs of 16 here).
+type shutReader struct{ f *os.File }
+
+func (r shutReader) Read(p []byte) (int, error) { return r.f.Read(p) }
+
+func (r shutReader) Close() error {
+	return errors.Join(shutWrite(r.f), r.f.Close())
+}
+
+// shutWrite shuts the writing side of the socket f.
+func shutWrite(f *os.File) error {
+	rc, err := f.SyscallConn()
 	if err != nil {
 		return err
 	}

@@ -451,8 +451,10 @@ func connectURL(tb testing.TB, version, url string, caps bool) *mcp.ClientSessio
 // version, sequentially and 8 in flight, and the proxy's RSS and CPU time
 // can be read.
 func TestFloorMeasurable(t *testing.T) {
+	t.Parallel()
 	for _, fc := range floorCases {
 		t.Run(fc.name, func(t *testing.T) {
+			t.Parallel() // nothing is timed: the cases need not wait for each other
 			d, p := fc.start(t)
 			for _, s := range []side{d, p} {
 				if err := s.call(t.Context()); err != nil {

@@ -3,6 +3,7 @@ package perf
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -61,17 +62,29 @@ func build(dir string) error {
 	bins.manifold = filepath.Join(dir, "manifold")
 	bins.fixture = filepath.Join(dir, "fixture")
 	bins.relay = filepath.Join(dir, "relay")
+	// The three at once: on a cold build cache each has packages of its
+	// own to compile.
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error // guarded by mu
+	)
 	for out, pkg := range map[string]string{bins.manifold: "./cmd/manifold", bins.fixture: "./testdata/fixture", bins.relay: "./testdata/relay"} {
-		cmd := exec.Command("go", "build", "-o", out, pkg)
-		cmd.Dir = root
-		// Static, as the README builds them: no dynamic loader and C
-		// library to map and link at each start.
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if b, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
-		}
+		wg.Go(func() {
+			cmd := exec.Command("go", "build", "-o", out, pkg)
+			cmd.Dir = root
+			// Static, as the README builds them: no dynamic loader and C
+			// library to map and link at each start.
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+			if b, err := cmd.CombinedOutput(); err != nil {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("go build %s: %v\n%s", pkg, err, b))
+				mu.Unlock()
+			}
+		})
 	}
-	return nil
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // installed, when set, has the benchmarks run a copy of the manifold
