@@ -27,7 +27,7 @@ func startStdioEnv(t *testing.T, cfg string, client *mcp.Client, env ...string) 
 	t.Helper()
 	p := &proc{t: t, stderr: &syncBuffer{}}
 	p.cmd = command(manifoldBin, "serve", "--config", cfg)
-	p.cmd.Env = append(os.Environ(), env...)
+	p.cmd.Env = append(procEnviron(t), env...)
 	p.cmd.Stderr = p.stderr
 	p.cmd.WaitDelay = 5 * time.Second
 	t.Cleanup(p.logOnFailure)
