@@ -192,6 +192,9 @@ func TestReadCarriesACacheScope(t *testing.T) {
 	if err := json.Unmarshal(m.Result, &res); err != nil || res.CacheScope == nil || *res.CacheScope != "public" {
 		t.Errorf("2026-07-28 resources/read result %s (error %s): want cacheScope \"public\"", m.Result, m.Error)
 	}
+	// A session that began with a 2026-07-28 request takes no initialize:
+	// the 2025-11-25 client is another manifold's.
+	r = startRaw(t, writeConfig(t, fmt.Sprintf("[servers.everything]\ncommand = %s\nargs = [\"stdio\"]\n", tomlStr(bin))))
 	rawInit(t, r)
 	r.send(t, `{"jsonrpc":"2.0","id":7,"method":"resources/read","params":{`+uri+`}}`)
 	m = r.await(t, "7")
