@@ -182,8 +182,9 @@ func (u *Upstream) spawnChild(opts Options) (*child, error) {
 // (initialize, or server/discover for ModernVersion). On failure the process
 // group has been killed and reaped before it returns.
 func (u *Upstream) connectChild(ctx context.Context, c *child, opts Options, version string) error {
-	startCtx, cancel := context.WithTimeout(ctx, opts.StartupTimeout)
+	startCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	defer c.startDeadline(opts.StartupTimeout, cancel)()
 	transport := &mcp.IOTransport{
 		Reader:        c.sdkR,
 		Writer:        stdinWriter{c},
@@ -366,6 +367,45 @@ func (c *child) stopProcess() {
 		c.signal(sig)
 	}
 	<-c.exited
+}
+
+// startDeadline calls expire once the startup timeout d has passed, not
+// counting the time an npx spends installing the server (a first download
+// is no hang: killing it leaves npm's cache broken, and the next start
+// downloads again): once the install is over, the server has d again to
+// answer. In all it waits at most npxStartBound. The returned func stops it.
+func (c *child) startDeadline(d time.Duration, expire func()) (stop func()) {
+	began := time.Now()
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		waited := false // the deadline passed while npx installed
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			switch {
+			case time.Since(began) >= npxStartBound:
+			case c.installing():
+				if !waited {
+					waited = true
+					c.log.Info("npx is still installing the server; its start waits for the download (startup_timeout counts from its end)", "folder", c.npxDir, "wait_at_most", npxStartBound.String())
+				}
+				t.Reset(time.Second)
+				continue
+			case waited:
+				waited = false // installed: d from now
+				t.Reset(d)
+				continue
+			}
+			expire()
+			return
+		}
+	}()
+	return func() { close(done) }
 }
 
 // installing reports whether the child is an npx that may still be

@@ -25,6 +25,10 @@ import (
 // server takes 2-10 s; a minute covers a slow network.
 const npxInstallGrace = 60 * time.Second
 
+// npxStartBound bounds a server's start while npx installs it: its
+// startup_timeout does not count the download, up to this long in all.
+const npxStartBound = 5 * time.Minute
+
 // npxPackages returns the packages an npx or `npm exec` command line
 // installs (its --package values, else its first argument), or nil if
 // command is neither.

@@ -3,12 +3,14 @@ package upstream
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -163,4 +165,51 @@ func TestStopWaitsForNpxInstall(t *testing.T) {
 	if !npxInstalled(dir) {
 		t.Errorf("the install was interrupted: %s has no package.json", dir)
 	}
+}
+
+// TestStartDeadlineWaitsForNpxInstall: a start's deadline does not count
+// the time npx spends installing the server; once the install is over
+// (package.json written) the server has its startup timeout again; a
+// command that is not npx gets its startup timeout; an install that never
+// ends is bounded.
+func TestStartDeadlineWaitsForNpxInstall(t *testing.T) {
+	const d = 2 * time.Second
+	run := func(t *testing.T, npxDir string, during func()) time.Duration {
+		var took time.Duration
+		synctest.Test(t, func(t *testing.T) {
+			c := &child{npxDir: npxDir, log: slog.New(slog.DiscardHandler)}
+			began := time.Now()
+			expired := make(chan struct{})
+			stop := c.startDeadline(d, func() { close(expired) })
+			defer stop()
+			go during()
+			<-expired
+			took = time.Since(began)
+		})
+		return took
+	}
+	t.Run("not npx", func(t *testing.T) {
+		if took := run(t, "", func() {}); took != d {
+			t.Errorf("expired after %v, want the startup timeout %v", took, d)
+		}
+	})
+	t.Run("installing for 9.5s", func(t *testing.T) {
+		dir := t.TempDir()
+		took := run(t, dir, func() {
+			time.Sleep(9500 * time.Millisecond)
+			if err := os.WriteFile(filepath.Join(dir, "package.json"), []byte("{}"), 0o644); err != nil {
+				t.Error(err)
+			}
+		})
+		// Seen installed at the first check after it (each second from
+		// 2 s on: at 10 s), then d more.
+		if want := 10*time.Second + d; took != want {
+			t.Errorf("expired after %v, want %v (the install, then the startup timeout)", took, want)
+		}
+	})
+	t.Run("installing for ever", func(t *testing.T) {
+		if took := run(t, t.TempDir(), func() {}); took != npxStartBound {
+			t.Errorf("expired after %v, want the bound %v", took, npxStartBound)
+		}
+	})
 }
