@@ -105,7 +105,7 @@ func writeRawConfig(t *testing.T, body string) string {
 type firstTurnClient struct {
 	bin       string
 	configure func(t *testing.T, home, work, script, cache string)
-	args      func(home string) []string // the prompt run
+	args      func(home, url string) []string // the prompt run, against the model at url
 	env       func(url string) []string
 }
 
@@ -120,7 +120,7 @@ func claudeFirstTurn(t *testing.T) firstTurnClient {
 			t.Fatal(err)
 		}
 	}
-	c.args = func(home string) []string {
+	c.args = func(home, _ string) []string {
 		return []string{"-p", "Call one tool of every server.", "--mcp-config", filepath.Join(home, "mcp.json"),
 			"--strict-mcp-config", "--allowedTools", "mcp__manifold"}
 	}
@@ -158,7 +158,7 @@ func geminiFirstTurn(t *testing.T) firstTurnClient {
 	}
 	// -m: a model named on the command line skips Gemini CLI's model router
 	// (a classifier call that wants a JSON answer).
-	c.args = func(string) []string {
+	c.args = func(string, string) []string {
 		return []string{"-m", "gemini-2.5-flash", "-p", "Call one tool of every server."}
 	}
 	c.env = func(url string) []string {
@@ -175,7 +175,7 @@ func runFirstTurn(t *testing.T, c firstTurnClient, plan []plannedCall, home, wor
 	url := serveLoopback(t, model)
 	ctx, cancel := context.WithTimeout(t.Context(), firstTurnBound)
 	defer cancel()
-	args := c.args(home)
+	args := c.args(home, url)
 	cmd := commandContext(ctx, c.bin, args...)
 	cmd.Dir = work
 	cmd.Env = append(clientEnv(home), c.env(url)...)
