@@ -11,8 +11,9 @@ import (
 )
 
 // A scripted model on loopback, for real client CLIs (Claude Code, Gemini
-// CLI) run headless: it speaks the two model APIs they use (Anthropic's
-// Messages API, Google's Gemini API), records what every request offered
+// CLI, Codex, opencode) run headless: it speaks the model APIs they use
+// (Anthropic's Messages API, Google's Gemini API, OpenAI's Responses API and
+// Chat Completions, fakemodel_openai_test.go), records what every request offered
 // and sent back, and answers by a script: the first request that offers one
 // of the planned tools gets a call of every planned tool the request
 // offers (one turn, several calls); a request that carries tool results
@@ -127,6 +128,10 @@ func (m *fakeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, map[string]any{"input_tokens": 100})
 	case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/messages"):
 		m.anthropic(w, body)
+	case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/responses"):
+		m.responses(w, body) // fakemodel_openai_test.go
+	case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/chat/completions"):
+		m.chatCompletions(w, body)
 	case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, ":countTokens"):
 		writeJSON(w, map[string]any{"totalTokens": 100})
 	case r.Method == http.MethodPost && (strings.HasSuffix(r.URL.Path, ":streamGenerateContent") || strings.HasSuffix(r.URL.Path, ":generateContent")):
