@@ -78,18 +78,18 @@ type backend struct {
 	saveMu sync.Mutex // held while the catalog cache file is written (saveCatalog)
 
 	mu          sync.Mutex
-	state       state              // guarded by mu
-	up          *upstream.Upstream // guarded by mu; nil unless started
-	err         error              // guarded by mu; why it failed or exited
-	lists       lists              // guarded by mu
-	listed      bool               // guarded by mu; lists holds a listing (of a start, a re-listing or the cache)
-	fromCache   bool               // guarded by mu; the cached catalog was adopted (adoptCache)
-	caps        *mcp.ServerCapabilities
-	dirty       listKind               // guarded by mu; lists to re-fetch
-	fetching    bool                   // guarded by mu; a refresh loop runs
-	busy        map[*inflight]struct{} // guarded by mu; calls in flight
-	started     chan struct{}          // closed when the initial start attempt ended
-	listable    chan struct{}          // closed once lists holds a listing (cached or live) or the initial start ended (markListable)
+	state       state                   // guarded by mu
+	up          *upstream.Upstream      // guarded by mu; nil unless started
+	err         error                   // guarded by mu; why it failed or exited
+	lists       lists                   // guarded by mu
+	listed      bool                    // guarded by mu; lists holds a listing (of a start, a re-listing or the cache)
+	fromCache   bool                    // guarded by mu; the cached catalog was adopted (adoptCache)
+	caps        *mcp.ServerCapabilities // guarded by mu; see capabilities
+	dirty       listKind                // guarded by mu; lists to re-fetch
+	fetching    bool                    // guarded by mu; a refresh loop runs
+	busy        map[*inflight]struct{}  // guarded by mu; calls in flight
+	started     chan struct{}           // closed when the initial start attempt ended
+	listable    chan struct{}           // closed once lists holds a listing (cached or live) or the initial start ended (markListable)
 	listOnce    sync.Once
 	since       time.Time                       // guarded by mu; when it last came up
 	retryAt     time.Time                       // guarded by mu; next start attempt while down
@@ -254,6 +254,14 @@ func (b *backend) callOf(ss *mcp.ServerSession) context.Context {
 		}
 	}
 	return nil
+}
+
+// capabilities returns what b's server declared at its last start (nil
+// before it).
+func (b *backend) capabilities() *mcp.ServerCapabilities {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.caps
 }
 
 // markListable closes b.listable, once: a list need not wait for b any

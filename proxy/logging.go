@@ -98,12 +98,18 @@ func (s *Server) setUpstreamLogLevel(ctx context.Context, req mcp.Request) {
 	ss, _ := req.GetSession().(*mcp.ServerSession)
 	var wg sync.WaitGroup
 	for _, b := range s.gen.Load().backends {
-		st, up, _ := b.snapshot()
-		if b.caps == nil || b.caps.Logging == nil {
+		// A process still in its start (listing, its catalog advertised
+		// from the cache meanwhile) gets it too: its start read the level
+		// before this stored it, or this sees its process (b.up is set
+		// before the start reads the level: applyLogLevel).
+		b.mu.Lock()
+		st, up, caps := b.state, b.up, b.caps
+		b.mu.Unlock()
+		if caps == nil || caps.Logging == nil {
 			continue
 		}
 		ups := []*upstream.Upstream{}
-		if st == stateUp && up != nil {
+		if up != nil && (st == stateUp || st == stateStarting || st == stateRestarting) {
 			ups = append(ups, up)
 		}
 		if own := b.sessionProc(ss); ss != nil && own != nil {

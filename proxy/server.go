@@ -590,7 +590,7 @@ func (s *Server) handleComplete(ctx context.Context, req *mcp.CompleteRequest) (
 	if err != nil {
 		return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{}}}, nil
 	}
-	if b.caps == nil || b.caps.Completions == nil {
+	if caps := b.capabilities(); caps == nil || caps.Completions == nil {
 		return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{}}}, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.CallTimeout)
@@ -629,7 +629,7 @@ func (s *Server) handleSubscribe(ctx context.Context, req *mcp.SubscribeRequest)
 	if err != nil {
 		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 	}
-	if b.caps == nil || b.caps.Resources == nil || !b.caps.Resources.Subscribe {
+	if caps := b.capabilities(); caps == nil || caps.Resources == nil || !caps.Resources.Subscribe {
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("server %q does not support resource subscriptions", server)}
 	}
 	s.subs.mu.Lock()
