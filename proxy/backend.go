@@ -363,21 +363,30 @@ func (s *Server) startUpstream(ctx context.Context, b *backend) (*upstream.Upstr
 	b.mu.Unlock()
 	s.applyLogLevel(ctx, b, up, caps)
 
-	l, err := s.fetchLists(ctx, b, up, kindAll, lists{})
+	// A kind whose listing fails keeps what was listed before (the cached
+	// catalog, or the last start's), rather than none.
+	b.mu.Lock()
+	prev := b.lists
+	b.mu.Unlock()
+	l, err := s.fetchLists(ctx, b, up, kindAll, prev)
 	if err != nil {
 		b.log.Warn("listing failed after start; serving what was listed", "err", err)
 	}
 	about := newAbout(ir, l.tools)
 	// The cache is for the next start: written beside this one, not on
-	// its way to ready. Start runs within s.wg, so the Add is not
-	// concurrent with Close's Wait at zero.
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		b.saveMu.Lock()
-		defer b.saveMu.Unlock()
-		s.saveCatalog(b, l, about)
-	}()
+	// its way to ready, and only from a whole listing (one cut short, by
+	// a client that quit at once for instance, would advertise less next
+	// time). Start runs within s.wg, so the Add is not concurrent with
+	// Close's Wait at zero.
+	if err == nil {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			b.saveMu.Lock()
+			defer b.saveMu.Unlock()
+			s.saveCatalog(b, l, about)
+		}()
+	}
 	b.mu.Lock()
 	b.lists = l
 	b.listed = b.listed || err == nil

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -19,37 +18,6 @@ import (
 // advertised from its cached catalog from the first moment, while it starts;
 // a call of one of its tools waits for the start; a live listing that
 // differs corrects the catalog with list_changed.
-
-// startStdioEnv is startStdioClient with env (KEY=VALUE) added to
-// manifold's environment, which its servers inherit (its own
-// XDG_CACHE_HOME, so that the test can run in parallel).
-func startStdioEnv(t *testing.T, cfg string, client *mcp.Client, env ...string) *stdioProxy {
-	t.Helper()
-	p := &proc{t: t, stderr: &syncBuffer{}}
-	p.cmd = command(manifoldBin, "serve", "--config", cfg)
-	p.cmd.Env = append(procEnviron(t), env...)
-	p.cmd.Stderr = p.stderr
-	p.cmd.WaitDelay = 5 * time.Second
-	t.Cleanup(p.logOnFailure)
-	tr := &mcp.CommandTransport{Command: p.cmd, TerminateDuration: 10 * time.Minute}
-	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
-	defer cancel()
-	cs, err := client.Connect(ctx, tr, &mcp.ClientSessionOptions{ProtocolVersion: protocolVersion})
-	if err != nil {
-		if p.cmd.Process != nil {
-			_ = p.cmd.Process.Kill()
-			_ = p.cmd.Wait()
-		}
-		t.Fatalf("connect to manifold: %v\nstderr:\n%s", err, p.stderr)
-	}
-	sp := &stdioProxy{proc: p, cs: cs}
-	t.Cleanup(func() {
-		if code := sp.stop(); code != 0 {
-			t.Errorf("manifold exited with status %d, want 0", code)
-		}
-	})
-	return sp
-}
 
 // TestFirstListFromCache: with a first_list_wait far shorter than a slow
 // server's start, the second run's first tools/list (right after initialize)

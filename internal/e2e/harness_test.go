@@ -394,9 +394,22 @@ func startStdio(t *testing.T, cfg string) *stdioProxy {
 // roots) offering the given protocol version.
 func startStdioClient(t *testing.T, cfg string, client *mcp.Client, version string) *stdioProxy {
 	t.Helper()
+	return startStdioVersionEnv(t, cfg, client, version)
+}
+
+// startStdioEnv is startStdioClient at protocolVersion with env (KEY=VALUE)
+// added to manifold's environment, which its servers inherit (for instance
+// an XDG_CACHE_HOME of its own, so that the test can run in parallel).
+func startStdioEnv(t *testing.T, cfg string, client *mcp.Client, env ...string) *stdioProxy {
+	t.Helper()
+	return startStdioVersionEnv(t, cfg, client, protocolVersion, env...)
+}
+
+func startStdioVersionEnv(t *testing.T, cfg string, client *mcp.Client, version string, env ...string) *stdioProxy {
+	t.Helper()
 	p := &proc{t: t, stderr: &syncBuffer{}}
 	p.cmd = command(manifoldBin, "serve", "--config", cfg)
-	p.cmd.Env = procEnviron(t)
+	p.cmd.Env = append(procEnviron(t), env...)
 	p.cmd.Stderr = p.stderr
 	p.cmd.WaitDelay = 5 * time.Second
 	t.Cleanup(p.logOnFailure)
