@@ -276,3 +276,51 @@ func TestPinStartingCache(t *testing.T) {
 		}
 	}
 }
+
+// TestCacheKeepsWholeListing: a listing cut short (the client quits while a
+// server still lists, as a client that quits right after its turn does)
+// leaves the server's cached catalog as the last whole listing wrote it;
+// before, the empty listing overwrote it and the next run advertised
+// nothing of the server.
+func TestCacheKeepsWholeListing(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	stall := filepath.Join(dir, "stall")
+	env := "XDG_CACHE_HOME=" + filepath.Join(dir, "cache")
+	cfg := writeConfig(t, fixture("alpha", []string{"-tools", "echo,pid", "-stall-lists", stall}))
+	ctx := testCtx(t)
+
+	// Run 1: a whole listing is cached.
+	sp := startStdioEnv(t, cfg, e2eClient(), env)
+	if got := toolNames(listTools(ctx, t, sp.cs)); !slices.Equal(got, []string{"alpha__echo", "alpha__pid"}) {
+		t.Fatalf("run 1: tools %v", got)
+	}
+	waitFor(t, 10*time.Second, "alpha's catalog cached", func() bool {
+		files := cacheFiles(t, filepath.Join(dir, "cache"), "alpha")
+		if len(files) != 1 {
+			return false
+		}
+		b, _ := os.ReadFile(files[0])
+		return strings.Contains(string(b), `"name":"pid"`)
+	})
+	sp.stop()
+
+	// Run 2: alpha starts but never answers tools/list; the client quits.
+	if err := os.WriteFile(stall, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sp = startStdioEnv(t, cfg, e2eClient(), env)
+	awaitStderr(t, sp.proc, 1, "upstream started", "upstream=alpha") // initialized; now listing
+	sp.stop()
+	files := cacheFiles(t, filepath.Join(dir, "cache"), "alpha")
+	if len(files) != 1 {
+		t.Fatalf("alpha's cache files after run 2: %v", files)
+	}
+	b, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"name":"pid"`) || !strings.Contains(string(b), `"name":"echo"`) {
+		t.Errorf("after a listing cut short, alpha's cached catalog is %s; want run 1's tools", b)
+	}
+}
