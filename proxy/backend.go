@@ -424,9 +424,11 @@ func (s *Server) supervise(b *backend, first chan<- error) {
 		}
 	}
 	defer report(nil)
-	hasCache := s.adoptCache(b)
-	if hasCache {
+	hasCache, now := s.adoptCache(b) // adopted in New, unless b came with a reload
+	if now {
 		s.rebuild()
+	}
+	if hasCache {
 		b.markListable()
 	}
 	if b.cfg.Lazy {

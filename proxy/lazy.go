@@ -129,31 +129,32 @@ func (s *Server) loadCatalog(b *backend) (lists, serverAbout, bool) {
 	return lists{tools: c.Tools, prompts: c.Prompts, resources: c.Resources, templates: c.Templates}, about, true
 }
 
-// adoptCache gives b, not listed yet, its cached catalog, and reports
-// whether b has one (adopted now or before). Until it is up, the server is
+// adoptCache gives b, not listed yet, its cached catalog. It reports
+// whether b has one (adopted now or before) and whether it was adopted now
+// (the caller then rebuilds the catalog). Until it is up, the server is
 // described as it was (summary.go) and advertised with its last catalog: a
 // client that lists once, right after initialize, sees every server it saw
 // before. Calls wait for the start (ensureUp); a live listing that differs
-// corrects the catalog, with list_changed. The caller rebuilds the catalog.
-func (s *Server) adoptCache(b *backend) bool {
+// corrects the catalog, with list_changed.
+func (s *Server) adoptCache(b *backend) (has, now bool) {
 	b.mu.Lock()
 	adopted := b.fromCache
 	b.mu.Unlock()
 	if adopted {
-		return true
+		return true, false
 	}
 	cached, about, ok := s.loadCatalog(b)
 	if !ok {
-		return false
+		return false, false
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.listed { // listed live meanwhile
-		return true
+		return true, false
 	}
 	b.about = about
 	b.lists, b.listed, b.fromCache = cached, true, true
-	return true
+	return true, true
 }
 
 // toolCount is the number of tools b lists.

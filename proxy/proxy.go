@@ -390,7 +390,7 @@ func New(opts Options) (*Server, error) {
 	// client can list it.
 	adopted := false
 	for _, b := range g.backends {
-		if s.adoptCache(b) {
+		if _, now := s.adoptCache(b); now {
 			b.markListable()
 			adopted = true
 		}

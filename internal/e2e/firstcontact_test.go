@@ -168,7 +168,6 @@ func TestRepoConfigFirstList(t *testing.T) {
 	}
 	env := []string{"XDG_CACHE_HOME=" + filepath.Join(dir, "cache"), "TMPDIR=" + dir}
 	ctx := testCtx(t)
-	client := func() *mcp.Client { return mcp.NewClient(&mcp.Implementation{Name: "lists-once", Version: "0"}, nil) }
 
 	var all []string // the whole catalog, once every server is up
 	for _, run := range []string{"empty caches", "warm caches"} {
@@ -184,7 +183,7 @@ func TestRepoConfigFirstList(t *testing.T) {
 		if err := os.WriteFile(cfg, body, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		sp := startStdioEnv(t, cfg, client(), env...)
+		sp := startStdioEnv(t, cfg, e2eClient(), env...)
 		got := toolNames(listTools(ctx, t, sp.cs))
 		t.Logf("%s: %d tools on the first list", run, len(got))
 		for _, server := range []string{"files__", "memory__", "everything__", "iban__"} {
@@ -237,10 +236,9 @@ func TestPinStartingCache(t *testing.T) {
 	cfg := writeConfig(t, body("quarantine"))
 	lockFile := filepath.Join(filepath.Dir(cfg), "manifold.lock")
 	ctx := testCtx(t)
-	client := func() *mcp.Client { return mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "0"}, nil) }
 
 	// Run 1: evil is approved on first sight.
-	sp := startStdioEnv(t, cfg, client(), env)
+	sp := startStdioEnv(t, cfg, e2eClient(), env)
 	waitFor(t, 30*time.Second, "the lock file trusted on first use", func() bool {
 		b, _ := os.ReadFile(lockFile)
 		return strings.Contains(string(b), `"evil" tool "notes"`)
@@ -254,7 +252,7 @@ func TestPinStartingCache(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(body("off")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	sp = startStdioEnv(t, cfg, client(), env)
+	sp = startStdioEnv(t, cfg, e2eClient(), env)
 	waitFor(t, 30*time.Second, "the changed tools listed", func() bool { return listedSet(ctx, t, sp.cs)["evil__alpha__echo"] })
 	sp.stop()
 
@@ -262,7 +260,7 @@ func TestPinStartingCache(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(body("quarantine")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	sp = startStdioEnv(t, cfg, client(), env)
+	sp = startStdioEnv(t, cfg, e2eClient(), env)
 	l := listedSet(ctx, t, sp.cs)
 	if hasServerUp(sp.stderr.String(), "evil") {
 		t.Fatalf("run 3: evil was up before the first list; the test shows nothing about the cache")
