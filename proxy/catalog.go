@@ -69,6 +69,13 @@ type catalog struct {
 	headerOnce                       sync.Once
 	headerTools                      map[string]bool // set once by headerBound
 
+	// unlisted are the tools left out of the lists (checkHeaderTools, set
+	// before the catalog is stored); listNames are the listed names,
+	// sorted, worked out at the first list (toollist.go).
+	unlisted  map[string]error
+	listOnce  sync.Once
+	listNames []string
+
 	// sized and the listed names are worked out once per catalog (a
 	// catalog does not change once built, and the status file asks for
 	// them every second: size encodes every definition twice).
@@ -600,6 +607,7 @@ func (s *Server) rebuildNow() {
 			c.tmplOwner[out] = b.name
 		}
 	}
+	s.checkHeaderTools(c)
 	s.catalog.Store(c)
 	s.register(c)
 	s.warnAlways(c)
@@ -862,9 +870,23 @@ func (s *Server) register(c *catalog) {
 			reg[k] = regEntry{want[k], fp}
 		}
 	}
-	sync("tool", catTools, s.reg.tools, anyMap(c.toolDefs), func(_ string, def any) error {
-		return catchPanic(func() { s.server.AddTool(def.(*mcp.Tool), s.handleCallTool) })
+	// Tools are listed from the catalog (toollist.go): only the ones that
+	// bind a parameter to a header are registered with the SDK, and a
+	// change of the listed set registers the beacon that makes the SDK
+	// notify.
+	sync("tool", catTools, s.reg.tools, anyMap(c.toolDefs), func(name string, def any) error {
+		t := def.(*mcp.Tool)
+		if err := c.unlisted[name]; err != nil {
+			return err
+		}
+		if !bindsHeader(t.InputSchema) {
+			return nil
+		}
+		return catchPanic(func() { s.server.AddTool(t, s.handleCallTool) })
 	}, s.server.RemoveTools)
+	if touched[catTools] {
+		s.notifyToolsChanged()
+	}
 	sync("prompt", catPrompts, s.reg.prompts, anyMap(c.promptDefs), func(_ string, def any) error {
 		return catchPanic(func() { s.server.AddPrompt(def.(*mcp.Prompt), s.handleGetPrompt) })
 	}, s.server.RemovePrompts)

@@ -241,8 +241,9 @@ func (s *Server) listen(req mcp.Request) {
 
 // relayListChanged passes on the list_changed of kinds that server b sent,
 // once its lists were fetched again and the catalog rebuilt: it registers one
-// of b's entries of each kind with the SDK again, unchanged, so that the SDK
-// schedules its notification for every session (if the rebuild changed the
+// of b's entries of each kind with the SDK again, unchanged (for tools, the
+// beacon: toollist.go), so that the SDK schedules its notification for every
+// session (if the rebuild changed the
 // list, that notification was scheduled already and this merges into it).
 // A kind of which b exposes nothing is not passed on: the lists a client sees
 // hold nothing of b's to change.
@@ -278,7 +279,7 @@ func (s *Server) relayListChanged(b *backend, kinds listKind) {
 		for _, t := range l.tools {
 			exposed, ok := c.tools.Exposed(b.name, t.Name)
 			if def := c.toolDefs[exposed]; ok && def != nil &&
-				again("tool", exposed, s.reg.tools, func() { s.server.AddTool(def, s.handleCallTool) }) {
+				again("tool", exposed, s.reg.tools, s.notifyToolsChanged) {
 				break
 			}
 		}

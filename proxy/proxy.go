@@ -269,6 +269,7 @@ type Server struct {
 	rebuilds rebuildQueue   // coalesces rebuild requests (catalog.go)
 	catMu    sync.Mutex     // serialises catalog rebuilds and SDK registration
 	reg      registered     // what is registered with the SDK server; guarded by catMu
+	scratch  *mcp.Server    // guarded by catMu; checks tool schemas as the SDK would (checkHeaderTools)
 	derived  map[defKey]any // guarded by catMu; the exposed definitions of the last rebuild (catalog.go)
 	// dupWarned are the names a server listed twice that were logged
 	// (dropDuplicates), by server, kind and name; guarded by catMu.

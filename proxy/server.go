@@ -184,7 +184,21 @@ func (s *Server) route(ctx context.Context, next mcp.MethodHandler, method strin
 			}
 			res = lr
 		} else {
-			res, err = next(ctx, method, req)
+			// The catalog's own list (toollist.go), its cache fields
+			// settled as the SDK settles its lists'.
+			var cursor string
+			if r, ok := req.(*mcp.ListToolsRequest); ok && r.Params != nil {
+				cursor = r.Params.Cursor
+			}
+			lr, err := c.toolPage(cursor)
+			if err != nil {
+				return nil, err
+			}
+			s.setCacheable(ctx, req, &lr.Cacheable)
+			if lr.CacheScope == "" {
+				lr.CacheScope = era.ScopePublic
+			}
+			res = lr
 		}
 		lr, ok := res.(*mcp.ListToolsResult)
 		if !ok || err != nil {
