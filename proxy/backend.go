@@ -632,6 +632,7 @@ func (s *Server) fetchLists(ctx context.Context, b *backend, up *upstream.Upstre
 		})
 	}
 	wg.Wait()
+	out = keepSame(prev, out)
 	for _, err := range errs {
 		if err != nil {
 			return out, err

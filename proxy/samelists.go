@@ -1,0 +1,40 @@
+package proxy
+
+import "reflect"
+
+// keepSame returns next with each definition that equals the one at the
+// same place in prev replaced by prev's: a server that lists what it listed
+// before (a live start after its cached catalog was adopted, a re-listing
+// after a list_changed that changed little) gives the rebuild the very
+// definitions of the last catalog, so that what the rebuild derives from
+// each (exposed definitions, pin fingerprints, the registered set) is
+// reused, not encoded again: with a thousand tools that is most of a start's
+// second rebuild. Equal means deeply equal as decoded; a definition that
+// merely encodes the same (a number decoded otherwise) counts as changed,
+// which costs that reuse and nothing else.
+func keepSame(prev, next lists) lists {
+	next.tools = keepSameDefs(prev.tools, next.tools)
+	next.prompts = keepSameDefs(prev.prompts, next.prompts)
+	next.resources = keepSameDefs(prev.resources, next.resources)
+	next.templates = keepSameDefs(prev.templates, next.templates)
+	return next
+}
+
+func keepSameDefs[T any](prev, next []*T) []*T {
+	if len(prev) == 0 || len(next) == 0 || &prev[0] == &next[0] {
+		return next
+	}
+	out := next
+	for i, d := range next {
+		if i >= len(prev) {
+			break
+		}
+		if p := prev[i]; p != d && p != nil && d != nil && reflect.DeepEqual(*p, *d) {
+			if &out[0] == &next[0] {
+				out = append([]*T(nil), next...) // next is the caller's: not changed in place
+			}
+			out[i] = p
+		}
+	}
+	return out
+}
