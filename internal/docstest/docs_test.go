@@ -300,6 +300,8 @@ var inlineKeyRE = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_.-]*) = (.+)$`)
 // learns from the decoder itself, by asking it for the valid keys of each.
 type keyChecker struct {
 	dir      string
+	top      []string // the top-level keys of proxy.toml
+	tables   []string // the keys that are tables, at the top level or in a server
 	contexts []string // proxy.toml heads a key may be appended to
 	known    map[string]bool
 }
@@ -320,6 +322,7 @@ func (k *keyChecker) validKeys(head string) []string {
 func newKeyChecker(t *testing.T) *keyChecker {
 	k := &keyChecker{dir: t.TempDir(), contexts: []string{""}, known: map[string]bool{}}
 	top := k.validKeys("")
+	k.top = top
 	if len(top) == 0 {
 		t.Fatal("the decoder named no valid top-level key for an unknown one; the docs test learns the tables from that message")
 	}
@@ -327,13 +330,19 @@ func newKeyChecker(t *testing.T) *keyChecker {
 	for _, tbl := range top {
 		switch tbl {
 		case "servers":
+			k.tables = append(k.tables, tbl)
 			k.contexts = append(k.contexts, server, server+"[servers.x.overrides.t]\n")
 			for _, s := range k.validKeys(server) {
 				k.contexts = append(k.contexts, server+"[servers.x."+s+"]\n")
+				if k.validKeys(server+"[servers.x."+s+"]\n") != nil || s == "overrides" {
+					k.tables = append(k.tables, s)
+				}
 			}
 		case "plugins":
+			k.tables = append(k.tables, tbl)
 			k.contexts = append(k.contexts, "[plugins.x]\npath = \"x\"\n")
 		case "rules":
+			k.tables = append(k.tables, tbl)
 			k.contexts = append(k.contexts, "[rules.x]\nmatch = \"*\"\n")
 		default:
 			head := "[" + tbl + "]\n"
@@ -341,6 +350,7 @@ func newKeyChecker(t *testing.T) *keyChecker {
 			if sub == nil {
 				continue // not a table
 			}
+			k.tables = append(k.tables, tbl)
 			k.contexts = append(k.contexts, head)
 			for _, s := range sub {
 				k.contexts = append(k.contexts, head+"["+tbl+"."+s+"]\n")
@@ -384,9 +394,56 @@ func (k *keyChecker) knownInline(key, value string) (known, ok bool) {
 	return false, true
 }
 
+// foreignTables are table headers of other programs' files that the pages
+// name on purpose.
+var foreignTables = map[string]string{
+	"mcp_servers": "Codex's config.toml (what Manifold writes there, and the error message for it in proxy.toml)",
+}
+
+var (
+	pathRE        = regexp.MustCompile(`^[a-z_]+(?:\.[A-Za-z_]+)+$`)
+	tableRE       = regexp.MustCompile(`^\[([A-Za-z_][A-Za-z0-9_.-]*)\]$`)
+	placeholderRE = regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
+)
+
+// knownTable reports whether the header [name] of a code span is a table of
+// proxy.toml; ok is false when it is not a header that the check can read
+// (`[redacted]`, one word that is no top-level key). Upper-case segments are
+// placeholders: [servers.NAME.health].
+func (k *keyChecker) knownTable(name string) (known, ok bool) {
+	segs := strings.Split(name, ".")
+	if foreignTables[segs[0]] != "" {
+		return false, false
+	}
+	if len(segs) == 1 && !slices.Contains(k.top, name) {
+		return false, false
+	}
+	for i, s := range segs {
+		if placeholderRE.MatchString(s) {
+			segs[i] = "x"
+		}
+	}
+	var head string
+	switch segs[0] {
+	case "servers":
+		head = "[servers.x]\ncommand = \"true\"\n"
+	case "plugins":
+		head = "[plugins.x]\npath = \"x\"\n"
+	}
+	data := head + "[" + strings.Join(segs, ".") + "]\n"
+	if head != "" && len(segs) == 2 {
+		data = head // [servers.NAME] itself
+	}
+	var v map[string]any
+	if _, err := toml.Decode(data, &v); err != nil {
+		return false, true
+	}
+	return len(unknownKeys(k.dir, "proxy", []byte(data))) == 0, true
+}
+
 // checkKeys: every TOML block decodes as TOML and its keys are ones the
 // decoder of its file knows; every `key = value` code span names a key
-// that some table of proxy.toml holds.
+// that some table of proxy.toml holds, and every `[table]` span a table.
 func checkKeys(t *testing.T, docs []*doc) (problems []string, blocks, mentions int) {
 	k := newKeyChecker(t)
 	for _, d := range docs {
@@ -407,6 +464,32 @@ func checkKeys(t *testing.T, docs []*doc) (problems []string, blocks, mentions i
 		}
 		for _, l := range d.prose {
 			for _, s := range spans(l.text) {
+				if m := tableRE.FindStringSubmatch(s); m != nil {
+					known, ok := k.knownTable(m[1])
+					if ok {
+						mentions++
+					}
+					if ok && !known {
+						problems = append(problems, fmt.Sprintf("%s:%d: `%s`: proxy.toml has no table %s", d.rel, l.n, s, m[1]))
+					}
+					continue
+				}
+				if pathRE.MatchString(s) && slices.Contains(k.tables, s[:strings.IndexByte(s, '.')]) {
+					// a key path (http.listen, tools.deny, servers.NAME.start)
+					segs := strings.Split(s, ".")
+					for i, seg := range segs {
+						if placeholderRE.MatchString(seg) {
+							segs[i] = "x"
+						}
+					}
+					if known, ok := k.knownInline(strings.Join(segs, "."), "0"); ok {
+						mentions++
+						if !known {
+							problems = append(problems, fmt.Sprintf("%s:%d: `%s`: no table of proxy.toml has the key %s", d.rel, l.n, s, s))
+						}
+					}
+					continue
+				}
 				m := inlineKeyRE.FindStringSubmatch(s)
 				if m == nil || foreignKeys[m[1]] != "" {
 					continue
@@ -604,7 +687,7 @@ func TestDocs(t *testing.T) {
 	t.Run("keys", func(t *testing.T) {
 		problems, blocks, mentions := checkKeys(t, docs)
 		report(t, "config key", problems)
-		t.Logf("%d TOML blocks and %d `key = value` mentions checked", blocks, mentions)
+		t.Logf("%d TOML blocks and %d `key = value`, `table.key` and `[table]` mentions checked", blocks, mentions)
 	})
 	t.Run("commands", func(t *testing.T) {
 		problems, commands, flags := checkCommands(readCLI(t, manifold(t, root)), docs)
@@ -643,6 +726,9 @@ func TestChecksFindBrokenPages(t *testing.T) {
 			"README.md:17: TOML block does not parse",
 			`README.md:23: TOML block: policy.toml:3:1: rules.wide.mtach: unknown key; did you mean "match"?`,
 			"README.md:28: `isolaton = \"session\"`: no table of proxy.toml has the key isolaton",
+			"README.md:37: `[servers.NAME.helth]`: proxy.toml has no table servers.NAME.helth",
+			"README.md:38: `http.session_timeout`: no table of proxy.toml has the key http.session_timeout",
+			"README.md:38: `tools.dney`: no table of proxy.toml has the key tools.dney",
 		},
 		"commands": {
 			"README.md:30: `manifold serv --config proxy.toml`: manifold has no command \"serv\"",
