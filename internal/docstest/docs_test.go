@@ -2,6 +2,7 @@ package docstest
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path"
@@ -610,6 +611,25 @@ func checkCommands(c *cli, docs []*doc) (problems []string, commands, flags int)
 	return problems, commands, flags
 }
 
+// checkShown: every command of the binary is shown on some page.
+func checkShown(c *cli, docs []*doc) []string {
+	shown := map[string]bool{}
+	for _, d := range docs {
+		for _, s := range commandSnippets(d) {
+			for _, m := range invokeRE.FindAllStringSubmatch(s.text, -1) {
+				shown[m[1]] = true
+			}
+		}
+	}
+	var problems []string
+	for _, cmd := range slices.Sorted(maps.Keys(c.flags)) {
+		if !shown[cmd] {
+			problems = append(problems, fmt.Sprintf("manifold %s is shown on no page", cmd))
+		}
+	}
+	return problems
+}
+
 // moduleRoot is the folder holding go.mod, above the working directory.
 func moduleRoot(t *testing.T) string {
 	t.Helper()
@@ -690,8 +710,10 @@ func TestDocs(t *testing.T) {
 		t.Logf("%d TOML blocks and %d `key = value`, `table.key` and `[table]` mentions checked", blocks, mentions)
 	})
 	t.Run("commands", func(t *testing.T) {
-		problems, commands, flags := checkCommands(readCLI(t, manifold(t, root)), docs)
+		c := readCLI(t, manifold(t, root))
+		problems, commands, flags := checkCommands(c, docs)
 		report(t, "command", problems)
+		report(t, "command", checkShown(c, docs))
 		t.Logf("%d manifold commands shown, with %d flags, checked", commands, flags)
 	})
 }
@@ -704,7 +726,8 @@ func TestChecksFindBrokenPages(t *testing.T) {
 	docs := pages(t, bad)
 	links, linksTo := checkLinks(bad, docs)
 	keys, _, _ := checkKeys(t, docs)
-	commands, _, _ := checkCommands(readCLI(t, manifold(t, root)), docs)
+	c := readCLI(t, manifold(t, root))
+	commands, _, _ := checkCommands(c, docs)
 	got := map[string][]string{
 		"links":      links,
 		"navigation": checkNavigation(docs, linksTo),
@@ -734,6 +757,9 @@ func TestChecksFindBrokenPages(t *testing.T) {
 			"README.md:30: `manifold serv --config proxy.toml`: manifold has no command \"serv\"",
 			"README.md:34: `bin/manifold tools --jsn`: manifold tools has no flag --jsn",
 		},
+	}
+	if shown := checkShown(c, docs); !slices.Contains(shown, "manifold serve is shown on no page") || slices.Contains(shown, "manifold tools is shown on no page") {
+		t.Errorf("shown: got %q, want every command but tools", shown)
 	}
 	for name, w := range want {
 		g := got[name]
