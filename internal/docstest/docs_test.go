@@ -442,6 +442,32 @@ func (k *keyChecker) knownTable(name string) (known, ok bool) {
 	return len(unknownKeys(k.dir, "proxy", []byte(data))) == 0, true
 }
 
+var (
+	headerRE       = regexp.MustCompile(`^\s*\[([A-Za-z_][A-Za-z0-9_.-]*)\]`)
+	commentedKeyRE = regexp.MustCompile(`^\s*#\s*([a-z_][a-z0-9_]*) = `)
+)
+
+// knownIn reports whether the table header of proxy.toml ("" for the top
+// level) holds key.
+func (k *keyChecker) knownIn(header, key string) bool {
+	var head string
+	segs := strings.Split(header, ".")
+	switch {
+	case header == "":
+	case segs[0] == "servers" && len(segs) >= 2, segs[0] == "plugins" && len(segs) >= 2:
+		head = "[servers.x]\ncommand = \"true\"\n"
+		if segs[0] == "plugins" {
+			head = "[plugins.x]\npath = \"x\"\n"
+		}
+		if segs[1] = "x"; len(segs) > 2 {
+			head += "[" + strings.Join(segs, ".") + "]\n"
+		}
+	default:
+		head = "[" + header + "]\n"
+	}
+	return len(unknownKeys(k.dir, "proxy", []byte(head+key+" = 0\n"))) == len(unknownKeys(k.dir, "proxy", []byte(head)))
+}
+
 // checkKeys: every TOML block decodes as TOML and its keys are ones the
 // decoder of its file knows; every `key = value` code span names a key
 // that some table of proxy.toml holds, and every `[table]` span a table.
@@ -459,8 +485,29 @@ func checkKeys(t *testing.T, docs []*doc) (problems []string, blocks, mentions i
 				continue
 			}
 			blocks++
-			for _, msg := range unknownKeys(k.dir, blockKind(b.lines), data) {
+			kind := blockKind(b.lines)
+			for _, msg := range unknownKeys(k.dir, kind, data) {
 				problems = append(problems, fmt.Sprintf("%s:%d: TOML block: %s", d.rel, b.start, msg))
+			}
+			if kind != "proxy" {
+				continue
+			}
+			// A key commented out (an alternative, or a default spelt
+			// out) must be one its table holds too.
+			header := ""
+			for i, l := range b.lines {
+				if m := headerRE.FindStringSubmatch(l); m != nil {
+					header = m[1]
+					continue
+				}
+				m := commentedKeyRE.FindStringSubmatch(l)
+				if m == nil {
+					continue
+				}
+				mentions++
+				if !k.knownIn(header, m[1]) {
+					problems = append(problems, fmt.Sprintf("%s:%d: `%s`: [%s] has no key %s", d.rel, b.start+1+i, strings.TrimSpace(l), header, m[1]))
+				}
 			}
 		}
 		for _, l := range d.prose {
@@ -748,6 +795,7 @@ func TestChecksFindBrokenPages(t *testing.T) {
 			`README.md:10: TOML block: proxy.toml:3:1: servers.files.comand: unknown key; did you mean "command"?`,
 			"README.md:17: TOML block does not parse",
 			`README.md:23: TOML block: policy.toml:3:1: rules.wide.mtach: unknown key; did you mean "match"?`,
+			"README.md:43: `# jwks_urll = \"https://idp.example.com/certs\"   # commented out, and misspelt`: [auth] has no key jwks_urll",
 			"README.md:28: `isolaton = \"session\"`: no table of proxy.toml has the key isolaton",
 			"README.md:37: `[servers.NAME.helth]`: proxy.toml has no table servers.NAME.helth",
 			"README.md:38: `http.session_timeout`: no table of proxy.toml has the key http.session_timeout",
