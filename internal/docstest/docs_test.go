@@ -25,6 +25,7 @@ type doc struct {
 	prose   []line // lines outside fences
 	blocks  []block
 	anchors map[string]bool // GitHub's anchors of its headings
+	last    int             // its number of lines
 }
 
 type line struct {
@@ -96,6 +97,10 @@ func parse(root, rel string) (*doc, error) {
 	}
 	if cur != nil {
 		return nil, fmt.Errorf("%s:%d: code fence never closed", rel, cur.start)
+	}
+	d.last = len(lines)
+	if lines[len(lines)-1] == "" {
+		d.last-- // the newline that ends the last line
 	}
 	return d, nil
 }
@@ -215,6 +220,12 @@ func TestDocs(t *testing.T) {
 	docs := pages(t, root)
 	if len(docs) < 2 {
 		t.Fatalf("found %d pages, want README.md and docs/*.md", len(docs))
+	}
+	// The README is the front door (STYLE.md, "Docs"): read in five
+	// minutes; what does not fit goes to a page of docs/.
+	const frontDoor = 400
+	if n := docs[0].last; n > frontDoor {
+		t.Errorf("README.md has %d lines, more than the front door's %d: move a section to a page of docs/", n, frontDoor)
 	}
 	t.Run("links", func(t *testing.T) {
 		problems, linksTo := checkLinks(root, docs)
