@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -23,8 +25,8 @@ func goTestLines(text string) []string {
 	return out
 }
 
-// TestReadmeTestCommand: every `go test -race` command the README shows is
-// the one .ci/run runs, timeout included, so that a newcomer who types the
+// TestReadmeTestCommand: every `go test -race` command the README and the
+// pages of docs/ show is the one .ci/run runs, timeout included, so that a newcomer who types the
 // README's command runs what CI runs and is not stopped by go's default
 // 10-minute timeout (the e2e package alone used to need more).
 func TestReadmeTestCommand(t *testing.T) {
@@ -43,13 +45,31 @@ func TestReadmeTestCommand(t *testing.T) {
 	if !strings.Contains(ci[0], " -timeout ") {
 		t.Errorf(".ci/run's %q has no -timeout: go's default (10m) is less than a loaded machine may need", ci[0])
 	}
-	readme := goTestLines(read("README.md"))
-	if len(readme) < 2 { // the quick start's and the development section's
-		t.Fatalf("README.md shows %d `go test -race` commands, want the quick start's and the development section's: %q", len(readme), readme)
+	// The quick start's command is in README.md, the development page's
+	// in docs/development.md; any other page that shows one must agree too.
+	pages, err := filepath.Glob(filepath.Join(moduleRoot, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, cmd := range readme {
-		if cmd != ci[0] {
-			t.Errorf("README.md shows\n\t%s\nbut .ci/run runs\n\t%s\nmake them the same", cmd, ci[0])
+	want := map[string]bool{"README.md": true, filepath.Join("docs", "development.md"): true}
+	for _, p := range pages {
+		rel, err := filepath.Rel(moduleRoot, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := want[rel]; !ok {
+			want[rel] = false // may show none
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		cmds := goTestLines(read(name))
+		if want[name] && len(cmds) == 0 {
+			t.Errorf("%s shows no `go test -race` command, want the one .ci/run runs (%s)", name, ci[0])
+		}
+		for _, cmd := range cmds {
+			if cmd != ci[0] {
+				t.Errorf("%s shows\n\t%s\nbut .ci/run runs\n\t%s\nmake them the same", name, cmd, ci[0])
+			}
 		}
 	}
 }
