@@ -23,6 +23,7 @@ import (
 	"github.com/manifold-mcp/manifold/internal/telemetry"
 	"github.com/manifold-mcp/manifold/policy"
 	"github.com/manifold-mcp/manifold/proxy/era"
+	"github.com/manifold-mcp/manifold/proxy/internal/wire"
 	"github.com/manifold-mcp/manifold/proxy/naming"
 	"github.com/manifold-mcp/manifold/upstream"
 )
@@ -197,7 +198,7 @@ func (s *Server) routeCall(ctx context.Context, ss *mcp.ServerSession, name stri
 				}
 			case rec.Outcome == "":
 				rec.Outcome = "ok"
-				if jsonscan.Contains(raw, markIsError) {
+				if jsonscan.Contains(raw, wire.MarkIsError) {
 					rec.Outcome = "tool error"
 				}
 			}
@@ -375,7 +376,7 @@ func (s *Server) routeCall(ctx context.Context, ss *mcp.ServerSession, name stri
 		}
 
 		var err error
-		fields["name"] = appendJSONString(nil, e.Original)
+		fields["name"] = wire.AppendString(nil, e.Original)
 		if re.modern {
 			// The era's own keys describe this request, not the upstream's.
 			stripEraMeta(fields)
@@ -415,7 +416,7 @@ func (s *Server) routeCall(ctx context.Context, ss *mcp.ServerSession, name stri
 				fields["_meta"] = meta
 			}
 		}
-		params := joinParams(fields)
+		params := wire.JoinParams(fields)
 
 		cctx, cancel := context.WithTimeout(traceCtx, timeout)
 		cleanups = append(cleanups, cancel, b.enter(callCtx, ss))
@@ -515,7 +516,6 @@ func (s *Server) routeCall(ctx context.Context, ss *mcp.ServerSession, name stri
 }
 
 var (
-	markIsError       = []byte(`"isError":true`)
 	markRequestState  = []byte(`"requestState"`)
 	markInputRequired = []byte(`"input_required"`)
 )
@@ -632,7 +632,7 @@ func (p *progressRoutes) mapToken(ctx context.Context, ss *mcp.ServerSession, me
 	sink, _ := ctx.Value(progressSinkKey{}).(progressSink) // a lean HTTP call's stream (httpcall.go)
 	// A _meta object without escapes that names the key once at most is
 	// read and rewritten on its bytes: the token, if any, is the member the
-	// scanner finds (memberSpan). Any other _meta is decoded and encoded
+	// scanner finds (wire.MemberSpan). Any other _meta is decoded and encoded
 	// again, which leaves one token whatever the server's decoder keeps of
 	// duplicate keys: never one the client chose.
 	var rawTok json.RawMessage
@@ -645,7 +645,7 @@ func (p *progressRoutes) mapToken(ctx context.Context, ss *mcp.ServerSession, me
 			return nil, "", noop, errors.New("_meta is not valid JSON")
 		}
 		var found bool
-		if start, end, found = memberSpan(meta, "progressToken"); found {
+		if start, end, found = wire.MemberSpan(meta, "progressToken"); found {
 			rawTok = meta[start:end]
 		}
 	} else {
@@ -665,7 +665,7 @@ func (p *progressRoutes) mapToken(ctx context.Context, ss *mcp.ServerSession, me
 	quoted := []byte(`"` + id + `"`) // base32: nothing to escape
 	var out json.RawMessage
 	if fast {
-		out = splice(meta, start, end, quoted)
+		out = wire.Splice(meta, start, end, quoted)
 	} else {
 		m["progressToken"] = quoted
 		if out, err = json.Marshal(m); err != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/manifold-mcp/manifold/policy"
 	"github.com/manifold-mcp/manifold/proxy/era"
+	"github.com/manifold-mcp/manifold/proxy/internal/wire"
 	"github.com/manifold-mcp/manifold/proxy/search"
 	"github.com/manifold-mcp/manifold/proxy/search/embedcache"
 )
@@ -240,7 +241,7 @@ func clientOf(ctx context.Context, ss *mcp.ServerSession, meta mcp.Meta) clientI
 		raw, _ = json.Marshal(meta)
 	}
 	if len(raw) > 0 {
-		if m := metaClientMemo.get(raw, metaClient); m.modern {
+		if m := metaClientMemo.Get(raw, metaClient); m.modern {
 			id.modern, id.protocol = true, m.protocol
 			if m.hasInfo {
 				id.name, id.version = m.name, m.version
@@ -250,7 +251,7 @@ func clientOf(ctx context.Context, ss *mcp.ServerSession, meta mcp.Meta) clientI
 	return id
 }
 
-var metaClientMemo memo[metaClientInfo]
+var metaClientMemo wire.Memo[metaClientInfo]
 
 // servedMetaVersion returns the protocol version the _meta recorded on ctx
 // (withRequestMeta) names, if it is a 2026-07-28 request's and one the
@@ -260,7 +261,7 @@ func servedMetaVersion(ctx context.Context) string {
 	if !ok || len(raw) == 0 {
 		return ""
 	}
-	if m := metaClientMemo.get(raw, metaClient); m.modern && slices.Contains(downstreamVersions, m.protocol) {
+	if m := metaClientMemo.Get(raw, metaClient); m.modern && slices.Contains(downstreamVersions, m.protocol) {
 		return m.protocol
 	}
 	return ""
@@ -337,7 +338,7 @@ func requestCaps(ctx context.Context, ss *mcp.ServerSession, meta mcp.Meta) []st
 	if len(raw) == 0 {
 		return nil
 	}
-	return metaClientMemo.get(raw, metaClient).caps
+	return metaClientMemo.Get(raw, metaClient).caps
 }
 
 // clientRegistry tracks the connected clients and the catalog mode each got,

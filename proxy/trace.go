@@ -15,6 +15,7 @@ import (
 	"github.com/manifold-mcp/manifold/internal/jsonscan"
 	"github.com/manifold-mcp/manifold/internal/redact"
 	"github.com/manifold-mcp/manifold/internal/telemetry"
+	"github.com/manifold-mcp/manifold/proxy/internal/wire"
 	"github.com/manifold-mcp/manifold/upstream"
 )
 
@@ -220,7 +221,7 @@ func errType(raw json.RawMessage, err error) (string, int64) {
 	var rpcErr *jsonrpc.Error
 	switch {
 	case err == nil:
-		if jsonscan.Contains(raw, markIsError) {
+		if jsonscan.Contains(raw, wire.MarkIsError) {
 			return telemetry.ErrToolError, 0
 		}
 		return "", 0
