@@ -25,6 +25,7 @@ import (
 	"github.com/manifold-mcp/manifold/proxy/era"
 	"github.com/manifold-mcp/manifold/proxy/internal/wire"
 	"github.com/manifold-mcp/manifold/proxy/naming"
+	"github.com/manifold-mcp/manifold/proxy/observe"
 	"github.com/manifold-mcp/manifold/upstream"
 )
 
@@ -160,14 +161,14 @@ func (s *Server) mayWait(b *backend, d policy.Decision, re reqEra, fields map[st
 func (s *Server) routeCall(ctx context.Context, ss *mcp.ServerSession, name string, fields map[string]json.RawMessage, finish func(json.RawMessage, error)) {
 	var settled atomic.Bool // settle masked the result already
 	finish = s.maskingFinish(finish, settled.Load)
-	if s.tracer != nil {
-		ctx, finish = s.startCallSpan(ctx, ss, name, fields, finish)
+	if s.obs.Tracing() {
+		ctx, finish = startCallSpan(s.obs, ctx, ss, name, fields, finish)
 	}
 	if s.serveSurface(ctx, ss, name, fields, finish) {
 		return
 	}
 	start := time.Now()
-	rec := auditRecord{Method: "tools/call", Exposed: name, Decision: "denied", Outcome: "unknown tool"}
+	rec := observe.Record{Method: "tools/call", Exposed: name, Decision: "denied", Outcome: "unknown tool"}
 	rec.Via, _ = ctx.Value(innerCallKey{}).(string)
 	id := identityFrom(ctx)
 	who := id.policy()
@@ -184,9 +185,9 @@ func (s *Server) routeCall(ctx context.Context, ss *mcp.ServerSession, name stri
 			cleanups[i]()
 		}
 		if upSpan != nil {
-			upSpan.End(errType(raw, err))
+			upSpan.End(observe.ErrType(raw, err))
 		}
-		if s.audit != nil || s.metrics != nil {
+		if s.obs.Records() {
 			rec.Rounds = rounds
 			if pc != nil {
 				rec.Rounds = pc.rounds()
@@ -203,11 +204,11 @@ func (s *Server) routeCall(ctx context.Context, ss *mcp.ServerSession, name stri
 				}
 			}
 			rec.ResultBytes = len(raw)
-			s.observe(&rec, start)
 			if ss == nil { // a 2026-07-28 request over HTTP: the client names itself
 				rec.Client = clientOf(ctx, nil, nil).name
 			}
-			s.audit.record(ss, rec, start, fields["arguments"])
+			recordSession(&rec, ss)
+			s.obs.Record(rec, start, fields["arguments"])
 		}
 		finish(raw, err)
 	}
@@ -221,7 +222,7 @@ func (s *Server) routeCall(ctx context.Context, ss *mcp.ServerSession, name stri
 		if he, found := c.tools.Lookup(name); found { // hidden: audited with its rule
 			rec.Server, rec.Original = he.Server, he.Original
 			rec.Outcome = "hidden"
-			_, rec.Rule = decisionWords(c.decision("tool\x00"+name, who))
+			_, rec.Rule = observe.DecisionWords(c.decision("tool\x00"+name, who))
 		} else if b := c.downServer(name); b != nil {
 			rec.Server, rec.Outcome = b.name, "unavailable"
 			done(toolError("%s", b.unavailable()), nil)
@@ -252,7 +253,7 @@ func (s *Server) routeCall(ctx context.Context, ss *mcp.ServerSession, name stri
 		}
 	}
 	rec.Original, rec.Server, rec.Outcome = e.Original, e.Server, ""
-	rec.Decision, rec.Rule = decisionWords(d)
+	rec.Decision, rec.Rule = observe.DecisionWords(d)
 	meta, ok := ctx.Value(requestMetaKey{}).(json.RawMessage)
 	if !ok {
 		meta = fields["_meta"]
@@ -405,11 +406,11 @@ func (s *Server) routeCall(ctx context.Context, ss *mcp.ServerSession, name stri
 			}
 		}
 		traceCtx := callCtx // with the upstream call's span, when traced
-		if s.tracer != nil {
+		if s.obs.Tracing() {
 			var meta json.RawMessage
 			// callCtx is ctx, or a bridged call's context, which outlives the
 			// request but keeps its values, the request's span among them.
-			if traceCtx, meta, upSpan, err = s.traceUpstream(callCtx, "tools/call", e.Original, b.name, fields["_meta"]); err != nil {
+			if traceCtx, meta, upSpan, err = s.obs.TraceUpstream(callCtx, "tools/call", e.Original, b.name, fields["_meta"]); err != nil {
 				done(nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid _meta: %v", err)})
 				return
 			} else if meta != nil {

@@ -24,6 +24,7 @@ import (
 	"github.com/manifold-mcp/manifold/policy"
 	"github.com/manifold-mcp/manifold/proxy/era"
 	"github.com/manifold-mcp/manifold/proxy/internal/wire"
+	"github.com/manifold-mcp/manifold/proxy/observe"
 	"github.com/manifold-mcp/manifold/upstream"
 )
 
@@ -298,11 +299,11 @@ func (m *mcpEndpoint) runLean(ctx context.Context, cancel context.CancelFunc, w 
 			ctx = context.WithValue(ctx, subjectTokenKey{}, tok)
 		}
 	}
-	if m.s.tracer != nil {
+	if m.s.obs.Tracing() {
 		if tp := r.Header.Get("traceparent"); tp != "" {
-			ctx = context.WithValue(ctx, traceHeaderKey{}, traceHeader{tp, r.Header.Get("tracestate")})
+			ctx = observe.WithTraceHeader(ctx, tp, r.Header.Get("tracestate"))
 		}
-		ctx = context.WithValue(ctx, requestIDKey{}, string(id))
+		ctx = observe.WithRequestID(ctx, string(id))
 	}
 
 	var progress chan []byte // the call's progress notifications, for stream

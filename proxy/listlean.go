@@ -43,7 +43,7 @@ import (
 // over HTTP, which has no session (its _meta says who asks, in which
 // version). ti is the caller's validated token, if any.
 func (s *Server) leanList(ctx context.Context, ss *mcp.ServerSession, id, params []byte, modern bool, ti *auth.TokenInfo) ([]byte, bool) {
-	if s.typed || s.tracer != nil {
+	if s.typed || s.obs.Tracing() {
 		return nil, false
 	}
 	if ss == nil && !modern || ss != nil && (ss.InitializeParams() == nil || modernSession(ss) != modern) {
@@ -106,7 +106,7 @@ func (s *Server) leanList(ctx context.Context, ss *mcp.ServerSession, id, params
 			return nil, false
 		}
 	}
-	s.metrics.Request("tools/list", "", "", "ok", "", time.Since(start)) // telemetryMiddleware
+	s.obs.Metrics().Request("tools/list", "", "", "ok", "", time.Since(start)) // telemetryMiddleware
 	return resp, true
 }
 

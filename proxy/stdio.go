@@ -19,6 +19,7 @@ import (
 	"github.com/manifold-mcp/manifold/internal/jsonscan"
 	"github.com/manifold-mcp/manifold/proxy/era"
 	"github.com/manifold-mcp/manifold/proxy/internal/wire"
+	"github.com/manifold-mcp/manifold/proxy/observe"
 )
 
 // ServeStdio serves one downstream client over newline-delimited JSON-RPC on r
@@ -434,8 +435,8 @@ func (l *lean) divert(ctx context.Context, f wire.Frame) bool {
 				fields["_meta"] = meta
 			}
 		}
-		if l.s.tracer != nil {
-			ctx = context.WithValue(ctx, requestIDKey{}, string(id)) // jsonrpc.request.id of the span
+		if l.s.obs.Tracing() {
+			ctx = observe.WithRequestID(ctx, string(id)) // jsonrpc.request.id of the span
 		}
 		cctx, cancel := context.WithCancel(ctx)
 		key := string(id)

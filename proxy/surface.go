@@ -18,6 +18,7 @@ import (
 	"github.com/manifold-mcp/manifold/policy"
 	"github.com/manifold-mcp/manifold/proxy/era"
 	"github.com/manifold-mcp/manifold/proxy/internal/wire"
+	"github.com/manifold-mcp/manifold/proxy/observe"
 	"github.com/manifold-mcp/manifold/proxy/search"
 	"github.com/manifold-mcp/manifold/proxy/search/embedcache"
 )
@@ -1043,10 +1044,12 @@ func (s *Server) callThrough(ctx context.Context, ss *mcp.ServerSession, via str
 	if _, _, ok := c.visibleTool(target, who); ok {
 		class := toolClass(c.toolAnn[target])
 		if want := classOfCallTool[via]; class != want {
-			if s.audit != nil {
+			if s.obs.Audits() {
 				e, _ := c.tools.Lookup(target)
-				s.audit.record(ss, auditRecord{Method: "tools/call", Exposed: target, Original: e.Original, Server: e.Server,
-					Decision: "denied", Outcome: "wrong call tool", Via: via, Catalog: ModeSearch, Identity: identityFrom(ctx).subject}, time.Now(), nil)
+				rec := observe.Record{Method: "tools/call", Exposed: target, Original: e.Original, Server: e.Server,
+					Decision: "denied", Outcome: "wrong call tool", Via: via, Catalog: ModeSearch, Identity: identityFrom(ctx).subject}
+				recordSession(&rec, ss)
+				s.obs.Audit(rec, time.Now(), nil)
 			}
 			answer(toolError("%q is a %s tool, so %s does not run it (each call tool runs one kind, so that your client can approve reads, changes and deletions apart); call it with %s. Nothing was executed.",
 				target, class, via, callToolOf(class)))

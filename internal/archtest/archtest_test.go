@@ -41,6 +41,10 @@ type rule struct {
 	// under dir may reach. A prefix does not apply to packages inside it, so the
 	// rule "nothing imports cmd" leaves cmd's own packages free to import each other.
 	forbidden []string
+	// forbiddenPkgs lists packages (whole import paths, not prefixes) that no
+	// package under dir may reach, even one inside them: a room under proxy/
+	// may import its sibling rooms but not package proxy itself.
+	forbiddenPkgs []string
 }
 
 // rules is ARCHITECTURE §1 as data.
@@ -78,6 +82,12 @@ var rules = []rule{
 	// proxy/internal/wire is the raw JSON-RPC byte work of the lean paths
 	// (ARCHITECTURE §1 "The house"): no server, no session, no SDK.
 	{dir: "proxy/internal/wire", stdlibOnly: true, allow: []string{module + "/internal/jsonscan"}},
+	// proxy/observe turns one record of a request into the audit line, the
+	// metrics and the spans; like every room it never imports the root
+	// (proxy) or a face (proxy/serve).
+	{dir: "proxy/observe", forbiddenPkgs: []string{module + "/proxy"}, forbidden: []string{
+		module + "/proxy/serve", module + "/internal/config", module + "/plugins", module + "/cmd", toml, goPlugin,
+	}},
 	{dir: "upstream", forbidden: []string{
 		module + "/proxy", module + "/policy", module + "/plugins", module + "/internal/config",
 		module + "/cmd", toml, goPlugin,
@@ -195,6 +205,9 @@ func (r rule) violations(pkgs []pkg) []string {
 func (r rule) forbids(self, from string, p pkg) string {
 	if r.stdlibOnly && !p.Standard && !under(p.ImportPath, self) && !slices.ContainsFunc(r.allow, func(a string) bool { return under(p.ImportPath, a) }) {
 		return "may import only the standard library, but imports " + p.ImportPath
+	}
+	if slices.Contains(r.forbiddenPkgs, p.ImportPath) {
+		return "must not import " + p.ImportPath
 	}
 	for _, f := range r.forbidden {
 		if under(p.ImportPath, f) && !under(from, f) {
@@ -369,6 +382,18 @@ func TestViolations(t *testing.T) {
 			want: []string{
 				module + "/proxy/internal/wire may import only the standard library, but imports " + goSDK + "/jsonrpc: " +
 					module + "/proxy/internal/wire -> " + goSDK + "/jsonrpc",
+			},
+		},
+		{
+			name: "a room may import its siblings but not the root",
+			rule: rule{dir: "proxy/observe", forbiddenPkgs: []string{proxy}},
+			pkgs: []pkg{
+				{ImportPath: proxy + "/observe", Imports: []string{naming, proxy}},
+				{ImportPath: naming, DepOnly: true},
+				{ImportPath: proxy, DepOnly: true},
+			},
+			want: []string{
+				proxy + "/observe must not import " + proxy + ": " + proxy + "/observe -> " + proxy,
 			},
 		},
 		{
