@@ -7,7 +7,7 @@ import (
 )
 
 // AppendResponse appends the JSON-RPC response to id with result to dst.
-func AppendResponse(dst, id []byte, result []byte) []byte {
+func AppendResponse(dst, id, result []byte) []byte {
 	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
 	dst = append(dst, id...)
 	dst = append(dst, `,"result":`...)
