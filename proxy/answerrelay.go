@@ -8,14 +8,16 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+
+	"github.com/manifold-mcp/manifold/proxy/internal/wire"
 )
 
 // AnswerRelay carries a legacy HTTP client's answer to a server→client
 // request (elicitation, sampling, roots) to the replica that asked it, when
 // the answer reaches another (README "Several replicas"). Each replica tags
 // the ids of the requests it writes to a legacy session with its name
-// (answerids.go); a replica that receives an answer naming another publishes
-// it, and the replica named injects it into its copy of the session.
+// (wire.TagRequests); a replica that receives an answer naming another
+// publishes it, and the replica named injects it into its copy of the session.
 // Implementations must be safe for concurrent use and authenticate what they
 // carry. If Options.Answers is nil, ids are written and read unchanged.
 type AnswerRelay interface {
@@ -72,10 +74,10 @@ func (m *mcpEndpoint) relayAnswers(w http.ResponseWriter, r *http.Request, sessi
 		return false
 	}
 	relay := m.s.opts.Answers
-	rest, others := routeAnswers(hb.data, relay.Replica())
+	rest, others := wire.RouteAnswers(hb.data, relay.Replica())
 	for _, a := range others {
 		ctx, cancel := context.WithTimeout(r.Context(), answerTimeout)
-		err := relay.PublishAnswer(ctx, a.replica, session, a.msg)
+		err := relay.PublishAnswer(ctx, a.Replica, session, a.Msg)
 		cancel()
 		if err == nil {
 			continue
@@ -99,7 +101,7 @@ func (m *mcpEndpoint) relayAnswers(w http.ResponseWriter, r *http.Request, sessi
 		w.WriteHeader(http.StatusAccepted)
 		return true
 	}
-	if !sameBytes(rest, hb.data) {
+	if !wire.SameBytes(rest, hb.data) {
 		hb.data, hb.off = rest, 0
 		r.ContentLength = int64(len(rest))
 	}
@@ -112,7 +114,7 @@ func (m *mcpEndpoint) relayAnswers(w http.ResponseWriter, r *http.Request, sessi
 // authenticated it. Anything but one answer, or one for a session this
 // replica does not hold, is dropped.
 func (m *mcpEndpoint) injectAnswer(session string, msg []byte) {
-	if int64(len(msg)) > m.opts.MaxRequestBytes || !isAnswer(msg) {
+	if int64(len(msg)) > m.opts.MaxRequestBytes || !wire.IsAnswer(msg) {
 		m.s.log.Warn("dropped a relayed answer that is not one JSON-RPC response within http.max_body_bytes")
 		return
 	}
@@ -181,7 +183,7 @@ func (w *injectWriter) Write(p []byte) (int, error) {
 }
 
 // tagWriter tags the ids of the server→client requests that the SDK writes
-// to a legacy session's responses (answerids.go), so that an answer that
+// to a legacy session's responses (wire.TagRequests), so that an answer that
 // reaches another replica finds its way back here.
 type tagWriter struct {
 	http.ResponseWriter
@@ -197,8 +199,8 @@ func (m *mcpEndpoint) tagIDs(w http.ResponseWriter) http.ResponseWriter {
 }
 
 func (tw *tagWriter) Write(p []byte) (int, error) {
-	out := tagRequests(p, tw.replica)
-	if sameBytes(out, p) {
+	out := wire.TagRequests(p, tw.replica)
+	if wire.SameBytes(out, p) {
 		return tw.ResponseWriter.Write(p)
 	}
 	if _, err := tw.ResponseWriter.Write(out); err != nil {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/manifold-mcp/manifold/proxy/internal/wire"
 )
 
 // publishRelay is an AnswerRelay that records what is published and fails
@@ -38,8 +40,8 @@ func (pr *publishRelay) ListenAnswers(context.Context, func(string, []byte)) {}
 // its id back and goes on to the SDK; the relay down or the replica gone
 // is 503 with Retry-After: 1, the outage logged once.
 func TestRelayAnswers(t *testing.T) {
-	other := `{"jsonrpc":"2.0","id":` + tagged("bbbb", "7") + `,"result":{"action":"accept"}}`
-	mine := `{"jsonrpc":"2.0","id":` + tagged("aaaa", "7") + `,"result":{}}`
+	other := `{"jsonrpc":"2.0","id":` + string(wire.TagID("bbbb", []byte("7"))) + `,"result":{"action":"accept"}}`
+	mine := `{"jsonrpc":"2.0","id":` + string(wire.TagID("aaaa", []byte("7"))) + `,"result":{}}`
 	tests := []struct {
 		name, body string
 		err        error

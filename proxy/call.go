@@ -23,7 +23,9 @@ import (
 	"github.com/manifold-mcp/manifold/internal/telemetry"
 	"github.com/manifold-mcp/manifold/policy"
 	"github.com/manifold-mcp/manifold/proxy/era"
+	"github.com/manifold-mcp/manifold/proxy/internal/wire"
 	"github.com/manifold-mcp/manifold/proxy/naming"
+	"github.com/manifold-mcp/manifold/proxy/observe"
 	"github.com/manifold-mcp/manifold/upstream"
 )
 
@@ -159,14 +161,14 @@ func (s *Server) mayWait(b *backend, d policy.Decision, re reqEra, fields map[st
 func (s *Server) routeCall(ctx context.Context, ss *mcp.ServerSession, name string, fields map[string]json.RawMessage, finish func(json.RawMessage, error)) {
 	var settled atomic.Bool // settle masked the result already
 	finish = s.maskingFinish(finish, settled.Load)
-	if s.tracer != nil {
-		ctx, finish = s.startCallSpan(ctx, ss, name, fields, finish)
+	if s.obs.Tracing() {
+		ctx, finish = startCallSpan(s.obs, ctx, ss, name, fields, finish)
 	}
 	if s.serveSurface(ctx, ss, name, fields, finish) {
 		return
 	}
 	start := time.Now()
-	rec := auditRecord{Method: "tools/call", Exposed: name, Decision: "denied", Outcome: "unknown tool"}
+	rec := observe.Record{Method: "tools/call", Exposed: name, Decision: "denied", Outcome: "unknown tool"}
 	rec.Via, _ = ctx.Value(innerCallKey{}).(string)
 	id := identityFrom(ctx)
 	who := id.policy()
@@ -183,9 +185,9 @@ func (s *Server) routeCall(ctx context.Context, ss *mcp.ServerSession, name stri
 			cleanups[i]()
 		}
 		if upSpan != nil {
-			upSpan.End(errType(raw, err))
+			upSpan.End(observe.ErrType(raw, err))
 		}
-		if s.audit != nil || s.metrics != nil {
+		if s.obs.Records() {
 			rec.Rounds = rounds
 			if pc != nil {
 				rec.Rounds = pc.rounds()
@@ -197,16 +199,16 @@ func (s *Server) routeCall(ctx context.Context, ss *mcp.ServerSession, name stri
 				}
 			case rec.Outcome == "":
 				rec.Outcome = "ok"
-				if jsonscan.Contains(raw, markIsError) {
+				if jsonscan.Contains(raw, wire.MarkIsError) {
 					rec.Outcome = "tool error"
 				}
 			}
 			rec.ResultBytes = len(raw)
-			s.observe(&rec, start)
 			if ss == nil { // a 2026-07-28 request over HTTP: the client names itself
 				rec.Client = clientOf(ctx, nil, nil).name
 			}
-			s.audit.record(ss, rec, start, fields["arguments"])
+			recordSession(&rec, ss)
+			s.obs.Record(rec, start, fields["arguments"])
 		}
 		finish(raw, err)
 	}
@@ -220,7 +222,7 @@ func (s *Server) routeCall(ctx context.Context, ss *mcp.ServerSession, name stri
 		if he, found := c.tools.Lookup(name); found { // hidden: audited with its rule
 			rec.Server, rec.Original = he.Server, he.Original
 			rec.Outcome = "hidden"
-			_, rec.Rule = decisionWords(c.decision("tool\x00"+name, who))
+			_, rec.Rule = observe.DecisionWords(c.decision("tool\x00"+name, who))
 		} else if b := c.downServer(name); b != nil {
 			rec.Server, rec.Outcome = b.name, "unavailable"
 			done(toolError("%s", b.unavailable()), nil)
@@ -251,7 +253,7 @@ func (s *Server) routeCall(ctx context.Context, ss *mcp.ServerSession, name stri
 		}
 	}
 	rec.Original, rec.Server, rec.Outcome = e.Original, e.Server, ""
-	rec.Decision, rec.Rule = decisionWords(d)
+	rec.Decision, rec.Rule = observe.DecisionWords(d)
 	meta, ok := ctx.Value(requestMetaKey{}).(json.RawMessage)
 	if !ok {
 		meta = fields["_meta"]
@@ -375,7 +377,7 @@ func (s *Server) routeCall(ctx context.Context, ss *mcp.ServerSession, name stri
 		}
 
 		var err error
-		fields["name"] = appendJSONString(nil, e.Original)
+		fields["name"] = wire.AppendString(nil, e.Original)
 		if re.modern {
 			// The era's own keys describe this request, not the upstream's.
 			stripEraMeta(fields)
@@ -404,18 +406,18 @@ func (s *Server) routeCall(ctx context.Context, ss *mcp.ServerSession, name stri
 			}
 		}
 		traceCtx := callCtx // with the upstream call's span, when traced
-		if s.tracer != nil {
+		if s.obs.Tracing() {
 			var meta json.RawMessage
 			// callCtx is ctx, or a bridged call's context, which outlives the
 			// request but keeps its values, the request's span among them.
-			if traceCtx, meta, upSpan, err = s.traceUpstream(callCtx, "tools/call", e.Original, b.name, fields["_meta"]); err != nil {
+			if traceCtx, meta, upSpan, err = s.obs.TraceUpstream(callCtx, "tools/call", e.Original, b.name, fields["_meta"]); err != nil {
 				done(nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid _meta: %v", err)})
 				return
 			} else if meta != nil {
 				fields["_meta"] = meta
 			}
 		}
-		params := joinParams(fields)
+		params := wire.JoinParams(fields)
 
 		cctx, cancel := context.WithTimeout(traceCtx, timeout)
 		cleanups = append(cleanups, cancel, b.enter(callCtx, ss))
@@ -515,7 +517,6 @@ func (s *Server) routeCall(ctx context.Context, ss *mcp.ServerSession, name stri
 }
 
 var (
-	markIsError       = []byte(`"isError":true`)
 	markRequestState  = []byte(`"requestState"`)
 	markInputRequired = []byte(`"input_required"`)
 )
@@ -632,7 +633,7 @@ func (p *progressRoutes) mapToken(ctx context.Context, ss *mcp.ServerSession, me
 	sink, _ := ctx.Value(progressSinkKey{}).(progressSink) // a lean HTTP call's stream (httpcall.go)
 	// A _meta object without escapes that names the key once at most is
 	// read and rewritten on its bytes: the token, if any, is the member the
-	// scanner finds (memberSpan). Any other _meta is decoded and encoded
+	// scanner finds (wire.MemberSpan). Any other _meta is decoded and encoded
 	// again, which leaves one token whatever the server's decoder keeps of
 	// duplicate keys: never one the client chose.
 	var rawTok json.RawMessage
@@ -645,7 +646,7 @@ func (p *progressRoutes) mapToken(ctx context.Context, ss *mcp.ServerSession, me
 			return nil, "", noop, errors.New("_meta is not valid JSON")
 		}
 		var found bool
-		if start, end, found = memberSpan(meta, "progressToken"); found {
+		if start, end, found = wire.MemberSpan(meta, "progressToken"); found {
 			rawTok = meta[start:end]
 		}
 	} else {
@@ -665,7 +666,7 @@ func (p *progressRoutes) mapToken(ctx context.Context, ss *mcp.ServerSession, me
 	quoted := []byte(`"` + id + `"`) // base32: nothing to escape
 	var out json.RawMessage
 	if fast {
-		out = splice(meta, start, end, quoted)
+		out = wire.Splice(meta, start, end, quoted)
 	} else {
 		m["progressToken"] = quoted
 		if out, err = json.Marshal(m); err != nil {

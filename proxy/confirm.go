@@ -20,6 +20,7 @@ import (
 
 	"github.com/manifold-mcp/manifold/internal/redact"
 	"github.com/manifold-mcp/manifold/policy"
+	"github.com/manifold-mcp/manifold/proxy/observe"
 )
 
 // This file holds approval bound to the call (README "Approval bound to
@@ -183,7 +184,7 @@ type approval struct {
 // and otherwise has ended the call through done. ctx is the call's own
 // context (a modern client's parked call's, which carries it).
 func (s *Server) confirmCall(ctx context.Context, ss *mcp.ServerSession, re reqEra, server, exposed, original string, d policy.Decision,
-	fields map[string]json.RawMessage, rec *auditRecord, done func(json.RawMessage, error)) bool {
+	fields map[string]json.RawMessage, rec *observe.Record, done func(json.RawMessage, error)) bool {
 	canonical, err := canonicalArgs(fields["arguments"])
 	if err != nil {
 		rec.Outcome = "invalid arguments"
@@ -293,7 +294,7 @@ func (s *Server) askPerson(ctx context.Context, ss *mcp.ServerSession, mode stri
 // approval given with `manifold approve-call` for this digest lets it
 // through once; otherwise the call is refused with the id to approve.
 func (s *Server) approveByCommand(ss *mcp.ServerSession, re reqEra, server, exposed, original string, d policy.Decision, digest string,
-	canonical []byte, fields map[string]json.RawMessage, rec *auditRecord, done func(json.RawMessage, error)) bool {
+	canonical []byte, fields map[string]json.RawMessage, rec *observe.Record, done func(json.RawMessage, error)) bool {
 	dir := s.opts.ApprovalDir
 	now := time.Now()
 	ttl := s.confirmTTL()
@@ -357,7 +358,7 @@ func (s *Server) approveByCommand(ss *mcp.ServerSession, re reqEra, server, expo
 // store that cannot be reached refuses the call: an approval never fails
 // open.
 func (s *Server) approveShared(ctx context.Context, server, exposed, original string, d policy.Decision, digest string,
-	canonical []byte, fields map[string]json.RawMessage, rec *auditRecord, done func(json.RawMessage, error)) bool {
+	canonical []byte, fields map[string]json.RawMessage, rec *observe.Record, done func(json.RawMessage, error)) bool {
 	st := s.opts.Approvals
 	unavailable := func(err error) bool {
 		rec.Confirm, rec.Outcome = confirmUnavailable, "approvals unavailable"

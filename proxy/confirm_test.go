@@ -13,6 +13,7 @@ import (
 
 	"github.com/manifold-mcp/manifold/internal/redact"
 	"github.com/manifold-mcp/manifold/policy"
+	"github.com/manifold-mcp/manifold/proxy/observe"
 )
 
 func TestApprovalDigest(t *testing.T) {
@@ -87,7 +88,7 @@ func TestCanonicalArgs(t *testing.T) {
 
 // commandCall runs approveByCommand for a call of bank__pay with args and
 // returns whether it may go on, the audit record and the refusal's text.
-func commandCall(t *testing.T, s *Server, args string) (bool, auditRecord, string, map[string]json.RawMessage) {
+func commandCall(t *testing.T, s *Server, args string) (bool, observe.Record, string, map[string]json.RawMessage) {
 	t.Helper()
 	c, err := canonicalArgs(json.RawMessage(args))
 	if err != nil {
@@ -96,7 +97,7 @@ func commandCall(t *testing.T, s *Server, args string) (bool, auditRecord, strin
 	re := reqEra{caps: nil}
 	d := policy.Decision{Visible: true, Confirm: true, ConfirmRule: "servers.bank.confirm", ConfirmSource: "proxy.toml:3", ConfirmReason: "moves money"}
 	fields := map[string]json.RawMessage{"arguments": json.RawMessage(args)}
-	var rec auditRecord
+	var rec observe.Record
 	var refusal string
 	ok := s.approveByCommand(nil, re, "bank", "bank__pay", "pay", d, approvalDigest(s.principal(context.Background(), nil, re), "bank__pay", c), c, fields, &rec,
 		func(raw json.RawMessage, err error) {

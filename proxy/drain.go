@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"time"
+
+	"github.com/manifold-mcp/manifold/proxy/internal/wire"
 )
 
 // This file holds draining (README "Probes and draining"): on SIGTERM,
@@ -87,7 +89,7 @@ func (m *mcpEndpoint) refuseNewWork(w http.ResponseWriter, body []byte) bool {
 	if !m.s.draining.Load() {
 		return false
 	}
-	if f := checkFrame(body); f.kind == frameRequest && f.method == "tools/call" && member(f.params, "requestState") != nil {
+	if f := checkFrame(body); f.Kind == wire.Request && f.Method == "tools/call" && wire.Member(f.Params, "requestState") != nil {
 		return false
 	}
 	writeDraining(w)

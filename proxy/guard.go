@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/manifold-mcp/manifold/policy"
+	"github.com/manifold-mcp/manifold/proxy/observe"
 )
 
 // This file enforces the spend caps (policy.Budget) and argument limits
@@ -144,27 +145,17 @@ func (s *Server) refuseGuarded(ctx context.Context, name string, d policy.Decisi
 	return "", ""
 }
 
-// auditSpend is one budget's line in an audit record: what the call spent
-// and the window's total with it.
-type auditSpend struct {
-	From   string  `json:"from"`
-	Amount float64 `json:"amount"`
-	Spent  float64 `json:"spent"`
-	Limit  float64 `json:"limit"`
-	Budget string  `json:"budget,omitempty"` // where the budget was written
-}
-
 // countSpend counts what a raw tools/call result of the exposed tool name
 // on b reports against each budget of d, logging a result that reports no
 // honest number, and returns the audit lines.
-func (s *Server) countSpend(ctx context.Context, b *backend, name string, d policy.Decision, raw json.RawMessage, id identity, now time.Time) []auditSpend {
+func (s *Server) countSpend(ctx context.Context, b *backend, name string, d policy.Decision, raw json.RawMessage, id identity, now time.Time) []observe.Spend {
 	var v any
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	if err := dec.Decode(&v); err != nil {
 		v = nil // counted as missing
 	}
-	out := make([]auditSpend, 0, len(d.Limits.Budgets))
+	out := make([]observe.Spend, 0, len(d.Limits.Budgets))
 	for _, bu := range d.Limits.Budgets {
 		amount, note := bu.SpendOf(v)
 		if note != "" {
@@ -178,7 +169,7 @@ func (s *Server) countSpend(ctx context.Context, b *backend, name string, d poli
 		}
 		spends, _ := s.ledger.Since(ctx, key, now.Add(-bu.Window))
 		spent, _ := budgetState(spends, bu)
-		out = append(out, auditSpend{From: bu.From.String(), Amount: amount, Spent: spent, Limit: bu.Limit, Budget: bu.Source})
+		out = append(out, observe.Spend{From: bu.From.String(), Amount: amount, Spent: spent, Limit: bu.Limit, Budget: bu.Source})
 	}
 	return out
 }

@@ -24,6 +24,7 @@ import (
 
 	"github.com/manifold-mcp/manifold/internal/jsonscan"
 	"github.com/manifold-mcp/manifold/proxy/era"
+	"github.com/manifold-mcp/manifold/proxy/internal/wire"
 )
 
 // HTTPOptions configures the streamable HTTP endpoint.
@@ -489,12 +490,12 @@ func bodyModern(body []byte) bool {
 	if len(body) == 0 || body[0] != '{' || !jsonscan.Valid(body) {
 		return false
 	}
-	meta := member(member(body, "params"), "_meta")
+	meta := wire.Member(wire.Member(body, "params"), "_meta")
 	if len(meta) == 0 || meta[0] != '{' {
 		return false
 	}
 	var v string
-	if pv := member(meta, era.KeyProtocolVersion); len(pv) == 0 || json.Unmarshal(pv, &v) != nil {
+	if pv := wire.Member(meta, era.KeyProtocolVersion); len(pv) == 0 || json.Unmarshal(pv, &v) != nil {
 		return false
 	}
 	return v >= modernVersion
@@ -507,7 +508,7 @@ func isListen(body []byte) bool {
 		return false
 	}
 	var method string
-	return json.Unmarshal(member(body, "method"), &method) == nil && method == "subscriptions/listen"
+	return json.Unmarshal(wire.Member(body, "method"), &method) == nil && method == "subscriptions/listen"
 }
 
 // readAllSized is io.ReadAll with room for size bytes from the start (a

@@ -23,6 +23,8 @@ import (
 
 	"github.com/manifold-mcp/manifold/policy"
 	"github.com/manifold-mcp/manifold/proxy/era"
+	"github.com/manifold-mcp/manifold/proxy/internal/wire"
+	"github.com/manifold-mcp/manifold/proxy/observe"
 	"github.com/manifold-mcp/manifold/upstream"
 )
 
@@ -30,7 +32,7 @@ import (
 // a POST of an initialize-era session whose body is one tools/call request
 // is served as the stdio lean path serves a line, without the SDK's
 // transport, typed decode and re-encode: the body is checked and split by
-// the raw scanner (checkFrame, splitParams), the call goes through
+// the raw scanner (checkFrame, wire.SplitParams), the call goes through
 // startCall (policy, limits, audit, masking, URI rewriting, traces, as every
 // call), and the answer is one application/json response, which the
 // streamable HTTP transport allows for any POST.
@@ -98,24 +100,24 @@ func (m *mcpEndpoint) serveLean(w http.ResponseWriter, r *http.Request, e *httpS
 		return false
 	}
 	f := checkFrame(body)
-	if f.kind == frameNotification && f.method == "notifications/cancelled" {
-		if rid := member(f.params, "requestId"); rid != nil {
+	if f.Kind == wire.Notification && f.Method == "notifications/cancelled" {
+		if rid := wire.Member(f.Params, "requestId"); rid != nil {
 			m.lean.cancel(leanKey{e.id, string(rid)})
 		}
 		return false
 	}
-	if f.kind != frameRequest || f.method != "tools/call" || requestEra(f.params) != eraLegacy {
+	if f.Kind != wire.Request || f.Method != "tools/call" || requestEra(f.Params) != eraLegacy {
 		return false
 	}
 	streamed := m.events != nil && r.Header.Get("Mcp-Protocol-Version") >= primingVersion
-	if meta := member(f.params, "_meta"); member(meta, "progressToken") != nil && !streamed {
+	if meta := wire.Member(f.Params, "_meta"); wire.Member(meta, "progressToken") != nil && !streamed {
 		return false // the progress needs an event stream (the SDK's, before 2025-11-25)
 	}
 	caps := ip.Capabilities
 	if caps == nil {
 		caps = &mcp.ClientCapabilities{}
 	}
-	fields, name, ok := leanFields(f.params)
+	fields, name, ok := leanFields(f.Params)
 	if !ok {
 		return false // the SDK answers what is wrong
 	}
@@ -142,18 +144,18 @@ func (m *mcpEndpoint) serveLean(w http.ResponseWriter, r *http.Request, e *httpS
 		stream = &leanStream{events: m.events, session: e.id, client: r.Context()} // its id: prime
 		base = context.WithoutCancel(base)
 	}
-	key := leanKey{e.id, string(f.id)}
+	key := leanKey{e.id, string(f.ID)}
 	ctx, cancel := context.WithCancel(base)
 	defer cancel()
 	if !m.lean.add(key, cancel) {
 		var none *leanStream // refused before the stream starts
-		none.write(ctx, w, leanResponse(f.id, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
-			Message: "invalid request: id " + string(f.id) + " is already used by a request in flight; use a new id for every request"}))
+		none.write(ctx, w, leanResponse(f.ID, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
+			Message: "invalid request: id " + string(f.ID) + " is already used by a request in flight; use a new id for every request"}))
 		return true
 	}
 	defer m.lean.remove(key)
 	defer m.s.sessionCalls.add(e.id, cancel)() // a DELETE cancels it
-	m.runLean(ctx, cancel, w, r, ss, f.id, name, fields, stream, false)
+	m.runLean(ctx, cancel, w, r, ss, f.ID, name, fields, stream, false)
 	return true
 }
 
@@ -183,17 +185,17 @@ func (m *mcpEndpoint) serveLeanModern(w http.ResponseWriter, r *http.Request, bo
 		return false
 	}
 	f := checkFrame(body)
-	if f.kind != frameRequest || f.method != "tools/call" || requestEra(f.params) != eraModern {
+	if f.Kind != wire.Request || f.Method != "tools/call" || requestEra(f.Params) != eraModern {
 		return false
 	}
-	meta := member(f.params, "_meta") // requestEra: an object without escapes
-	if v, ok := rawString(member(meta, era.KeyProtocolVersion)); !ok || v != r.Header.Get("Mcp-Protocol-Version") {
+	meta := wire.Member(f.Params, "_meta") // requestEra: an object without escapes
+	if v, ok := wire.RawString(wire.Member(meta, era.KeyProtocolVersion)); !ok || v != r.Header.Get("Mcp-Protocol-Version") {
 		return false // -32020 from the SDK
 	}
 	if r.Header.Get("Mcp-Method") != "tools/call" {
 		return false
 	}
-	fields, name, ok := leanFields(f.params)
+	fields, name, ok := leanFields(f.Params)
 	if !ok || r.Header.Get("Mcp-Name") != name || slices.Contains(metaTools, name) || c.headerBound(name) {
 		return false
 	}
@@ -214,12 +216,12 @@ func (m *mcpEndpoint) serveLeanModern(w http.ResponseWriter, r *http.Request, bo
 		}
 	}
 	var stream *leanStream // an event stream for the call's progress, kept nowhere
-	if member(meta, "progressToken") != nil {
+	if wire.Member(meta, "progressToken") != nil {
 		stream = &leanStream{client: r.Context()}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	m.runLean(ctx, cancel, w, r, nil, f.id, name, fields, stream, true)
+	m.runLean(ctx, cancel, w, r, nil, f.ID, name, fields, stream, true)
 	return true
 }
 
@@ -272,11 +274,11 @@ func httpCaller(r *http.Request) policy.Identity {
 // the other members as raw JSON. ok is false for params the SDK must answer
 // (not an object, no name).
 func leanFields(params []byte) (fields map[string]json.RawMessage, name string, ok bool) {
-	fields, err := splitParams(bytes.Clone(params)) // the call may outlive the body's buffer
+	fields, err := wire.SplitParams(bytes.Clone(params)) // the call may outlive the body's buffer
 	if err != nil {
 		return nil, "", false
 	}
-	name, ok = rawString(fields["name"])
+	name, ok = wire.RawString(fields["name"])
 	if !ok || name == "" {
 		return nil, "", false
 	}
@@ -297,15 +299,15 @@ func (m *mcpEndpoint) runLean(ctx context.Context, cancel context.CancelFunc, w 
 			ctx = context.WithValue(ctx, subjectTokenKey{}, tok)
 		}
 	}
-	if m.s.tracer != nil {
+	if m.s.obs.Tracing() {
 		if tp := r.Header.Get("traceparent"); tp != "" {
-			ctx = context.WithValue(ctx, traceHeaderKey{}, traceHeader{tp, r.Header.Get("tracestate")})
+			ctx = observe.WithTraceHeader(ctx, tp, r.Header.Get("tracestate"))
 		}
-		ctx = context.WithValue(ctx, requestIDKey{}, string(id))
+		ctx = observe.WithRequestID(ctx, string(id))
 	}
 
 	var progress chan []byte // the call's progress notifications, for stream
-	if stream != nil && member(fields["_meta"], "progressToken") != nil {
+	if stream != nil && wire.Member(fields["_meta"], "progressToken") != nil {
 		progress = make(chan []byte, leanProgressQueue)
 		ctx = context.WithValue(ctx, progressSinkKey{}, progressSink(func(p *mcp.ProgressNotificationParams) { queueProgress(progress, p) }))
 	}
@@ -546,20 +548,6 @@ func (ls *leanStream) flush(w http.ResponseWriter) {
 	_ = http.NewResponseController(w).Flush()
 }
 
-// writeWhole writes body, the whole of the response, and sends it at once:
-// with its length known, the headers and body go out in one write, before
-// the handler's own bookkeeping and net/http's end of the request, and
-// without a chunked encoding to end. It returns the write's error (a
-// writer that cannot flush sends the body when the handler returns).
-func writeWhole(w http.ResponseWriter, body []byte) error {
-	w.Header()["Content-Length"] = []string{strconv.Itoa(len(body))}
-	_, err := w.Write(body)
-	if ferr := http.NewResponseController(w).Flush(); err == nil && !errors.Is(ferr, http.ErrNotSupported) {
-		err = ferr
-	}
-	return err
-}
-
 // write answers the call with the JSON-RPC response msg: an event of the
 // stream, or for a nil stream one application/json body.
 func (ls *leanStream) write(ctx context.Context, w http.ResponseWriter, msg []byte) {
@@ -567,7 +555,7 @@ func (ls *leanStream) write(ctx context.Context, w http.ResponseWriter, msg []by
 		h := w.Header()
 		h["Content-Type"] = []string{"application/json"}
 		h["Cache-Control"] = []string{"no-cache, no-transform"}
-		_ = writeWhole(w, msg)
+		_ = wire.WriteWhole(w, msg)
 		return
 	}
 	if err := ls.event(ctx, w, msg, true); err == nil {
@@ -602,7 +590,7 @@ func (ls *leanStream) result(ctx context.Context, w http.ResponseWriter, id []by
 	}
 	out := ls.head(len(result) + len(id) + 40)
 	start := len(out)
-	out = appendResponse(out, id, result)
+	out = wire.AppendResponse(out, id, result)
 	if err := ls.send(ctx, w, out, start, true); err == nil {
 		ls.delivered()
 	}
@@ -629,7 +617,7 @@ func (ls *leanStream) head(n int) []byte {
 // send ends the event that out holds, its message from out[start:], keeps
 // the message in the event store (when the stream has one), writes the
 // event and returns the write's error. The last event of a stream nothing
-// was written to yet is the whole response (writeWhole).
+// was written to yet is the whole response (wire.WriteWhole).
 func (ls *leanStream) send(ctx context.Context, w http.ResponseWriter, out []byte, start int, last bool) error {
 	if ls.events != nil {
 		_ = ls.events.Append(ctx, ls.session, ls.id, out[start:len(out):len(out)])
@@ -638,7 +626,7 @@ func (ls *leanStream) send(ctx context.Context, w http.ResponseWriter, out []byt
 	ls.n++
 	if last && !ls.wrote {
 		ls.wrote = true
-		return writeWhole(w, out)
+		return wire.WriteWhole(w, out)
 	}
 	ls.wrote = true
 	_, err := w.Write(out)
@@ -659,16 +647,7 @@ func leanResponse(id []byte, result json.RawMessage, rpcErr *jsonrpc.Error) []by
 		}
 		return b
 	}
-	return appendResponse(make([]byte, 0, len(result)+len(id)+40), id, result)
-}
-
-// appendResponse appends the JSON-RPC response to id with result to dst.
-func appendResponse(dst, id []byte, result json.RawMessage) []byte {
-	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
-	dst = append(dst, id...)
-	dst = append(dst, `,"result":`...)
-	dst = append(dst, result...)
-	return append(dst, '}')
+	return wire.AppendResponse(make([]byte, 0, len(result)+len(id)+40), id, result)
 }
 
 // headerBound reports whether the input schema of the exposed tool name

@@ -23,6 +23,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/manifold-mcp/manifold/policy"
+	"github.com/manifold-mcp/manifold/proxy/internal/wire"
 	"github.com/manifold-mcp/manifold/upstream"
 )
 
@@ -995,7 +996,7 @@ func BenchmarkRequestEraProgress(b *testing.B) {
 	for b.Loop() {
 		params := metas[i%len(metas)]
 		i++
-		if requestEra(params) != eraModern || !callEra(nil, member(params, "_meta")).modern {
+		if requestEra(params) != eraModern || !callEra(nil, wire.Member(params, "_meta")).modern {
 			b.Fatal("not modern")
 		}
 	}
@@ -1014,7 +1015,7 @@ func TestWriteWhole(t *testing.T) {
 		if !flushes {
 			w = noFlush{rec}
 		}
-		if err := writeWhole(w, []byte(`{"ok":true}`)); err != nil {
+		if err := wire.WriteWhole(w, []byte(`{"ok":true}`)); err != nil {
 			t.Errorf("flushes %v: %v, want no error", flushes, err)
 		}
 		if got := rec.Header().Get("Content-Length"); got != "11" || rec.Body.String() != `{"ok":true}` || rec.Flushed != flushes {

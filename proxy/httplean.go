@@ -8,6 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/manifold-mcp/manifold/internal/jsonscan"
+	"github.com/manifold-mcp/manifold/proxy/internal/wire"
 )
 
 // The lean tools/call path of the requests the SDK decodes: every HTTP
@@ -62,8 +63,8 @@ func leanResult(raw json.RawMessage) bool {
 	if len(raw) < 2 || raw[0] != '{' || !jsonscan.Valid(raw) {
 		return false
 	}
-	if c := member(raw, "content"); len(c) > 0 && c[0] == '[' {
+	if c := wire.Member(raw, "content"); len(c) > 0 && c[0] == '[' {
 		return true
 	}
-	return bytes.Equal(member(raw, "resultType"), markInputRequired)
+	return bytes.Equal(wire.Member(raw, "resultType"), markInputRequired)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/manifold-mcp/manifold/internal/jsonscan"
 	"github.com/manifold-mcp/manifold/proxy/era"
+	"github.com/manifold-mcp/manifold/proxy/internal/wire"
 )
 
 // The lean path of tools/list (ARCHITECTURE §3 "The hot path is lean"): a
@@ -42,7 +43,7 @@ import (
 // over HTTP, which has no session (its _meta says who asks, in which
 // version). ti is the caller's validated token, if any.
 func (s *Server) leanList(ctx context.Context, ss *mcp.ServerSession, id, params []byte, modern bool, ti *auth.TokenInfo) ([]byte, bool) {
-	if s.typed || s.tracer != nil {
+	if s.typed || s.obs.Tracing() {
 		return nil, false
 	}
 	if ss == nil && !modern || ss != nil && (ss.InitializeParams() == nil || modernSession(ss) != modern) {
@@ -105,7 +106,7 @@ func (s *Server) leanList(ctx context.Context, ss *mcp.ServerSession, id, params
 			return nil, false
 		}
 	}
-	s.metrics.Request("tools/list", "", "", "ok", "", time.Since(start)) // telemetryMiddleware
+	s.obs.Metrics().Request("tools/list", "", "", "ok", "", time.Since(start)) // telemetryMiddleware
 	return resp, true
 }
 
@@ -206,10 +207,10 @@ func (m *mcpEndpoint) serveLeanList(w http.ResponseWriter, r *http.Request, e *h
 	f := checkFrame(body)
 	// The SDK writes the id it decoded: one it would spell otherwise
 	// (1.5, escapes) is its to answer.
-	if f.kind != frameRequest || f.method != "tools/list" || needsMapping(f.id) || requestEra(f.params) != eraLegacy {
+	if f.Kind != wire.Request || f.Method != "tools/list" || needsMapping(f.ID) || requestEra(f.Params) != eraLegacy {
 		return false
 	}
-	resp, ok := m.s.leanList(r.Context(), ss, f.id, f.params, false, auth.TokenInfoFromContext(r.Context()))
+	resp, ok := m.s.leanList(r.Context(), ss, f.ID, f.Params, false, auth.TokenInfoFromContext(r.Context()))
 	if !ok {
 		return false
 	}
@@ -241,14 +242,14 @@ func (m *mcpEndpoint) serveLeanModernList(w http.ResponseWriter, r *http.Request
 		return false
 	}
 	f := checkFrame(body)
-	if f.kind != frameRequest || f.method != "tools/list" || needsMapping(f.id) || requestEra(f.params) != eraModern {
+	if f.Kind != wire.Request || f.Method != "tools/list" || needsMapping(f.ID) || requestEra(f.Params) != eraModern {
 		return false
 	}
-	meta := member(f.params, "_meta") // requestEra: an object without escapes
-	if v, ok := rawString(member(meta, era.KeyProtocolVersion)); !ok || v != r.Header.Get("Mcp-Protocol-Version") {
+	meta := wire.Member(f.Params, "_meta") // requestEra: an object without escapes
+	if v, ok := wire.RawString(wire.Member(meta, era.KeyProtocolVersion)); !ok || v != r.Header.Get("Mcp-Protocol-Version") {
 		return false // -32020 from the SDK
 	}
-	resp, ok := m.s.leanList(r.Context(), nil, f.id, f.params, true, auth.TokenInfoFromContext(r.Context()))
+	resp, ok := m.s.leanList(r.Context(), nil, f.ID, f.Params, true, auth.TokenInfoFromContext(r.Context()))
 	if !ok {
 		return false
 	}
@@ -264,12 +265,12 @@ func (m *mcpEndpoint) serveLeanModernList(w http.ResponseWriter, r *http.Request
 // list serves the stdio tools/list request f on the lean path if its answer
 // is prepared, and reports whether it did. The answer is written before the
 // next line is read; nothing of the line is kept.
-func (l *lean) list(ctx context.Context, f frame) bool {
-	modern, ok := leanEra(f.params)
+func (l *lean) list(ctx context.Context, f wire.Frame) bool {
+	modern, ok := leanEra(f.Params)
 	if !ok {
 		return false
 	}
-	resp, ok := l.s.leanList(ctx, l.ss, f.id, f.params, modern, nil)
+	resp, ok := l.s.leanList(ctx, l.ss, f.ID, f.Params, modern, nil)
 	if !ok {
 		return false
 	}

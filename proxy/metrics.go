@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/manifold-mcp/manifold/internal/telemetry"
-	"github.com/manifold-mcp/manifold/policy"
 )
 
 // newMetrics returns the proxy's registry, whose gauges read the upstreams'
@@ -49,45 +48,7 @@ func (s *Server) newMetrics() *telemetry.Metrics {
 
 // MetricsHandler serves GET /metrics, or is nil when Options.Metrics is off.
 func (s *Server) MetricsHandler() http.Handler {
-	if s.metrics == nil {
-		return nil
-	}
-	return s.metrics.Handler()
-}
-
-// observe feeds the metrics from a finished request's audit record, so that
-// the audit log and the metrics count the same outcomes. Labels come only
-// from the configured catalog: a tool name that is not an exposed, visible
-// tool (unknown, hidden, of a server that is down) is counted as
-// telemetry.Other, never as the client's string.
-func (s *Server) observe(rec *auditRecord, start time.Time) {
-	if s.metrics == nil {
-		return
-	}
-	server, tool := rec.Server, ""
-	if rec.Method == "tools/call" {
-		tool = rec.Exposed
-		if _, _, ok := s.catalog.Load().visibleTool(tool, policy.Widest); !ok {
-			tool = telemetry.Other
-		}
-		if server == "" {
-			server = telemetry.Other
-		}
-	}
-	refused := ""
-	switch rec.Outcome {
-	case "rate limited":
-		refused = "rate_limit"
-	case "hidden", "denied":
-		refused = "policy"
-	case "budget spent":
-		refused = "budget"
-	case "argument limit":
-		refused = "argument_limit"
-	case "awaits review":
-		refused = "pin"
-	}
-	s.metrics.Request(rec.Method, server, tool, rec.Outcome, refused, time.Since(start))
+	return s.obs.MetricsHandler()
 }
 
 // MetricsServer returns an http.Server for a listener of the metrics' own

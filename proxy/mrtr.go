@@ -21,6 +21,7 @@ import (
 
 	"github.com/manifold-mcp/manifold/internal/jsonscan"
 	"github.com/manifold-mcp/manifold/proxy/era"
+	"github.com/manifold-mcp/manifold/proxy/internal/wire"
 )
 
 // This file bridges the protocol eras for tools/call (README "Bridges: what
@@ -63,7 +64,7 @@ type reqEra struct {
 func callEra(ss *mcp.ServerSession, meta json.RawMessage) reqEra {
 	var e reqEra
 	if len(meta) > 0 && mayBeModern(meta) {
-		e = callEraMemo.get(eraKey(meta), metaEra)
+		e = callEraMemo.Get(eraKey(meta), metaEra)
 	}
 	if e.modern {
 		return e
@@ -85,7 +86,7 @@ func callEra(ss *mcp.ServerSession, meta json.RawMessage) reqEra {
 	return e
 }
 
-var callEraMemo memo[reqEra]
+var callEraMemo wire.Memo[reqEra]
 
 var markProtocolVersionKey = []byte(`"` + era.KeyProtocolVersion + `"`)
 
@@ -99,11 +100,11 @@ func eraKey(meta []byte) []byte {
 	if bytes.IndexByte(meta, '\\') >= 0 || bytes.Count(meta, markProgressToken) != 1 {
 		return meta
 	}
-	start, end, found := memberSpan(meta, "progressToken")
+	start, end, found := wire.MemberSpan(meta, "progressToken")
 	if !found {
 		return meta
 	}
-	return splice(meta, start, end, []byte("0"))
+	return wire.Splice(meta, start, end, []byte("0"))
 }
 
 // mayBeModern reports whether a raw _meta may name a protocol version, and
@@ -154,9 +155,9 @@ func withRequestMeta(ctx context.Context, meta json.RawMessage) context.Context 
 
 // stripRequestMeta is era.StripMetaRaw of a modern request's raw _meta (the
 // era's own keys removed; nil when nothing is left), read once for the same
-// bytes (memo.go). The result is the caller's own copy.
+// bytes (wire.Memo). The result is the caller's own copy.
 func stripRequestMeta(meta json.RawMessage) json.RawMessage {
-	out := stripMemo.get(meta, func(b []byte) json.RawMessage {
+	out := stripMemo.Get(meta, func(b []byte) json.RawMessage {
 		if s := era.StripMetaRaw(b); s != nil {
 			return bytes.Clone(s) // s may be b, which the memo must not keep
 		}
@@ -168,7 +169,7 @@ func stripRequestMeta(meta json.RawMessage) json.RawMessage {
 	return bytes.Clone(out)
 }
 
-var stripMemo memo[json.RawMessage]
+var stripMemo wire.Memo[json.RawMessage]
 
 // principal names who a sealed state (and an approval) belongs to: the
 // downstream session; without one, the stdio client (there is one), or over
@@ -772,7 +773,7 @@ func declareCaps(meta, caps json.RawMessage) (json.RawMessage, error) {
 		out := make([]byte, 0, len(key)+len(caps)+2)
 		return append(append(append(append(out, '{'), key...), caps...), '}'), nil
 	}
-	if meta[0] == '{' && bytes.IndexByte(meta, '\\') < 0 && jsonscan.Valid(meta) && member(meta, mcp.MetaKeyClientCapabilities) == nil {
+	if meta[0] == '{' && bytes.IndexByte(meta, '\\') < 0 && jsonscan.Valid(meta) && wire.Member(meta, mcp.MetaKeyClientCapabilities) == nil {
 		out := make([]byte, 0, len(meta)+len(key)+len(caps)+2)
 		out = append(append(append(out, '{'), key...), caps...)
 		if rest := bytes.TrimSpace(meta[1:]); len(rest) > 0 && rest[0] != '}' {

@@ -25,6 +25,7 @@ import (
 	"github.com/manifold-mcp/manifold/internal/redact"
 	"github.com/manifold-mcp/manifold/internal/telemetry"
 	"github.com/manifold-mcp/manifold/policy"
+	"github.com/manifold-mcp/manifold/proxy/observe"
 	"github.com/manifold-mcp/manifold/proxy/pin"
 	"github.com/manifold-mcp/manifold/proxy/search/embedcache"
 	"github.com/manifold-mcp/manifold/upstream"
@@ -301,10 +302,8 @@ type Server struct {
 	answerTo     atomic.Pointer[mcpEndpoint]  // receives the answers other replicas relay (answerrelay.go)
 	labels       labeler                      // labels results as data (label.go)
 	ledger       SpendLedger
-	audit        *auditor                   // the client's logging/setLevel, for servers that start later
-	metrics      *telemetry.Metrics         // nil when Options.Metrics is off
+	obs          *observe.Observer          // the audit log, metrics and traces of each request
 	resume       atomic.Pointer[eventStore] // the HTTP endpoint's, for the metrics; nil over stdio
-	tracer       *telemetry.Tracer          // nil when traces are off
 
 	capsMu       sync.Mutex
 	clientCaps   *mcp.ClientCapabilities // guarded by capsMu; offered to upstreams
@@ -370,13 +369,17 @@ func New(opts Options) (*Server, error) {
 	s.pins.Store(opts.Lock)
 	s.catOpts.Store(&opts.Catalog)
 	s.leftOut.Store(&opts.LeftOut)
+	obsOpts := observe.Options{AuditArguments: opts.AuditArguments, Tracer: opts.Tracer, Listed: func(tool string) bool {
+		_, _, ok := s.catalog.Load().visibleTool(tool, policy.Widest)
+		return ok
+	}}
 	if opts.Audit != nil {
-		s.audit = &auditor{w: opts.Redactor.Writer(opts.Audit), args: opts.AuditArguments}
+		obsOpts.Audit = opts.Redactor.Writer(opts.Audit)
 	}
 	if opts.Metrics {
-		s.metrics = s.newMetrics()
+		obsOpts.Metrics = s.newMetrics()
 	}
-	s.tracer = opts.Tracer
+	s.obs = observe.New(obsOpts)
 	g, err := s.newGeneration(opts.Servers, nil)
 	if err != nil {
 		return nil, err
@@ -552,11 +555,11 @@ func (s *Server) Close() error {
 		if err := s.opts.Reaper.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("reaper: %w", err))
 		}
-		if s.tracer != nil {
+		if s.obs.Tracing() {
 			// The spans not yet exported go now, briefly: a collector
 			// that is down does not hold the exit.
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-			if err := s.tracer.Shutdown(ctx); err != nil {
+			if err := s.obs.Shutdown(ctx); err != nil {
 				s.log.Warn("traces: exporting the last spans failed", "err", err)
 			}
 			cancel()

@@ -15,6 +15,7 @@ import (
 	"github.com/manifold-mcp/manifold/policy"
 	"github.com/manifold-mcp/manifold/proxy/era"
 	"github.com/manifold-mcp/manifold/proxy/naming"
+	"github.com/manifold-mcp/manifold/proxy/observe"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -77,7 +78,7 @@ func (s *Server) newMCPServer() *mcp.Server {
 	})
 	srv.AddReceivingMiddleware(s.identityMiddleware, s.routingMiddleware)
 	srv.AddSendingMiddleware(s.listChangedMiddleware)
-	if s.tracer != nil || s.metrics != nil {
+	if s.obs.Tracing() || s.obs.Metrics() != nil {
 		srv.AddReceivingMiddleware(s.telemetryMiddleware)
 	}
 	// Outermost (added last): what reaches a client is masked last.
@@ -354,8 +355,8 @@ func rpcError(server string, err error) error {
 
 func (s *Server) readResource(ctx context.Context, ss *mcp.ServerSession, p *mcp.ReadResourceParams) (res *mcp.ReadResourceResult, err error) {
 	start := time.Now()
-	rec := auditRecord{Method: "resources/read", Exposed: p.URI, Decision: "denied", Outcome: "not found", Identity: identityFrom(ctx).subject}
-	if s.audit != nil || s.metrics != nil {
+	rec := observe.Record{Method: "resources/read", Exposed: p.URI, Decision: "denied", Outcome: "not found", Identity: identityFrom(ctx).subject}
+	if s.obs.Records() {
 		defer func() {
 			if err != nil && rec.Outcome == "" {
 				rec.Outcome, rec.Error = "error", err.Error()
@@ -368,8 +369,8 @@ func (s *Server) readResource(ctx context.Context, ss *mcp.ServerSession, p *mcp
 				}
 			}
 			rec.Catalog = s.sessionMode(ctx, ss, nil, s.catalog.Load(), false)
-			s.observe(&rec, start)
-			s.audit.record(ss, rec, start, nil)
+			recordSession(&rec, ss)
+			s.obs.Record(rec, start, nil)
 		}()
 	}
 	s.waitReady(ctx)
@@ -385,7 +386,7 @@ func (s *Server) readResource(ctx context.Context, ss *mcp.ServerSession, p *mcp
 	who := identityFrom(ctx).policy()
 	d := c.resourceAllowed(server, original, uri, who)
 	rec.Exposed, rec.Server, rec.Original = uri, server, original
-	if rec.Decision, rec.Rule = decisionWords(d); !d.Visible {
+	if rec.Decision, rec.Rule = observe.DecisionWords(d); !d.Visible {
 		rec.Outcome = "denied"
 		return nil, mcp.ResourceNotFoundError(p.URI) // a denied resource does not exist for the caller
 	}
@@ -404,7 +405,7 @@ func (s *Server) readResource(ctx context.Context, ss *mcp.ServerSession, p *mcp
 	defer b.enter(ctx, ss)() // what the server asks meanwhile may be this read's (relay.go)
 	fwd := *p
 	fwd.URI = original
-	ctx, fwd.Meta = s.traceMeta(ctx, fwd.Meta)
+	ctx, fwd.Meta = s.obs.TraceMeta(ctx, fwd.Meta)
 	res, err = cs.ReadResource(ctx, &fwd)
 	if err != nil {
 		return nil, rpcError(server, err)
@@ -463,8 +464,8 @@ func (s *Server) handleGetPrompt(ctx context.Context, req *mcp.GetPromptRequest)
 	start := time.Now()
 	id := requestIdentity(ctx, req)
 	who := id.policy()
-	rec := auditRecord{Method: "prompts/get", Exposed: req.Params.Name, Decision: "allowed", Identity: id.subject}
-	if s.audit != nil || s.metrics != nil {
+	rec := observe.Record{Method: "prompts/get", Exposed: req.Params.Name, Decision: "allowed", Identity: id.subject}
+	if s.obs.Records() {
 		defer func() {
 			if err != nil {
 				rec.Outcome, rec.Error = cmp.Or(rec.Outcome, "error"), err.Error()
@@ -475,8 +476,8 @@ func (s *Server) handleGetPrompt(ctx context.Context, req *mcp.GetPromptRequest)
 				}
 			}
 			rec.Catalog = s.sessionMode(ctx, req.Session, nil, s.catalog.Load(), false)
-			s.observe(&rec, start)
-			s.audit.record(req.Session, rec, start, nil)
+			recordSession(&rec, req.Session)
+			s.obs.Record(rec, start, nil)
 		}()
 	}
 	c := s.catalog.Load()
@@ -489,7 +490,7 @@ func (s *Server) handleGetPrompt(ctx context.Context, req *mcp.GetPromptRequest)
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", req.Params.Name)}
 	}
 	rec.Server, rec.Original = e.Server, e.Original
-	rec.Decision, rec.Rule = decisionWords(d)
+	rec.Decision, rec.Rule = observe.DecisionWords(d)
 	if r := d.Limits.Rate; !r.IsZero() {
 		// Buckets are per exposed item; a prompt's never shares a tool's.
 		wait, err := s.takeRate(ctx, rateKey("prompt\x00"+req.Params.Name, d.Limits, id), r)
@@ -524,7 +525,7 @@ func (s *Server) handleGetPrompt(ctx context.Context, req *mcp.GetPromptRequest)
 	defer b.enter(ctx, req.Session)() // what the server asks meanwhile may be this request's (relay.go)
 	fwd := *req.Params
 	fwd.Name = e.Original
-	ctx, fwd.Meta = s.traceMeta(ctx, fwd.Meta)
+	ctx, fwd.Meta = s.obs.TraceMeta(ctx, fwd.Meta)
 	res, err = cs.GetPrompt(ctx, &fwd)
 	if err != nil {
 		return nil, rpcError(e.Server, err)

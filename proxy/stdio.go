@@ -18,6 +18,8 @@ import (
 
 	"github.com/manifold-mcp/manifold/internal/jsonscan"
 	"github.com/manifold-mcp/manifold/proxy/era"
+	"github.com/manifold-mcp/manifold/proxy/internal/wire"
+	"github.com/manifold-mcp/manifold/proxy/observe"
 )
 
 // ServeStdio serves one downstream client over newline-delimited JSON-RPC on r
@@ -138,7 +140,7 @@ type sdkIDs struct {
 // (which Go writes escaped), and strings in the proxy's own id space.
 func needsMapping(id []byte) bool {
 	if id[0] != '"' {
-		return !exactInt64(id)
+		return !wire.ExactInt64(id)
 	}
 	return bytes.IndexByte(id, '\\') >= 0 || bytes.Contains(id, []byte("\u2028")) ||
 		bytes.Contains(id, []byte("\u2029")) || bytes.HasPrefix(id, []byte(mappedIDPrefix))
@@ -282,7 +284,7 @@ func (l *lean) readLoop(ctx context.Context, r io.Reader, sdk io.Writer) error {
 		line := chunk
 		switch {
 		case over > 0:
-			l.writeError(nullID, tooLarge(over+len(chunk), limit))
+			l.writeError(wire.NullID, tooLarge(over+len(chunk), limit))
 			line, over = nil, 0
 		case long != nil:
 			line = append(long, chunk...)
@@ -310,52 +312,52 @@ func (l *lean) handle(ctx context.Context, line []byte, sdk io.Writer, limit int
 	if msg := bytes.TrimSpace(line); len(msg) == 0 {
 		return nil // blank line
 	} else if len(msg) >= limit { // the SDK counts the newline too
-		l.writeError(nullID, tooLarge(len(msg), limit))
+		l.writeError(wire.NullID, tooLarge(len(msg), limit))
 		return nil
 	}
 	f := checkFrame(line)
-	switch f.kind {
-	case frameBad:
-		if f.bad == nil {
-			l.s.log.Warn("dropped a downstream message", "why", f.why, "line", truncate(f.msg, 200))
+	switch f.Kind {
+	case wire.Bad:
+		if f.Bad == nil {
+			l.s.log.Warn("dropped a downstream message", "why", f.Why, "line", truncate(f.Msg, 200))
 		} else {
-			l.writeError(f.badID, f.bad)
+			l.writeError(f.BadID, &jsonrpc.Error{Code: f.Bad.Code, Message: f.Bad.Message})
 		}
 		return nil
-	case frameRequest:
-		if l.inUse(f.id) {
-			l.writeError(f.id, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
-				Message: "invalid request: id " + string(f.id) + " is already used by a request in flight; use a new id for every request"})
+	case wire.Request:
+		if l.inUse(f.ID) {
+			l.writeError(f.ID, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
+				Message: "invalid request: id " + string(f.ID) + " is already used by a request in flight; use a new id for every request"})
 			return nil
 		}
 		fallthrough
-	case frameNotification:
+	case wire.Notification:
 		if l.divert(ctx, f) {
 			return nil
 		}
 	}
-	msg := f.msg
-	if f.kind == frameNotification && f.method == "notifications/cancelled" {
+	msg := f.Msg
+	if f.Kind == wire.Notification && f.Method == "notifications/cancelled" {
 		if msg = l.mapCancel(f); msg == nil {
 			return nil
 		}
 	}
 	var id []byte
-	if f.kind == frameRequest {
-		id = l.ids.add(f.id)
-		if !bytes.Equal(id, f.id) {
-			msg = make([]byte, 0, len(f.msg)+len(id))
-			msg = append(append(append(msg, f.msg[:f.idAt]...), id...), f.msg[f.idAt+len(f.id):]...)
+	if f.Kind == wire.Request {
+		id = l.ids.add(f.ID)
+		if !bytes.Equal(id, f.ID) {
+			msg = make([]byte, 0, len(f.Msg)+len(id))
+			msg = append(append(append(msg, f.Msg[:f.IDAt]...), id...), f.Msg[f.IDAt+len(f.ID):]...)
 		}
 	}
 	// The SDK ends the session on any message it cannot decode: ask its
 	// own decoder first (checkResponse already did for responses).
-	if f.kind != frameResponse {
+	if f.Kind != wire.Response {
 		if _, err := jsonrpc.DecodeMessage(msg); err != nil {
-			badID := nullID
+			badID := wire.NullID
 			if id != nil {
 				l.ids.answered(id)
-				badID = f.id
+				badID = f.ID
 			}
 			l.writeError(badID, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "invalid request: " + err.Error()})
 			return nil
@@ -364,6 +366,19 @@ func (l *lean) handle(ctx context.Context, line []byte, sdk io.Writer, limit int
 	buf := make([]byte, 0, len(msg)+1)
 	_, err := sdk.Write(append(append(buf, msg...), '\n'))
 	return err
+}
+
+// checkFrame classifies one line read from the downstream client
+// (wire.Check); a response the SDK cannot decode is dropped too, since the
+// SDK would end the session on it.
+func checkFrame(line []byte) wire.Frame {
+	f := wire.Check(line)
+	if f.Kind == wire.Response {
+		if _, err := jsonrpc.DecodeMessage(f.Msg); err != nil {
+			return f.Drop("a response that cannot be decoded: " + err.Error())
+		}
+	}
+	return f
 }
 
 func truncate(b []byte, n int) string {
@@ -377,16 +392,16 @@ func truncate(b []byte, n int) string {
 // prepared) on the lean path and reports whether it did. A downstream
 // cancellation of a lean call cancels it (and is also passed on to the SDK,
 // which ignores ids it does not know).
-func (l *lean) divert(ctx context.Context, f frame) bool {
-	if f.kind == frameRequest && f.method == "tools/list" {
+func (l *lean) divert(ctx context.Context, f wire.Frame) bool {
+	if f.Kind == wire.Request && f.Method == "tools/list" {
 		return l.list(ctx, f) // listlean.go
 	}
-	if f.method != "tools/call" && f.method != "notifications/cancelled" {
+	if f.Method != "tools/call" && f.Method != "notifications/cancelled" {
 		return false
 	}
 	switch {
-	case f.kind == frameRequest && f.method == "tools/call":
-		modern, ok := leanEra(f.params)
+	case f.Kind == wire.Request && f.Method == "tools/call":
+		modern, ok := leanEra(f.Params)
 		if !ok {
 			return false
 		}
@@ -396,15 +411,15 @@ func (l *lean) divert(ctx context.Context, f frame) bool {
 			// capabilities), the lean path serves the next ones.
 			return false
 		}
-		id := json.RawMessage(bytes.Clone(f.id))
+		id := json.RawMessage(bytes.Clone(f.ID))
 		// The line is the reader's buffer, read over by the next line:
 		// the call keeps a copy.
-		fields, err := splitParams(bytes.Clone(f.params))
+		fields, err := wire.SplitParams(bytes.Clone(f.Params))
 		if err != nil {
 			l.writeError(id, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid tools/call params: %v", err)})
 			return true
 		}
-		name, ok := rawString(fields["name"])
+		name, ok := wire.RawString(fields["name"])
 		if !ok || name == "" {
 			l.writeError(id, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call needs a tool name in params.name"})
 			return true
@@ -420,8 +435,8 @@ func (l *lean) divert(ctx context.Context, f frame) bool {
 				fields["_meta"] = meta
 			}
 		}
-		if l.s.tracer != nil {
-			ctx = context.WithValue(ctx, requestIDKey{}, string(id)) // jsonrpc.request.id of the span
+		if l.s.obs.Tracing() {
+			ctx = observe.WithRequestID(ctx, string(id)) // jsonrpc.request.id of the span
 		}
 		cctx, cancel := context.WithCancel(ctx)
 		key := string(id)
@@ -457,11 +472,11 @@ func (l *lean) divert(ctx context.Context, f frame) bool {
 			l.writeResult(id, raw)
 		})
 		return true
-	case f.kind == frameNotification && f.method == "notifications/cancelled":
+	case f.Kind == wire.Notification && f.Method == "notifications/cancelled":
 		if l.ss.InitializeParams() == nil {
 			return false
 		}
-		if rid := member(f.params, "requestId"); rid != nil {
+		if rid := wire.Member(f.Params, "requestId"); rid != nil {
 			l.mu.Lock()
 			cancel := l.inflight[string(rid)]
 			l.mu.Unlock()
@@ -502,21 +517,21 @@ func leanEra(params []byte) (modern, ok bool) {
 // escaped in _meta (which the scanner would read otherwise than the SDK).
 // Every other modern frame goes to the SDK, which answers or refuses it.
 func requestEra(params []byte) int {
-	meta := member(params, "_meta")
+	meta := wire.Member(params, "_meta")
 	if len(meta) == 0 || meta[0] != '{' || !mayBeModern(meta) {
 		return eraLegacy
 	}
-	return requestEraMemo.get(eraKey(meta), metaRequestEra)
+	return requestEraMemo.Get(eraKey(meta), metaRequestEra)
 }
 
-var requestEraMemo memo[int]
+var requestEraMemo wire.Memo[int]
 
 // metaRequestEra is requestEra of a request whose _meta is the object meta.
 func metaRequestEra(meta []byte) int {
 	if bytes.IndexByte(meta, '\\') >= 0 {
 		return eraSDK
 	}
-	pv := member(meta, era.KeyProtocolVersion)
+	pv := wire.Member(meta, era.KeyProtocolVersion)
 	if len(pv) == 0 || pv[0] != '"' {
 		return eraLegacy
 	}
@@ -527,15 +542,15 @@ func metaRequestEra(meta []byte) int {
 	if !slices.Contains(downstreamVersions, version) {
 		return eraSDK // -32022, with the versions served
 	}
-	if member(meta, era.KeyLogLevel) != nil {
+	if wire.Member(meta, era.KeyLogLevel) != nil {
 		return eraSDK
 	}
-	caps := member(meta, era.KeyClientCapabilities)
+	caps := wire.Member(meta, era.KeyClientCapabilities)
 	var c clientCapsV2
 	if len(caps) == 0 || caps[0] != '{' || json.Unmarshal(caps, &c) != nil {
 		return eraSDK // -32602: missing or invalid
 	}
-	if info := member(meta, era.KeyClientInfo); info != nil {
+	if info := wire.Member(meta, era.KeyClientInfo); info != nil {
 		var impl mcp.Implementation
 		if info[0] != '{' || json.Unmarshal(info, &impl) != nil {
 			return eraSDK
@@ -564,7 +579,7 @@ func modernCallResult(raw json.RawMessage, serverInfo []byte) json.RawMessage {
 	}
 	entry := append([]byte(`"`+era.KeyServerInfo+`":`), serverInfo...)
 	out := make([]byte, 0, len(raw)+len(entry)+64)
-	meta := member(raw, "_meta")
+	meta := wire.Member(raw, "_meta")
 	switch {
 	case meta == nil:
 		out = append(append(append(out, `{"_meta":{`...), entry...), '}')
@@ -577,7 +592,7 @@ func modernCallResult(raw json.RawMessage, serverInfo []byte) json.RawMessage {
 	default:
 		at := cap(raw) - cap(meta) // meta is a slice of raw
 		var inner []byte
-		if old := member(meta, era.KeyServerInfo); old != nil {
+		if old := wire.Member(meta, era.KeyServerInfo); old != nil {
 			oat := cap(meta) - cap(old)
 			inner = append(append(append(inner, meta[:oat]...), serverInfo...), meta[oat+len(old):]...)
 		} else {
@@ -588,7 +603,7 @@ func modernCallResult(raw json.RawMessage, serverInfo []byte) json.RawMessage {
 		}
 		out = append(append(append(out, raw[:at]...), inner...), raw[at+len(meta):]...)
 	}
-	if member(out, "resultType") == nil {
+	if wire.Member(out, "resultType") == nil {
 		out = append(out[:len(out)-1], `,"resultType":"complete"}`...)
 	}
 	return out
@@ -598,18 +613,18 @@ func modernCallResult(raw json.RawMessage, serverInfo []byte) json.RawMessage {
 // the SDK would read as another id (1.5 as 1) is replaced by the proxy's id
 // for that request. It returns nil to drop f when no such request is in
 // flight.
-func (l *lean) mapCancel(f frame) []byte {
-	rid := member(f.params, "requestId")
+func (l *lean) mapCancel(f wire.Frame) []byte {
+	rid := wire.Member(f.Params, "requestId")
 	if len(rid) == 0 || !needsMapping(rid) {
-		return f.msg
+		return f.Msg
 	}
 	own := l.ids.own(rid)
 	if own == nil {
 		return nil
 	}
-	at := cap(f.msg) - cap(rid) // rid is a slice of f.msg
-	msg := make([]byte, 0, len(f.msg)+len(own))
-	return append(append(append(msg, f.msg[:at]...), own...), f.msg[at+len(rid):]...)
+	at := cap(f.Msg) - cap(rid) // rid is a slice of f.Msg
+	msg := make([]byte, 0, len(f.Msg)+len(own))
+	return append(append(append(msg, f.Msg[:at]...), own...), f.Msg[at+len(rid):]...)
 }
 
 // inUse reports whether a request with id is in flight on either path. The
@@ -620,30 +635,6 @@ func (l *lean) inUse(id []byte) bool {
 	_, lean := l.inflight[string(id)]
 	l.mu.Unlock()
 	return lean || l.ids.has(id)
-}
-
-// member returns the raw value of the member key of obj, a valid JSON object
-// (or nil), matched exactly as the SDK matches it: case-sensitively, the last
-// one when repeated.
-func member(obj []byte, key string) []byte {
-	if len(obj) == 0 || obj[0] != '{' {
-		return nil
-	}
-	var val []byte
-	for i := jsonscan.SkipSpace(obj, 1); i < len(obj) && obj[i] == '"'; {
-		end := jsonscan.SkipString(obj, i)
-		k := obj[i+1 : end-1]
-		i = jsonscan.SkipSpace(obj, jsonscan.SkipSpace(obj, end)+1)
-		vend := jsonscan.SkipValue(obj, i)
-		if string(k) == key {
-			val = obj[i:vend]
-		}
-		i = jsonscan.SkipSpace(obj, vend)
-		if i < len(obj) && obj[i] == ',' {
-			i = jsonscan.SkipSpace(obj, i+1)
-		}
-	}
-	return val
 }
 
 func (l *lean) writeResult(id, result json.RawMessage) {

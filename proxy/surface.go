@@ -17,6 +17,8 @@ import (
 
 	"github.com/manifold-mcp/manifold/policy"
 	"github.com/manifold-mcp/manifold/proxy/era"
+	"github.com/manifold-mcp/manifold/proxy/internal/wire"
+	"github.com/manifold-mcp/manifold/proxy/observe"
 	"github.com/manifold-mcp/manifold/proxy/search"
 	"github.com/manifold-mcp/manifold/proxy/search/embedcache"
 )
@@ -240,7 +242,7 @@ func clientOf(ctx context.Context, ss *mcp.ServerSession, meta mcp.Meta) clientI
 		raw, _ = json.Marshal(meta)
 	}
 	if len(raw) > 0 {
-		if m := metaClientMemo.get(raw, metaClient); m.modern {
+		if m := metaClientMemo.Get(raw, metaClient); m.modern {
 			id.modern, id.protocol = true, m.protocol
 			if m.hasInfo {
 				id.name, id.version = m.name, m.version
@@ -250,7 +252,7 @@ func clientOf(ctx context.Context, ss *mcp.ServerSession, meta mcp.Meta) clientI
 	return id
 }
 
-var metaClientMemo memo[metaClientInfo]
+var metaClientMemo wire.Memo[metaClientInfo]
 
 // servedMetaVersion returns the protocol version the _meta recorded on ctx
 // (withRequestMeta) names, if it is a 2026-07-28 request's and one the
@@ -260,7 +262,7 @@ func servedMetaVersion(ctx context.Context) string {
 	if !ok || len(raw) == 0 {
 		return ""
 	}
-	if m := metaClientMemo.get(raw, metaClient); m.modern && slices.Contains(downstreamVersions, m.protocol) {
+	if m := metaClientMemo.Get(raw, metaClient); m.modern && slices.Contains(downstreamVersions, m.protocol) {
 		return m.protocol
 	}
 	return ""
@@ -337,7 +339,7 @@ func requestCaps(ctx context.Context, ss *mcp.ServerSession, meta mcp.Meta) []st
 	if len(raw) == 0 {
 		return nil
 	}
-	return metaClientMemo.get(raw, metaClient).caps
+	return metaClientMemo.Get(raw, metaClient).caps
 }
 
 // clientRegistry tracks the connected clients and the catalog mode each got,
@@ -1042,10 +1044,12 @@ func (s *Server) callThrough(ctx context.Context, ss *mcp.ServerSession, via str
 	if _, _, ok := c.visibleTool(target, who); ok {
 		class := toolClass(c.toolAnn[target])
 		if want := classOfCallTool[via]; class != want {
-			if s.audit != nil {
+			if s.obs.Audits() {
 				e, _ := c.tools.Lookup(target)
-				s.audit.record(ss, auditRecord{Method: "tools/call", Exposed: target, Original: e.Original, Server: e.Server,
-					Decision: "denied", Outcome: "wrong call tool", Via: via, Catalog: ModeSearch, Identity: identityFrom(ctx).subject}, time.Now(), nil)
+				rec := observe.Record{Method: "tools/call", Exposed: target, Original: e.Original, Server: e.Server,
+					Decision: "denied", Outcome: "wrong call tool", Via: via, Catalog: ModeSearch, Identity: identityFrom(ctx).subject}
+				recordSession(&rec, ss)
+				s.obs.Audit(rec, time.Now(), nil)
 			}
 			answer(toolError("%q is a %s tool, so %s does not run it (each call tool runs one kind, so that your client can approve reads, changes and deletions apart); call it with %s. Nothing was executed.",
 				target, class, via, callToolOf(class)))

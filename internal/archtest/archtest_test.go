@@ -34,10 +34,17 @@ type rule struct {
 	dir string
 	// stdlibOnly allows only the standard library and packages under dir.
 	stdlibOnly bool
+	// allow lists import-path prefixes a stdlibOnly rule permits besides
+	// the standard library.
+	allow []string
 	// forbidden lists import-path prefixes (whole path elements) that no package
 	// under dir may reach. A prefix does not apply to packages inside it, so the
 	// rule "nothing imports cmd" leaves cmd's own packages free to import each other.
 	forbidden []string
+	// forbiddenPkgs lists packages (whole import paths, not prefixes) that no
+	// package under dir may reach, even one inside them: a room under proxy/
+	// may import its sibling rooms but not package proxy itself.
+	forbiddenPkgs []string
 }
 
 // rules is ARCHITECTURE §1 as data.
@@ -72,6 +79,15 @@ var rules = []rule{
 	// proxy/pin fingerprints, diffs and scans definitions and reads the lock
 	// file's text; pure, no SDK types, so its rules can be tested alone.
 	{dir: "proxy/pin", stdlibOnly: true},
+	// proxy/internal/wire is the raw JSON-RPC byte work of the lean paths
+	// (ARCHITECTURE §1 "The house"): no server, no session, no SDK.
+	{dir: "proxy/internal/wire", stdlibOnly: true, allow: []string{module + "/internal/jsonscan"}},
+	// proxy/observe turns one record of a request into the audit line, the
+	// metrics and the spans; like every room it never imports the root
+	// (proxy) or a face (proxy/serve).
+	{dir: "proxy/observe", forbiddenPkgs: []string{module + "/proxy"}, forbidden: []string{
+		module + "/proxy/serve", module + "/internal/config", module + "/plugins", module + "/cmd", toml, goPlugin,
+	}},
 	{dir: "upstream", forbidden: []string{
 		module + "/proxy", module + "/policy", module + "/plugins", module + "/internal/config",
 		module + "/cmd", toml, goPlugin,
@@ -171,6 +187,9 @@ func (r rule) violations(pkgs []pkg) []string {
 				continue // its own imports are reported through it
 			}
 			for _, imp := range byPath[path].Imports {
+				if imp == "C" {
+					continue // cgo's pseudo-package (net imports it), part of the toolchain
+				}
 				if _, seen := via[imp]; !seen {
 					via[imp] = path
 					queue = append(queue, imp)
@@ -184,8 +203,11 @@ func (r rule) violations(pkgs []pkg) []string {
 // forbids returns why the package under rule r whose path is from may not reach
 // p, or "" if it may.
 func (r rule) forbids(self, from string, p pkg) string {
-	if r.stdlibOnly && !p.Standard && !under(p.ImportPath, self) {
+	if r.stdlibOnly && !p.Standard && !under(p.ImportPath, self) && !slices.ContainsFunc(r.allow, func(a string) bool { return under(p.ImportPath, a) }) {
 		return "may import only the standard library, but imports " + p.ImportPath
+	}
+	if slices.Contains(r.forbiddenPkgs, p.ImportPath) {
+		return "must not import " + p.ImportPath
 	}
 	for _, f := range r.forbidden {
 		if under(p.ImportPath, f) && !under(from, f) {
@@ -346,6 +368,32 @@ func TestViolations(t *testing.T) {
 			want: []string{
 				policy + " may import only the standard library, but imports github.com/google/go-cmp/cmp: " +
 					policy + " -> github.com/google/go-cmp/cmp",
+			},
+		},
+		{
+			name: "stdlib only, with an allowed package",
+			rule: rule{dir: "proxy/internal/wire", stdlibOnly: true, allow: []string{module + "/internal/jsonscan"}},
+			pkgs: []pkg{
+				{ImportPath: module + "/proxy/internal/wire", Imports: []string{"bytes", module + "/internal/jsonscan", goSDK + "/jsonrpc"}},
+				{ImportPath: module + "/internal/jsonscan", DepOnly: true, Imports: []string{"bytes"}},
+				{ImportPath: goSDK + "/jsonrpc", DepOnly: true},
+				{ImportPath: "bytes", Standard: true, DepOnly: true},
+			},
+			want: []string{
+				module + "/proxy/internal/wire may import only the standard library, but imports " + goSDK + "/jsonrpc: " +
+					module + "/proxy/internal/wire -> " + goSDK + "/jsonrpc",
+			},
+		},
+		{
+			name: "a room may import its siblings but not the root",
+			rule: rule{dir: "proxy/observe", forbiddenPkgs: []string{proxy}},
+			pkgs: []pkg{
+				{ImportPath: proxy + "/observe", Imports: []string{naming, proxy}},
+				{ImportPath: naming, DepOnly: true},
+				{ImportPath: proxy, DepOnly: true},
+			},
+			want: []string{
+				proxy + "/observe must not import " + proxy + ": " + proxy + "/observe -> " + proxy,
 			},
 		},
 		{

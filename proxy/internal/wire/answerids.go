@@ -1,4 +1,4 @@
-package proxy
+package wire
 
 import (
 	"bytes"
@@ -10,7 +10,7 @@ import (
 )
 
 // The ids of server→client requests of legacy HTTP sessions, with replicas
-// (answerrelay.go). A replica writes each such request (elicitation/create,
+// (proxy/answerrelay.go). A replica writes each such request (elicitation/create,
 // sampling/createMessage, roots/list) with its JSON-RPC id N replaced by the
 // string "mr.REPLICA.B", B the raw JSON of N in unpadded base64url, so that
 // whichever replica receives the client's answer knows which one asked. The
@@ -23,10 +23,10 @@ const answerIDPrefix = "mr."
 // requests, so anything longer was not written by a replica.
 const maxTaggedID = 96
 
-// memberSpan returns the start and end of the value of the last member key
+// MemberSpan returns the start and end of the value of the last member key
 // of the JSON object obj (keys compared as written, unescaped), and false
 // when it has none.
-func memberSpan(obj []byte, key string) (int, int, bool) {
+func MemberSpan(obj []byte, key string) (int, int, bool) {
 	i := jsonscan.SkipSpace(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
 		return 0, 0, false
@@ -48,15 +48,15 @@ func memberSpan(obj []byte, key string) (int, int, bool) {
 	return start, end, found
 }
 
-// splice returns b with b[start:end] replaced by v.
-func splice(b []byte, start, end int, v []byte) []byte {
+// Splice returns b with b[start:end] replaced by v.
+func Splice(b []byte, start, end int, v []byte) []byte {
 	out := make([]byte, 0, len(b)-(end-start)+len(v))
 	return append(append(append(out, b[:start]...), v...), b[end:]...)
 }
 
-// tagID returns the tagged id (a JSON string) of raw, the id as the SDK
+// TagID returns the tagged id (a JSON string) of raw, the id as the SDK
 // wrote it, for replica.
-func tagID(replica string, raw []byte) []byte {
+func TagID(replica string, raw []byte) []byte {
 	return strconv.AppendQuote(nil, answerIDPrefix+replica+"."+base64.RawURLEncoding.EncodeToString(raw))
 }
 
@@ -96,29 +96,29 @@ func untagID(raw []byte) (replica string, orig []byte, ok bool) {
 // (a method and an id), and the requestId of a notifications/cancelled,
 // which names such a request. It returns msg unchanged otherwise.
 func tagMessage(msg []byte, replica string) []byte {
-	ms, me, hasMethod := memberSpan(msg, "method")
+	ms, me, hasMethod := MemberSpan(msg, "method")
 	if !hasMethod {
 		return msg
 	}
-	if s, e, ok := memberSpan(msg, "id"); ok {
+	if s, e, ok := MemberSpan(msg, "id"); ok {
 		if string(msg[s:e]) == "null" {
 			return msg
 		}
-		return splice(msg, s, e, tagID(replica, msg[s:e]))
+		return Splice(msg, s, e, TagID(replica, msg[s:e]))
 	}
 	if string(msg[ms:me]) != `"notifications/cancelled"` {
 		return msg
 	}
-	ps, pe, ok := memberSpan(msg, "params")
+	ps, pe, ok := MemberSpan(msg, "params")
 	if !ok {
 		return msg
 	}
 	params := msg[ps:pe]
-	s, e, ok := memberSpan(params, "requestId")
+	s, e, ok := MemberSpan(params, "requestId")
 	if !ok || string(params[s:e]) == "null" {
 		return msg
 	}
-	return splice(msg, ps, pe, splice(params, s, e, tagID(replica, params[s:e])))
+	return Splice(msg, ps, pe, Splice(params, s, e, TagID(replica, params[s:e])))
 }
 
 // forEach applies f to each message of body (one JSON-RPC message, or a
@@ -133,8 +133,8 @@ func forEach(body []byte, f func(msg []byte) []byte) []byte {
 	case '{':
 		end := jsonscan.SkipValue(body, i)
 		msg := body[i:end]
-		if out := f(msg); !sameBytes(out, msg) {
-			return splice(body, i, end, out)
+		if out := f(msg); !SameBytes(out, msg) {
+			return Splice(body, i, end, out)
 		}
 		return body
 	case '[':
@@ -142,7 +142,7 @@ func forEach(body []byte, f func(msg []byte) []byte) []byte {
 		last := 0 // body[last:] is not yet copied to out
 		for i = jsonscan.SkipSpace(body, i+1); i < len(body) && body[i] == '{'; {
 			end := jsonscan.SkipValue(body, i)
-			if m := f(body[i:end]); !sameBytes(m, body[i:end]) {
+			if m := f(body[i:end]); !SameBytes(m, body[i:end]) {
 				out = append(append(out, body[last:i]...), m...)
 				last = end
 			}
@@ -159,16 +159,16 @@ func forEach(body []byte, f func(msg []byte) []byte) []byte {
 	return body
 }
 
-// sameBytes reports whether a and b are the same slice (f returned its
+// SameBytes reports whether a and b are the same slice (f returned its
 // argument).
-func sameBytes(a, b []byte) bool {
+func SameBytes(a, b []byte) bool {
 	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
-// tagRequests tags the requests in p, one write of the SDK's to a
+// TagRequests tags the requests in p, one write of the SDK's to a
 // response: a JSON body, or SSE events whose data lines each hold one
 // message. It returns p itself when there is nothing to tag.
-func tagRequests(p []byte, replica string) []byte {
+func TagRequests(p []byte, replica string) []byte {
 	if !bytes.Contains(p, []byte(`"method"`)) {
 		return p // no request, no cancellation: most writes
 	}
@@ -190,7 +190,7 @@ func tagRequests(p []byte, replica string) []byte {
 			if ds < end && p[ds] == ' ' {
 				ds++
 			}
-			if m := forEach(p[ds:end], tag); !sameBytes(m, p[ds:end]) {
+			if m := forEach(p[ds:end], tag); !SameBytes(m, p[ds:end]) {
 				out = append(append(out, p[last:ds]...), m...)
 				last = end
 			}
@@ -203,28 +203,28 @@ func tagRequests(p []byte, replica string) []byte {
 	return append(out, p[last:]...)
 }
 
-// relayedAnswer is a client's answer to a tagged request of another
+// RelayedAnswer is a client's answer to a tagged request of another
 // replica, its id restored.
-type relayedAnswer struct {
-	replica string
-	msg     []byte
+type RelayedAnswer struct {
+	Replica string
+	Msg     []byte
 }
 
-// routeAnswers sorts the messages of body, a POST of a legacy session, for
+// RouteAnswers sorts the messages of body, a POST of a legacy session, for
 // replica (this one): an answer (an id, no method) whose tagged id names
 // this replica gets its original id back; one that names another is taken
 // out of the body and returned in others, its id restored. It returns the
 // rest of the body (nil when nothing is left), body itself when no message
 // carries a tagged id. Ids not in the tagged form pass unchanged.
-func routeAnswers(body []byte, replica string) (rest []byte, others []relayedAnswer) {
+func RouteAnswers(body []byte, replica string) (rest []byte, others []RelayedAnswer) {
 	if !bytes.Contains(body, []byte(answerIDPrefix)) && !bytes.Contains(body, []byte(`\u`)) {
 		return body, nil // no tagged id, even one written with escapes: most bodies
 	}
 	classify := func(msg []byte) (restored []byte, to string) {
-		if _, _, ok := memberSpan(msg, "method"); ok {
+		if _, _, ok := MemberSpan(msg, "method"); ok {
 			return msg, ""
 		}
-		s, e, ok := memberSpan(msg, "id")
+		s, e, ok := MemberSpan(msg, "id")
 		if !ok {
 			return msg, ""
 		}
@@ -232,7 +232,7 @@ func routeAnswers(body []byte, replica string) (rest []byte, others []relayedAns
 		if !ok {
 			return msg, ""
 		}
-		return splice(msg, s, e, orig), r
+		return Splice(msg, s, e, orig), r
 	}
 	i := jsonscan.SkipSpace(body, 0)
 	if i < len(body) && body[i] == '{' {
@@ -243,7 +243,7 @@ func routeAnswers(body []byte, replica string) (rest []byte, others []relayedAns
 		case to == replica:
 			return msg, nil
 		}
-		return nil, []relayedAnswer{{replica: to, msg: msg}}
+		return nil, []RelayedAnswer{{Replica: to, Msg: msg}}
 	}
 	var kept [][]byte
 	changed := false
@@ -256,7 +256,7 @@ func routeAnswers(body []byte, replica string) (rest []byte, others []relayedAns
 			kept = append(kept, msg)
 			changed = true
 		default:
-			others = append(others, relayedAnswer{replica: to, msg: msg})
+			others = append(others, RelayedAnswer{Replica: to, Msg: msg})
 			changed = true
 		}
 		return m
@@ -271,10 +271,10 @@ func routeAnswers(body []byte, replica string) (rest []byte, others []relayedAns
 	return rest, others
 }
 
-// isAnswer reports whether msg is one JSON-RPC response, decoded strictly
+// IsAnswer reports whether msg is one JSON-RPC response, decoded strictly
 // (keys unescaped, exactly as the SDK reads them): an id, a result or an
 // error, and no method. A replica injects nothing else into a session.
-func isAnswer(msg []byte) bool {
+func IsAnswer(msg []byte) bool {
 	var m map[string]json.RawMessage
 	if json.Unmarshal(msg, &m) != nil {
 		return false

@@ -1,4 +1,4 @@
-package proxy
+package wire
 
 import (
 	"encoding/json"
@@ -10,7 +10,7 @@ import (
 )
 
 // tagged returns the tagged id (JSON) of raw for replica.
-func tagged(replica, raw string) string { return string(tagID(replica, []byte(raw))) }
+func tagged(replica, raw string) string { return string(TagID(replica, []byte(raw))) }
 
 // TestTagRequests: the ids of requests in SSE events and JSON bodies are
 // tagged with the replica; responses, notifications and the priming event
@@ -53,9 +53,9 @@ func TestTagRequests(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := string(tagRequests([]byte(tt.in), r))
+			got := string(TagRequests([]byte(tt.in), r))
 			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("tagRequests (-want +got):\n%s", diff)
+				t.Errorf("TagRequests (-want +got):\n%s", diff)
 			}
 			if strings.HasPrefix(tt.in, "{") && !json.Valid([]byte(got)) {
 				t.Errorf("tagged JSON is not valid: %s", got)
@@ -108,37 +108,37 @@ func TestRouteAnswers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rest, others := routeAnswers([]byte(tt.in), me)
+			rest, others := RouteAnswers([]byte(tt.in), me)
 			got := routed{Rest: string(rest)}
 			for _, a := range others {
 				if got.Others == nil {
 					got.Others = map[string][]string{}
 				}
-				got.Others[a.replica] = append(got.Others[a.replica], string(a.msg))
+				got.Others[a.Replica] = append(got.Others[a.Replica], string(a.Msg))
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("routeAnswers (-want +got):\n%s", diff)
+				t.Errorf("RouteAnswers (-want +got):\n%s", diff)
 			}
 		})
 	}
 }
 
-// TestTagRoundTrip: what a replica tags, a client echoes and routeAnswers
+// TestTagRoundTrip: what a replica tags, a client echoes and RouteAnswers
 // restores to the bytes the SDK wrote, for numbers and strings.
 func TestTagRoundTrip(t *testing.T) {
 	for _, id := range []string{"0", "-1", "9007199254740993", "1.5e3", `""`, `"x"`, `"\u2028\\\"."`, `"mr.aaaa.Mw"`} {
-		req := tagRequests([]byte(`{"id":`+id+`,"method":"elicitation/create"}`), "aaaa")
-		s, e, _ := memberSpan(req, "id")
+		req := TagRequests([]byte(`{"id":`+id+`,"method":"elicitation/create"}`), "aaaa")
+		s, e, _ := MemberSpan(req, "id")
 		var echoed string
 		if err := json.Unmarshal(req[s:e], &echoed); err != nil {
 			t.Fatalf("id %s: tagged id %s is not a string: %v", id, req[s:e], err)
 		}
 		answer, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": echoed, "result": map[string]any{}})
-		rest, others := routeAnswers(answer, "aaaa")
+		rest, others := RouteAnswers(answer, "aaaa")
 		if len(others) != 0 {
 			t.Fatalf("id %s: routed elsewhere: %v", id, others)
 		}
-		if s, e, _ := memberSpan(rest, "id"); string(rest[s:e]) != id {
+		if s, e, _ := MemberSpan(rest, "id"); string(rest[s:e]) != id {
 			t.Errorf("id %s came back as %s", id, rest[s:e])
 		}
 	}
@@ -158,8 +158,8 @@ func TestIsAnswer(t *testing.T) {
 		`{"jsonrpc":"2.0","id":1,"result":{}} trailing`:          false,
 		`{"jsonrpc":"2.0","method":"notifications/initialized"}`: false,
 	} {
-		if got := isAnswer([]byte(in)); got != want {
-			t.Errorf("isAnswer(%s) = %v, want %v", in, got, want)
+		if got := IsAnswer([]byte(in)); got != want {
+			t.Errorf("IsAnswer(%s) = %v, want %v", in, got, want)
 		}
 	}
 }
@@ -188,20 +188,20 @@ func FuzzAnswerIDs(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		tagged := tagRequests(b, "aaaa")
-		rest, others := routeAnswers(b, "aaaa")
+		tagged := TagRequests(b, "aaaa")
+		rest, others := RouteAnswers(b, "aaaa")
 		if !json.Valid(b) {
 			return
 		}
 		if !json.Valid(tagged) {
-			t.Fatalf("tagRequests(%s) = %s, not JSON", b, tagged)
+			t.Fatalf("TagRequests(%s) = %s, not JSON", b, tagged)
 		}
 		if rest != nil && !json.Valid(rest) {
-			t.Fatalf("routeAnswers(%s) left %s, not JSON", b, rest)
+			t.Fatalf("RouteAnswers(%s) left %s, not JSON", b, rest)
 		}
 		for _, a := range others {
-			if !json.Valid(a.msg) {
-				t.Fatalf("routeAnswers(%s) relays %s, not JSON", b, a.msg)
+			if !json.Valid(a.Msg) {
+				t.Fatalf("RouteAnswers(%s) relays %s, not JSON", b, a.Msg)
 			}
 		}
 	})

@@ -1,13 +1,13 @@
-package proxy
+package wire
 
 import "sync/atomic"
 
-// memo remembers the last result of a pure function of a short byte string,
+// Memo remembers the last result of a pure function of a short byte string,
 // such as the reading of a request's _meta: a client sends the same _meta
 // (protocol version, capabilities, client info) with every request, and
 // reading it again is most of what a 2026-07-28 request costs the proxy.
 // Safe for concurrent use; a value must never be modified by its users.
-type memo[T any] struct{ last atomic.Pointer[memoEntry[T]] }
+type Memo[T any] struct{ last atomic.Pointer[memoEntry[T]] }
 
 type memoEntry[T any] struct {
 	key string
@@ -17,9 +17,9 @@ type memoEntry[T any] struct {
 // maxMemoKey bounds the keys kept: a larger one is read every time.
 const maxMemoKey = 4 << 10
 
-// get returns f's result for key, f(key) computed at most once in a row for
+// Get returns f's result for key, f(key) computed at most once in a row for
 // the same bytes.
-func (m *memo[T]) get(key []byte, f func([]byte) T) T {
+func (m *Memo[T]) Get(key []byte, f func([]byte) T) T {
 	if e := m.last.Load(); e != nil && e.key == string(key) {
 		return e.val
 	}

@@ -1,4 +1,4 @@
-package proxy
+package wire
 
 import (
 	"strings"
@@ -8,7 +8,7 @@ import (
 // TestMemo: the same bytes again are not read again; other bytes are, and
 // so are bytes too long to keep.
 func TestMemo(t *testing.T) {
-	var m memo[string]
+	var m Memo[string]
 	reads := 0
 	read := func(b []byte) string { reads++; return strings.ToUpper(string(b)) }
 	for _, tt := range []struct {
@@ -24,8 +24,8 @@ func TestMemo(t *testing.T) {
 		{strings.Repeat("x", maxMemoKey+1), strings.Repeat("X", maxMemoKey+1), 5},
 		{"abc", "ABC", 5},
 	} {
-		if got := m.get([]byte(tt.key), read); got != tt.want || reads != tt.wantReads {
-			t.Errorf("get(%.10q) = %.10q after %d reads, want %.10q after %d", tt.key, got, reads, tt.want, tt.wantReads)
+		if got := m.Get([]byte(tt.key), read); got != tt.want || reads != tt.wantReads {
+			t.Errorf("Get(%.10q) = %.10q after %d reads, want %.10q after %d", tt.key, got, reads, tt.want, tt.wantReads)
 		}
 	}
 }

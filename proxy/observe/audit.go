@@ -1,12 +1,10 @@
-package proxy
+package observe
 
 import (
 	"encoding/json"
 	"io"
 	"sync"
 	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/manifold-mcp/manifold/internal/redact"
 	"github.com/manifold-mcp/manifold/policy"
@@ -19,9 +17,9 @@ type auditor struct {
 	args bool      // log argument values (redacted)
 }
 
-// auditRecord is one audit line. Field names are part of the documented
-// format (README, "Audit log").
-type auditRecord struct {
+// Record is one audit line, and what the metrics count of a request. Field
+// names are part of the documented format (README, "Audit log").
+type Record struct {
 	Time        string         `json:"time"`
 	Client      string         `json:"client,omitempty"`
 	Identity    string         `json:"identity,omitempty"` // the authenticated subject (HTTP with authentication)
@@ -42,22 +40,27 @@ type auditRecord struct {
 	Confirm     string         `json:"confirm,omitempty"`      // a person's approval: accepted, declined, expired, timeout, unavailable (confirm.go)
 	Approval    string         `json:"approval,omitempty"`     // the approval's id
 	Arguments   map[string]any `json:"arguments,omitempty"`
-	Spend       []auditSpend   `json:"spend,omitempty"` // what the call spent against each budget (guard.go)
+	Spend       []Spend        `json:"spend,omitempty"` // what the call spent against each budget (proxy/guard.go)
 }
 
-// record writes rec, filling time, client and arguments.
-func (a *auditor) record(ss *mcp.ServerSession, rec auditRecord, start time.Time, args json.RawMessage) {
+// Spend is one budget's line in an audit record: what the call spent
+// and the window's total with it.
+type Spend struct {
+	From   string  `json:"from"`
+	Amount float64 `json:"amount"`
+	Spent  float64 `json:"spent"`
+	Limit  float64 `json:"limit"`
+	Budget string  `json:"budget,omitempty"` // where the budget was written
+}
+
+// record writes rec, filling time and arguments. The caller fills what
+// rec says of the session (Session, Client).
+func (a *auditor) record(rec Record, start time.Time, args json.RawMessage) {
 	if a == nil {
 		return
 	}
 	rec.Time = start.UTC().Format(time.RFC3339Nano)
 	rec.DurationMS = float64(time.Since(start).Microseconds()) / 1000
-	if ss != nil {
-		rec.Session = ss.ID()
-		if ip := ss.InitializeParams(); ip != nil && ip.ClientInfo != nil {
-			rec.Client = ip.ClientInfo.Name
-		}
-	}
 	if a.args && len(args) > 0 {
 		var m map[string]any
 		if json.Unmarshal(args, &m) == nil {
@@ -73,8 +76,9 @@ func (a *auditor) record(ss *mcp.ServerSession, rec auditRecord, start time.Time
 	_, _ = a.w.Write(append(line, '\n'))
 }
 
-// decisionWords renders a decision for the audit line.
-func decisionWords(d policy.Decision) (string, string) {
+// DecisionWords renders a decision for the audit line: the decision and
+// the rule that made it.
+func DecisionWords(d policy.Decision) (string, string) {
 	rule := d.Rule
 	if d.Source != "" {
 		rule += " (" + d.Source + ")"

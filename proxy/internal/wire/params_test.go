@@ -1,4 +1,4 @@
-package proxy
+package wire
 
 import (
 	"encoding/json"
@@ -21,15 +21,15 @@ var paramsSeeds = []string{
 }
 
 // TestSplitParams: the members found by scanning are those encoding/json
-// decodes, byte for byte, and joinParams puts them back into an object that
+// decodes, byte for byte, and JoinParams puts them back into an object that
 // decodes to the same members.
 func TestSplitParams(t *testing.T) {
 	for _, in := range paramsSeeds {
 		checkSplitJoin(t, []byte(in))
 	}
 	for _, bad := range []string{`[1,2]`, `"name"`, `3`} {
-		if _, err := splitParams([]byte(bad)); err == nil {
-			t.Errorf("splitParams(%s): no error", bad)
+		if _, err := SplitParams([]byte(bad)); err == nil {
+			t.Errorf("SplitParams(%s): no error", bad)
 		}
 	}
 }
@@ -40,7 +40,7 @@ func FuzzSplitParams(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		if !json.Valid(in) {
-			return // the frame was checked first (checkFrame)
+			return // the frame was checked first (Check)
 		}
 		checkSplitJoin(t, in)
 	})
@@ -50,32 +50,32 @@ func checkSplitJoin(t *testing.T, in []byte) {
 	t.Helper()
 	want := map[string]json.RawMessage{}
 	wantErr := json.Unmarshal(in, &want)
-	got, err := splitParams(in)
+	got, err := SplitParams(in)
 	if (err != nil) != (wantErr != nil) {
-		t.Fatalf("splitParams(%s): error %v, encoding/json says %v", in, err, wantErr)
+		t.Fatalf("SplitParams(%s): error %v, encoding/json says %v", in, err, wantErr)
 	}
 	if err != nil {
 		return
 	}
 	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
-		t.Fatalf("splitParams(%s) (-encoding/json +scanned):\n%s", in, diff)
+		t.Fatalf("SplitParams(%s) (-encoding/json +scanned):\n%s", in, diff)
 	}
-	joined := joinParams(got)
+	joined := JoinParams(got)
 	back := map[string]json.RawMessage{}
 	if err := json.Unmarshal(joined, &back); err != nil {
-		t.Fatalf("joinParams(%s) = %s, not JSON: %v", in, joined, err)
+		t.Fatalf("JoinParams(%s) = %s, not JSON: %v", in, joined, err)
 	}
 	if diff := cmp.Diff(got, back); diff != "" {
-		t.Fatalf("joinParams(%s) = %s decodes otherwise (-split +joined):\n%s", in, joined, diff)
+		t.Fatalf("JoinParams(%s) = %s decodes otherwise (-split +joined):\n%s", in, joined, diff)
 	}
 }
 
-func TestAppendJSONString(t *testing.T) {
+func TestAppendString(t *testing.T) {
 	for _, s := range []string{"", "files__read_text_file", "a\"b", `a\b`, "<&>", "é", "\u2028", "\x00", "tab\there"} {
-		got := appendJSONString(nil, s)
+		got := AppendString(nil, s)
 		var back string
 		if err := json.Unmarshal(got, &back); err != nil || back != s {
-			t.Errorf("appendJSONString(%q) = %s, decodes to %q, %v", s, got, back, err)
+			t.Errorf("AppendString(%q) = %s, decodes to %q, %v", s, got, back, err)
 		}
 	}
 }
