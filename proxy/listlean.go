@@ -101,7 +101,7 @@ func (s *Server) leanList(ctx context.Context, ss *mcp.ServerSession, id, params
 		// maskingMiddleware: a list that holds a secret of the config
 		// is masked on the SDK's path, which re-encodes it.
 		result := resp[at : len(resp)-1]
-		if masked := s.maskRaw(result); len(masked) != len(result) || &masked[0] != &result[0] {
+		if masked := s.guard.Mask(result); len(masked) != len(result) || &masked[0] != &result[0] {
 			return nil, false
 		}
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/manifold-mcp/manifold/internal/redact"
 	"github.com/manifold-mcp/manifold/internal/telemetry"
 	"github.com/manifold-mcp/manifold/policy"
+	"github.com/manifold-mcp/manifold/proxy/guard"
 	"github.com/manifold-mcp/manifold/proxy/pin"
 	"github.com/manifold-mcp/manifold/proxy/search/embedcache"
 	"github.com/manifold-mcp/manifold/upstream"
@@ -221,7 +222,7 @@ type Options struct {
 	// into the Server.
 	OnTrust func([]pin.Entry)
 	// SpendLedger records what calls spent against the policy's budgets
-	// (guard.go). If nil, a ledger in the memory of this process.
+	// (proxy/guard). If nil, a ledger in the memory of this process.
 	SpendLedger SpendLedger
 	// RateStore keeps the rate limits' buckets (shared.go). If nil, buckets
 	// in the memory of this process.
@@ -292,14 +293,12 @@ type Server struct {
 	pinCache     map[*backend]*pinCache          // guarded by catMu; each server's fingerprinted definitions (pinned.go)
 	heldInstr    atomic.Pointer[map[string]bool] // servers whose instructions are held for review
 	pinLogged    sync.Map                        // reviews already logged
-	limits       limiters
 	sessionCalls sessionCalls
 	bridge       bridges                      // sealed states and parked calls (mrtr.go)
 	approvals    approvals                    // approvals waiting for approve-call (confirm.go)
 	pages        atomic.Pointer[confirmPages] // URL-mode approval pages, when serving HTTP (confirmpage.go)
 	answerTo     atomic.Pointer[mcpEndpoint]  // receives the answers other replicas relay (answerrelay.go)
-	labels       labeler                      // labels results as data (label.go)
-	ledger       SpendLedger
+	guard        *guard.Guard
 	audit        *auditor                   // the client's logging/setLevel, for servers that start later
 	metrics      *telemetry.Metrics         // nil when Options.Metrics is off
 	resume       atomic.Pointer[eventStore] // the HTTP endpoint's, for the metrics; nil over stdio
@@ -358,11 +357,7 @@ func New(opts Options) (*Server, error) {
 		called:   make(chan struct{}),
 		closed:   make(chan struct{}),
 		clientUp: make(chan struct{}),
-		labels:   newLabeler(),
-		ledger:   opts.SpendLedger,
-	}
-	if s.ledger == nil {
-		s.ledger = &memoryLedger{}
+		guard:    guard.New(guard.Options{Rates: opts.RateStore, Ledger: opts.SpendLedger, Redactor: opts.Redactor}),
 	}
 	s.life, s.cancel = context.WithCancel(context.Background())
 	s.rules.Store(opts.Policy)

@@ -38,6 +38,19 @@ type rule struct {
 	// under dir may reach. A prefix does not apply to packages inside it, so the
 	// rule "nothing imports cmd" leaves cmd's own packages free to import each other.
 	forbidden []string
+	// within, if not nil, lists the only packages of the module (paths below
+	// the module, whole path elements) that packages under dir may reach,
+	// besides their own: a room of the house (ARCHITECTURE §1 "The house")
+	// reaches the rooms below it, never the root or a face.
+	within []string
+}
+
+// lower is what a room of proxy may reach of the module (ARCHITECTURE §1:
+// rooms → era, wire, naming, pin, search, policy), with the leaf packages
+// of internal/ that every layer shares.
+var lower = []string{
+	"policy", "proxy/era", "proxy/internal/wire", "proxy/naming", "proxy/pin", "proxy/search",
+	"internal/redact", "internal/jsonscan",
 }
 
 // rules is ARCHITECTURE §1 as data.
@@ -72,6 +85,9 @@ var rules = []rule{
 	// proxy/pin fingerprints, diffs and scans definitions and reads the lock
 	// file's text; pure, no SDK types, so its rules can be tested alone.
 	{dir: "proxy/pin", stdlibOnly: true},
+	// proxy/guard holds the call-time limits beside policy.Decide (rates,
+	// spend, caps, masking, labels): a room, given what it needs by the root.
+	{dir: "proxy/guard", within: lower, forbidden: []string{toml, goPlugin, goJOSE, goRedis}},
 	{dir: "upstream", forbidden: []string{
 		module + "/proxy", module + "/policy", module + "/plugins", module + "/internal/config",
 		module + "/cmd", toml, goPlugin,
@@ -186,6 +202,10 @@ func (r rule) violations(pkgs []pkg) []string {
 func (r rule) forbids(self, from string, p pkg) string {
 	if r.stdlibOnly && !p.Standard && !under(p.ImportPath, self) {
 		return "may import only the standard library, but imports " + p.ImportPath
+	}
+	if r.within != nil && under(p.ImportPath, module) && !under(p.ImportPath, self) &&
+		!slices.ContainsFunc(r.within, func(w string) bool { return under(p.ImportPath, module+"/"+w) }) {
+		return "may reach only " + strings.Join(r.within, ", ") + " of the module, but imports " + p.ImportPath
 	}
 	for _, f := range r.forbidden {
 		if under(p.ImportPath, f) && !under(from, f) {
@@ -346,6 +366,21 @@ func TestViolations(t *testing.T) {
 			want: []string{
 				policy + " may import only the standard library, but imports github.com/google/go-cmp/cmp: " +
 					policy + " -> github.com/google/go-cmp/cmp",
+			},
+		},
+		{
+			name: "a room reaches only the rooms below it, never the root",
+			rule: rule{dir: "proxy/naming", within: []string{"policy"}},
+			pkgs: []pkg{
+				{ImportPath: naming, Imports: []string{naming + "/inner", policy + "/glob"}},
+				{ImportPath: naming + "/inner", Imports: []string{proxy}},
+				{ImportPath: policy + "/glob", DepOnly: true},
+				{ImportPath: proxy, DepOnly: true, Imports: []string{cmd}},
+				{ImportPath: cmd, DepOnly: true},
+			},
+			want: []string{
+				naming + " may reach only policy of the module, but imports " + proxy + ": " + naming + " -> " + naming + "/inner -> " + proxy,
+				naming + "/inner may reach only policy of the module, but imports " + proxy + ": " + naming + "/inner -> " + proxy,
 			},
 		},
 		{
