@@ -22,6 +22,7 @@ import (
 	"github.com/manifold-mcp/manifold/internal/jsonscan"
 	"github.com/manifold-mcp/manifold/internal/telemetry"
 	"github.com/manifold-mcp/manifold/policy"
+	"github.com/manifold-mcp/manifold/proxy/confirm"
 	"github.com/manifold-mcp/manifold/proxy/era"
 	"github.com/manifold-mcp/manifold/proxy/naming"
 	"github.com/manifold-mcp/manifold/upstream"
@@ -321,13 +322,18 @@ func (s *Server) routeCall(ctx context.Context, ss *mcp.ServerSession, name stri
 			// client is asked through a parked call, as for a server's input.
 			if re.modern {
 				var err error
-				if callCtx, pc, err = s.newParked(ctx, bind, re.caps, max(ttl, s.confirmTTL()), finish); err != nil {
+				if callCtx, pc, err = s.newParked(ctx, bind, re.caps, max(ttl, s.approver.TTL()), finish); err != nil {
 					done(nil, err)
 					return
 				}
 				finish = pc.finish
 			}
-			if !s.confirmCall(callCtx, ss, re, b.name, name, e.Original, d, fields, &rec, done) {
+			ok, ans := s.approver.Confirm(callCtx, confirm.Call{Session: ss, Caps: re.caps, Principal: bind.Principal,
+				Server: b.name, Exposed: name, Original: e.Original, Decision: d}, fields)
+			rec.Confirm, rec.Approval = ans.Confirm, ans.Approval
+			if !ok {
+				rec.Outcome = ans.Outcome
+				done(ans.Result, ans.Err)
 				return
 			}
 		}

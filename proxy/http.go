@@ -169,7 +169,7 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 	if opts.ApprovalBase != "" {
 		// The pages of URL-mode approvals are opened in a browser, which has
 		// no bearer token: the unguessable token in the path is the secret.
-		mux.Handle("/approve/{token}", s.setApprovalPages(strings.TrimSuffix(opts.ApprovalBase, "/")))
+		mux.Handle("/approve/{token}", s.approver.ServePages(strings.TrimSuffix(opts.ApprovalBase, "/")))
 	}
 	if m := s.MetricsHandler(); m != nil {
 		mux.Handle("GET /metrics", guard(m)) // behind [auth] as /mcp is

@@ -25,6 +25,7 @@ import (
 	"github.com/manifold-mcp/manifold/internal/redact"
 	"github.com/manifold-mcp/manifold/internal/telemetry"
 	"github.com/manifold-mcp/manifold/policy"
+	"github.com/manifold-mcp/manifold/proxy/confirm"
 	"github.com/manifold-mcp/manifold/proxy/guard"
 	"github.com/manifold-mcp/manifold/proxy/pin"
 	"github.com/manifold-mcp/manifold/proxy/search/embedcache"
@@ -294,10 +295,9 @@ type Server struct {
 	heldInstr    atomic.Pointer[map[string]bool] // servers whose instructions are held for review
 	pinLogged    sync.Map                        // reviews already logged
 	sessionCalls sessionCalls
-	bridge       bridges                      // sealed states and parked calls (mrtr.go)
-	approvals    approvals                    // approvals waiting for approve-call (confirm.go)
-	pages        atomic.Pointer[confirmPages] // URL-mode approval pages, when serving HTTP (confirmpage.go)
-	answerTo     atomic.Pointer[mcpEndpoint]  // receives the answers other replicas relay (answerrelay.go)
+	bridge       bridges                     // sealed states and parked calls (mrtr.go)
+	approver     *confirm.Approver           // a person's approval of calls, approve-call, URL-mode pages (proxy/confirm)
+	answerTo     atomic.Pointer[mcpEndpoint] // receives the answers other replicas relay (answerrelay.go)
 	guard        *guard.Guard
 	audit        *auditor                   // the client's logging/setLevel, for servers that start later
 	metrics      *telemetry.Metrics         // nil when Options.Metrics is off
@@ -358,6 +358,8 @@ func New(opts Options) (*Server, error) {
 		closed:   make(chan struct{}),
 		clientUp: make(chan struct{}),
 		guard:    guard.New(guard.Options{Rates: opts.RateStore, Ledger: opts.SpendLedger, Redactor: opts.Redactor}),
+		approver: confirm.New(confirm.Options{TTL: opts.ConfirmTTL, Dir: opts.ApprovalDir, Store: opts.Approvals,
+			Redactor: opts.Redactor, Logger: log, Parked: confirmParked()}),
 	}
 	s.life, s.cancel = context.WithCancel(context.Background())
 	s.rules.Store(opts.Policy)
@@ -521,7 +523,7 @@ func (s *Server) Close() error {
 		s.stopping.Store(true)
 		close(s.closed)
 		s.cancel()
-		s.closeApprovals()
+		s.approver.Close()
 		var mu sync.Mutex
 		var wg sync.WaitGroup
 		for _, b := range s.gen.Load().backends {

@@ -5,13 +5,14 @@ import (
 	"errors"
 	"time"
 
+	"github.com/manifold-mcp/manifold/proxy/confirm"
 	"github.com/manifold-mcp/manifold/proxy/guard"
 )
 
 // This file declares the state that replicas may share (issue 16: README
 // "Several replicas"): rate limits (RateStore), spend caps (SpendLedger,
 // proxy/guard) and the approvals of `manifold approve-call` (ApprovalStore,
-// confirm.go). The proxy's own implementations keep them in the memory of
+// proxy/confirm). The proxy's own implementations keep them in the memory of
 // this process; internal/cluster keeps them on Redis. A store that cannot be
 // reached returns an error wrapping ErrSharedUnavailable, and the proxy then
 // refuses what it could not check; a store that fails open (on_error =
@@ -36,21 +37,8 @@ type Spend = guard.Spend
 type auditSpend = guard.AuditSpend
 
 // ApprovalStore shares the approvals of calls of clients that cannot elicit
-// (confirm.go approveByCommand) between replicas: an approval offered by
-// one replica is given with `manifold approve-call` and redeemed, once, by
-// whichever replica the retried call reaches. Implementations must be safe
-// for concurrent use; there is no in-memory one: without a store, the
-// approval folder of the process is used.
-type ApprovalStore interface {
-	// Offer records that approval id, shown to approve-call as view (JSON
-	// of ApprovalView), waits for the call digest until expires. If one
-	// already waits for digest, it is kept and its id and expiry returned.
-	Offer(ctx context.Context, id, digest string, view []byte, expires time.Time) (string, time.Time, error)
-	// Redeem takes the granted approval of digest, if there is one: it
-	// returns its id and true at most once for each approval, across every
-	// replica.
-	Redeem(ctx context.Context, digest string) (string, bool, error)
-}
+// between replicas (proxy/confirm).
+type ApprovalStore = confirm.Store
 
 // SessionStore keeps a record of each HTTP session of the initialize era
 // (httpsession.go sessionRecord), so that a replica can serve a session that

@@ -88,6 +88,9 @@ var rules = []rule{
 	// proxy/guard holds the call-time limits beside policy.Decide (rates,
 	// spend, caps, masking, labels): a room, given what it needs by the root.
 	{dir: "proxy/guard", within: lower, forbidden: []string{toml, goPlugin, goJOSE, goRedis}},
+	// proxy/confirm has a person approve one call: digest, store,
+	// elicitation, pages; a room, given the parked call's hooks by the root.
+	{dir: "proxy/confirm", within: lower, forbidden: []string{toml, goPlugin, goJOSE, goRedis}},
 	{dir: "upstream", forbidden: []string{
 		module + "/proxy", module + "/policy", module + "/plugins", module + "/internal/config",
 		module + "/cmd", toml, goPlugin,
