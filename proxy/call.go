@@ -318,7 +318,7 @@ func (s *Server) routeCall(ctx context.Context, ss *mcp.ServerSession, name stri
 		bind := era.Binding{Method: "tools/call", Name: name, Upstream: b.name, Principal: s.principal(ctx, ss, re)}
 		callCtx := ctx // the call's own context: ctx, or a bridged call's, which outlives each of its requests
 		if d.Confirm {
-			// A person approves the exact call first (confirm.go); a modern
+			// A person approves the exact call first (proxy/confirm); a modern
 			// client is asked through a parked call, as for a server's input.
 			if re.modern {
 				var err error

@@ -85,7 +85,7 @@ type HTTPOptions struct {
 
 	// ApprovalBase is the loopback URL of the listener ("http://127.0.0.1:7777")
 	// under which the proxy serves the pages of URL-mode approvals
-	// (confirmpage.go) to clients that declared elicitation.url. If empty,
+	// (proxy/confirm/page.go) to clients that declared elicitation.url. If empty,
 	// no page is served and those clients are asked with a form.
 	ApprovalBase string
 }

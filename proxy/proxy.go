@@ -206,7 +206,7 @@ type Options struct {
 	ConfirmTTL time.Duration
 	// ApprovalDir is the folder, private to the user, through which
 	// `manifold approve-call` approves the calls of clients that cannot
-	// elicit (confirm.go). If empty, such calls are refused with no way to
+	// elicit (proxy/confirm). If empty, such calls are refused with no way to
 	// approve them.
 	ApprovalDir string
 	// Redactor hides secrets in what the proxy shows: Status, Explain, the
@@ -229,7 +229,7 @@ type Options struct {
 	// in the memory of this process.
 	RateStore RateStore
 	// Approvals shares the approvals given with `manifold approve-call`
-	// between replicas (confirm.go); ApprovalDir is then not used. If nil,
+	// between replicas (proxy/confirm); ApprovalDir is then not used. If nil,
 	// approvals go through ApprovalDir, for this process only.
 	Approvals ApprovalStore
 	// Sessions keeps the records of the initialize era's HTTP sessions, so
