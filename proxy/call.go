@@ -22,6 +22,7 @@ import (
 	"github.com/manifold-mcp/manifold/internal/jsonscan"
 	"github.com/manifold-mcp/manifold/internal/telemetry"
 	"github.com/manifold-mcp/manifold/policy"
+	"github.com/manifold-mcp/manifold/proxy/confirm"
 	"github.com/manifold-mcp/manifold/proxy/era"
 	"github.com/manifold-mcp/manifold/proxy/internal/wire"
 	"github.com/manifold-mcp/manifold/proxy/naming"
@@ -144,11 +145,8 @@ func (s *Server) mayWait(b *backend, d policy.Decision, re reqEra, fields map[st
 	if _, retry := fields["requestState"]; retry && re.modern {
 		return true // a parked call may be resumed
 	}
-	if !d.Limits.Rate.IsZero() && s.opts.RateStore != nil {
+	if s.guard.MayWait(d.Limits) {
 		return true // a round trip to the shared store
-	}
-	if _, local := s.ledger.(*memoryLedger); len(d.Limits.Budgets) > 0 && !local {
-		return true
 	}
 	st, up, _ := b.snapshot()
 	if st != stateUp || up == nil {
@@ -160,7 +158,7 @@ func (s *Server) mayWait(b *backend, d policy.Decision, re reqEra, fields map[st
 // routeCall is startCall on the goroutine it runs on.
 func (s *Server) routeCall(ctx context.Context, ss *mcp.ServerSession, name string, fields map[string]json.RawMessage, finish func(json.RawMessage, error)) {
 	var settled atomic.Bool // settle masked the result already
-	finish = s.maskingFinish(finish, settled.Load)
+	finish = s.guard.MaskingFinish(finish, settled.Load)
 	if s.obs.Tracing() {
 		ctx, finish = startCallSpan(s.obs, ctx, ss, name, fields, finish)
 	}
@@ -270,7 +268,7 @@ func (s *Server) routeCall(ctx context.Context, ss *mcp.ServerSession, name stri
 		} else if _, retry := fields["requestState"]; retry && s.resumeCall(ctx, ss, re, name, e.Server, fields, finish) {
 			return
 		}
-		if outcome, text := s.refuseGuarded(ctx, name, d, fields["arguments"], id, time.Now()); outcome != "" {
+		if outcome, text := s.guard.Refuse(ctx, name, d, fields["arguments"], id.key, time.Now()); outcome != "" {
 			rec.Outcome = outcome
 			done(toolError("%s", text), nil)
 			return
@@ -305,20 +303,10 @@ func (s *Server) routeCall(ctx context.Context, ss *mcp.ServerSession, name stri
 		} else if iso != nil {
 			up, fixed = iso, ss
 		}
-		if r := d.Limits.Rate; !r.IsZero() {
-			wait, err := s.takeRate(ctx, rateKey(name, d.Limits, id), r)
-			if err != nil {
-				rec.Outcome = "rate limit unchecked"
-				done(toolError("rate limit: %s allows %s (%s), and the count shared by the replicas could not be checked (%v); nothing was executed. Retry in a few seconds; if it persists, the operator should check the [cluster] Redis",
-					name, r, d.Limits.RateSource, err), nil)
-				return
-			}
-			if wait > 0 {
-				rec.Outcome = "rate limited"
-				done(toolError("rate limit: %s allows %s (%s); nothing was executed. Retry in %s",
-					name, r, d.Limits.RateSource, (wait+time.Millisecond).Round(time.Second/10)), nil)
-				return
-			}
+		if outcome, text := s.guard.RefuseRate(ctx, name, d.Limits, id.key); outcome != "" {
+			rec.Outcome = outcome
+			done(toolError("%s", text), nil)
+			return
 		}
 
 		timeout := b.cfg.CallTimeout
@@ -332,17 +320,22 @@ func (s *Server) routeCall(ctx context.Context, ss *mcp.ServerSession, name stri
 		bind := era.Binding{Method: "tools/call", Name: name, Upstream: b.name, Principal: s.principal(ctx, ss, re)}
 		callCtx := ctx // the call's own context: ctx, or a bridged call's, which outlives each of its requests
 		if d.Confirm {
-			// A person approves the exact call first (confirm.go); a modern
+			// A person approves the exact call first (proxy/confirm); a modern
 			// client is asked through a parked call, as for a server's input.
 			if re.modern {
 				var err error
-				if callCtx, pc, err = s.newParked(ctx, bind, re.caps, max(ttl, s.confirmTTL()), finish); err != nil {
+				if callCtx, pc, err = s.newParked(ctx, bind, re.caps, max(ttl, s.approver.TTL()), finish); err != nil {
 					done(nil, err)
 					return
 				}
 				finish = pc.finish
 			}
-			if !s.confirmCall(callCtx, ss, re, b.name, name, e.Original, d, fields, &rec, done) {
+			ok, ans := s.approver.Confirm(callCtx, confirm.Call{Session: ss, Caps: re.caps, Principal: bind.Principal,
+				Server: b.name, Exposed: name, Original: e.Original, Decision: d}, fields)
+			rec.Confirm, rec.Approval = ans.Confirm, ans.Approval
+			if !ok {
+				rec.Outcome = ans.Outcome
+				done(ans.Result, ans.Err)
 				return
 			}
 		}
@@ -479,11 +472,11 @@ func (s *Server) routeCall(ctx context.Context, ss *mcp.ServerSession, name stri
 				return
 			}
 			// Secrets first: spend counting and labels never see one
-			// (mask.go).
-			raw = s.maskRaw(raw)
+			// (proxy/guard/mask.go).
+			raw = s.guard.Mask(raw)
 			settled.Store(true)
 			if len(d.Limits.Budgets) > 0 {
-				rec.Spend = s.countSpend(context.WithoutCancel(cctx), b, name, d, raw, id, time.Now())
+				rec.Spend = spendLines(s.guard.CountSpend(context.WithoutCancel(cctx), b.log, name, d, raw, id.key, time.Now()))
 			}
 			if naming.MayContainURIs(raw) {
 				raw = c.filterResultResources(b.name, raw, who)
@@ -492,9 +485,9 @@ func (s *Server) routeCall(ctx context.Context, ss *mcp.ServerSession, name stri
 				raw = adaptCallResult(raw, sessionVersion(ss))
 			}
 			if d.Label { // after adapting: the text made of structuredContent for an old client is the server's too
-				raw = s.labels.labelResult(raw, b.name, name)
+				raw = s.guard.Label(raw, b.name, name)
 			}
-			if capped, cut := capResult(raw, d.Limits.MaxResultBytes, d); cut {
+			if capped, cut := s.guard.Cap(raw, d); cut {
 				raw = capped
 				rec.Outcome = "ok, cut to max_result_bytes"
 			}

@@ -86,7 +86,7 @@ type HTTPOptions struct {
 
 	// ApprovalBase is the loopback URL of the listener ("http://127.0.0.1:7777")
 	// under which the proxy serves the pages of URL-mode approvals
-	// (confirmpage.go) to clients that declared elicitation.url. If empty,
+	// (proxy/confirm/page.go) to clients that declared elicitation.url. If empty,
 	// no page is served and those clients are asked with a form.
 	ApprovalBase string
 }
@@ -170,7 +170,7 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 	if opts.ApprovalBase != "" {
 		// The pages of URL-mode approvals are opened in a browser, which has
 		// no bearer token: the unguessable token in the path is the secret.
-		mux.Handle("/approve/{token}", s.setApprovalPages(strings.TrimSuffix(opts.ApprovalBase, "/")))
+		mux.Handle("/approve/{token}", s.approver.ServePages(strings.TrimSuffix(opts.ApprovalBase, "/")))
 	}
 	if m := s.MetricsHandler(); m != nil {
 		mux.Handle("GET /metrics", guard(m)) // behind [auth] as /mcp is

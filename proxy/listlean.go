@@ -99,10 +99,10 @@ func (s *Server) leanList(ctx context.Context, ss *mcp.ServerSession, id, params
 	at := len(resp)
 	resp = append(append(append(append(resp, head...), p.tools...), '}'), '}')
 	if s.opts.Redactor.Knows() {
-		// maskingMiddleware: a list that holds a secret of the config
+		// guard.MaskingMiddleware: a list that holds a secret of the config
 		// is masked on the SDK's path, which re-encodes it.
 		result := resp[at : len(resp)-1]
-		if masked := s.maskRaw(result); len(masked) != len(result) || &masked[0] != &result[0] {
+		if masked := s.guard.Mask(result); len(masked) != len(result) || &masked[0] != &result[0] {
 			return nil, false
 		}
 	}

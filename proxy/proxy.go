@@ -25,6 +25,8 @@ import (
 	"github.com/manifold-mcp/manifold/internal/redact"
 	"github.com/manifold-mcp/manifold/internal/telemetry"
 	"github.com/manifold-mcp/manifold/policy"
+	"github.com/manifold-mcp/manifold/proxy/confirm"
+	"github.com/manifold-mcp/manifold/proxy/guard"
 	"github.com/manifold-mcp/manifold/proxy/observe"
 	"github.com/manifold-mcp/manifold/proxy/pin"
 	"github.com/manifold-mcp/manifold/proxy/search/embedcache"
@@ -205,7 +207,7 @@ type Options struct {
 	ConfirmTTL time.Duration
 	// ApprovalDir is the folder, private to the user, through which
 	// `manifold approve-call` approves the calls of clients that cannot
-	// elicit (confirm.go). If empty, such calls are refused with no way to
+	// elicit (proxy/confirm). If empty, such calls are refused with no way to
 	// approve them.
 	ApprovalDir string
 	// Redactor hides secrets in what the proxy shows: Status, Explain, the
@@ -222,13 +224,13 @@ type Options struct {
 	// into the Server.
 	OnTrust func([]pin.Entry)
 	// SpendLedger records what calls spent against the policy's budgets
-	// (guard.go). If nil, a ledger in the memory of this process.
+	// (proxy/guard). If nil, a ledger in the memory of this process.
 	SpendLedger SpendLedger
 	// RateStore keeps the rate limits' buckets (shared.go). If nil, buckets
 	// in the memory of this process.
 	RateStore RateStore
 	// Approvals shares the approvals given with `manifold approve-call`
-	// between replicas (confirm.go); ApprovalDir is then not used. If nil,
+	// between replicas (proxy/confirm); ApprovalDir is then not used. If nil,
 	// approvals go through ApprovalDir, for this process only.
 	Approvals ApprovalStore
 	// Sessions keeps the records of the initialize era's HTTP sessions, so
@@ -294,14 +296,11 @@ type Server struct {
 	pinCache     map[*backend]*pinCache          // guarded by catMu; each server's fingerprinted definitions (pinned.go)
 	heldInstr    atomic.Pointer[map[string]bool] // servers whose instructions are held for review
 	pinLogged    sync.Map                        // reviews already logged
-	limits       limiters
 	sessionCalls sessionCalls
-	bridge       bridges                      // sealed states and parked calls (mrtr.go)
-	approvals    approvals                    // approvals waiting for approve-call (confirm.go)
-	pages        atomic.Pointer[confirmPages] // URL-mode approval pages, when serving HTTP (confirmpage.go)
-	answerTo     atomic.Pointer[mcpEndpoint]  // receives the answers other replicas relay (answerrelay.go)
-	labels       labeler                      // labels results as data (label.go)
-	ledger       SpendLedger
+	bridge       bridges                     // sealed states and parked calls (mrtr.go)
+	approver     *confirm.Approver           // a person's approval of calls, approve-call, URL-mode pages (proxy/confirm)
+	answerTo     atomic.Pointer[mcpEndpoint] // receives the answers other replicas relay (answerrelay.go)
+	guard        *guard.Guard
 	obs          *observe.Observer          // the audit log, metrics and traces of each request
 	resume       atomic.Pointer[eventStore] // the HTTP endpoint's, for the metrics; nil over stdio
 
@@ -358,11 +357,9 @@ func New(opts Options) (*Server, error) {
 		called:   make(chan struct{}),
 		closed:   make(chan struct{}),
 		clientUp: make(chan struct{}),
-		labels:   newLabeler(),
-		ledger:   opts.SpendLedger,
-	}
-	if s.ledger == nil {
-		s.ledger = &memoryLedger{}
+		guard:    guard.New(guard.Options{Rates: opts.RateStore, Ledger: opts.SpendLedger, Redactor: opts.Redactor}),
+		approver: confirm.New(confirm.Options{TTL: opts.ConfirmTTL, Dir: opts.ApprovalDir, Store: opts.Approvals,
+			Redactor: opts.Redactor, Logger: log, Parked: confirmParked()}),
 	}
 	s.life, s.cancel = context.WithCancel(context.Background())
 	s.rules.Store(opts.Policy)
@@ -530,7 +527,7 @@ func (s *Server) Close() error {
 		s.stopping.Store(true)
 		close(s.closed)
 		s.cancel()
-		s.closeApprovals()
+		s.approver.Close()
 		var mu sync.Mutex
 		var wg sync.WaitGroup
 		for _, b := range s.gen.Load().backends {

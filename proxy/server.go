@@ -82,8 +82,8 @@ func (s *Server) newMCPServer() *mcp.Server {
 		srv.AddReceivingMiddleware(s.telemetryMiddleware)
 	}
 	// Outermost (added last): what reaches a client is masked last.
-	srv.AddReceivingMiddleware(s.maskingMiddleware)
-	srv.AddSendingMiddleware(s.maskingSender)
+	srv.AddReceivingMiddleware(s.guard.MaskingMiddleware)
+	srv.AddSendingMiddleware(s.guard.MaskingSender)
 	srv.AddReceivingMiddleware(s.legacyCacheMiddleware) // cacheless.go: encoding only
 	return srv
 }
@@ -430,7 +430,7 @@ func (s *Server) readResource(ctx context.Context, ss *mcp.ServerSession, p *mcp
 		}
 		if d.Label && rc.Text != "" && !strings.HasPrefix(rc.URI, "ui://") {
 			// ui:// is an app's HTML, which the host renders and the model does not read.
-			rc.Text = s.labels.label(rc.Text, server, "uri", out, !labelled)
+			rc.Text = s.guard.LabelText(rc.Text, server, "uri", out, !labelled)
 			labelled = true
 		}
 		rc.URI = out
@@ -493,7 +493,7 @@ func (s *Server) handleGetPrompt(ctx context.Context, req *mcp.GetPromptRequest)
 	rec.Decision, rec.Rule = observe.DecisionWords(d)
 	if r := d.Limits.Rate; !r.IsZero() {
 		// Buckets are per exposed item; a prompt's never shares a tool's.
-		wait, err := s.takeRate(ctx, rateKey("prompt\x00"+req.Params.Name, d.Limits, id), r)
+		wait, err := s.guard.TakeRate(ctx, "prompt\x00"+req.Params.Name, d.Limits, id.key)
 		if err != nil {
 			rec.Outcome = "rate limit unchecked"
 			return nil, &jsonrpc.Error{Code: codeRateLimited, Message: fmt.Sprintf(

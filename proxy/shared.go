@@ -5,13 +5,15 @@ import (
 	"errors"
 	"time"
 
-	"github.com/manifold-mcp/manifold/policy"
+	"github.com/manifold-mcp/manifold/proxy/confirm"
+	"github.com/manifold-mcp/manifold/proxy/guard"
+	"github.com/manifold-mcp/manifold/proxy/observe"
 )
 
 // This file declares the state that replicas may share (issue 16: README
 // "Several replicas"): rate limits (RateStore), spend caps (SpendLedger,
-// guard.go) and the approvals of `manifold approve-call` (ApprovalStore,
-// confirm.go). The proxy's own implementations keep them in the memory of
+// proxy/guard) and the approvals of `manifold approve-call` (ApprovalStore,
+// proxy/confirm). The proxy's own implementations keep them in the memory of
 // this process; internal/cluster keeps them on Redis. A store that cannot be
 // reached returns an error wrapping ErrSharedUnavailable, and the proxy then
 // refuses what it could not check; a store that fails open (on_error =
@@ -21,32 +23,29 @@ import (
 // within its timeout.
 var ErrSharedUnavailable = errors.New("the shared store is unavailable")
 
-// RateStore keeps the token buckets of the policy's rate limits by key (an
-// exposed tool, or "prompt\x00" and a prompt's name). Implementations must
-// be safe for concurrent use.
-type RateStore interface {
-	// Take takes one token of key's bucket under rate, which holds rate.N
-	// tokens and starts full, and returns zero, or how long until a call is
-	// allowed again. A bucket whose rate changed starts again, full.
-	Take(ctx context.Context, key string, rate policy.Rate) (time.Duration, error)
+// RateStore keeps the token buckets of the policy's rate limits by key
+// (proxy/guard).
+type RateStore = guard.RateStore
+
+// SpendLedger records spends per key (an exposed tool and one of its
+// budgets) for the budgets' sliding windows (proxy/guard).
+type SpendLedger = guard.SpendLedger
+
+// Spend is one call's spend under one budget.
+type Spend = guard.Spend
+
+// spendLines are guard's spend lines as the audit record's.
+func spendLines(in []guard.AuditSpend) []observe.Spend {
+	out := make([]observe.Spend, len(in))
+	for i, sp := range in {
+		out[i] = observe.Spend(sp)
+	}
+	return out
 }
 
 // ApprovalStore shares the approvals of calls of clients that cannot elicit
-// (confirm.go approveByCommand) between replicas: an approval offered by
-// one replica is given with `manifold approve-call` and redeemed, once, by
-// whichever replica the retried call reaches. Implementations must be safe
-// for concurrent use; there is no in-memory one: without a store, the
-// approval folder of the process is used.
-type ApprovalStore interface {
-	// Offer records that approval id, shown to approve-call as view (JSON
-	// of ApprovalView), waits for the call digest until expires. If one
-	// already waits for digest, it is kept and its id and expiry returned.
-	Offer(ctx context.Context, id, digest string, view []byte, expires time.Time) (string, time.Time, error)
-	// Redeem takes the granted approval of digest, if there is one: it
-	// returns its id and true at most once for each approval, across every
-	// replica.
-	Redeem(ctx context.Context, digest string) (string, bool, error)
-}
+// between replicas (proxy/confirm).
+type ApprovalStore = confirm.Store
 
 // SessionStore keeps a record of each HTTP session of the initialize era
 // (httpsession.go sessionRecord), so that a replica can serve a session that
@@ -65,18 +64,4 @@ type SessionStore interface {
 	TouchSession(ctx context.Context, id string, ttl time.Duration) (bool, error)
 	// DeleteSession removes id's record: no replica serves it from then on.
 	DeleteSession(ctx context.Context, id string) error
-}
-
-// Take is the RateStore of one process.
-func (l *limiters) Take(_ context.Context, key string, rate policy.Rate) (time.Duration, error) {
-	return l.take(key, rate, time.Now()), nil
-}
-
-// takeRate takes one token of key's bucket from the configured RateStore
-// (Options.RateStore), or from this process's buckets.
-func (s *Server) takeRate(ctx context.Context, key string, rate policy.Rate) (time.Duration, error) {
-	if s.opts.RateStore != nil {
-		return s.opts.RateStore.Take(ctx, key, rate)
-	}
-	return s.limits.Take(ctx, key, rate)
 }

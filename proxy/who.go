@@ -170,25 +170,6 @@ func (c *catalog) searchDepth(limit int) int {
 	return limit
 }
 
-// rateKey is the bucket of a rate limit of item for the caller id: the
-// item's own for anonymous callers and for a rate shared by all (per =
-// "all"), else the item's and the identity's.
-func rateKey(item string, l policy.Limits, id identity) string {
-	if k := id.key(); k != "" && !l.RateShared {
-		return item + "\x00who\x00" + k
-	}
-	return item
-}
-
-// spendWho is the identity part of a budget's key for the caller id: ""
-// for anonymous callers and a budget shared by all.
-func spendWho(bu policy.Budget, id identity) string {
-	if bu.Shared {
-		return ""
-	}
-	return id.key()
-}
-
 // metaFor returns the search surface's meta-tools as v sees them: search_tools
 // tells the number of tools and the servers the caller can find, never those
 // hidden from it. The definitions are shared by every view that sees the same

@@ -56,28 +56,6 @@ func TestIdentityPolicy(t *testing.T) {
 	}
 }
 
-func TestRateAndSpendKeys(t *testing.T) {
-	alice := identity{user: "jwt:i alice", subject: "alice"}
-	bob := identity{user: "jwt:i bob", subject: "bob"}
-	own := policy.Limits{}
-	shared := policy.Limits{RateShared: true}
-	if rateKey("t", own, alice) == rateKey("t", own, bob) {
-		t.Error("alice and bob share a rate bucket by default")
-	}
-	if rateKey("t", shared, alice) != rateKey("t", shared, bob) || rateKey("t", shared, alice) != "t" {
-		t.Error(`per = "all" does not share one bucket`)
-	}
-	if rateKey("t", own, identity{}) != "t" {
-		t.Error("anonymous callers do not share the item's bucket as before")
-	}
-	if spendWho(policy.Budget{}, alice) == spendWho(policy.Budget{}, bob) {
-		t.Error("alice and bob share a budget by default")
-	}
-	if spendWho(policy.Budget{Shared: true}, alice) != "" || spendWho(policy.Budget{}, identity{}) != "" {
-		t.Error("a shared budget or an anonymous caller has an identity part")
-	}
-}
-
 func TestNarrowLists(t *testing.T) {
 	c := &catalog{who: true, toolDefs: map[string]*mcp.Tool{}, items: map[string]policy.Item{},
 		tools: mustTable([]naming.Group{{Server: "a", Prefix: "a", Names: []string{"one", "two"}}, {Server: "b", Prefix: "b", Names: []string{"three"}}})}

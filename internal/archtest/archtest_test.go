@@ -45,6 +45,19 @@ type rule struct {
 	// package under dir may reach, even one inside them: a room under proxy/
 	// may import its sibling rooms but not package proxy itself.
 	forbiddenPkgs []string
+	// within, if not nil, lists the only packages of the module (paths below
+	// the module, whole path elements) that packages under dir may reach,
+	// besides their own: a room of the house (ARCHITECTURE §1 "The house")
+	// reaches the rooms below it, never the root or a face.
+	within []string
+}
+
+// lower is what a room of proxy may reach of the module (ARCHITECTURE §1:
+// rooms → era, wire, naming, pin, search, policy), with the leaf packages
+// of internal/ that every layer shares.
+var lower = []string{
+	"policy", "proxy/era", "proxy/internal/wire", "proxy/naming", "proxy/pin", "proxy/search",
+	"internal/redact", "internal/jsonscan",
 }
 
 // rules is ARCHITECTURE §1 as data.
@@ -88,6 +101,12 @@ var rules = []rule{
 	{dir: "proxy/observe", forbiddenPkgs: []string{module + "/proxy"}, forbidden: []string{
 		module + "/proxy/serve", module + "/internal/config", module + "/plugins", module + "/cmd", toml, goPlugin,
 	}},
+	// proxy/guard holds the call-time limits beside policy.Decide (rates,
+	// spend, caps, masking, labels): a room, given what it needs by the root.
+	{dir: "proxy/guard", within: lower, forbidden: []string{toml, goPlugin, goJOSE, goRedis}},
+	// proxy/confirm has a person approve one call: digest, store,
+	// elicitation, pages; a room, given the parked call's hooks by the root.
+	{dir: "proxy/confirm", within: lower, forbidden: []string{toml, goPlugin, goJOSE, goRedis}},
 	{dir: "upstream", forbidden: []string{
 		module + "/proxy", module + "/policy", module + "/plugins", module + "/internal/config",
 		module + "/cmd", toml, goPlugin,
@@ -208,6 +227,10 @@ func (r rule) forbids(self, from string, p pkg) string {
 	}
 	if slices.Contains(r.forbiddenPkgs, p.ImportPath) {
 		return "must not import " + p.ImportPath
+	}
+	if r.within != nil && under(p.ImportPath, module) && !under(p.ImportPath, self) &&
+		!slices.ContainsFunc(r.within, func(w string) bool { return under(p.ImportPath, module+"/"+w) }) {
+		return "may reach only " + strings.Join(r.within, ", ") + " of the module, but imports " + p.ImportPath
 	}
 	for _, f := range r.forbidden {
 		if under(p.ImportPath, f) && !under(from, f) {
@@ -394,6 +417,21 @@ func TestViolations(t *testing.T) {
 			},
 			want: []string{
 				proxy + "/observe must not import " + proxy + ": " + proxy + "/observe -> " + proxy,
+			},
+		},
+		{
+			name: "a room reaches only the rooms below it, never the root",
+			rule: rule{dir: "proxy/naming", within: []string{"policy"}},
+			pkgs: []pkg{
+				{ImportPath: naming, Imports: []string{naming + "/inner", policy + "/glob"}},
+				{ImportPath: naming + "/inner", Imports: []string{proxy}},
+				{ImportPath: policy + "/glob", DepOnly: true},
+				{ImportPath: proxy, DepOnly: true, Imports: []string{cmd}},
+				{ImportPath: cmd, DepOnly: true},
+			},
+			want: []string{
+				naming + " may reach only policy of the module, but imports " + proxy + ": " + naming + " -> " + naming + "/inner -> " + proxy,
+				naming + "/inner may reach only policy of the module, but imports " + proxy + ": " + naming + "/inner -> " + proxy,
 			},
 		},
 		{

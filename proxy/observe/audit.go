@@ -37,7 +37,7 @@ type Record struct {
 	Rounds      int            `json:"input_rounds,omitempty"` // input_required rounds of a bridged call
 	Via         string         `json:"via,omitempty"`          // the call tool of the search surface that made the call
 	Catalog     string         `json:"catalog,omitempty"`      // the client's catalog mode: full or search
-	Confirm     string         `json:"confirm,omitempty"`      // a person's approval: accepted, declined, expired, timeout, unavailable (confirm.go)
+	Confirm     string         `json:"confirm,omitempty"`      // a person's approval: accepted, declined, expired, timeout, unavailable (proxy/confirm)
 	Approval    string         `json:"approval,omitempty"`     // the approval's id
 	Arguments   map[string]any `json:"arguments,omitempty"`
 	Spend       []Spend        `json:"spend,omitempty"` // what the call spent against each budget (proxy/guard.go)

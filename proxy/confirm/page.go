@@ -1,4 +1,4 @@
-package proxy
+package confirm
 
 import (
 	"context"
@@ -35,11 +35,12 @@ type confirmPage struct {
 	answer      chan bool // buffered 1; one answer
 }
 
-// setApprovalPages makes the proxy offer URL-mode approvals under base, the
-// loopback URL of its HTTP listener.
-func (s *Server) setApprovalPages(base string) *confirmPages {
+// ServePages makes the approver offer URL-mode approvals under base, the
+// loopback URL of its HTTP listener, and returns the handler of their pages
+// (/approve/{token}).
+func (ar *Approver) ServePages(base string) http.Handler {
 	p := &confirmPages{base: base}
-	s.pages.Store(p)
+	ar.pages.Store(p)
 	return p
 }
 

@@ -1,4 +1,4 @@
-package proxy
+package guard
 
 import (
 	"encoding/json"
@@ -14,6 +14,9 @@ import (
 
 var t0 = time.Date(2026, 12, 1, 18, 0, 0, 0, time.UTC)
 
+// anonymous is the key of an anonymous caller.
+func anonymous() string { return "" }
+
 func budgetDecision() policy.Decision {
 	return policy.Decision{Visible: true, Limits: policy.Limits{Budgets: []policy.Budget{{
 		Limit: 100, Window: time.Hour, From: policy.MustPointer("/structuredContent/credits"), Source: "policy/spend.toml:3",
@@ -28,8 +31,8 @@ func credits(n string) json.RawMessage {
 // injected clock: calls pass until the spends reach the limit, the next is
 // refused with the time the budget returns, and it returns then.
 func TestBudgetWindow(t *testing.T) {
-	s := &Server{ledger: &memoryLedger{}}
-	b := &backend{log: slog.New(slog.DiscardHandler)}
+	g := New(Options{})
+	log := slog.New(slog.DiscardHandler)
 	d := budgetDecision()
 	steps := []struct {
 		at          time.Duration // after t0
@@ -49,14 +52,14 @@ func TestBudgetWindow(t *testing.T) {
 	}
 	for _, st := range steps {
 		now := t0.Add(st.at)
-		outcome, text := s.refuseGuarded(t.Context(), "web__search", d, nil, identity{}, now)
+		outcome, text := g.Refuse(t.Context(), "web__search", d, nil, anonymous, now)
 		switch {
 		case st.wantRefused == "" && outcome != "":
 			t.Fatalf("at +%s: refused (%s): %s", st.at, outcome, text)
 		case st.wantRefused != "" && (outcome != "budget spent" || !strings.Contains(text, st.wantRefused)):
 			t.Fatalf("at +%s: outcome %q, text %q; want a refusal with %q", st.at, outcome, text, st.wantRefused)
 		case st.wantRefused == "":
-			s.countSpend(t.Context(), b, "web__search", d, credits(st.spend), identity{}, now)
+			g.CountSpend(t.Context(), log, "web__search", d, credits(st.spend), anonymous, now)
 		}
 	}
 }
@@ -79,13 +82,13 @@ func TestBudgetHostileValues(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := &Server{ledger: &memoryLedger{}}
-			b := &backend{log: slog.New(slog.DiscardHandler)}
+			g := New(Options{})
+			log := slog.New(slog.DiscardHandler)
 			d := budgetDecision()
 			d.Limits.Budgets[0].Missing = tt.missing
 			var got []float64
 			for i, r := range tt.results {
-				lines := s.countSpend(t.Context(), b, "web__search", d, r, identity{}, t0.Add(time.Duration(i)*time.Second))
+				lines := g.CountSpend(t.Context(), log, "web__search", d, r, anonymous, t0.Add(time.Duration(i)*time.Second))
 				got = append(got, lines[0].Spent)
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
@@ -128,10 +131,10 @@ func TestArgLimits(t *testing.T) {
 		{name: "invalid JSON refused", args: `{"paths":[}`, want: `could not be checked: invalid JSON`},
 		{name: "trailing data refused", args: `{} {}`, want: `unexpected data after the arguments`},
 	}
-	s := &Server{ledger: &memoryLedger{}}
+	g := New(Options{})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			outcome, text := s.refuseGuarded(t.Context(), "files__read", d, json.RawMessage(tt.args), identity{}, t0)
+			outcome, text := g.Refuse(t.Context(), "files__read", d, json.RawMessage(tt.args), anonymous, t0)
 			if tt.want == "" {
 				if outcome != "" {
 					t.Fatalf("refused: %s", text)

@@ -1,4 +1,4 @@
-package proxy
+package guard
 
 import (
 	"context"
@@ -19,65 +19,65 @@ import (
 // "Secrets").
 //
 // Where it happens: tools/call results on the lean path, first of all
-// (settle in call.go: before spend counting and labels, so that neither sees
-// a secret), and again where any call ends (maskingFinish, for what does not
+// (settle in proxy/call.go: before spend counting and labels, so that neither sees
+// a secret), and again where any call ends (MaskingFinish, for what does not
 // pass settle: errors, a bridged call's input requests); every other result
-// and error of a request (maskingMiddleware); every notification and request
-// the proxy sends a client (maskingSender). The lean path checks the raw
+// and error of a request (MaskingMiddleware); every notification and request
+// the proxy sends a client (MaskingSender). The lean path checks the raw
 // bytes for any spelling of any secret and decodes only when one is there
 // (redact.Redactor.JSON; BenchmarkJSON in internal/redact measures it).
 
-// maskRaw masks the known secrets in a raw JSON value from an upstream.
-func (s *Server) maskRaw(raw json.RawMessage) json.RawMessage {
-	return s.opts.Redactor.JSON(raw)
+// Mask masks the known secrets in a raw JSON value from an upstream.
+func (g *Guard) Mask(raw json.RawMessage) json.RawMessage {
+	return g.red.JSON(raw)
 }
 
-// maskErr masks the known secrets in an error that goes to a client: the
+// MaskErr masks the known secrets in an error that goes to a client: the
 // message and data of a JSON-RPC error (an upstream's, kept with its code),
 // or the message of any other.
-func (s *Server) maskErr(err error) error {
-	if err == nil || !s.opts.Redactor.Knows() {
+func (g *Guard) MaskErr(err error) error {
+	if err == nil || !g.red.Knows() {
 		return err
 	}
 	var rpcErr *jsonrpc.Error
 	if errors.As(err, &rpcErr) {
-		msg, data := s.opts.Redactor.Known(rpcErr.Message), s.maskRaw(rpcErr.Data)
+		msg, data := g.red.Known(rpcErr.Message), g.Mask(rpcErr.Data)
 		if msg == rpcErr.Message && len(data) == len(rpcErr.Data) && (len(data) == 0 || &data[0] == &rpcErr.Data[0]) {
 			return err
 		}
 		return &jsonrpc.Error{Code: rpcErr.Code, Message: msg, Data: data}
 	}
-	return s.opts.Redactor.KnownError(err)
+	return g.red.KnownError(err)
 }
 
-// maskingFinish returns finish with the known secrets masked in the result
+// MaskingFinish returns finish with the known secrets masked in the result
 // or error it is given. masked, if not nil, says that the result was masked
 // already (by settle) and needs no second look.
-func (s *Server) maskingFinish(finish func(json.RawMessage, error), masked func() bool) func(json.RawMessage, error) {
+func (g *Guard) MaskingFinish(finish func(json.RawMessage, error), masked func() bool) func(json.RawMessage, error) {
 	return func(raw json.RawMessage, err error) {
 		if masked == nil || !masked() {
-			raw = s.maskRaw(raw)
+			raw = g.Mask(raw)
 		}
-		finish(raw, s.maskErr(err))
+		finish(raw, g.MaskErr(err))
 	}
 }
 
-// maskingMiddleware masks the known secrets in the result and error of every
+// MaskingMiddleware masks the known secrets in the result and error of every
 // request a client sends, but tools/call's result, which the call path
 // masked on its raw bytes.
-func (s *Server) maskingMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+func (g *Guard) MaskingMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		res, err := next(ctx, method, req)
-		if !s.opts.Redactor.Knows() {
+		if !g.red.Knows() {
 			return res, err
 		}
 		if err != nil {
-			return res, s.maskErr(err)
+			return res, g.MaskErr(err)
 		}
 		if res == nil || method == "tools/call" {
 			return res, nil
 		}
-		masked, err := maskValue(s, res)
+		masked, err := maskValue(g, res)
 		if err != nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("the %s result held a secret of the config and could not be masked, so it was withheld: %v", method, err)}
 		}
@@ -85,15 +85,15 @@ func (s *Server) maskingMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-// maskingSender masks the known secrets in the params of every notification
+// MaskingSender masks the known secrets in the params of every notification
 // and request the proxy sends a client (relayed log messages, progress,
 // sampling and elicitation). The params are masked in place: they are the
 // proxy's own copy of what an upstream sent.
-func (s *Server) maskingSender(next mcp.MethodHandler) mcp.MethodHandler {
+func (g *Guard) MaskingSender(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if s.opts.Redactor.Knows() {
+		if g.red.Knows() {
 			if p := req.GetParams(); p != nil && !reflect.ValueOf(p).IsNil() {
-				if err := maskInPlace(s, p); err != nil {
+				if err := maskInPlace(g, p); err != nil {
 					return nil, fmt.Errorf("%s: the message held a secret of the config and could not be masked, so it was not sent: %w", method, err)
 				}
 			}
@@ -104,12 +104,12 @@ func (s *Server) maskingSender(next mcp.MethodHandler) mcp.MethodHandler {
 
 // maskValue returns v, a pointer to a result, or a copy of it with the known
 // secrets masked when it holds any.
-func maskValue[T any](s *Server, v T) (T, error) {
+func maskValue[T any](g *Guard, v T) (T, error) {
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return v, nil // not the proxy's to encode: the SDK will say so
 	}
-	masked := s.maskRaw(raw)
+	masked := g.Mask(raw)
 	if len(masked) == len(raw) && &masked[0] == &raw[0] {
 		return v, nil
 	}
@@ -125,8 +125,8 @@ func maskValue[T any](s *Server, v T) (T, error) {
 }
 
 // maskInPlace masks the known secrets in *p, p a pointer to params.
-func maskInPlace(s *Server, p mcp.Params) error {
-	masked, err := maskValue(s, p)
+func maskInPlace(g *Guard, p mcp.Params) error {
+	masked, err := maskValue(g, p)
 	if err != nil || masked == p {
 		return err
 	}

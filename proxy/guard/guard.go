@@ -1,4 +1,4 @@
-package proxy
+package guard
 
 import (
 	"bytes"
@@ -7,18 +7,71 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/manifold-mcp/manifold/internal/redact"
 	"github.com/manifold-mcp/manifold/policy"
-	"github.com/manifold-mcp/manifold/proxy/observe"
 )
 
 // This file enforces the spend caps (policy.Budget) and argument limits
 // (policy.ArgLimit) of tools/call: arguments are checked, and budgets
 // consulted, before a call is forwarded; what a result reports it spent is
 // counted when it returns. Nothing here runs for a tool without them.
+
+// Guard holds the call-time limits of one proxy, beside policy.Decide:
+// the rate limits' buckets (rate.go), the spend ledger, the secrets to
+// mask (mask.go) and the labeler of results (label.go). Its methods are
+// the checks before a call is sent (Refuse, RefuseRate) and the filters of
+// its result (Mask, CountSpend, Label, Cap). It is safe for concurrent use.
+type Guard struct {
+	rates  RateStore // Options.Rates; nil: limits
+	limits limiters
+	ledger SpendLedger
+	red    *redact.Redactor
+	labels labeler // labels results as data (label.go)
+}
+
+// Options configure a Guard.
+type Options struct {
+	// Rates keeps the rate limits' buckets. If nil, buckets in the memory
+	// of this process.
+	Rates RateStore
+	// Ledger records what calls spent against the policy's budgets. If
+	// nil, a ledger in the memory of this process.
+	Ledger SpendLedger
+	// Redactor knows the secrets to mask; its secrets may change while
+	// the Guard is in use (redact.Redactor.Add). If nil, one that knows
+	// none.
+	Redactor *redact.Redactor
+}
+
+// New returns a Guard with a fresh labeling token.
+func New(opts Options) *Guard {
+	g := &Guard{rates: opts.Rates, ledger: opts.Ledger, red: opts.Redactor, labels: newLabeler()}
+	if g.ledger == nil {
+		g.ledger = &memoryLedger{}
+	}
+	if g.red == nil {
+		g.red = redact.New()
+	}
+	return g
+}
+
+// MayWait reports whether checking or counting the limits l may wait for a
+// store shared by replicas (a round trip to Redis), so that the call should
+// not be checked on a goroutine that must not block.
+func (g *Guard) MayWait(l policy.Limits) bool {
+	if !l.Rate.IsZero() && g.rates != nil {
+		return true // a round trip to the shared store
+	}
+	if _, local := g.ledger.(*memoryLedger); len(l.Budgets) > 0 && !local {
+		return true
+	}
+	return false
+}
 
 // Spend is one call's spend under one budget.
 type Spend struct {
@@ -30,7 +83,7 @@ type Spend struct {
 // budgets) for the budgets' sliding windows. The proxy's own keeps them in
 // memory, per process; one shared by replicas (internal/cluster: Redis)
 // satisfies the same two methods, and returns an error wrapping
-// ErrSharedUnavailable when it cannot be reached (shared.go).
+// proxy.ErrSharedUnavailable when it cannot be reached (proxy/shared.go).
 // Implementations must be safe for concurrent use.
 type SpendLedger interface {
 	// Add records that a call under key spent amount (> 0) at t.
@@ -111,11 +164,12 @@ func budgetState(spends []Spend, bu policy.Budget) (spent float64, back time.Tim
 	return spent, time.Time{} // not reached: rest ends at 0 < Limit
 }
 
-// refuseGuarded checks a call of the exposed tool name against the
-// argument limits and budgets of its decision, before it is forwarded. It
-// returns "" when the call may go, else the audit outcome and the text of
-// the isError result that refuses it.
-func (s *Server) refuseGuarded(ctx context.Context, name string, d policy.Decision, args json.RawMessage, id identity, now time.Time) (outcome, text string) {
+// Refuse checks a call of the exposed tool name against the argument
+// limits and budgets of its decision, before it is forwarded. It returns ""
+// when the call may go, else the audit outcome and the text of the isError
+// result that refuses it. who is the caller's key, asked for only when a
+// budget is the caller's own (Caller).
+func (g *Guard) Refuse(ctx context.Context, name string, d policy.Decision, args json.RawMessage, who Caller, now time.Time) (outcome, text string) {
 	l := d.Limits
 	if len(l.Args) > 0 {
 		v, err := decodeArgs(args)
@@ -129,7 +183,7 @@ func (s *Server) refuseGuarded(ctx context.Context, name string, d policy.Decisi
 		}
 	}
 	for _, bu := range l.Budgets {
-		spends, err := s.ledger.Since(ctx, budgetKey(name, bu, spendWho(bu, id)), now.Add(-bu.Window))
+		spends, err := g.ledger.Since(ctx, budgetKey(name, bu, spendWho(bu, who)), now.Add(-bu.Window))
 		if err != nil {
 			return "budget unchecked", fmt.Sprintf("spend cap: %s has a budget of %s per %s (%s), and the spends shared by the replicas could not be read (%v); nothing was executed. Retry in a few seconds; if it persists, the operator should check the [cluster] Redis",
 				name, policy.FormatAmount(bu.Limit), bu.Window, bu.Source, err)
@@ -145,31 +199,41 @@ func (s *Server) refuseGuarded(ctx context.Context, name string, d policy.Decisi
 	return "", ""
 }
 
-// countSpend counts what a raw tools/call result of the exposed tool name
-// on b reports against each budget of d, logging a result that reports no
-// honest number, and returns the audit lines.
-func (s *Server) countSpend(ctx context.Context, b *backend, name string, d policy.Decision, raw json.RawMessage, id identity, now time.Time) []observe.Spend {
+// AuditSpend is one budget's line in an audit record: what the call spent
+// and the window's total with it.
+type AuditSpend struct {
+	From   string  `json:"from"`
+	Amount float64 `json:"amount"`
+	Spent  float64 `json:"spent"`
+	Limit  float64 `json:"limit"`
+	Budget string  `json:"budget,omitempty"` // where the budget was written
+}
+
+// CountSpend counts what a raw tools/call result of the exposed tool name
+// reports against each budget of d, logging to log (the server's) a result
+// that reports no honest number, and returns the audit lines.
+func (g *Guard) CountSpend(ctx context.Context, log *slog.Logger, name string, d policy.Decision, raw json.RawMessage, who Caller, now time.Time) []AuditSpend {
 	var v any
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	if err := dec.Decode(&v); err != nil {
 		v = nil // counted as missing
 	}
-	out := make([]observe.Spend, 0, len(d.Limits.Budgets))
+	out := make([]AuditSpend, 0, len(d.Limits.Budgets))
 	for _, bu := range d.Limits.Budgets {
 		amount, note := bu.SpendOf(v)
 		if note != "" {
-			b.log.Warn("spend cap: "+note, "tool", name, "budget", bu.Source)
+			log.Warn("spend cap: "+note, "tool", name, "budget", bu.Source)
 		}
-		key := budgetKey(name, bu, spendWho(bu, id))
+		key := budgetKey(name, bu, spendWho(bu, who))
 		if amount > 0 {
 			// A shared ledger that cannot be reached logs so itself, once
 			// per outage; the audit line's total then counts without it.
-			_ = s.ledger.Add(ctx, key, amount, now)
+			_ = g.ledger.Add(ctx, key, amount, now)
 		}
-		spends, _ := s.ledger.Since(ctx, key, now.Add(-bu.Window))
+		spends, _ := g.ledger.Since(ctx, key, now.Add(-bu.Window))
 		spent, _ := budgetState(spends, bu)
-		out = append(out, observe.Spend{From: bu.From.String(), Amount: amount, Spent: spent, Limit: bu.Limit, Budget: bu.Source})
+		out = append(out, AuditSpend{From: bu.From.String(), Amount: amount, Spent: spent, Limit: bu.Limit, Budget: bu.Source})
 	}
 	return out
 }

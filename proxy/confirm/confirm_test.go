@@ -1,7 +1,6 @@
-package proxy
+package confirm
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"strings"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/manifold-mcp/manifold/internal/redact"
 	"github.com/manifold-mcp/manifold/policy"
-	"github.com/manifold-mcp/manifold/proxy/observe"
 )
 
 func TestApprovalDigest(t *testing.T) {
@@ -86,33 +84,35 @@ func TestCanonicalArgs(t *testing.T) {
 	}
 }
 
+// anonymousPrincipal is the principal of an anonymous caller whose client
+// is not known.
+const anonymousPrincipal = "anonymous:"
+
 // commandCall runs approveByCommand for a call of bank__pay with args and
 // returns whether it may go on, the audit record and the refusal's text.
-func commandCall(t *testing.T, s *Server, args string) (bool, observe.Record, string, map[string]json.RawMessage) {
+func commandCall(t *testing.T, s *Approver, args string) (bool, Answer, string, map[string]json.RawMessage) {
 	t.Helper()
 	c, err := canonicalArgs(json.RawMessage(args))
 	if err != nil {
 		t.Fatal(err)
 	}
-	re := reqEra{caps: nil}
 	d := policy.Decision{Visible: true, Confirm: true, ConfirmRule: "servers.bank.confirm", ConfirmSource: "proxy.toml:3", ConfirmReason: "moves money"}
 	fields := map[string]json.RawMessage{"arguments": json.RawMessage(args)}
-	var rec observe.Record
 	var refusal string
-	ok := s.approveByCommand(nil, re, "bank", "bank__pay", "pay", d, approvalDigest(s.principal(context.Background(), nil, re), "bank__pay", c), c, fields, &rec,
-		func(raw json.RawMessage, err error) {
-			if err != nil {
-				t.Fatalf("done with error %v", err)
-			}
-			var res struct {
-				Content []struct{ Text string }
-				IsError bool
-			}
-			if err := json.Unmarshal(raw, &res); err != nil || !res.IsError || len(res.Content) != 1 {
-				t.Fatalf("refusal %s is not one isError text", raw)
-			}
-			refusal = res.Content[0].Text
-		})
+	ok, rec := s.approveByCommand("bank", "bank__pay", "pay", d, approvalDigest(anonymousPrincipal, "bank__pay", c), c, fields)
+	if raw, err := rec.Result, rec.Err; raw != nil || err != nil {
+		if err != nil {
+			t.Fatalf("done with error %v", err)
+		}
+		var res struct {
+			Content []struct{ Text string }
+			IsError bool
+		}
+		if err := json.Unmarshal(raw, &res); err != nil || !res.IsError || len(res.Content) != 1 {
+			t.Fatalf("refusal %s is not one isError text", raw)
+		}
+		refusal = res.Content[0].Text
+	}
 	if ok == (refusal != "") {
 		t.Fatalf("approveByCommand = %v with refusal %q", ok, refusal)
 	}
@@ -128,7 +128,7 @@ func approve(t *testing.T, dir, id string) {
 
 func TestApproveByCommand(t *testing.T) {
 	dir := t.TempDir()
-	s := &Server{opts: Options{ApprovalDir: dir, ConfirmTTL: time.Minute, Redactor: redact.New("s3cret-value-123")}}
+	s := New(Options{Dir: dir, TTL: time.Minute, Redactor: redact.New("s3cret-value-123")})
 	const args = `{"amount": 10, "to": "bob", "note": "s3cret-value-123", "api_key": "k-1"}`
 
 	ok, rec, msg, _ := commandCall(t, s, args)
@@ -145,7 +145,7 @@ func TestApproveByCommand(t *testing.T) {
 	if err != nil {
 		t.Fatalf("approval file: %v", err)
 	}
-	var v ApprovalView
+	var v View
 	if err := json.Unmarshal(b, &v); err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func TestApproveByCommand(t *testing.T) {
 	if ok || rec.Approval == id {
 		t.Fatalf("replay: ok %v, approval %q; want refused with a new id", ok, rec.Approval)
 	}
-	s.closeApprovals()
+	s.Close()
 	if fileExists(ApprovalFile(dir, rec.Approval)) {
 		t.Error("Close left a waiting approval's file")
 	}
@@ -194,7 +194,7 @@ func TestApproveByCommand(t *testing.T) {
 func TestApproveByCommandExpires(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		dir := t.TempDir()
-		s := &Server{opts: Options{ApprovalDir: dir, ConfirmTTL: time.Minute}}
+		s := New(Options{Dir: dir, TTL: time.Minute})
 		const args = `{"amount":10}`
 		_, rec, _, _ := commandCall(t, s, args)
 		id := rec.Approval
@@ -211,7 +211,7 @@ func TestApproveByCommandExpires(t *testing.T) {
 }
 
 func TestApproveByCommandWithoutFolder(t *testing.T) {
-	s := &Server{}
+	s := New(Options{})
 	ok, rec, msg, _ := commandCall(t, s, `{}`)
 	if ok || rec.Confirm != confirmUnavailable || !strings.Contains(msg, "Use a client that supports elicitation") {
 		t.Errorf("without an approval folder: ok %v, confirm %q, %q", ok, rec.Confirm, msg)

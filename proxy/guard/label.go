@@ -1,4 +1,4 @@
-package proxy
+package guard
 
 import (
 	"bytes"
@@ -178,6 +178,20 @@ func unescapeAngles(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// Label labels the text blocks, and the texts of embedded resources, of a
+// raw tools/call result of server's tool (its exposed name) as data
+// (labelResult).
+func (g *Guard) Label(raw json.RawMessage, server, tool string) json.RawMessage {
+	return g.labels.labelResult(raw, server, tool)
+}
+
+// LabelText returns text labelled as data from server, with the attribute
+// what ("tool" or "uri") set to name; preamble puts the preamble line
+// first (a resources/read result's texts).
+func (g *Guard) LabelText(text, server, what, name string, preamble bool) string {
+	return g.labels.label(text, server, what, name, preamble)
 }
 
 // labelResult labels the text blocks, and the texts of embedded resources,

@@ -1,4 +1,4 @@
-package proxy
+package confirm
 
 import (
 	"bytes"
@@ -9,24 +9,26 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/manifold-mcp/manifold/internal/redact"
 	"github.com/manifold-mcp/manifold/policy"
-	"github.com/manifold-mcp/manifold/proxy/observe"
 )
 
 // This file holds approval bound to the call (README "Approval bound to
 // the call"): a tool whose decision says Confirm runs only after a person
-// approved that exact call. startCall calls confirmCall after the policy,
-// the route and the rate limit, and before anything is sent upstream.
+// approved that exact call. The call path calls Approver.Confirm after the
+// policy, the route and the rate limit, and before anything is sent
+// upstream.
 //
 // How the person is asked, one code path for both eras (askPerson):
 //
@@ -34,25 +36,25 @@ import (
 //     the server, the tool, the reason and the exact arguments, and a
 //     boolean to approve. Through the parked call of a modern (2026-07-28)
 //     request it becomes an input_required result (the same path as an
-//     upstream's elicitation, mrtr.go); on a legacy session it is a real
+//     upstream's elicitation: Options.Parked); on a legacy session it is a real
 //     elicitation/create request. Where the client declared elicitation.url
-//     and the proxy serves HTTP (Options.ConfirmPages), a URL-mode
+//     and the proxy serves HTTP (Approver.ServePages), a URL-mode
 //     elicitation points to a one-time page of the proxy instead, which the
 //     model cannot answer (confirmpage.go);
 //   - a client that cannot elicit gets an isError result with an approval
 //     id; the person runs `manifold approve-call ID`, which leaves a file
-//     in Options.ApprovalDir, and the same call with the same arguments
+//     in Options.Dir, and the same call with the same arguments
 //     then runs once.
 //
 // Each approval is bound to a digest of the principal (session or client),
 // the exposed tool and the canonical arguments (approvalDigest), is used
-// once, expires after Options.ConfirmTTL, and is audited with its answer
+// once, expires after Options.TTL, and is audited with its answer
 // (confirm = accepted | declined | expired | timeout | unavailable) and id.
 // What is forwarded is the canonical form of the arguments that the person
 // saw, so that a frame with duplicate keys cannot show one value and run
 // another.
 
-// defaultConfirmTTL is Options.ConfirmTTL's default.
+// defaultConfirmTTL is Options.TTL's default.
 const defaultConfirmTTL = 5 * time.Minute
 
 // maxPendingApprovals bounds the approvals waiting for the command line.
@@ -76,11 +78,85 @@ func ValidApprovalID(id string) bool { return approvalIDRE.MatchString(id) }
 
 func newApprovalID() string { return "ap-" + rand.Text() }
 
-func (s *Server) confirmTTL() time.Duration {
-	if s.opts.ConfirmTTL > 0 {
-		return s.opts.ConfirmTTL
+// Approver asks a person to approve the calls whose decision says Confirm
+// (Confirm), keeps the approvals that wait for `manifold approve-call`, and
+// serves the pages of URL-mode approvals (ServePages). It is safe for
+// concurrent use.
+type Approver struct {
+	opts      Options
+	log       *slog.Logger
+	approvals approvals                    // approvals waiting for approve-call
+	pages     atomic.Pointer[confirmPages] // URL-mode approval pages, when serving HTTP (page.go)
+}
+
+// Options configure an Approver.
+type Options struct {
+	// TTL is how long a person has to answer a request to approve a call,
+	// and how long an approval id waits for `manifold approve-call` and the
+	// retry. If zero, 5 minutes.
+	TTL time.Duration
+	// Dir is the folder, private to the user, through which `manifold
+	// approve-call` approves the calls of clients that cannot elicit. If
+	// empty, such calls are refused with no way to approve them.
+	Dir string
+	// Store shares the approvals given with `manifold approve-call` between
+	// replicas; Dir is then not used. If nil, approvals go through Dir, for
+	// this process only.
+	Store Store
+	// Redactor hides secrets in the arguments a person is shown. If nil,
+	// credential shapes only.
+	Redactor *redact.Redactor
+	// Logger receives what goes wrong with the approval folder. If nil,
+	// nothing is logged.
+	Logger *slog.Logger
+	// Parked reaches the parked call of a modern client's call (the
+	// bridge's), through which the person is asked. If zero, no call is
+	// parked: a person is asked on the client's session.
+	Parked Parked
+}
+
+// Parked is what an Approver needs of the parked calls of modern
+// (2026-07-28) clients: each func finds the parked call that ctx belongs
+// to, if any.
+type Parked struct {
+	// Ask asks the client elicitation/create (in mode) through the parked
+	// call, and reports false when ctx belongs to none.
+	Ask func(ctx context.Context, mode string, p *mcp.ElicitParams) (res *mcp.ElicitResult, parked bool, err error)
+	// Bind binds the parked call, if any, to the digest of the call the
+	// person is asked to approve: a retry with other arguments is refused.
+	Bind func(ctx context.Context, digest string)
+	// Aborted returns why the parked call was aborted; "" if it was not or
+	// there is none.
+	Aborted func(ctx context.Context) string
+}
+
+// New returns an Approver.
+func New(opts Options) *Approver {
+	ar := &Approver{opts: opts, log: opts.Logger}
+	if ar.log == nil {
+		ar.log = slog.New(slog.DiscardHandler)
+	}
+	return ar
+}
+
+// TTL is how long a person has to answer, and an approval waits
+// (Options.TTL).
+func (ar *Approver) TTL() time.Duration {
+	if ar.opts.TTL > 0 {
+		return ar.opts.TTL
 	}
 	return defaultConfirmTTL
+}
+
+// Digest returns the digest that binds an approval to who calls
+// (principal), which tool (the exposed name) and its arguments, in their
+// canonical form; an error when the arguments are not one JSON object.
+func Digest(principal, exposed string, args json.RawMessage) (string, error) {
+	canonical, err := canonicalArgs(args)
+	if err != nil {
+		return "", err
+	}
+	return approvalDigest(principal, exposed, canonical), nil
 }
 
 // canonicalArgs returns the canonical JSON of a call's arguments: the
@@ -135,7 +211,7 @@ type callView struct {
 
 // view builds the callView of a call of the exposed tool with the
 // canonical arguments.
-func (s *Server) view(id, server, exposed, original string, d policy.Decision, canonical []byte, expires time.Time) callView {
+func (ar *Approver) view(id, server, exposed, original string, d policy.Decision, canonical []byte, expires time.Time) callView {
 	var m map[string]any
 	_ = json.Unmarshal(canonical, &m)
 	pretty, err := json.MarshalIndent(redact.Args(m), "", "  ")
@@ -147,7 +223,7 @@ func (s *Server) view(id, server, exposed, original string, d policy.Decision, c
 		rule += " at " + d.ConfirmSource
 	}
 	return callView{ID: id, Server: server, Tool: exposed, Original: original, Reason: d.ConfirmReason, Rule: rule,
-		Args: s.opts.Redactor.String(string(pretty)), Expires: expires.UTC().Truncate(time.Second), PID: os.Getpid()}
+		Args: ar.opts.Redactor.String(string(pretty)), Expires: expires.UTC().Truncate(time.Second), PID: os.Getpid()}
 }
 
 // Text renders v for a person, as the elicitation's message, the page and
@@ -178,50 +254,76 @@ type approval struct {
 	expires time.Time
 }
 
-// confirmCall settles the approval of a call whose decision says Confirm,
-// before anything is sent: it reports true when the call may go on, with
-// fields["arguments"] set to the canonical arguments that were approved,
-// and otherwise has ended the call through done. ctx is the call's own
-// context (a modern client's parked call's, which carries it).
-func (s *Server) confirmCall(ctx context.Context, ss *mcp.ServerSession, re reqEra, server, exposed, original string, d policy.Decision,
-	fields map[string]json.RawMessage, rec *observe.Record, done func(json.RawMessage, error)) bool {
+// Call is one call whose decision says Confirm.
+type Call struct {
+	Session   *mcp.ServerSession      // the client's session of the initialize era, if any: asked with elicitation/create
+	Caps      *mcp.ClientCapabilities // the client's, for this request: how the person can be asked
+	Principal string                  // who calls (a session, a client): the approval is bound to it
+	Server    string                  // the upstream
+	Exposed   string                  // the tool's exposed name
+	Original  string                  // the tool's name on the server
+	Decision  policy.Decision
+}
+
+// Answer is how Confirm settled a call: what its audit record says of the
+// approval and, for a call that may not go on, its answer.
+type Answer struct {
+	Confirm  string          // accepted, declined, expired, timeout, unavailable; "" when no approval was asked
+	Approval string          // the approval's id, if there is one
+	Outcome  string          // the audit outcome of a call that may not go on
+	Result   json.RawMessage // the isError result that answers a call that may not go on, or
+	Err      error           // the error that does
+}
+
+// end records the answer of a call that may not go on.
+func (rec *Answer) end(raw json.RawMessage, err error) { rec.Result, rec.Err = raw, err }
+
+// Confirm settles the approval of call c, before anything is sent: it
+// reports true when the call may go on, with fields["arguments"] set to the
+// canonical arguments that were approved, and otherwise the Answer that
+// ends the call. ctx is the call's own context (a modern client's parked
+// call's, which carries it).
+func (ar *Approver) Confirm(ctx context.Context, c Call, fields map[string]json.RawMessage) (bool, Answer) {
+	var rec Answer
+	done := rec.end
+	server, exposed, original, d := c.Server, c.Exposed, c.Original, c.Decision
 	canonical, err := canonicalArgs(fields["arguments"])
 	if err != nil {
 		rec.Outcome = "invalid arguments"
 		done(toolError("%s; the call of %q needs a person's approval of its exact arguments, so nothing was executed. Call it again with the arguments as one JSON object", err, exposed), nil)
-		return false
+		return false, rec
 	}
-	ttl := s.confirmTTL()
-	digest := approvalDigest(s.principal(ctx, ss, re), exposed, canonical)
-	mode := s.approvalMode(re)
+	ttl := ar.TTL()
+	digest := approvalDigest(c.Principal, exposed, canonical)
+	mode := ar.approvalMode(c.Caps)
 	if mode == "" {
-		if s.opts.Approvals != nil {
-			return s.approveShared(ctx, server, exposed, original, d, digest, canonical, fields, rec, done)
+		if ar.opts.Store != nil {
+			return ar.approveShared(ctx, server, exposed, original, d, digest, canonical, fields)
 		}
-		return s.approveByCommand(ss, re, server, exposed, original, d, digest, canonical, fields, rec, done)
+		return ar.approveByCommand(server, exposed, original, d, digest, canonical, fields)
 	}
 	id := newApprovalID()
 	rec.Approval = id
-	v := s.view(id, server, exposed, original, d, canonical, time.Now().Add(ttl))
-	if pc := parkedOf(ctx); pc != nil {
-		pc.setConfirm(digest)
+	v := ar.view(id, server, exposed, original, d, canonical, time.Now().Add(ttl))
+	if bind := ar.opts.Parked.Bind; bind != nil {
+		bind(ctx, digest)
 	}
 	actx, cancel := context.WithTimeout(ctx, ttl)
 	defer cancel()
-	ok, err := s.askPerson(actx, ss, mode, v)
+	ok, err := ar.askPerson(actx, c.Session, mode, v)
 	switch {
 	case err == nil && ok:
 		rec.Confirm = confirmAccepted
 		fields["arguments"] = canonical
-		return true
+		return true, rec
 	case err == nil:
 		rec.Confirm, rec.Outcome = confirmDeclined, "declined by the person"
 		done(toolError("The person did not approve this call of %q (approval %s); nothing was executed. Do not retry it unless the person asks you to.", exposed, id), nil)
 	case ctx.Err() != nil:
-		if why := parkedOf(ctx).abortReason(); why != "" {
+		if why := ar.aborted(ctx); why != "" {
 			rec.Confirm, rec.Outcome = confirmDeclined, why
 			done(nil, ctx.Err())
-			return false
+			return false, rec
 		}
 		rec.Confirm, rec.Outcome = confirmTimeout, "cancelled"
 		done(nil, ctx.Err())
@@ -232,18 +334,30 @@ func (s *Server) confirmCall(ctx context.Context, ss *mcp.ServerSession, re reqE
 		rec.Confirm, rec.Outcome = confirmUnavailable, "approval not asked"
 		done(toolError("This call of %q needs a person's approval, but asking for it failed: %v; nothing was executed.", exposed, err), nil)
 	}
-	return false
+	return false, rec
+}
+
+// aborted returns why the parked call ctx belongs to was aborted, if it was
+// (Options.Parked).
+func (ar *Approver) aborted(ctx context.Context) string {
+	if f := ar.opts.Parked.Aborted; f != nil {
+		return f(ctx)
+	}
+	return ""
 }
 
 // approvalMode says how a client is asked: "url" where it declared
 // elicitation.url and the proxy serves the approval page, "form" where it
 // can elicit a form, and "" where it cannot elicit (approve-call).
-func (s *Server) approvalMode(re reqEra) string {
-	e := re.caps.Elicitation
+func (ar *Approver) approvalMode(caps *mcp.ClientCapabilities) string {
+	var e *mcp.ElicitationCapabilities
+	if caps != nil {
+		e = caps.Elicitation
+	}
 	switch {
 	case e == nil:
 		return ""
-	case e.URL != nil && s.pages.Load() != nil:
+	case e.URL != nil && ar.pages.Load() != nil:
 		return "url"
 	case e.Form != nil || e.URL == nil: // an empty elicitation capability is form
 		return "form"
@@ -255,17 +369,22 @@ func (s *Server) approvalMode(re reqEra) string {
 // reports their answer. It is the one place where the eras part: the
 // request goes through the parked call of a modern client's request (an
 // input_required result) and as elicitation/create on a legacy session.
-func (s *Server) askPerson(ctx context.Context, ss *mcp.ServerSession, mode string, v callView) (bool, error) {
+func (ar *Approver) askPerson(ctx context.Context, ss *mcp.ServerSession, mode string, v callView) (bool, error) {
 	p := &mcp.ElicitParams{Mode: "form", Message: "[manifold] " + v.Text(), RequestedSchema: approvalSchema}
 	var page *confirmPage
 	if mode == "url" {
-		pages := s.pages.Load()
+		pages := ar.pages.Load()
 		page = pages.open(v)
 		defer pages.close(page)
 		p = &mcp.ElicitParams{Mode: "url", Message: fmt.Sprintf("[manifold] Approve or deny a call of %s on %s: open the page, check the arguments and choose.", v.Tool, v.Server),
 			URL: page.url, ElicitationID: page.elicitation}
 	}
-	res, parked, err := askParked[*mcp.ElicitResult](ctx, "elicitation/create", mode, p)
+	var res *mcp.ElicitResult
+	var parked bool
+	var err error
+	if ask := ar.opts.Parked.Ask; ask != nil {
+		res, parked, err = ask(ctx, mode, p)
+	}
 	if !parked {
 		if ss == nil {
 			return false, errors.New("no client session to ask")
@@ -293,12 +412,14 @@ func (s *Server) askPerson(ctx context.Context, ss *mcp.ServerSession, mode stri
 // approveByCommand serves a call of a client that cannot elicit: an
 // approval given with `manifold approve-call` for this digest lets it
 // through once; otherwise the call is refused with the id to approve.
-func (s *Server) approveByCommand(ss *mcp.ServerSession, re reqEra, server, exposed, original string, d policy.Decision, digest string,
-	canonical []byte, fields map[string]json.RawMessage, rec *observe.Record, done func(json.RawMessage, error)) bool {
-	dir := s.opts.ApprovalDir
+func (ar *Approver) approveByCommand(server, exposed, original string, d policy.Decision, digest string,
+	canonical []byte, fields map[string]json.RawMessage) (bool, Answer) {
+	var rec Answer
+	done := rec.end
+	dir := ar.opts.Dir
 	now := time.Now()
-	ttl := s.confirmTTL()
-	ap := &s.approvals
+	ttl := ar.TTL()
+	ap := &ar.approvals
 	ap.mu.Lock()
 	defer ap.mu.Unlock()
 	expired := false
@@ -315,25 +436,25 @@ func (s *Server) approveByCommand(ss *mcp.ServerSession, re reqEra, server, expo
 		removeApproval(dir, a.id)
 		rec.Confirm, rec.Approval = confirmAccepted, a.id
 		fields["arguments"] = canonical
-		return true
+		return true, rec
 	}
 	if dir == "" {
 		rec.Confirm, rec.Outcome = confirmUnavailable, "needs approval"
 		done(toolError("This call of %q needs a person's approval, and this client cannot ask for it (it declared no elicitation), and this manifold takes no approval from the command line (it has no status folder); nothing was executed. Use a client that supports elicitation.", exposed), nil)
-		return false
+		return false, rec
 	}
 	if a == nil {
 		if len(ap.pending) >= maxPendingApprovals {
 			rec.Confirm, rec.Outcome = confirmUnavailable, "too many approvals waiting"
 			done(toolError("This call of %q needs a person's approval, and %d approvals are already waiting; nothing was executed. Retry later.", exposed, len(ap.pending)), nil)
-			return false
+			return false, rec
 		}
 		a = &approval{id: newApprovalID(), expires: now.Add(ttl)}
-		if err := writeApproval(dir, s.view(a.id, server, exposed, original, d, canonical, a.expires)); err != nil {
-			s.log.Error("approval: cannot write the approval file for approve-call", "dir", dir, "err", err)
+		if err := writeApproval(dir, ar.view(a.id, server, exposed, original, d, canonical, a.expires)); err != nil {
+			ar.log.Error("approval: cannot write the approval file for approve-call", "dir", dir, "err", err)
 			rec.Confirm, rec.Outcome = confirmUnavailable, "needs approval"
 			done(toolError("This call of %q needs a person's approval, which could not be prepared (%v); nothing was executed.", exposed, err), nil)
-			return false
+			return false, rec
 		}
 		if ap.pending == nil {
 			ap.pending = make(map[string]*approval)
@@ -349,21 +470,23 @@ func (s *Server) approveByCommand(ss *mcp.ServerSession, re reqEra, server, expo
 		"It shows them the server, the tool and these exact arguments. Once they approved, call %s again with exactly the same arguments before %s: it will run once. "+
 		"No tool can give this approval; only the person can.",
 		exposed, a.id, a.id, exposed, a.expires.UTC().Format(time.RFC3339)), nil)
-	return false
+	return false, rec
 }
 
 // approveShared is approveByCommand with the approvals shared by replicas
-// (Options.Approvals): the approval waits in the store, approve-call grants
+// (Options.Store): the approval waits in the store, approve-call grants
 // it there, and whichever replica the retry reaches redeems it, once. A
 // store that cannot be reached refuses the call: an approval never fails
 // open.
-func (s *Server) approveShared(ctx context.Context, server, exposed, original string, d policy.Decision, digest string,
-	canonical []byte, fields map[string]json.RawMessage, rec *observe.Record, done func(json.RawMessage, error)) bool {
-	st := s.opts.Approvals
-	unavailable := func(err error) bool {
+func (ar *Approver) approveShared(ctx context.Context, server, exposed, original string, d policy.Decision, digest string,
+	canonical []byte, fields map[string]json.RawMessage) (bool, Answer) {
+	var rec Answer
+	done := rec.end
+	st := ar.opts.Store
+	unavailable := func(err error) (bool, Answer) {
 		rec.Confirm, rec.Outcome = confirmUnavailable, "approvals unavailable"
 		done(toolError("This call of %q needs a person's approval, and the approvals shared by the replicas could not be checked (%v); nothing was executed. Retry in a few seconds; if it persists, the operator should check the [cluster] Redis.", exposed, err), nil)
-		return false
+		return false, rec
 	}
 	id, ok, err := st.Redeem(ctx, digest)
 	if err != nil {
@@ -372,11 +495,11 @@ func (s *Server) approveShared(ctx context.Context, server, exposed, original st
 	if ok {
 		rec.Confirm, rec.Approval = confirmAccepted, id
 		fields["arguments"] = canonical
-		return true
+		return true, rec
 	}
 	id = newApprovalID()
-	expires := time.Now().Add(s.confirmTTL())
-	view, err := json.Marshal(s.view(id, server, exposed, original, d, canonical, expires))
+	expires := time.Now().Add(ar.TTL())
+	view, err := json.Marshal(ar.view(id, server, exposed, original, d, canonical, expires))
 	if err != nil {
 		return unavailable(err)
 	}
@@ -389,10 +512,10 @@ func (s *Server) approveShared(ctx context.Context, server, exposed, original st
 		"It shows them the server, the tool and these exact arguments. Once they approved, call %s again with exactly the same arguments before %s: it will run once. "+
 		"No tool can give this approval; only the person can.",
 		exposed, id, id, exposed, expires.UTC().Format(time.RFC3339)), nil)
-	return false
+	return false, rec
 }
 
-// The files of an approval in Options.ApprovalDir: ID.json, written by the
+// The files of an approval in Options.Dir: ID.json, written by the
 // proxy, shows the call to approve-call; ID.approved, written by
 // approve-call, is the person's approval.
 
@@ -403,8 +526,8 @@ func ApprovalFile(dir, id string) string { return filepath.Join(dir, id+".json")
 // ApprovedFile returns the path of the file that approves approval id.
 func ApprovedFile(dir, id string) string { return filepath.Join(dir, id+".approved") }
 
-// ApprovalView is what approve-call reads from an approval's file.
-type ApprovalView = callView
+// View is what approve-call reads from an approval's file.
+type View = callView
 
 func writeApproval(dir string, v callView) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -439,67 +562,23 @@ func removeApproval(dir, id string) {
 	_ = os.Remove(ApprovedFile(dir, id))
 }
 
-// closeApprovals removes the files of the approvals still waiting (Close).
-func (s *Server) closeApprovals() {
-	ap := &s.approvals
+// Close removes the files of the approvals still waiting.
+func (ar *Approver) Close() {
+	ap := &ar.approvals
 	ap.mu.Lock()
 	defer ap.mu.Unlock()
 	for dg, a := range ap.pending {
-		removeApproval(s.opts.ApprovalDir, a.id)
+		removeApproval(ar.opts.Dir, a.id)
 		delete(ap.pending, dg)
 	}
 }
 
-// setConfirm binds the parked call to the digest of the call the person is
-// asked to approve: a retry with other arguments is refused (resumeCall).
-func (pc *parkedCall) setConfirm(digest string) {
-	pc.mu.Lock()
-	pc.confirm = digest
-	pc.mu.Unlock()
-}
-
-// confirmDigest returns the digest setConfirm bound, if any.
-func (pc *parkedCall) confirmDigest() string {
-	pc.mu.Lock()
-	defer pc.mu.Unlock()
-	return pc.confirm
-}
-
-// abort ends a parked call for the reason why: nothing more is delivered,
-// and what waits on its context ends.
-func (pc *parkedCall) abort(why string) {
-	pc.mu.Lock()
-	if !pc.done {
-		pc.aborted = why
-		pc.endLocked()
-	}
-	pc.mu.Unlock()
-	pc.cancel()
-}
-
-// abortReason returns why abort ended the call; empty if it did not, or pc
-// is nil.
-func (pc *parkedCall) abortReason() string {
-	if pc == nil {
-		return ""
-	}
-	pc.mu.Lock()
-	defer pc.mu.Unlock()
-	return pc.aborted
-}
-
-// checkConfirmRetry refuses the retry of a parked call awaiting approval
-// whose arguments differ from those the person was asked about, ending the
-// call: what was approved is one exact call.
-func (s *Server) checkConfirmRetry(pc *parkedCall, principal, name string, fields map[string]json.RawMessage) error {
-	want := pc.confirmDigest()
-	if want == "" {
-		return nil
-	}
-	canonical, err := canonicalArgs(fields["arguments"])
-	if err == nil && approvalDigest(principal, name, canonical) == want {
-		return nil
-	}
-	pc.abort("arguments changed after the approval was asked")
-	return errors.New("its arguments differ from those of the call the person was asked to approve, so the call was dropped and nothing was executed; call the tool again, without requestState, to ask for approval of the new arguments")
+// toolError builds an isError result whose text tells the model what happened
+// and what to do (as proxy's toolError).
+func toolError(format string, args ...any) json.RawMessage {
+	b, _ := json.Marshal(struct {
+		Content []mcp.TextContent `json:"content"`
+		IsError bool              `json:"isError"`
+	}{[]mcp.TextContent{{Text: fmt.Sprintf(format, args...)}}, true})
+	return b
 }
