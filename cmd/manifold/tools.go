@@ -19,7 +19,7 @@ import (
 // toolsWidth is the width `manifold tools` fits its table in.
 const toolsWidth = 100
 
-func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func cmdTools(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	var c common
 	fs := newFlags("tools", "tools [--config FILE | FILE] [--json] [--client NAME [--entry NAME] | --tokens]", levelOneShot, stderr, &c)
 	asJSON := fs.Bool("json", false, "print the catalog and the servers' states as JSON, with every verdict in full")
