@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -22,15 +21,12 @@ const forceAfter = time.Second
 // SIGINT again more than forceAfter after the first, or SIGQUIT. Those make
 // the process exit at once, and its servers die with it.
 func stopOnSignal(stderr io.Writer) (context.Context, func() bool) {
-	ctx, cancel := context.WithCancel(context.Background())
-	var got atomic.Bool
 	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM) // the first, and its repeats
+	ctx, _ := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	go func() {
 		first := <-sigs
 		at := time.Now()
-		got.Store(true)
-		cancel()
 		signal.Notify(sigs, syscall.SIGQUIT) // now, "force": before, Go's goroutine dump
 		for sig := range sigs {
 			if sig == syscall.SIGQUIT || (sig == os.Interrupt && time.Since(at) > forceAfter) {
@@ -40,5 +36,7 @@ func stopOnSignal(stderr io.Writer) (context.Context, func() bool) {
 			fmt.Fprintf(stderr, "manifold: %v while stopping after %v: the servers keep their grace; press Ctrl-C again after a second, or send SIGQUIT, to stop at once\n", sig, first)
 		}
 	}()
-	return ctx, got.Load
+	// Only a signal cancels ctx; it is never stopped, so that every later
+	// signal is caught (above) rather than killing the process.
+	return ctx, func() bool { return ctx.Err() != nil }
 }
