@@ -453,3 +453,33 @@ func stepUpOptions(opts *proxy.Options, cfg *config.Config, stderr io.Writer) {
 		opts.Servers[i].Upstream.OAuth = &oc
 	}
 }
+
+// serversFor keeps, of the servers, those that can own name, the tool,
+// prompt or resource URI a one-shot command is about: the ones whose prefix
+// it starts with (PREFIX__ for a name, the URI prefix and "+" for a URI), and
+// the unprefixed ones. When no server's prefix matches, all are kept, so
+// that an unknown name is reported against the whole catalog.
+func serversFor(name string, servers []proxy.ServerConfig) []proxy.ServerConfig {
+	var keep []proxy.ServerConfig
+	matched := false
+	for _, s := range servers {
+		switch {
+		case s.Prefix == "":
+			keep = append(keep, s)
+		case strings.HasPrefix(name, s.Prefix+"__") || strings.HasPrefix(name, config.URIPrefix(s.Prefix)+"+"):
+			keep = append(keep, s)
+			matched = true
+		}
+	}
+	if !matched {
+		return servers
+	}
+	return keep
+}
+
+// oneShotStdinGrace is how long a one-shot command, whose answer is
+// printed, gives a server to exit after its stdin closes before SIGTERM
+// (then the usual grace before SIGKILL). Servers that exit when their input
+// ends do so within it; those that ignore it (server-everything) made every
+// one-shot command wait the full grace.
+const oneShotStdinGrace = 300 * time.Millisecond
