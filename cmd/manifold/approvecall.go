@@ -34,7 +34,7 @@ func approvalDir() string {
 // file the proxy looks for when the model calls again. No MCP request can
 // do this: it is a file in the user's private status folder, written by a
 // command the person runs.
-func cmdApproveCall(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+func cmdApproveCall(_ context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var c common
 	fs := newFlags("approve-call", "approve-call [--yes] ID", levelOneShot, stderr, &c)
 	yes := fs.Bool("yes", false, "approve without asking")

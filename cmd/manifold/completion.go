@@ -60,7 +60,7 @@ func commandFlags() []struct {
 }
 
 // cmdCompletion prints the completion script of a shell.
-func cmdCompletion(args []string, stdout, stderr io.Writer) error {
+func cmdCompletion(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	if len(args) != 1 || args[0] == "--help" || args[0] == "-h" {
 		fmt.Fprint(stderr, "Usage: manifold completion bash|zsh|fish\n\n  bash: source <(manifold completion bash)\n  zsh:  manifold completion zsh > \"${fpath[1]}/_manifold\"\n  fish: manifold completion fish > ~/.config/fish/completions/manifold.fish\n")
 		if len(args) == 1 {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -26,7 +27,7 @@ const absentMark = ".absent"
 
 // cmdConnect adds Manifold as one entry of a client's configuration, or
 // with --undo puts the file back as it was before the last connect.
-func cmdConnect(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+func cmdConnect(_ context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var c common
 	fs := newFlags("connect", "connect CLIENT [--scope user|project] [--replace] [--http URL] [--undo] [--yes] [--config FILE]", levelOneShot, stderr, &c)
 	replace := fs.Bool("replace", false, "also remove from the client the entries of servers that proxy.toml already has (manifold import brought them over)")

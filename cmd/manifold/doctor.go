@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -96,7 +97,7 @@ var toolLimits = map[clientconf.Client]int{clientconf.Cursor: 40, clientconf.Win
 // manifold with.
 const guiPath = "/usr/bin:/bin:/usr/sbin:/sbin"
 
-func cmdDoctor(args []string, stdout, stderr io.Writer) error {
+func cmdDoctor(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	var c common
 	fs := newFlags("doctor", "doctor [--config FILE] [--json]", levelOneShot, stderr, &c)
 	asJSON := fs.Bool("json", false, "print JSON")

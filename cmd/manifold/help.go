@@ -87,7 +87,7 @@ Topics:
 `
 
 // cmdHelp prints the usage, a command's flags or the config keys.
-func cmdHelp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func cmdHelp(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stdout, usage)
 		fmt.Fprint(stdout, "\n"+helpUsage)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -15,7 +16,7 @@ import (
 
 // cmdImport reads the MCP servers of the user's clients and shows them as
 // proxy.toml tables, appended to the config; --write writes them.
-func cmdImport(args []string, stdout, stderr io.Writer) error {
+func cmdImport(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	var c common
 	fs := newFlags("import", "import [CLIENT... | FILE...] [--write] [--config FILE] [--as CLIENT]", levelOneShot, stderr, &c)
 	write := fs.Bool("write", false, "write the result into the config (default: only show the change)")

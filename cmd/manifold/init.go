@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -41,7 +42,7 @@ call_timeout = "60s"      # one call to a server
 
 // cmdInit writes a starter proxy.toml, with --import the servers the
 // clients have.
-func cmdInit(args []string, stdout, stderr io.Writer) error {
+func cmdInit(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	var c common
 	fs := newFlags("init", "init [--config FILE] [--import] [--force]", levelOneShot, stderr, &c)
 	withImport := fs.Bool("import", false, "add the servers your clients have (as manifold import finds them)")

@@ -12,7 +12,6 @@ import (
 	"github.com/manifold-mcp/manifold/internal/config"
 	"github.com/manifold-mcp/manifold/internal/redact"
 	"github.com/manifold-mcp/manifold/internal/tokenstore"
-	"github.com/manifold-mcp/manifold/proxy"
 	"github.com/manifold-mcp/manifold/upstream"
 )
 
@@ -20,7 +19,7 @@ import (
 // with auth = "oauth" and keeps the credential, encrypted, in the [tokens]
 // store: the service credential, or with --as that of one identity (whose
 // calls then carry it when the server has credentials = "identity").
-func cmdLogin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func cmdLogin(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	var c common
 	fs := newFlags("login", "login SERVER [--as IDENTITY]", levelOneShot, stderr, &c)
 	as := fs.String("as", "", `whose credential this is, as the who-rules name callers: "user:SUBJECT" (a token's sub) or "key:NAME" (an API key); empty: the service credential, used for the catalog, health checks and every caller of a server with credentials = "service"`)
@@ -49,7 +48,7 @@ func cmdLogin(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // 7009, when its metadata names a revocation endpoint) and forgets it. A
 // revocation that fails, or that the server does not offer, still forgets
 // it, and says so.
-func cmdLogout(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func cmdLogout(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	var c common
 	fs := newFlags("logout", "logout SERVER [--as IDENTITY]", levelOneShot, stderr, &c)
 	as := fs.String("as", "", `whose credential to forget ("user:SUBJECT" or "key:NAME"); empty: the service credential`)
@@ -110,32 +109,6 @@ func loginOptions(s config.Server, identity string, store *tokenstore.Store, tim
 		Prompt: func(link string) {
 			fmt.Fprintf(stderr, "To authorize Manifold at %q%s, open this link in a browser:\n\n  %s\n\nWaiting for the browser (up to %v)...\n", s.Name, forWhom(identity), link, timeout)
 		},
-	}
-}
-
-// stepUpTimeout bounds the browser step of a step-up in manifold call or
-// tools.
-const stepUpTimeout = 5 * time.Minute
-
-// stepUpOptions lets each OAuth server of opts run a new login, on stderr,
-// when it answers 403 insufficient_scope (see upstream.OAuth.StepUp).
-func stepUpOptions(opts *proxy.Options, cfg *config.Config, stderr io.Writer) {
-	byName := make(map[string]config.Server, len(cfg.Servers))
-	for _, s := range cfg.Servers {
-		byName[s.Name] = s
-	}
-	for i := range opts.Servers {
-		o := opts.Servers[i].Upstream.OAuth
-		s, ok := byName[opts.Servers[i].Upstream.Name]
-		if o == nil || !ok || s.OAuth == nil || o.Store == nil {
-			continue
-		}
-		oc := *o
-		oc.StepUp = func(ctx context.Context, identity string, scopes []string) error {
-			fmt.Fprintf(stderr, "%q asks for more scope (%s); logging in again.\n", s.Name, strings.Join(scopes, " "))
-			return upstream.Login(ctx, loginOptions(s, identity, oc.Store, stepUpTimeout, scopes, stderr))
-		}
-		opts.Servers[i].Upstream.OAuth = &oc
 	}
 }
 

@@ -4,6 +4,14 @@
 //
 // This package only parses flags, loads the config, wires the packages together
 // and handles signals; the work is done in proxy, upstream and internal/config.
+//
+// Where things are: main.go has main, run and the command table; signal.go
+// the stop on SIGINT and SIGTERM; flags.go the flags every command shares
+// and the argument helpers; wiring.go the config mapped onto proxy.Options
+// and the proxy built from it. Each command has a file of its own: serve.go,
+// check.go, tools.go, call.go, status.go, explain.go, pin.go (approve),
+// approvecall.go, login.go (login, logout), import.go, connect.go, doctor.go,
+// init.go, completion.go and help.go.
 package main
 
 import (
@@ -12,10 +20,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"sync/atomic"
-	"syscall"
-	"time"
+	"runtime/debug"
+
+	"github.com/manifold-mcp/manifold/proxy"
 
 	// Its init starts `manifold serve`'s stdio servers while the rest of
 	// the binary initialises; the proxy takes them (internal/spawn).
@@ -26,53 +33,30 @@ import (
 // upstream.ReaperArg): package internal/reaper's init runs it and exits.
 func main() {
 	ctx, stopped := stopOnSignal(os.Stderr)
-	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-	if err != nil && stopped() && errors.Is(err, context.Canceled) {
+	if code := exitCode(run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr), stopped(), os.Stderr); code != 0 {
+		os.Exit(code)
+	}
+}
+
+// exitCode is the exit status of run's err, whose message it writes to
+// stderr. stopped says a signal stopped the program: then a cancelled
+// context is not a failure.
+func exitCode(err error, stopped bool, stderr io.Writer) int {
+	if err != nil && stopped && errors.Is(err, context.Canceled) {
 		err = nil // stopped as asked: not a failure
 	}
 	if err != nil {
 		var ee exitError
 		if errors.As(err, &ee) {
 			if ee.msg != "" {
-				fmt.Fprintln(os.Stderr, "manifold: "+ee.msg)
+				fmt.Fprintln(stderr, "manifold: "+ee.msg)
 			}
-			os.Exit(ee.code)
+			return ee.code
 		}
-		fmt.Fprintln(os.Stderr, "manifold: "+err.Error())
-		os.Exit(1)
+		fmt.Fprintln(stderr, "manifold: "+err.Error())
+		return 1
 	}
-}
-
-// forceAfter is how long after the first SIGINT a second one means "stop
-// now" rather than a client's or a terminal's double signal.
-const forceAfter = time.Second
-
-// stopOnSignal returns a context cancelled by the first SIGINT or SIGTERM,
-// and whether that happened. Cancelling starts the graceful stop: every
-// server gets its grace. Later signals do not cut it short (Claude Code, for
-// one, sends SIGINT and SIGTERM 100 ms apart), except a deliberate repeat:
-// SIGINT again more than forceAfter after the first, or SIGQUIT. Those make
-// the process exit at once, and its servers die with it.
-func stopOnSignal(stderr io.Writer) (context.Context, func() bool) {
-	ctx, cancel := context.WithCancel(context.Background())
-	var got atomic.Bool
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	go func() {
-		first := <-sigs
-		at := time.Now()
-		got.Store(true)
-		cancel()
-		signal.Notify(sigs, syscall.SIGQUIT) // now, "force": before, Go's goroutine dump
-		for sig := range sigs {
-			if sig == syscall.SIGQUIT || (sig == os.Interrupt && time.Since(at) > forceAfter) {
-				fmt.Fprintf(stderr, "manifold: %v: stopping now, without waiting for the servers\n", sig)
-				os.Exit(130)
-			}
-			fmt.Fprintf(stderr, "manifold: %v while stopping after %v: the servers keep their grace; press Ctrl-C again after a second, or send SIGQUIT, to stop at once\n", sig, first)
-		}
-	}()
-	return ctx, got.Load
+	return 0
 }
 
 // exitError carries a specific exit status out of run.
@@ -142,62 +126,45 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 // command is one subcommand: its name and what runs it.
 type command struct {
 	name string
-	run  func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error
+	run  runFunc
 }
+
+// runFunc runs one subcommand with the arguments after its name.
+type runFunc func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error
 
 // commands are the subcommands, in the order help and completion show
 // them; run dispatches through them and completion reads their flag sets.
 func commands() []command {
 	return []command{
 		{"serve", cmdServe},
-		{"check", func(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
-			return cmdCheck(args, stdout, stderr)
-		}},
-		{"tools", func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
-			return cmdTools(ctx, args, stdout, stderr)
-		}},
-		{"call", func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
-			return cmdCall(ctx, args, stdout, stderr)
-		}},
-		{"status", func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
-			return cmdStatus(ctx, args, stdout, stderr)
-		}},
-		{"explain", func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
-			return cmdExplain(ctx, args, stdout, stderr)
-		}},
-		{"approve", func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
-			return cmdApprove(ctx, args, stdout, stderr)
-		}},
-		{"approve-call", func(_ context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-			return cmdApproveCall(args, stdin, stdout, stderr)
-		}},
-		{"login", func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
-			return cmdLogin(ctx, args, stdout, stderr)
-		}},
-		{"logout", func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
-			return cmdLogout(ctx, args, stdout, stderr)
-		}},
-		{"import", func(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
-			return cmdImport(args, stdout, stderr)
-		}},
-		{"connect", func(_ context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-			return cmdConnect(args, stdin, stdout, stderr)
-		}},
-		{"doctor", func(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
-			return cmdDoctor(args, stdout, stderr)
-		}},
-		{"init", func(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
-			return cmdInit(args, stdout, stderr)
-		}},
-		{"completion", func(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
-			return cmdCompletion(args, stdout, stderr)
-		}},
-		{"help", func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
-			return cmdHelp(ctx, args, stdout, stderr)
-		}},
-		{"version", func(_ context.Context, _ []string, _ io.Reader, stdout, _ io.Writer) error {
-			fmt.Fprintf(stdout, "manifold %s\n", version())
-			return nil
-		}},
+		{"check", cmdCheck},
+		{"tools", cmdTools},
+		{"call", cmdCall},
+		{"status", cmdStatus},
+		{"explain", cmdExplain},
+		{"approve", cmdApprove},
+		{"approve-call", cmdApproveCall},
+		{"login", cmdLogin},
+		{"logout", cmdLogout},
+		{"import", cmdImport},
+		{"connect", cmdConnect},
+		{"doctor", cmdDoctor},
+		{"init", cmdInit},
+		{"completion", cmdCompletion},
+		{"help", cmdHelp},
+		{"version", cmdVersion},
 	}
+}
+
+// cmdVersion prints the version.
+func cmdVersion(_ context.Context, _ []string, _ io.Reader, stdout, _ io.Writer) error {
+	fmt.Fprintf(stdout, "manifold %s\n", version())
+	return nil
+}
+
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return proxy.Version
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -84,30 +83,6 @@ func writeLock(path string, entries []pin.Entry) error {
 	return nil
 }
 
-// pinOptions sets the proxy's pin options from cfg (each server's mode is
-// set by proxyOptions; plugins are not pinned): the lock, and (when record) the recording of definitions trusted on first
-// use in the lock file.
-func pinOptions(opts *proxy.Options, cfg *config.Config, log *slog.Logger, record bool) error {
-	lock, err := readLock(cfg.LockFile)
-	if err != nil {
-		return err
-	}
-	opts.Lock = lock
-	if record && cfg.LockFile == "" && pinning(cfg) {
-		log.Warn("pinned definitions: the config came through a pipe, which has no lock file of its own; definitions trusted on first use are trusted by this process only. Set lock_file in the config to keep them", "config", cfg.Path)
-		record = false
-	}
-	if record {
-		path := cfg.LockFile
-		opts.OnTrust = func(entries []pin.Entry) {
-			if err := writeLock(path, entries); err != nil {
-				log.Error("pinned definitions: cannot record the definitions trusted on first use; they are trusted by this process only", "file", path, "err", err)
-			}
-		}
-	}
-	return nil
-}
-
 // errNoLockFile is writeLock's error for a config without a lock file.
 var errNoLockFile = errors.New(`no lock file: the config was read from a pipe (such as --config <(…)), which has none of its own; set lock_file = "/path/to/manifold.lock" in the config`)
 
@@ -119,16 +94,6 @@ func pinning(cfg *config.Config) bool {
 		}
 	}
 	return false
-}
-
-func pinMode(m string) proxy.PinMode {
-	switch m {
-	case config.PinQuarantine:
-		return proxy.PinQuarantine
-	case config.PinWarn:
-		return proxy.PinWarn
-	}
-	return proxy.PinOff
 }
 
 // pending is one definition awaiting review, of one server.
@@ -197,7 +162,7 @@ func printReviews(w io.Writer, sts []proxy.ServerStatus) {
 // named into the lock file. The reviews come from the running instances of
 // the config (their status files), from --url, or, when none runs, from the
 // config's servers started for the purpose.
-func cmdApprove(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func cmdApprove(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	var c common
 	fs := newFlags("approve", "approve [--config FILE] [--url URL] [--all] [-n] [SERVER[/NAME]]", levelOneShot, stderr, &c)
 	url := fs.String("url", "", "base URL of a running `manifold serve --http` instance whose reviews to accept (its /status)")

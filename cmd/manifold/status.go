@@ -22,7 +22,7 @@ import (
 // instances of the config (found by their status files), of the instance at
 // --url, or, when none runs (or with --fresh), of the config's servers started
 // for the purpose.
-func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func cmdStatus(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	var c common
 	fs := newFlags("status", "status [--config FILE | FILE | --url http://127.0.0.1:7777] [--fresh] [--json]", levelOneShot, stderr, &c)
 	url := fs.String("url", "", "base URL of a running `manifold serve --http` instance (its /status endpoint is read)")

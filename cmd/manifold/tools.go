@@ -11,7 +11,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/manifold-mcp/manifold/internal/config"
 	"github.com/manifold-mcp/manifold/proxy"
 	"github.com/manifold-mcp/manifold/proxy/naming"
 )
@@ -19,7 +18,7 @@ import (
 // toolsWidth is the width `manifold tools` fits its table in.
 const toolsWidth = 100
 
-func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func cmdTools(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	var c common
 	fs := newFlags("tools", "tools [--config FILE | FILE] [--json] [--client NAME [--entry NAME] | --tokens]", levelOneShot, stderr, &c)
 	asJSON := fs.Bool("json", false, "print the catalog and the servers' states as JSON, with every verdict in full")
@@ -216,36 +215,6 @@ func cut(s string, w int) string {
 	}
 	return string(r[:w-1]) + "…"
 }
-
-// serversFor keeps, of the servers, those that can own name, the tool,
-// prompt or resource URI a one-shot command is about: the ones whose prefix
-// it starts with (PREFIX__ for a name, the URI prefix and "+" for a URI), and
-// the unprefixed ones. When no server's prefix matches, all are kept, so
-// that an unknown name is reported against the whole catalog.
-func serversFor(name string, servers []proxy.ServerConfig) []proxy.ServerConfig {
-	var keep []proxy.ServerConfig
-	matched := false
-	for _, s := range servers {
-		switch {
-		case s.Prefix == "":
-			keep = append(keep, s)
-		case strings.HasPrefix(name, s.Prefix+"__") || strings.HasPrefix(name, config.URIPrefix(s.Prefix)+"+"):
-			keep = append(keep, s)
-			matched = true
-		}
-	}
-	if !matched {
-		return servers
-	}
-	return keep
-}
-
-// oneShotStdinGrace is how long a one-shot command, whose answer is
-// printed, gives a server to exit after its stdin closes before SIGTERM
-// (then the usual grace before SIGKILL). Servers that exit when their input
-// ends do so within it; those that ignore it (server-everything) made every
-// one-shot command wait the full grace.
-const oneShotStdinGrace = 300 * time.Millisecond
 
 // awaitReady waits for every server's first start attempt. While it waits on
 // a terminal it shows, on stderr only and on one line that it clears, which

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -54,31 +53,6 @@ func TestPrintCatalogFits(t *testing.T) {
 	}
 }
 
-func TestServersFor(t *testing.T) {
-	servers := []proxy.ServerConfig{{Prefix: "files"}, {Prefix: "memory"}, {Prefix: ""}, {Prefix: "my_fs"}}
-	tests := []struct {
-		name string
-		want []string // prefixes kept
-	}{
-		{name: "files__read", want: []string{"files", ""}},
-		{name: "memory__create_entities", want: []string{"memory", ""}},
-		{name: "my_fs__list", want: []string{"", "my_fs"}},
-		{name: "my-fs+file:///x", want: []string{"", "my_fs"}},
-		{name: "files+file:///README.md", want: []string{"files", ""}},
-		{name: "unknown__tool", want: []string{"files", "memory", "", "my_fs"}},
-		{name: "echo", want: []string{"files", "memory", "", "my_fs"}},
-	}
-	for _, tt := range tests {
-		var got []string
-		for _, s := range serversFor(tt.name, servers) {
-			got = append(got, s.Prefix)
-		}
-		if diff := cmp.Diff(tt.want, got); diff != "" {
-			t.Errorf("serversFor(%q) prefixes (-want +got):\n%s", tt.name, diff)
-		}
-	}
-}
-
 func TestPendingLine(t *testing.T) {
 	sts := []proxy.ServerStatus{{Name: "files", State: "up"}, {Name: "everything", State: "starting"}, {Name: "memory", State: "starting"}}
 	if got, want := pendingLine(sts, 3500*time.Millisecond), "manifold: waiting for everything, memory to start (3s)"; got != want {
@@ -96,23 +70,6 @@ func TestPendingLine(t *testing.T) {
 	}
 	if isTerminal(&bytes.Buffer{}) {
 		t.Errorf("a buffer is taken for a terminal")
-	}
-}
-
-func TestProblems(t *testing.T) {
-	one := errors.New("a.toml:1:1: x: bad")
-	tests := []struct {
-		err  error
-		want string
-	}{
-		{err: one, want: "1 problem:\na.toml:1:1: x: bad"},
-		{err: errors.Join(one, errors.Join(errors.New("p.toml:1:1: a"), errors.New("p.toml:2:1: b"))), want: "3 problems:\na.toml:1:1: x: bad\np.toml:1:1: a\np.toml:2:1: b"},
-		{err: fmt.Errorf("a.toml: %w", errors.Join(errors.New("one"), errors.New("two"))), want: "2 problems:\na.toml: one\ntwo"},
-	}
-	for _, tt := range tests {
-		if got := problems(tt.err); got != tt.want {
-			t.Errorf("problems(%q) = %q, want %q", tt.err, got, tt.want)
-		}
 	}
 }
 
