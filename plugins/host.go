@@ -211,7 +211,7 @@ func (h *Host) executable() (string, error) {
 		if errors.As(err, &ee) {
 			err = ee.Err
 		}
-		return "", fmt.Errorf("plugin %q: %s: %w; build the plugin (see README, \"Writing a plugin\") or fix its path in the config", h.opts.Name, h.opts.Command, unwrapPath(err))
+		return "", fmt.Errorf("plugin %q: %s: %w; build the plugin (see docs/plugins.md) or fix its path in the config", h.opts.Name, h.opts.Command, unwrapPath(err))
 	}
 	return path, nil
 }

@@ -14,7 +14,7 @@ import (
 // before anything listens.
 func checkRemote(cfg *config.Config, allowRemote, insecureNoAuth bool, host string) error {
 	if allowRemote && !cfg.Auth.Enabled() && !insecureNoAuth {
-		return usageError("--allow-remote without authentication: anyone who can reach the address could use every tool. Configure [auth] in %s (issuer for OAuth tokens, or api_keys_file for API keys; see README \"Authentication\"), or pass --insecure-no-auth as well to serve without authentication behind a network you trust", cfg.Path)
+		return usageError("--allow-remote without authentication: anyone who can reach the address could use every tool. Configure [auth] in %s (issuer for OAuth tokens, or api_keys_file for API keys; see docs/teams.md, \"Authentication\"), or pass --insecure-no-auth as well to serve without authentication behind a network you trust", cfg.Path)
 	}
 	if ip := net.ParseIP(host); cfg.Auth.Enabled() && cfg.Auth.Resource == "" && host != "localhost" && (ip == nil || !ip.IsLoopback()) {
 		return usageError("--http host %q is not a loopback address, so the URL clients use for it is not known: set auth.resource in %s to it, like \"https://manifold.example.com/mcp\" (tokens must be issued for it)", host, cfg.Path)

@@ -96,7 +96,7 @@ func cmdHelp(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	topic := strings.ToLower(strings.TrimSpace(args[0]))
 	switch topic {
 	case "config", "keys", "proxy.toml":
-		fmt.Fprintln(stdout, "proxy.toml keys (README.md, \"Configuration\", has the details):")
+		fmt.Fprintln(stdout, "proxy.toml keys (docs/configuration.md has the details):")
 		printKeys(stdout, configKeys)
 		return nil
 	case "values", "variables", "env-vars", "${var}":

@@ -312,7 +312,7 @@ func (d *decoder) checkGlob(t *table, key, g string) bool {
 func (d *decoder) uriGlob(t *table, key, g string) (string, bool) {
 	cg, err := policy.CanonicalURIGlob(g)
 	if err != nil {
-		t.errorf(key, "%v; resources are decided on canonical URIs (see the README's Policy section): fix or remove the glob", err)
+		t.errorf(key, "%v; resources are decided on canonical URIs (see docs/policy.md): fix or remove the glob", err)
 		return g, false
 	}
 	return cg, true
