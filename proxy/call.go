@@ -70,9 +70,7 @@ func (c *catalog) downServer(name string) *backend {
 		if p == "" || !strings.HasPrefix(name, p+naming.Separator) || best != nil && len(best.cfg.Prefix) >= len(p) {
 			continue
 		}
-		b.mu.Lock()
-		down := b.state != stateUp && len(b.lists.tools) == 0
-		b.mu.Unlock()
+		down := b.Down()
 		if down {
 			best = b
 		}
@@ -148,7 +146,7 @@ func (s *Server) mayWait(b *backend, d policy.Decision, re reqEra, fields map[st
 	if _, local := s.ledger.(*memoryLedger); len(d.Limits.Budgets) > 0 && !local {
 		return true
 	}
-	st, up, _ := b.snapshot()
+	st, up, _ := b.Snapshot()
 	if st != stateUp || up == nil {
 		return true // a lazy server starts first
 	}
@@ -223,7 +221,7 @@ func (s *Server) routeCall(ctx context.Context, ss *mcp.ServerSession, name stri
 			_, rec.Rule = decisionWords(c.decision("tool\x00"+name, who))
 		} else if b := c.downServer(name); b != nil {
 			rec.Server, rec.Outcome = b.name, "unavailable"
-			done(toolError("%s", b.unavailable()), nil)
+			done(toolError("%s", b.Unavailable()), nil)
 			return
 		}
 		done(nil, c.unknownTool(name))
@@ -274,11 +272,11 @@ func (s *Server) routeCall(ctx context.Context, ss *mcp.ServerSession, name stri
 			return
 		}
 		b := c.gen.byName[e.Server]
-		s.ensureUp(ctx, b)
-		st, up, _ := b.snapshot()
+		b.EnsureUp(ctx)
+		st, up, _ := b.Snapshot()
 		if st != stateUp || up == nil {
 			rec.Outcome = "unavailable"
-			done(toolError("%s", b.unavailable()), nil)
+			done(toolError("%s", b.Unavailable()), nil)
 			return
 		}
 		var fixed *mcp.ServerSession // the session whose own process runs the call
@@ -418,7 +416,7 @@ func (s *Server) routeCall(ctx context.Context, ss *mcp.ServerSession, name stri
 		params := joinParams(fields)
 
 		cctx, cancel := context.WithTimeout(traceCtx, timeout)
-		cleanups = append(cleanups, cancel, b.enter(callCtx, ss))
+		cleanups = append(cleanups, cancel, b.Enter(callCtx, ss))
 		var onResult, settle func(json.RawMessage, error)
 		onResult = func(raw json.RawMessage, err error) {
 			if err != nil || re.modern || ss == nil || !jsonscan.Contains(raw, markInputRequired) {

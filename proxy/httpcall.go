@@ -253,7 +253,7 @@ func (c *catalog) sharedUp(name string, who policy.Identity) (up *upstream.Upstr
 	if b == nil || b.cfg.PerSession || b.cfg.PerIdentity || d.Confirm {
 		return nil, true
 	}
-	if st, up, _ := b.snapshot(); st == stateUp && up != nil {
+	if st, up, _ := b.Snapshot(); st == stateUp && up != nil {
 		return up, true
 	}
 	return nil, true

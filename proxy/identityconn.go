@@ -52,9 +52,9 @@ func (s *Server) identityUpstream(ctx context.Context, b *backend) (*upstream.Up
 			return nil, fmt.Errorf("upstream %q starts a process per identity (isolation = \"identity\") and %s has no environment there: add [servers.%s.identities.%q] env = { ... } to the config", b.name, who, b.name, who)
 		}
 	}
-	b.mu.Lock()
-	if b.state == stateStopped {
-		b.mu.Unlock()
+	b.ownMu.Lock()
+	if st, _, _ := b.Snapshot(); st == stateStopped {
+		b.ownMu.Unlock()
 		return nil, fmt.Errorf("upstream %q is stopped", b.name)
 	}
 	if b.perIdentity == nil {
@@ -63,7 +63,7 @@ func (s *Server) identityUpstream(ctx context.Context, b *backend) (*upstream.Up
 	ic, ok := b.perIdentity[who]
 	if !ok {
 		if len(b.perIdentity) >= maxIdentityConns {
-			b.mu.Unlock()
+			b.ownMu.Unlock()
 			return nil, fmt.Errorf("upstream %q has connections for %d identities, the most it keeps; retry later", b.name, maxIdentityConns)
 		}
 		ic = &ownConn{ready: make(chan struct{})}
@@ -75,7 +75,7 @@ func (s *Server) identityUpstream(ctx context.Context, b *backend) (*upstream.Up
 			s.runIdentityConn(b, who, ic)
 		}()
 	}
-	b.mu.Unlock()
+	b.ownMu.Unlock()
 	ic.setSubject(ctx)
 	select {
 	case <-ic.ready:
@@ -116,9 +116,9 @@ func (b *backend) forgetIdentity(ctx context.Context, err error) {
 		return
 	}
 	who := credentialOf(identityFrom(ctx))
-	b.mu.Lock()
+	b.ownMu.Lock()
 	ic := b.perIdentity[who]
-	b.mu.Unlock()
+	b.ownMu.Unlock()
 	if ic == nil {
 		return
 	}
@@ -133,11 +133,11 @@ func (b *backend) forgetIdentity(ctx context.Context, err error) {
 }
 
 func (b *backend) dropIdentity(who string, ic *ownConn) {
-	b.mu.Lock()
+	b.ownMu.Lock()
 	if b.perIdentity[who] == ic {
 		delete(b.perIdentity, who)
 	}
-	b.mu.Unlock()
+	b.ownMu.Unlock()
 }
 
 // runIdentityConn connects who's connection to b and closes it when b or
@@ -181,7 +181,7 @@ func (s *Server) runIdentityConn(b *backend, who string, ic *ownConn) {
 	select {
 	case <-ic.up.Done():
 	case <-s.closed:
-	case <-b.quit:
+	case <-b.Quit():
 	}
 	_ = ic.up.Close()
 	b.dropIdentity(who, ic)

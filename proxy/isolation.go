@@ -47,9 +47,9 @@ func (s *Server) sessionUpstream(ctx context.Context, b *backend, ss *mcp.Server
 	if !b.cfg.PerSession || ss == nil || ss.ID() == "" {
 		return nil, nil
 	}
-	b.mu.Lock()
-	if b.state == stateStopped {
-		b.mu.Unlock()
+	b.ownMu.Lock()
+	if st, _, _ := b.Snapshot(); st == stateStopped {
+		b.ownMu.Unlock()
 		return nil, fmt.Errorf("upstream %q is stopped", b.name)
 	}
 	if b.perSession == nil {
@@ -65,7 +65,7 @@ func (s *Server) sessionUpstream(ctx context.Context, b *backend, ss *mcp.Server
 			s.runSessionProc(b, ss, sp)
 		}()
 	}
-	b.mu.Unlock()
+	b.ownMu.Unlock()
 	select {
 	case <-sp.ready:
 	case <-ctx.Done():
@@ -76,11 +76,11 @@ func (s *Server) sessionUpstream(ctx context.Context, b *backend, ss *mcp.Server
 	}
 	select {
 	case <-sp.up.Done(): // it died: the next call starts a new one
-		b.mu.Lock()
+		b.ownMu.Lock()
 		if b.perSession[ss] == sp {
 			delete(b.perSession, ss)
 		}
-		b.mu.Unlock()
+		b.ownMu.Unlock()
 		return nil, fmt.Errorf("upstream %q: this session's process exited (%v); retry to start a new one", b.name, sp.up.Err())
 	default:
 	}
@@ -106,17 +106,17 @@ func (s *Server) perCall(b *backend, ss *mcp.ServerSession, up *upstream.Upstrea
 // goroutine that reads its output) when the call ends; it is also stopped
 // with the proxy or the server.
 func (s *Server) callUpstream(b *backend, ss *mcp.ServerSession) (*upstream.Upstream, error) {
-	b.mu.Lock()
+	b.ownMu.Lock()
 	if b.callProcs >= maxCallProcs {
-		b.mu.Unlock()
+		b.ownMu.Unlock()
 		return nil, fmt.Errorf("%d calls of 2026-07-28 clients are running on it, each in a process of its own (isolation = \"session\"); retry when one has ended", maxCallProcs)
 	}
 	b.callProcs++
-	b.mu.Unlock()
+	b.ownMu.Unlock()
 	release := func() {
-		b.mu.Lock()
+		b.ownMu.Lock()
 		b.callProcs--
-		b.mu.Unlock()
+		b.ownMu.Unlock()
 	}
 	up, err := upstream.Start(s.life, s.procOptions(b, ss, "call"))
 	if err != nil {
@@ -134,7 +134,7 @@ func (s *Server) callUpstream(b *backend, ss *mcp.ServerSession) (*upstream.Upst
 		select {
 		case <-up.Done():
 		case <-s.closed:
-		case <-b.quit:
+		case <-b.Quit():
 		}
 		_ = up.Close()
 	}()
@@ -182,11 +182,11 @@ func (s *Server) runSessionProc(b *backend, ss *mcp.ServerSession, sp *ownConn) 
 	}
 	close(sp.ready)
 	if sp.err != nil {
-		b.mu.Lock()
+		b.ownMu.Lock()
 		if b.perSession[ss] == sp {
 			delete(b.perSession, ss)
 		}
-		b.mu.Unlock()
+		b.ownMu.Unlock()
 		return
 	}
 	b.log.Info("started a process for one client session", "session", ss.ID(), "pid", sp.up.PID())
@@ -196,22 +196,22 @@ func (s *Server) runSessionProc(b *backend, ss *mcp.ServerSession, sp *ownConn) 
 	case <-done:
 	case <-sp.up.Done():
 	case <-s.closed:
-	case <-b.quit:
+	case <-b.Quit():
 	}
 	_ = sp.up.Close()
-	b.mu.Lock()
+	b.ownMu.Lock()
 	if b.perSession[ss] == sp {
 		delete(b.perSession, ss)
 	}
-	b.mu.Unlock()
+	b.ownMu.Unlock()
 }
 
 // closeOwn closes every per-session process and per-identity connection of
 // b whose start ended, in parallel, and waits for them.
 func (b *backend) closeOwn() {
-	b.mu.Lock()
+	b.ownMu.Lock()
 	ups := append(started(b.perSession), started(b.perIdentity)...)
-	b.mu.Unlock()
+	b.ownMu.Unlock()
 	var wg sync.WaitGroup
 	for _, up := range ups {
 		wg.Go(func() { _ = up.Close() })
@@ -220,7 +220,7 @@ func (b *backend) closeOwn() {
 }
 
 // started returns the upstreams of conns whose start ended with one.
-// Called with the backend's mu held.
+// Called with the backend's ownMu held.
 func started[K comparable](conns map[K]*ownConn) []*upstream.Upstream {
 	var ups []*upstream.Upstream
 	for _, c := range conns {
@@ -237,9 +237,9 @@ func started[K comparable](conns map[K]*ownConn) []*upstream.Upstream {
 
 // sessionProc returns ss's running process of b, or nil if it has none.
 func (b *backend) sessionProc(ss *mcp.ServerSession) *upstream.Upstream {
-	b.mu.Lock()
+	b.ownMu.Lock()
 	sp := b.perSession[ss]
-	b.mu.Unlock()
+	b.ownMu.Unlock()
 	if sp == nil {
 		return nil
 	}

@@ -311,7 +311,7 @@ func (s *Server) sessionFor(ctx context.Context, b *backend, fixed *mcp.ServerSe
 			return nil, nil, nil, err
 		}
 	}
-	call := b.callOf(ss)
+	call := b.CallOf(ss)
 	if call == nil && !b.cfg.AllowUnsolicited.allows(method) {
 		kind := relayMethods[method]
 		return nil, nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf(
@@ -330,7 +330,7 @@ func (s *Server) sessionFor(ctx context.Context, b *backend, fixed *mcp.ServerSe
 // fix, isolation = "session": a process of each client's own. An
 // unsolicited request (allow_unsolicited) has nobody to go to here either.
 func (s *Server) callerFor(ctx context.Context, b *backend, method, mode string) (*mcp.ServerSession, context.Context, func(), error) {
-	n, ss, call := b.soleCaller()
+	n, ss, call := b.SoleCaller()
 	var why string
 	switch {
 	case n > 1:
@@ -423,7 +423,7 @@ func (s *Server) rootsChanged(ctx context.Context, req *mcp.RootsListChangedRequ
 			continue
 		}
 		if s.opts.WaitForClient { // stdio: the shared process is the client's own
-			if st, up, _ := b.snapshot(); st == stateUp && up != nil {
+			if st, up, _ := b.Snapshot(); st == stateUp && up != nil {
 				up.NotifyRootsChanged()
 			}
 			continue
