@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -64,11 +63,6 @@ type backend struct {
 	log  *slog.Logger
 
 	capsJSON atomic.Pointer[capsEncoding] // upstreamCapsJSON's last reading (mrtr.go)
-
-	ownMu       sync.Mutex
-	perSession  map[*mcp.ServerSession]*ownConn // guarded by ownMu; isolation = "session"
-	callProcs   int                             // guarded by ownMu; processes running one modern call each (callUpstream)
-	perIdentity map[string]*ownConn             // guarded by ownMu; credentials = "identity" (identityconn.go)
 }
 
 // newBackend returns the backend of the server sc (CallTimeout already
@@ -83,6 +77,12 @@ func (s *Server) newBackend(name string, sc ServerConfig) *backend {
 	rt := supervise.Runtime{Life: s.life, Closed: s.closed, WG: &s.wg, CacheDir: s.opts.CacheDir}
 	b.Backend = supervise.New(name, cfg, b.log, rt, supervise.Hooks{
 		Options: func(opts *upstream.Options) { s.sharedOptions(b, opts) },
+		ProcOptions: func(ss *mcp.ServerSession, kind string) upstream.Options {
+			return s.procOptions(b, ss, kind)
+		},
+		IdentityOptions: func(who string, subject func() string) upstream.Options {
+			return s.identityOptions(b, who, subject)
+		},
 		Connected: func(ctx context.Context, up *upstream.Upstream, caps *mcp.ServerCapabilities) {
 			s.applyLogLevel(ctx, b, up, caps)
 		},
@@ -97,14 +97,6 @@ func (s *Server) newBackend(name string, sc ServerConfig) *backend {
 		},
 	})
 	return b
-}
-
-// close stops b's supervisor, closes its own processes and connections,
-// then its shared one.
-func (b *backend) close() error {
-	b.Stop()
-	b.closeOwn()
-	return b.Close()
 }
 
 // eraCacheMaxAge is how long a server's cached era is trusted across runs:

@@ -361,7 +361,7 @@ func (s *Server) routeCall(ctx context.Context, ss *mcp.ServerSession, name stri
 			if fixed == nil && s.perCall(b, ss, up) {
 				// No session to tie the server's requests to: a process
 				// for this call alone, stopped when it ends.
-				one, err := s.callUpstream(b, ss)
+				one, err := b.CallUpstream(ss)
 				if err != nil {
 					rec.Outcome = "unavailable"
 					done(toolError("upstream %q could not start a process for this call: %v; nothing was executed", b.name, err), nil)

@@ -110,7 +110,7 @@ func (s *Server) setUpstreamLogLevel(ctx context.Context, req mcp.Request) {
 		if up != nil && (st == stateUp || st == stateStarting || st == stateRestarting) {
 			ups = append(ups, up)
 		}
-		if own := b.sessionProc(ss); ss != nil && own != nil {
+		if own := b.SessionProc(ss); ss != nil && own != nil {
 			ups = append(ups, own)
 		}
 		for _, up := range ups {

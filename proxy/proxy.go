@@ -534,7 +534,7 @@ func (s *Server) Close() error {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if err := b.close(); err != nil {
+				if err := b.Close(); err != nil {
 					mu.Lock()
 					errs = append(errs, err)
 					mu.Unlock()

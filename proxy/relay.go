@@ -428,7 +428,7 @@ func (s *Server) rootsChanged(ctx context.Context, req *mcp.RootsListChangedRequ
 			}
 			continue
 		}
-		if up := b.sessionProc(ss); up != nil {
+		if up := b.SessionProc(ss); up != nil {
 			up.NotifyRootsChanged()
 		}
 	}

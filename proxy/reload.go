@@ -157,7 +157,7 @@ func (s *Server) Reload(servers []ServerConfig) error {
 		go func() {
 			defer wg.Done()
 			b.log.Info("server removed or changed by reload; stopping it")
-			_ = b.close()
+			_ = b.Close()
 		}()
 	}
 	wg.Wait()

@@ -120,6 +120,12 @@ type Hooks struct {
 	// Up runs once a start has listed and the backend serves (the proxy
 	// rebuilds its catalog and renews the resource subscriptions).
 	Up func(ctx context.Context, up *upstream.Upstream)
+	// ProcOptions returns the options of a process of b's own: for the
+	// client session ss (kind "session") or for one call ("call").
+	ProcOptions func(ss *mcp.ServerSession, kind string) upstream.Options
+	// IdentityOptions returns the options of the connection that carries
+	// who's credential; subject returns the caller's latest downstream token.
+	IdentityOptions func(who string, subject func() string) upstream.Options
 	// Adopted runs when the backend's supervisor adopted its cached catalog
 	// (the proxy rebuilds its catalog).
 	Adopted func()
@@ -139,32 +145,35 @@ type Backend struct {
 
 	saveMu sync.Mutex // held while the catalog cache file is written (saveCatalog)
 
-	mu        sync.Mutex
-	state     State                   // guarded by mu
-	up        *upstream.Upstream      // guarded by mu; nil unless started
-	err       error                   // guarded by mu; why it failed or exited
-	lists     Lists                   // guarded by mu
-	listed    bool                    // guarded by mu; lists holds a listing (of a start, a re-listing or the cache)
-	fromCache bool                    // guarded by mu; the cached catalog was adopted (adoptCache)
-	caps      *mcp.ServerCapabilities // guarded by mu; see capabilities
-	dirty     ListKind                // guarded by mu; lists to re-fetch
-	fetching  bool                    // guarded by mu; a refresh loop runs
-	busy      map[*inflight]struct{}  // guarded by mu; calls in flight
-	started   chan struct{}           // closed when the initial start attempt ended
-	listable  chan struct{}           // closed once lists holds a listing (cached or live) or the initial start ended (markListable)
-	listOnce  sync.Once
-	since     time.Time     // guarded by mu; when it last came up
-	retryAt   time.Time     // guarded by mu; next start attempt while down
-	restarts  int           // guarded by mu; times it exited and was restarted
-	wakeCh    chan struct{} // a call needs the server: start it (capacity 1)
-	woken     atomic.Bool   // a call woke it and waits for it
-	lastUsed  atomic.Int64  // unix nanos of the last call
-	quit      chan struct{} // closed by Stop: the supervisor stops
-	quitOnce  sync.Once
-	checked   time.Time        // guarded by mu; last health check
-	healthErr error            // guarded by mu; its failure, nil if it passed
-	probe     upstream.EraInfo // guarded by mu; the last start that probed its era
-	about     About            // guarded by mu; what it said of itself when last up
+	mu          sync.Mutex
+	state       State                   // guarded by mu
+	up          *upstream.Upstream      // guarded by mu; nil unless started
+	err         error                   // guarded by mu; why it failed or exited
+	lists       Lists                   // guarded by mu
+	listed      bool                    // guarded by mu; lists holds a listing (of a start, a re-listing or the cache)
+	fromCache   bool                    // guarded by mu; the cached catalog was adopted (adoptCache)
+	caps        *mcp.ServerCapabilities // guarded by mu; see capabilities
+	dirty       ListKind                // guarded by mu; lists to re-fetch
+	fetching    bool                    // guarded by mu; a refresh loop runs
+	busy        map[*inflight]struct{}  // guarded by mu; calls in flight
+	started     chan struct{}           // closed when the initial start attempt ended
+	listable    chan struct{}           // closed once lists holds a listing (cached or live) or the initial start ended (markListable)
+	listOnce    sync.Once
+	since       time.Time                       // guarded by mu; when it last came up
+	retryAt     time.Time                       // guarded by mu; next start attempt while down
+	restarts    int                             // guarded by mu; times it exited and was restarted
+	perSession  map[*mcp.ServerSession]*ownConn // guarded by mu; isolation = "session"
+	callProcs   int                             // guarded by mu; processes running one modern call each (CallUpstream)
+	perIdentity map[string]*ownConn             // guarded by mu; credentials = "identity" (identity.go)
+	wakeCh      chan struct{}                   // a call needs the server: start it (capacity 1)
+	woken       atomic.Bool                     // a call woke it and waits for it
+	lastUsed    atomic.Int64                    // unix nanos of the last call
+	quit        chan struct{}                   // closed by Stop: the supervisor stops
+	quitOnce    sync.Once
+	checked     time.Time        // guarded by mu; last health check
+	healthErr   error            // guarded by mu; its failure, nil if it passed
+	probe       upstream.EraInfo // guarded by mu; the last start that probed its era
+	about       About            // guarded by mu; what it said of itself when last up
 }
 
 // New returns the backend of the server name, starting (it runs once
@@ -335,10 +344,11 @@ func (b *Backend) Snapshot() (State, *upstream.Upstream, error) {
 // backend too.
 func (b *Backend) Stop() { b.quitOnce.Do(func() { close(b.quit) }) }
 
-// Close stops b for good: its supervisor ends and its connection closes.
-// The proxy stops b (Stop) and closes b's own connections before.
+// Close stops b for good: its supervisor ends, and its own processes and
+// connections and then its shared connection close.
 func (b *Backend) Close() error {
 	b.Stop()
+	b.closeOwn()
 	b.mu.Lock()
 	up := b.up
 	b.state = StateStopped
