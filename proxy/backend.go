@@ -70,7 +70,8 @@ type backend struct {
 func (s *Server) newBackend(name string, sc ServerConfig) *backend {
 	b := &backend{cfg: sc, name: name, log: s.log.With("upstream", name)}
 	cfg := supervise.Config{Upstream: sc.Upstream, Required: sc.Required, CallTimeout: sc.CallTimeout,
-		Restart: sc.Restart, Health: sc.Health, Lazy: sc.Lazy, IdleTimeout: sc.IdleTimeout}
+		Restart: sc.Restart, Health: sc.Health, PerSession: sc.PerSession, PerIdentity: sc.PerIdentity,
+		Lazy: sc.Lazy, IdleTimeout: sc.IdleTimeout}
 	if s.opts.CacheDir != "" {
 		cfg.CacheKey = fingerprint(sc)
 	}
@@ -141,7 +142,7 @@ func (s *Server) sharedOptions(b *backend, opts *upstream.Options) {
 	if s.opts.WaitForClient {
 		opts.PreferLegacy = !s.clientModern.Load()
 	} else {
-		opts.PreferLegacy = !b.cfg.PerSession && !b.cfg.PerIdentity
+		opts.PreferLegacy = !b.PerSession() && !b.PerIdentity()
 	}
 }
 

@@ -134,7 +134,7 @@ func (s *Server) startCall(ctx context.Context, ss *mcp.ServerSession, name stri
 // backend b, may wait for something else than writing to its server: then
 // it does not run on the caller's goroutine (startCall).
 func (s *Server) mayWait(b *backend, d policy.Decision, re reqEra, fields map[string]json.RawMessage) bool {
-	if b == nil || d.Confirm || b.cfg.PerIdentity || b.cfg.PerSession {
+	if b == nil || d.Confirm || b.PerIdentity() || b.PerSession() {
 		return true // a person's approval, a connection or process of its own
 	}
 	if _, retry := fields["requestState"]; retry && re.modern {
@@ -280,7 +280,7 @@ func (s *Server) routeCall(ctx context.Context, ss *mcp.ServerSession, name stri
 			return
 		}
 		var fixed *mcp.ServerSession // the session whose own process runs the call
-		if b.cfg.PerIdentity {       // the caller's own credential (identityconn.go)
+		if b.PerIdentity() {         // the caller's own credential (identityconn.go)
 			own, err := s.identityUpstream(ctx, b)
 			var ae *upstream.AuthError
 			switch {

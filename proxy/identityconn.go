@@ -55,7 +55,7 @@ func (s *Server) identityUpstream(ctx context.Context, b *backend) (*upstream.Up
 // forgetIdentity drops who's connection after err, when err says its
 // credential is no good: the next call reads the store again (a new login).
 func (b *backend) forgetIdentity(ctx context.Context, err error) {
-	if !b.cfg.PerIdentity || !errors.Is(err, upstream.ErrUnauthorized) {
+	if !b.PerIdentity() || !errors.Is(err, upstream.ErrUnauthorized) {
 		return
 	}
 	b.ForgetIdentity(credentialOf(identityFrom(ctx)))

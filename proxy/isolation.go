@@ -18,10 +18,10 @@ import (
 // the only kind of session there is (stdio). For a server with credentials
 // = "identity" it returns the caller's own connection instead.
 func (s *Server) sessionUpstream(ctx context.Context, b *backend, ss *mcp.ServerSession) (*upstream.Upstream, error) {
-	if b.cfg.PerIdentity { // the caller's own credential (identityconn.go)
+	if b.PerIdentity() { // the caller's own credential (identityconn.go)
 		return s.identityUpstream(ctx, b)
 	}
-	if !b.cfg.PerSession || ss == nil || ss.ID() == "" {
+	if !b.PerSession() || ss == nil || ss.ID() == "" {
 		return nil, nil
 	}
 	return b.SessionUpstream(ctx, ss)
@@ -33,7 +33,7 @@ func (s *Server) sessionUpstream(ctx context.Context, b *backend, ss *mcp.Server
 // speaks the initialize era, whose requests could otherwise not be tied to
 // the call.
 func (s *Server) perCall(b *backend, ss *mcp.ServerSession, up *upstream.Upstream) bool {
-	return b.cfg.PerSession && ss != nil && ss.ID() == "" && !s.opts.WaitForClient && !up.Modern()
+	return b.PerSession() && ss != nil && ss.ID() == "" && !s.opts.WaitForClient && !up.Modern()
 }
 
 // procOptions are the options of b's own process for ss: a session's

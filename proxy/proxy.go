@@ -436,7 +436,7 @@ func (s *Server) Start(ctx context.Context) error {
 				<-b.Started()
 				all.Done()
 			}()
-			if b.cfg.Required {
+			if b.Required() {
 				required.Go(func() error { return <-done })
 			}
 		}

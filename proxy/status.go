@@ -104,7 +104,7 @@ func (s *Server) Status() []ServerStatus {
 			st.Err = s.opts.Redactor.String(bs.Err.Error())
 		}
 		st.Restarts = bs.Restarts
-		st.Required = b.cfg.Required
+		st.Required = b.Required()
 		if !bs.Checked.IsZero() {
 			st.Health = "ok"
 			if bs.HealthErr != nil {

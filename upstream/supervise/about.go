@@ -152,3 +152,15 @@ func (b *Backend) Status() Status {
 
 // Name is b's server's name.
 func (b *Backend) Name() string { return b.name }
+
+// Required reports whether a failure of b's first start is final
+// (Config.Required).
+func (b *Backend) Required() bool { return b.cfg.Required }
+
+// PerSession reports whether b's calls may run in processes of their own
+// per session (Config.PerSession, isolation = "session").
+func (b *Backend) PerSession() bool { return b.cfg.PerSession }
+
+// PerIdentity reports whether b's callers have connections of their own
+// (Config.PerIdentity, credentials = "identity").
+func (b *Backend) PerIdentity() bool { return b.cfg.PerIdentity }

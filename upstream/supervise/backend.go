@@ -83,6 +83,13 @@ type Config struct {
 	Restart RestartPolicy
 	// Health, if set, checks the server through the real path periodically.
 	Health *HealthCheck
+	// PerSession gives each downstream session (or call) that the proxy
+	// says so a process of its own (isolation = "session": SessionUpstream,
+	// CallUpstream).
+	PerSession bool
+	// PerIdentity gives each caller a connection of its own that carries
+	// its credential (credentials = "identity": IdentityUpstream).
+	PerIdentity bool
 	// Lazy starts the server on the first call that needs it (EnsureUp);
 	// until then its cached catalog is its listing.
 	Lazy bool
