@@ -27,9 +27,9 @@ const (
 	MaxAboutInstructions = 4000
 )
 
-// NewAbout keeps what ir (already sanitised by package upstream) and the
+// newAbout keeps what ir (already sanitised by package upstream) and the
 // listing say of a server.
-func NewAbout(ir *mcp.InitializeResult, tools []*mcp.Tool) About {
+func newAbout(ir *mcp.InitializeResult, tools []*mcp.Tool) About {
 	a := About{Tools: tools, Known: true}
 	if ir == nil {
 		return a

@@ -175,7 +175,7 @@ type Backend struct {
 	wakeCh      chan struct{}                   // a call needs the server: start it (capacity 1)
 	woken       atomic.Bool                     // a call woke it and waits for it
 	lastUsed    atomic.Int64                    // unix nanos of the last call
-	quit        chan struct{}                   // closed by Stop: the supervisor stops
+	quit        chan struct{}                   // closed by stop: the supervisor stops
 	quitOnce    sync.Once
 	checked     time.Time        // guarded by mu; last health check
 	healthErr   error            // guarded by mu; its failure, nil if it passed
@@ -347,14 +347,14 @@ func (b *Backend) Snapshot() (State, *upstream.Upstream, error) {
 	return b.state, b.up, b.err
 }
 
-// Stop tells b's supervisor to stop (Quit is closed); Close stops the
+// stop tells b's supervisor to stop (Quit is closed); Close stops the
 // backend too.
-func (b *Backend) Stop() { b.quitOnce.Do(func() { close(b.quit) }) }
+func (b *Backend) stop() { b.quitOnce.Do(func() { close(b.quit) }) }
 
 // Close stops b for good: its supervisor ends, and its own processes and
 // connections and then its shared connection close.
 func (b *Backend) Close() error {
-	b.Stop()
+	b.stop()
 	b.closeOwn()
 	b.mu.Lock()
 	up := b.up
@@ -426,7 +426,7 @@ func (b *Backend) start(ctx context.Context) (*upstream.Upstream, error) {
 	if err != nil {
 		b.log.Warn("listing failed after start; serving what was listed", "err", err)
 	}
-	about := NewAbout(ir, l.Tools)
+	about := newAbout(ir, l.Tools)
 	// The cache is for the next start: written beside this one, not on
 	// its way to ready, and only from a whole listing (one cut short, by
 	// a client that quit at once for instance, would advertise less next
@@ -531,7 +531,7 @@ func (b *Backend) supervise(first chan<- error) {
 	for {
 		b.touch()
 		up, err := b.start(b.rt.Life)
-		if errors.Is(err, errStopped) || b.closing() || b.Stopped() {
+		if errors.Is(err, errStopped) || b.closing() || b.stopped() {
 			if up != nil {
 				_ = up.Close()
 			}
@@ -564,11 +564,11 @@ func (b *Backend) supervise(first chan<- error) {
 				}
 				continue
 			}
-			if b.closing() || b.Stopped() {
+			if b.closing() || b.stopped() {
 				return
 			}
 			_ = up.Close() // releases what is left; quick once Done
-			if b.closing() || b.Stopped() {
+			if b.closing() || b.stopped() {
 				return
 			}
 			b.mu.Lock()
@@ -641,11 +641,8 @@ func (b *Backend) waitUp(up *upstream.Upstream) bool {
 	}
 }
 
-// Quit is closed when b is stopped (proxy closed, or removed by reload).
-func (b *Backend) Quit() <-chan struct{} { return b.quit }
-
-// Stopped reports whether b was stopped (proxy closed, or removed by reload).
-func (b *Backend) Stopped() bool {
+// stopped reports whether b was stopped (proxy closed, or removed by reload).
+func (b *Backend) stopped() bool {
 	select {
 	case <-b.quit:
 		return true
