@@ -13,6 +13,7 @@ import (
 	"github.com/manifold-mcp/manifold/upstream/supervise"
 )
 
+// A backend's lifecycle states (supervise.State).
 const (
 	stateStarting   = supervise.StateStarting
 	stateUp         = supervise.StateUp
