@@ -73,9 +73,7 @@ func (c *catalog) downServer(name string) *backend {
 		if p == "" || !strings.HasPrefix(name, p+naming.Separator) || best != nil && len(best.cfg.Prefix) >= len(p) {
 			continue
 		}
-		b.mu.Lock()
-		down := b.state != stateUp && len(b.lists.tools) == 0
-		b.mu.Unlock()
+		down := b.Down()
 		if down {
 			best = b
 		}
@@ -139,7 +137,7 @@ func (s *Server) startCall(ctx context.Context, ss *mcp.ServerSession, name stri
 // backend b, may wait for something else than writing to its server: then
 // it does not run on the caller's goroutine (startCall).
 func (s *Server) mayWait(b *backend, d policy.Decision, re reqEra, fields map[string]json.RawMessage) bool {
-	if b == nil || d.Confirm || b.cfg.PerIdentity || b.cfg.PerSession {
+	if b == nil || d.Confirm || b.PerIdentity() || b.PerSession() {
 		return true // a person's approval, a connection or process of its own
 	}
 	if _, retry := fields["requestState"]; retry && re.modern {
@@ -148,7 +146,7 @@ func (s *Server) mayWait(b *backend, d policy.Decision, re reqEra, fields map[st
 	if s.guard.MayWait(d.Limits) {
 		return true // a round trip to the shared store
 	}
-	st, up, _ := b.snapshot()
+	st, up, _ := b.Snapshot()
 	if st != stateUp || up == nil {
 		return true // a lazy server starts first
 	}
@@ -223,7 +221,7 @@ func (s *Server) routeCall(ctx context.Context, ss *mcp.ServerSession, name stri
 			_, rec.Rule = observe.DecisionWords(c.decision("tool\x00"+name, who))
 		} else if b := c.downServer(name); b != nil {
 			rec.Server, rec.Outcome = b.name, "unavailable"
-			done(toolError("%s", b.unavailable()), nil)
+			done(toolError("%s", b.Unavailable()), nil)
 			return
 		}
 		done(nil, c.unknownTool(name))
@@ -274,15 +272,15 @@ func (s *Server) routeCall(ctx context.Context, ss *mcp.ServerSession, name stri
 			return
 		}
 		b := c.gen.byName[e.Server]
-		s.ensureUp(ctx, b)
-		st, up, _ := b.snapshot()
+		b.EnsureUp(ctx)
+		st, up, _ := b.Snapshot()
 		if st != stateUp || up == nil {
 			rec.Outcome = "unavailable"
-			done(toolError("%s", b.unavailable()), nil)
+			done(toolError("%s", b.Unavailable()), nil)
 			return
 		}
 		var fixed *mcp.ServerSession // the session whose own process runs the call
-		if b.cfg.PerIdentity {       // the caller's own credential (identityconn.go)
+		if b.PerIdentity() {         // the caller's own credential (identityconn.go)
 			own, err := s.identityUpstream(ctx, b)
 			var ae *upstream.AuthError
 			switch {
@@ -358,7 +356,7 @@ func (s *Server) routeCall(ctx context.Context, ss *mcp.ServerSession, name stri
 			if fixed == nil && s.perCall(b, ss, up) {
 				// No session to tie the server's requests to: a process
 				// for this call alone, stopped when it ends.
-				one, err := s.callUpstream(b, ss)
+				one, err := b.CallUpstream(ss)
 				if err != nil {
 					rec.Outcome = "unavailable"
 					done(toolError("upstream %q could not start a process for this call: %v; nothing was executed", b.name, err), nil)
@@ -413,7 +411,7 @@ func (s *Server) routeCall(ctx context.Context, ss *mcp.ServerSession, name stri
 		params := wire.JoinParams(fields)
 
 		cctx, cancel := context.WithTimeout(traceCtx, timeout)
-		cleanups = append(cleanups, cancel, b.enter(callCtx, ss))
+		cleanups = append(cleanups, cancel, b.Enter(callCtx, ss))
 		var onResult, settle func(json.RawMessage, error)
 		onResult = func(raw json.RawMessage, err error) {
 			if err != nil || re.modern || ss == nil || !jsonscan.Contains(raw, markInputRequired) {

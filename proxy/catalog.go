@@ -456,12 +456,11 @@ func (s *Server) rebuildNow() {
 	snap := make(map[string]lists, len(g.backends))
 	pinned := make(map[string]pinSnapshot, len(g.backends))
 	for _, b := range g.backends {
-		b.mu.Lock()
-		l := b.lists
 		// Taken with the lists: instructions read later could belong to a
 		// listing this snapshot does not have yet.
-		pinned[b.name] = pinSnapshot{instructions: b.about.instructions, listed: b.listed}
-		b.mu.Unlock()
+		sl, instructions, listed := b.Listing()
+		l := listsOf(sl)
+		pinned[b.name] = pinSnapshot{instructions: instructions, listed: listed}
 		l = s.dropDuplicates(b.name, canonicalLists(l))
 		snap[b.name] = l
 		tg := naming.Group{Server: b.name, Prefix: b.cfg.Prefix}

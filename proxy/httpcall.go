@@ -125,7 +125,7 @@ func (m *mcpEndpoint) serveLean(w http.ResponseWriter, r *http.Request, e *httpS
 		return false // the server may ask it, on the call's stream
 	} else if caps.RootsV2 != nil || caps.Roots.ListChanged {
 		c := m.s.catalog.Load()
-		if te, found := c.tools.Lookup(name); !found || c.gen.byName[te.Server] == nil || c.gen.byName[te.Server].cfg.PerSession {
+		if te, found := c.tools.Lookup(name); !found || c.gen.byName[te.Server] == nil || c.gen.byName[te.Server].PerSession() {
 			return false
 		}
 	}
@@ -252,10 +252,10 @@ func (c *catalog) sharedUp(name string, who policy.Identity) (up *upstream.Upstr
 		return nil, false
 	}
 	b := c.gen.byName[e.Server]
-	if b == nil || b.cfg.PerSession || b.cfg.PerIdentity || d.Confirm {
+	if b == nil || b.PerSession() || b.PerIdentity() || d.Confirm {
 		return nil, true
 	}
-	if st, up, _ := b.snapshot(); st == stateUp && up != nil {
+	if st, up, _ := b.Snapshot(); st == stateUp && up != nil {
 		return up, true
 	}
 	return nil, true

@@ -20,9 +20,6 @@ import (
 // catalog and answers the health checks: those never use a user's
 // credential.
 
-// maxIdentityConns bounds the identity connections of one server.
-const maxIdentityConns = 256
-
 // credentialOf names id the way `manifold login --as` and the who-rules
 // do: "key:NAME" for an API key, "user:SUBJECT" for a token's subject; ""
 // for no identity.
@@ -52,97 +49,21 @@ func (s *Server) identityUpstream(ctx context.Context, b *backend) (*upstream.Up
 			return nil, fmt.Errorf("upstream %q starts a process per identity (isolation = \"identity\") and %s has no environment there: add [servers.%s.identities.%q] env = { ... } to the config", b.name, who, b.name, who)
 		}
 	}
-	b.mu.Lock()
-	if b.state == stateStopped {
-		b.mu.Unlock()
-		return nil, fmt.Errorf("upstream %q is stopped", b.name)
-	}
-	if b.perIdentity == nil {
-		b.perIdentity = make(map[string]*ownConn)
-	}
-	ic, ok := b.perIdentity[who]
-	if !ok {
-		if len(b.perIdentity) >= maxIdentityConns {
-			b.mu.Unlock()
-			return nil, fmt.Errorf("upstream %q has connections for %d identities, the most it keeps; retry later", b.name, maxIdentityConns)
-		}
-		ic = &ownConn{ready: make(chan struct{})}
-		b.perIdentity[who] = ic
-		ic.setSubject(ctx)
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			s.runIdentityConn(b, who, ic)
-		}()
-	}
-	b.mu.Unlock()
-	ic.setSubject(ctx)
-	select {
-	case <-ic.ready:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	if ic.err != nil {
-		return nil, ic.err
-	}
-	select {
-	case <-ic.up.Done(): // it ended: the next call connects again
-		b.dropIdentity(who, ic)
-		return nil, fmt.Errorf("upstream %q: the connection for %s ended (%v); retry to connect again", b.name, who, ic.up.Err())
-	default:
-	}
-	return ic.up, nil
-}
-
-// setSubject keeps the caller's downstream token of ctx for the exchange of
-// the connection's next upstream token.
-func (ic *ownConn) setSubject(ctx context.Context) {
-	if tok := subjectTokenFrom(ctx); tok != "" {
-		ic.subject.Store(&tok)
-	}
-}
-
-func (ic *ownConn) currentSubject() string {
-	if p := ic.subject.Load(); p != nil {
-		return *p
-	}
-	return ""
+	return b.IdentityUpstream(ctx, who, subjectTokenFrom(ctx))
 }
 
 // forgetIdentity drops who's connection after err, when err says its
 // credential is no good: the next call reads the store again (a new login).
 func (b *backend) forgetIdentity(ctx context.Context, err error) {
-	if !b.cfg.PerIdentity || !errors.Is(err, upstream.ErrUnauthorized) {
+	if !b.PerIdentity() || !errors.Is(err, upstream.ErrUnauthorized) {
 		return
 	}
-	who := credentialOf(identityFrom(ctx))
-	b.mu.Lock()
-	ic := b.perIdentity[who]
-	b.mu.Unlock()
-	if ic == nil {
-		return
-	}
-	b.dropIdentity(who, ic)
-	select {
-	case <-ic.ready:
-		if ic.up != nil {
-			go func() { _ = ic.up.Close() }()
-		}
-	default:
-	}
+	b.ForgetIdentity(credentialOf(identityFrom(ctx)))
 }
 
-func (b *backend) dropIdentity(who string, ic *ownConn) {
-	b.mu.Lock()
-	if b.perIdentity[who] == ic {
-		delete(b.perIdentity, who)
-	}
-	b.mu.Unlock()
-}
-
-// runIdentityConn connects who's connection to b and closes it when b or
-// the proxy stops, or when it ends.
-func (s *Server) runIdentityConn(b *backend, who string, ic *ownConn) {
+// identityOptions are the options of who's connection to b; subject
+// returns the caller's latest downstream token.
+func (s *Server) identityOptions(b *backend, who string, subject func() string) upstream.Options {
 	opts := b.cfg.Upstream
 	opts.Logger = s.log.With("identity", who)
 	opts.ClientInfo = &mcp.Implementation{Name: "manifold", Version: Version}
@@ -156,7 +77,7 @@ func (s *Server) runIdentityConn(b *backend, who string, ic *ownConn) {
 	if opts.Exchange != nil { // the caller's token, exchanged (RFC 8693)
 		x := *opts.Exchange
 		x.Identity = who
-		x.Subject = ic.currentSubject
+		x.Subject = subject
 		opts.Exchange, opts.OAuth = &x, nil
 	} else if opts.OAuth != nil {
 		o := *opts.OAuth
@@ -171,18 +92,5 @@ func (s *Server) runIdentityConn(b *backend, who string, ic *ownConn) {
 			opts.Reaper = s.opts.Reaper
 		}
 	}
-	ic.up, ic.err = upstream.Start(s.life, opts)
-	close(ic.ready)
-	if ic.err != nil {
-		b.dropIdentity(who, ic)
-		return
-	}
-	b.log.Info("connected with the credential of one identity", "identity", who)
-	select {
-	case <-ic.up.Done():
-	case <-s.closed:
-	case <-b.quit:
-	}
-	_ = ic.up.Close()
-	b.dropIdentity(who, ic)
+	return opts
 }

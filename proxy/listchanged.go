@@ -248,9 +248,7 @@ func (s *Server) listen(req mcp.Request) {
 // A kind of which b exposes nothing is not passed on: the lists a client sees
 // hold nothing of b's to change.
 func (s *Server) relayListChanged(b *backend, kinds listKind) {
-	b.mu.Lock()
-	l := b.lists
-	b.mu.Unlock()
+	l := listsOf(b.Lists())
 	s.catMu.Lock()
 	defer s.catMu.Unlock()
 	c := s.catalog.Load()

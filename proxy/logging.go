@@ -61,7 +61,7 @@ func (s *Server) forwardLog(ctx context.Context, b *backend, fixed *mcp.ServerSe
 		b.log.Debug("log message not relayed: it cannot be attributed to one client session", "level", p.Level, "logger", fwd.Logger)
 		return
 	}
-	lctx, done := relayContext(ctx, b.callOf(ss))
+	lctx, done := relayContext(ctx, b.CallOf(ss))
 	defer done()
 	_ = ss.Log(lctx, &fwd)
 }
@@ -74,7 +74,7 @@ func (s *Server) logTarget(b *backend) *mcp.ServerSession {
 			all = append(all, ss)
 		}
 	}
-	busy := b.busySessions()
+	busy := b.BusySessions()
 	if len(all) == 1 && (len(busy) == 0 || len(busy) == 1 && busy[0] == all[0]) {
 		return all[0]
 	}
@@ -102,9 +102,7 @@ func (s *Server) setUpstreamLogLevel(ctx context.Context, req mcp.Request) {
 		// from the cache meanwhile) gets it too: its start read the level
 		// before this stored it, or this sees its process (b.up is set
 		// before the start reads the level: applyLogLevel).
-		b.mu.Lock()
-		st, up, caps := b.state, b.up, b.caps
-		b.mu.Unlock()
+		st, up, caps := b.Conn()
 		if caps == nil || caps.Logging == nil {
 			continue
 		}
@@ -112,7 +110,7 @@ func (s *Server) setUpstreamLogLevel(ctx context.Context, req mcp.Request) {
 		if up != nil && (st == stateUp || st == stateStarting || st == stateRestarting) {
 			ups = append(ups, up)
 		}
-		if own := b.sessionProc(ss); ss != nil && own != nil {
+		if own := b.SessionProc(ss); ss != nil && own != nil {
 			ups = append(ups, own)
 		}
 		for _, up := range ups {

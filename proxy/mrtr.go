@@ -756,7 +756,7 @@ func upstreamCaps(caps *mcp.ClientCapabilities, b *backend) *clientCapsV2 {
 		e := *caps.Elicitation
 		out.Elicitation = &e
 	}
-	if caps.RootsV2 != nil && b.cfg.PerSession {
+	if caps.RootsV2 != nil && b.PerSession() {
 		out.Roots = &mcp.RootCapabilities{ListChanged: caps.RootsV2.ListChanged}
 	}
 	return out
@@ -932,7 +932,7 @@ func (s *Server) askLegacy(ctx context.Context, ss *mcp.ServerSession, b *backen
 		if err := needCap("roots/list", b.name, "", re.caps); err != nil {
 			return nil, err
 		}
-		if !b.cfg.PerSession {
+		if !b.PerSession() {
 			return nil, offer{}.refusal(b, "roots/list")
 		}
 		return ss.ListRoots(ctx, p)

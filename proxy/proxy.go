@@ -31,6 +31,7 @@ import (
 	"github.com/manifold-mcp/manifold/proxy/pin"
 	"github.com/manifold-mcp/manifold/proxy/search/embedcache"
 	"github.com/manifold-mcp/manifold/upstream"
+	"github.com/manifold-mcp/manifold/upstream/supervise"
 )
 
 // DefaultMaxNameLength is the default budget of an exposed name: with the
@@ -44,7 +45,7 @@ var Version = "0.1.0-dev"
 // Sentinel errors, checked with errors.Is.
 var (
 	// ErrRequiredFailed means a server marked required could not be started.
-	ErrRequiredFailed = errors.New("required server failed to start")
+	ErrRequiredFailed = supervise.ErrRequiredFailed
 )
 
 // ServerConfig is one upstream server as the proxy sees it.
@@ -391,8 +392,8 @@ func New(opts Options) (*Server, error) {
 	// client can list it.
 	adopted := false
 	for _, b := range g.backends {
-		if _, now := s.adoptCache(b); now {
-			b.markListable()
+		if _, now := b.AdoptCache(); now {
+			b.MarkListable()
 			adopted = true
 		}
 	}
@@ -427,16 +428,16 @@ func (s *Server) Start(ctx context.Context) error {
 		for _, b := range s.gen.Load().backends {
 			all.Add(1)
 			listable.Add(1)
-			done := s.launch(b)
+			done := b.Launch()
 			s.wg.Add(1)
 			go func() {
 				defer s.wg.Done()
-				<-b.listable
+				<-b.Listable()
 				listable.Done()
-				<-b.started
+				<-b.Started()
 				all.Done()
 			}()
-			if b.cfg.Required {
+			if b.Required() {
 				required.Go(func() error { return <-done })
 			}
 		}
@@ -534,7 +535,7 @@ func (s *Server) Close() error {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if err := b.close(); err != nil {
+				if err := b.Close(); err != nil {
 					mu.Lock()
 					errs = append(errs, err)
 					mu.Unlock()

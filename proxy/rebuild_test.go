@@ -51,9 +51,8 @@ func putLists(t testing.TB, s *Server, name string, l lists) {
 	t.Helper()
 	for _, b := range s.gen.Load().backends {
 		if b.name == name {
-			b.mu.Lock()
-			b.lists, b.listed, b.state = l, true, stateUp
-			b.mu.Unlock()
+			b.SetLists(l.supervised(), true)
+			b.SetState(stateUp)
 			return
 		}
 	}

@@ -105,7 +105,7 @@ func (s *Server) offerFor(b *backend, fixed *mcp.ServerSession) offer {
 		return offer{caps: caps, modern: modernSession(fixed)}
 	}
 	if !s.opts.WaitForClient {
-		if b.cfg.PerSession || b.cfg.PerIdentity {
+		if b.PerSession() || b.PerIdentity() {
 			return offer{why: fmt.Sprintf("this process of %q serves no client's call (its calls run in processes or connections of their own), so a request from it cannot be attributed to one of them", b.name)}
 		}
 		return offer{caps: sharedHTTPCaps()}
@@ -124,7 +124,7 @@ func (o offer) refusal(b *backend, method string) error {
 	why := o.why
 	switch {
 	case why != "":
-	case capName == "roots" && !b.cfg.PerSession:
+	case capName == "roots" && !b.PerSession():
 		why = fmt.Sprintf("roots are relayed only to a server with isolation = \"session\", whose process serves one client; %q is shared, so it uses the folders of its config", b.name)
 	case o.modern:
 		why = fmt.Sprintf("the client did not declare the %s capability (in the _meta clientCapabilities of the request that set this process up)", capName)
@@ -213,7 +213,7 @@ func (s *Server) relayOptions(opts *mcp.ClientOptions, b *backend, fixed *mcp.Se
 			}
 		})
 	}
-	if dc.RootsV2 != nil && b.cfg.PerSession {
+	if dc.RootsV2 != nil && b.PerSession() {
 		offered["roots/list"] = true
 		caps.RootsV2 = &mcp.RootCapabilities{ListChanged: true}
 		mws = append(mws, func(next mcp.MethodHandler) mcp.MethodHandler {
@@ -311,7 +311,7 @@ func (s *Server) sessionFor(ctx context.Context, b *backend, fixed *mcp.ServerSe
 			return nil, nil, nil, err
 		}
 	}
-	call := b.callOf(ss)
+	call := b.CallOf(ss)
 	if call == nil && !b.cfg.AllowUnsolicited.allows(method) {
 		kind := relayMethods[method]
 		return nil, nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf(
@@ -330,7 +330,7 @@ func (s *Server) sessionFor(ctx context.Context, b *backend, fixed *mcp.ServerSe
 // fix, isolation = "session": a process of each client's own. An
 // unsolicited request (allow_unsolicited) has nobody to go to here either.
 func (s *Server) callerFor(ctx context.Context, b *backend, method, mode string) (*mcp.ServerSession, context.Context, func(), error) {
-	n, ss, call := b.soleCaller()
+	n, ss, call := b.SoleCaller()
 	var why string
 	switch {
 	case n > 1:
@@ -419,16 +419,16 @@ func relayContext(upstream, call context.Context) (context.Context, func()) {
 func (s *Server) rootsChanged(ctx context.Context, req *mcp.RootsListChangedRequest) {
 	ss := req.Session
 	for _, b := range s.gen.Load().backends {
-		if !b.cfg.PerSession {
+		if !b.PerSession() {
 			continue
 		}
 		if s.opts.WaitForClient { // stdio: the shared process is the client's own
-			if st, up, _ := b.snapshot(); st == stateUp && up != nil {
+			if st, up, _ := b.Snapshot(); st == stateUp && up != nil {
 				up.NotifyRootsChanged()
 			}
 			continue
 		}
-		if up := b.sessionProc(ss); up != nil {
+		if up := b.SessionProc(ss); up != nil {
 			up.NotifyRootsChanged()
 		}
 	}

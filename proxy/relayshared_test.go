@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/manifold-mcp/manifold/upstream/supervise"
 )
 
 // TestSoleCaller: the callers of a backend are counted as the relays of a
@@ -38,15 +40,15 @@ func TestSoleCaller(t *testing.T) {
 		{name: "one request without a session", reqs: []req{{nil, live}}, wantN: 1, wantCall: true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			be := &backend{}
+			be := &backend{Backend: &supervise.Backend{}}
 			for _, r := range tt.reqs {
-				defer be.enter(r.ctx, r.ss)()
+				defer be.Enter(r.ctx, r.ss)()
 			}
-			n, ss, call := be.soleCaller()
+			n, ss, call := be.SoleCaller()
 			if n != tt.wantN || ss != tt.wantSS || (call != nil) != tt.wantCall {
 				t.Errorf("soleCaller() = %d, %p, call %v; want %d, %p, call %v", n, ss, call != nil, tt.wantN, tt.wantSS, tt.wantCall)
 			}
-			if got := len(be.busySessions()); got != tt.wantN {
+			if got := len(be.BusySessions()); got != tt.wantN {
 				t.Errorf("busySessions() has %d callers, want %d", got, tt.wantN)
 			}
 		})

@@ -64,8 +64,7 @@ func (s *Server) newGeneration(servers []ServerConfig, old *generation) (*genera
 			}
 		}
 		if b == nil {
-			b = &backend{cfg: sc, name: name, log: s.log.With("upstream", name), state: stateStarting,
-				started: make(chan struct{}), listable: make(chan struct{}), quit: make(chan struct{}), wakeCh: make(chan struct{}, 1)}
+			b = s.newBackend(name, sc)
 		}
 		g.backends = append(g.backends, b)
 		g.byName[name] = b
@@ -125,26 +124,6 @@ func fingerprint(c ServerConfig) string {
 	return string(b)
 }
 
-// launch starts supervising b; the returned channel gets the result of its
-// first start (an error only for a required server).
-func (s *Server) launch(b *backend) <-chan error {
-	done := make(chan error, 1)
-	first := make(chan error, 1)
-	s.wg.Add(2)
-	go func() {
-		defer s.wg.Done()
-		err := <-first
-		close(b.started)
-		b.markListable()
-		done <- err
-	}()
-	go func() {
-		defer s.wg.Done()
-		s.supervise(b, first)
-	}()
-	return done
-}
-
 // Reload applies a new server list without restarting the proxy or dropping
 // clients: servers added start, removed ones stop, changed ones restart, and
 // unchanged ones keep their process. The catalog follows and clients get
@@ -178,7 +157,7 @@ func (s *Server) Reload(servers []ServerConfig) error {
 		go func() {
 			defer wg.Done()
 			b.log.Info("server removed or changed by reload; stopping it")
-			_ = b.close()
+			_ = b.Close()
 		}()
 	}
 	wg.Wait()
@@ -186,7 +165,7 @@ func (s *Server) Reload(servers []ServerConfig) error {
 		for _, b := range g.backends {
 			if !inGen(old, b) {
 				b.log.Info("server added or changed by reload; starting it")
-				_ = s.launch(b)
+				_ = b.Launch()
 			}
 		}
 	}

@@ -332,10 +332,10 @@ func (s *Server) upFor(ctx context.Context, server string) (*mcp.ClientSession, 
 	if b == nil {
 		return nil, nil, fmt.Errorf("no server %q", server)
 	}
-	s.ensureUp(ctx, b)
-	st, up, _ := b.snapshot()
+	b.EnsureUp(ctx)
+	st, up, _ := b.Snapshot()
 	if st != stateUp || up == nil {
-		return nil, b, errors.New(b.unavailable())
+		return nil, b, errors.New(b.Unavailable())
 	}
 	return up.Session(), b, nil
 }
@@ -402,7 +402,7 @@ func (s *Server) readResource(ctx context.Context, ss *mcp.ServerSession, p *mcp
 	}
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.CallTimeout)
 	defer cancel()
-	defer b.enter(ctx, ss)() // what the server asks meanwhile may be this read's (relay.go)
+	defer b.Enter(ctx, ss)() // what the server asks meanwhile may be this read's (relay.go)
 	fwd := *p
 	fwd.URI = original
 	ctx, fwd.Meta = s.obs.TraceMeta(ctx, fwd.Meta)
@@ -522,7 +522,7 @@ func (s *Server) handleGetPrompt(ctx context.Context, req *mcp.GetPromptRequest)
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	defer b.enter(ctx, req.Session)() // what the server asks meanwhile may be this request's (relay.go)
+	defer b.Enter(ctx, req.Session)() // what the server asks meanwhile may be this request's (relay.go)
 	fwd := *req.Params
 	fwd.Name = e.Original
 	ctx, fwd.Meta = s.obs.TraceMeta(ctx, fwd.Meta)
@@ -605,12 +605,12 @@ func (s *Server) handleComplete(ctx context.Context, req *mcp.CompleteRequest) (
 	if err != nil {
 		return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{}}}, nil
 	}
-	if caps := b.capabilities(); caps == nil || caps.Completions == nil {
+	if caps := b.Capabilities(); caps == nil || caps.Completions == nil {
 		return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{}}}, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.CallTimeout)
 	defer cancel()
-	defer b.enter(ctx, req.Session)() // what the server asks meanwhile may be this request's (relay.go)
+	defer b.Enter(ctx, req.Session)() // what the server asks meanwhile may be this request's (relay.go)
 	res, err := cs.Complete(ctx, &fwd)
 	if err != nil {
 		return nil, rpcError(server, err)
@@ -644,7 +644,7 @@ func (s *Server) handleSubscribe(ctx context.Context, req *mcp.SubscribeRequest)
 	if err != nil {
 		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 	}
-	if caps := b.capabilities(); caps == nil || caps.Resources == nil || !caps.Resources.Subscribe {
+	if caps := b.Capabilities(); caps == nil || caps.Resources == nil || !caps.Resources.Subscribe {
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("server %q does not support resource subscriptions", server)}
 	}
 	s.subs.mu.Lock()

@@ -98,34 +98,33 @@ func (s *Server) Status() []ServerStatus {
 			}
 			st.Review = append(st.Review, r)
 		}
-		b.mu.Lock()
-		st.State, st.Tools = b.state.String(), len(b.lists.tools)
-		if b.err != nil {
-			st.Err = s.opts.Redactor.String(b.err.Error())
+		bs := b.Status()
+		st.State, st.Tools = bs.State.String(), bs.Tools
+		if bs.Err != nil {
+			st.Err = s.opts.Redactor.String(bs.Err.Error())
 		}
-		st.Restarts = b.restarts
-		st.Required = b.cfg.Required
-		if !b.checked.IsZero() {
+		st.Restarts = bs.Restarts
+		st.Required = b.Required()
+		if !bs.Checked.IsZero() {
 			st.Health = "ok"
-			if b.healthErr != nil {
-				st.Health = s.opts.Redactor.String(b.healthErr.Error())
+			if bs.HealthErr != nil {
+				st.Health = s.opts.Redactor.String(bs.HealthErr.Error())
 			}
 		}
-		if b.up != nil && b.state == stateUp {
-			st.PID = b.up.PID()
-			st.Uptime = time.Since(b.since)
-			e := b.up.Era()
+		if bs.Up != nil {
+			st.PID = bs.Up.PID()
+			st.Uptime = time.Since(bs.Since)
+			e := bs.Up.Era()
 			st.Era, st.Protocol, st.EraSource, st.BothEras = "legacy", e.Version, e.Source, e.Dual
 			if e.Modern {
 				st.Era = "modern"
 			}
 		}
-		if b.probe.Source != "" {
-			st.Probe = s.opts.Redactor.String(b.probe.Probe)
-			ms := b.probe.ProbeCost.Milliseconds()
+		if bs.Probe.Source != "" {
+			st.Probe = s.opts.Redactor.String(bs.Probe.Probe)
+			ms := bs.Probe.ProbeCost.Milliseconds()
 			st.ProbeMS = &ms
 		}
-		b.mu.Unlock()
 		out = append(out, st)
 	}
 	if l := s.leftOut.Load(); l != nil {

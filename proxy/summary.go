@@ -14,6 +14,7 @@ import (
 
 	"github.com/manifold-mcp/manifold/policy"
 	"github.com/manifold-mcp/manifold/proxy/naming"
+	"github.com/manifold-mcp/manifold/upstream/supervise"
 )
 
 // This file writes Manifold's own instructions: a summary, one line per
@@ -43,35 +44,13 @@ const summaryLead = "This one entry serves the tools of several servers. What ea
 
 // serverAbout is what a server said about itself (in its initialize result)
 // and its tools, kept with the listing (and in the cache file) so that a
-// server not yet up is described as it was when last up.
-type serverAbout struct {
-	title, name  string // serverInfo, sanitised
-	instructions string // sanitised and bounded
-	tools        []*mcp.Tool
-	known        bool // it was up once (in this run or the cached one)
-}
+// server not yet up is described as it was when last up (supervise.About).
+type serverAbout = supervise.About
 
 // Bounds on what a server said of itself, as kept and cached: its full
-// instructions only matter while they fit in the summary's budget.
-const (
-	maxAboutField        = 256
-	maxAboutInstructions = 2 * InstructionsBudget
-)
-
-// newAbout keeps what ir (already sanitised by package upstream) and the
-// listing say of a server.
-func newAbout(ir *mcp.InitializeResult, tools []*mcp.Tool) serverAbout {
-	a := serverAbout{tools: tools, known: true}
-	if ir == nil {
-		return a
-	}
-	a.instructions = bound(ir.Instructions, maxAboutInstructions)
-	if ir.ServerInfo != nil {
-		a.title = bound(ir.ServerInfo.Title, maxAboutField)
-		a.name = bound(ir.ServerInfo.Name, maxAboutField)
-	}
-	return a
-}
+// instructions only matter while they fit in the summary's budget
+// (supervise.MaxAboutInstructions is 2 * InstructionsBudget).
+const maxAboutInstructions = supervise.MaxAboutInstructions
 
 // bound cuts s to at most n bytes at a rune boundary.
 func bound(s string, n int) string {
@@ -82,19 +61,6 @@ func bound(s string, n int) string {
 		n--
 	}
 	return s[:n]
-}
-
-// aboutNow returns what describes b now: its live listing once it was up, else
-// the cached one.
-func (b *backend) aboutNow() serverAbout {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	a := b.about
-	if len(b.lists.tools) > 0 {
-		a.tools = b.lists.tools
-		a.known = true
-	}
-	return a
 }
 
 // instructions is Manifold's own instructions for a session of client
@@ -114,7 +80,7 @@ func (s *Server) instructions(ctx context.Context, ss *mcp.ServerSession, client
 		}
 		t := time.NewTimer(wait)
 		select {
-		case <-b.started:
+		case <-b.Started():
 		case <-t.C:
 		case <-ctx.Done():
 		}
@@ -143,19 +109,19 @@ func (s *Server) summaryFor(lead string, who policy.Identity) string {
 	var lines []line
 	var full []string // "## NAME\n\nTEXT" of the servers that opted in, secrets not masked yet
 	for _, b := range g.backends {
-		a := b.aboutNow()
+		a := b.AboutNow()
 		if s.instructionsHeld(b.name) {
-			a.instructions = ""
+			a.Instructions = ""
 		}
-		visible := s.visibleToolNames(rules, b, a.tools, who)
-		if a.known && len(a.tools) > 0 && len(visible) == 0 {
+		visible := s.visibleToolNames(rules, b, a.Tools, who)
+		if a.Known && len(a.Tools) > 0 && len(visible) == 0 {
 			continue // every tool hidden: the server is not there for the client
 		}
 		text := s.serverText(g, b)
 		if text == "" {
-			title := a.title
+			title := a.Title
 			if title == "" {
-				title = a.name
+				title = a.Name
 			}
 			text = fallbackText(red.String(title), visible)
 		}
@@ -165,7 +131,7 @@ func (s *Server) summaryFor(lead string, who policy.Identity) string {
 		}
 		lines = append(lines, line{name: b.name, text: text, tools: tools})
 		if b.cfg.Instructions {
-			if ins := strings.TrimSpace(a.instructions); ins != "" {
+			if ins := strings.TrimSpace(a.Instructions); ins != "" {
 				full = append(full, "## "+b.name+"\n\n"+ins)
 			}
 		}
@@ -238,7 +204,7 @@ func (s *Server) serverText(g *generation, b *backend) string {
 	if s.instructionsHeld(b.name) {
 		return ""
 	}
-	return plainLine(s.opts.Redactor.String(bound(firstSentence(b.aboutNow().instructions), maxSentence)))
+	return plainLine(s.opts.Redactor.String(bound(firstSentence(b.AboutNow().Instructions), maxSentence)))
 }
 
 // instructionsHeld reports whether the server's instructions await review

@@ -19,6 +19,7 @@ import (
 
 	"github.com/manifold-mcp/manifold/policy"
 	"github.com/manifold-mcp/manifold/upstream"
+	"github.com/manifold-mcp/manifold/upstream/supervise"
 )
 
 // filesUpstream is an in-memory server with a tool of each annotation
@@ -435,9 +436,7 @@ func recordedCatalog(t *testing.T, co CatalogOptions) *Server {
 	}
 	t.Cleanup(func() { s.Close() })
 	for _, b := range s.gen.Load().backends {
-		b.mu.Lock()
-		b.lists.tools = listings[b.name]
-		b.mu.Unlock()
+		b.SetLists(supervise.Lists{Tools: listings[b.name]}, false)
 	}
 	s.rebuild()
 	return s

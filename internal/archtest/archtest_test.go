@@ -107,9 +107,19 @@ var rules = []rule{
 	// proxy/confirm has a person approve one call: digest, store,
 	// elicitation, pages; a room, given the parked call's hooks by the root.
 	{dir: "proxy/confirm", within: lower, forbidden: []string{toml, goPlugin, goJOSE, goRedis}},
+	// upstream/supervise keeps one backend alive (start, restart, health,
+	// lazy and idle, the cached catalog) and reports to the proxy through
+	// the hooks the proxy sets: it knows one connection (upstream), not the
+	// proxy, its policy, names or config (ARCHITECTURE §1 "The house").
+	{dir: "upstream/supervise", forbidden: []string{
+		module + "/proxy", module + "/policy", module + "/plugins", module + "/internal/config",
+		module + "/internal/auth", module + "/internal/cluster", module + "/cmd", toml, goPlugin,
+	}},
+	// upstream is one connection; what keeps it alive (upstream/supervise)
+	// uses it, not the other way round.
 	{dir: "upstream", forbidden: []string{
 		module + "/proxy", module + "/policy", module + "/plugins", module + "/internal/config",
-		module + "/cmd", toml, goPlugin,
+		module + "/cmd", module + "/upstream/supervise", toml, goPlugin,
 	}},
 	// proxy receives authentication as an http middleware (HTTPOptions.Authenticate)
 	// and reads the identity from the SDK's auth.TokenInfo: the JOSE library and

@@ -1,4 +1,4 @@
-package proxy
+package supervise
 
 import (
 	"context"
@@ -13,8 +13,8 @@ import (
 // the stop finds it idle (and wakes it) instead of the process being closed
 // (seen in CI: "exited while running" right after "server idle").
 func TestGoIdleTakesTheServerOutOfService(t *testing.T) {
-	newB := func(lastUse time.Duration) *backend {
-		b := &backend{cfg: ServerConfig{IdleTimeout: time.Second}, state: stateUp}
+	newB := func(lastUse time.Duration) *Backend {
+		b := &Backend{cfg: Config{IdleTimeout: time.Second}, state: StateUp}
 		b.lastUsed.Store(time.Now().Add(-lastUse).UnixNano())
 		return b
 	}
@@ -23,15 +23,15 @@ func TestGoIdleTakesTheServerOutOfService(t *testing.T) {
 	if !b.goIdle() {
 		t.Fatal("goIdle after 2s unused with idle_timeout 1s = false, want true")
 	}
-	if st, up, _ := b.snapshot(); st != stateIdle || up != nil {
-		t.Errorf("after goIdle a call's snapshot is %v (up %v), want %v and no upstream", st, up, stateIdle)
+	if st, up, _ := b.Snapshot(); st != StateIdle || up != nil {
+		t.Errorf("after goIdle a call's snapshot is %v (up %v), want %v and no upstream", st, up, StateIdle)
 	}
 
 	if b := newB(10 * time.Millisecond); b.goIdle() {
 		t.Error("goIdle of a server used 10ms ago = true, want false")
 	}
 	b = newB(2 * time.Second)
-	done := b.enter(context.Background(), &mcp.ServerSession{})
+	done := b.Enter(context.Background(), &mcp.ServerSession{})
 	if b.goIdle() {
 		t.Error("goIdle with a call in flight = true, want false")
 	}

@@ -1,4 +1,4 @@
-package proxy
+package supervise
 
 import (
 	"testing"
@@ -14,7 +14,7 @@ func TestKeepSame(t *testing.T) {
 	schema := func(p string) map[string]any {
 		return map[string]any{"type": "object", "properties": map[string]any{p: map[string]any{"type": "string"}}}
 	}
-	prev := lists{tools: []*mcp.Tool{
+	prev := Lists{Tools: []*mcp.Tool{
 		{Name: "a", InputSchema: schema("x")},
 		{Name: "b", InputSchema: schema("y")},
 		{Name: "c", InputSchema: schema("z")},
@@ -26,11 +26,11 @@ func TestKeepSame(t *testing.T) {
 		{Name: "d", InputSchema: map[string]any{"type": "object"}}, // new
 	}
 	given := append([]*mcp.Tool(nil), fresh...)
-	got := keepSame(prev, lists{tools: fresh}).tools
+	got := keepSame(prev, Lists{Tools: fresh}).Tools
 	if len(got) != 4 {
 		t.Fatalf("%d tools, want 4", len(got))
 	}
-	for i, want := range []*mcp.Tool{prev.tools[0], fresh[1], prev.tools[2], fresh[3]} {
+	for i, want := range []*mcp.Tool{prev.Tools[0], fresh[1], prev.Tools[2], fresh[3]} {
 		if got[i] != want {
 			t.Errorf("tool %d (%s): not the definition wanted", i, got[i].Name)
 		}
@@ -41,11 +41,11 @@ func TestKeepSame(t *testing.T) {
 		}
 	}
 	// A listing that is prev itself (a kind whose listing failed) stays.
-	if l := keepSame(prev, prev); &l.tools[0] != &prev.tools[0] {
+	if l := keepSame(prev, prev); &l.Tools[0] != &prev.Tools[0] {
 		t.Error("prev given back as a copy")
 	}
 	// Nothing before: the listing as it came.
-	if l := keepSame(lists{}, lists{tools: fresh}); &l.tools[0] != &fresh[0] {
+	if l := keepSame(Lists{}, Lists{Tools: fresh}); &l.Tools[0] != &fresh[0] {
 		t.Error("a first listing was copied")
 	}
 }

@@ -1,4 +1,4 @@
-package proxy
+package supervise
 
 import (
 	"bytes"
@@ -38,12 +38,12 @@ type cachedLists struct {
 // cachePath is where b's catalog is cached: a file per server, config and
 // executable, so that a changed command, argument or environment, or an
 // upgraded program, does not advertise another program's tools.
-func (s *Server) cachePath(b *backend) string {
-	if s.opts.CacheDir == "" {
+func (b *Backend) cachePath() string {
+	if b.rt.CacheDir == "" {
 		return ""
 	}
-	sum := sha256.Sum256([]byte(fingerprint(b.cfg) + "\x00" + executableID(b.cfg.Upstream.Command)))
-	return filepath.Join(s.opts.CacheDir, b.name+"-"+hex.EncodeToString(sum[:6])+".json")
+	sum := sha256.Sum256([]byte(b.cfg.CacheKey + "\x00" + executableID(b.cfg.Upstream.Command)))
+	return filepath.Join(b.rt.CacheDir, b.name+"-"+hex.EncodeToString(sum[:6])+".json")
 }
 
 // executableID identifies the program command runs: its path as the PATH
@@ -68,13 +68,13 @@ func executableID(command string) string {
 // file, atomically: a lazy server advertises the lists until it runs, and
 // every server is described by them in the instructions summary until it is
 // up. A file whose content would not change is left as it is.
-func (s *Server) saveCatalog(b *backend, l lists, about serverAbout) {
-	path := s.cachePath(b)
+func (b *Backend) saveCatalog(l Lists, about About) {
+	path := b.cachePath()
 	if path == "" {
 		return
 	}
-	c := cachedLists{Tools: l.tools, Prompts: l.prompts, Resources: l.resources, Templates: l.templates,
-		Title: about.title, Name: about.name, Instructions: about.instructions, Saved: time.Now().UTC()}
+	c := cachedLists{Tools: l.Tools, Prompts: l.Prompts, Resources: l.Resources, Templates: l.Templates,
+		Title: about.Title, Name: about.Name, Instructions: about.Instructions, Saved: time.Now().UTC()}
 	data, err := json.Marshal(c)
 	if err != nil {
 		return
@@ -108,42 +108,42 @@ func unsaved(data []byte) []byte {
 
 // loadCatalog reads b's cached lists and what it said of itself; ok is
 // false when there are none.
-func (s *Server) loadCatalog(b *backend) (lists, serverAbout, bool) {
-	path := s.cachePath(b)
+func (b *Backend) loadCatalog() (Lists, About, bool) {
+	path := b.cachePath()
 	if path == "" {
-		return lists{}, serverAbout{}, false
+		return Lists{}, About{}, false
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return lists{}, serverAbout{}, false
+		return Lists{}, About{}, false
 	}
 	var c cachedLists
 	if err := json.Unmarshal(data, &c); err != nil {
 		b.log.Warn("ignoring an unreadable catalog cache", "file", path, "err", err)
-		return lists{}, serverAbout{}, false
+		return Lists{}, About{}, false
 	}
 	// The file is the proxy's own, but bound what it says as if the
 	// server said it.
-	about := serverAbout{title: bound(c.Title, maxAboutField), name: bound(c.Name, maxAboutField),
-		instructions: bound(c.Instructions, maxAboutInstructions), tools: c.Tools, known: true}
-	return lists{tools: c.Tools, prompts: c.Prompts, resources: c.Resources, templates: c.Templates}, about, true
+	about := About{Title: bound(c.Title, maxAboutField), Name: bound(c.Name, maxAboutField),
+		Instructions: bound(c.Instructions, MaxAboutInstructions), Tools: c.Tools, Known: true}
+	return Lists{Tools: c.Tools, Prompts: c.Prompts, Resources: c.Resources, Templates: c.Templates}, about, true
 }
 
-// adoptCache gives b, not listed yet, its cached catalog. It reports
+// AdoptCache gives b, not listed yet, its cached catalog. It reports
 // whether b has one (adopted now or before) and whether it was adopted now
 // (the caller then rebuilds the catalog). Until it is up, the server is
-// described as it was (summary.go) and advertised with its last catalog: a
+// described as it was (AboutNow) and advertised with its last catalog: a
 // client that lists once, right after initialize, sees every server it saw
-// before. Calls wait for the start (ensureUp); a live listing that differs
+// before. Calls wait for the start (EnsureUp); a live listing that differs
 // corrects the catalog, with list_changed.
-func (s *Server) adoptCache(b *backend) (has, now bool) {
+func (b *Backend) AdoptCache() (has, now bool) {
 	b.mu.Lock()
 	adopted := b.fromCache
 	b.mu.Unlock()
 	if adopted {
 		return true, false
 	}
-	cached, about, ok := s.loadCatalog(b)
+	cached, about, ok := b.loadCatalog()
 	if !ok {
 		return false, false
 	}
@@ -158,34 +158,34 @@ func (s *Server) adoptCache(b *backend) (has, now bool) {
 }
 
 // toolCount is the number of tools b lists.
-func (b *backend) toolCount() int {
+func (b *Backend) toolCount() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return len(b.lists.tools)
+	return len(b.lists.Tools)
 }
 
 // touch records that b was used now.
-func (b *backend) touch() { b.lastUsed.Store(time.Now().UnixNano()) }
+func (b *Backend) touch() { b.lastUsed.Store(time.Now().UnixNano()) }
 
 // wake asks b's supervisor to start it, if it waits for a first use.
-func (b *backend) wake() {
+func (b *Backend) wake() {
 	select {
 	case b.wakeCh <- struct{}{}:
 	default:
 	}
 }
 
-// ensureUp starts b if it is idle (lazy, or stopped for idleness) and waits,
+// EnsureUp starts b if it is idle (lazy, or stopped for idleness) and waits,
 // bounded by its startup timeout and ctx, until it is up or its start failed.
 // A server still starting (its tools advertised from its cached catalog) is
 // waited for the same way.
-func (s *Server) ensureUp(ctx context.Context, b *backend) {
+func (b *Backend) EnsureUp(ctx context.Context) {
 	b.touch()
-	st, _, _ := b.snapshot()
+	st, _, _ := b.Snapshot()
 	switch st {
-	case stateIdle:
+	case StateIdle:
 		b.wake()
-	case stateStarting:
+	case StateStarting:
 	default:
 		return
 	}
@@ -204,10 +204,10 @@ func (s *Server) ensureUp(ctx context.Context, b *backend) {
 			return
 		case <-ctx.Done():
 			return
-		case <-s.closed:
+		case <-b.rt.Closed:
 			return
 		}
-		if st, _, _ := b.snapshot(); st != stateIdle && st != stateStarting {
+		if st, _, _ := b.Snapshot(); st != StateIdle && st != StateStarting {
 			return
 		}
 	}
@@ -215,10 +215,10 @@ func (s *Server) ensureUp(ctx context.Context, b *backend) {
 
 // waitForUse blocks until b is woken by a call (true) or stopped (false).
 // Meanwhile b is idle: its tools stay listed from the last listing.
-func (s *Server) waitForUse(b *backend) bool {
+func (b *Backend) waitForUse() bool {
 	b.mu.Lock()
-	if b.state != stateStopped {
-		b.state = stateIdle
+	if b.state != StateStopped {
+		b.state = StateIdle
 	}
 	b.up = nil
 	b.mu.Unlock()
@@ -226,13 +226,13 @@ func (s *Server) waitForUse(b *backend) bool {
 	select {
 	case <-b.wakeCh:
 		b.mu.Lock()
-		if b.state == stateIdle {
-			b.state = stateStarting
+		if b.state == StateIdle {
+			b.state = StateStarting
 		}
 		b.mu.Unlock()
 		b.woken.Store(true)
 		return true
-	case <-s.closed:
+	case <-b.rt.Closed:
 		return false
 	case <-b.quit:
 		return false
@@ -242,17 +242,17 @@ func (s *Server) waitForUse(b *backend) bool {
 // goIdle takes b out of service if it has had no call in flight and no use
 // for its idle timeout, and reports whether it did. The check and the change
 // of state are one step under b.mu: a call touches b before it takes its
-// snapshot (ensureUp), so a call either makes the check fail or finds b idle
+// snapshot (EnsureUp), so a call either makes the check fail or finds b idle
 // and wakes it; none is sent to the process that is being stopped.
-func (b *backend) goIdle() bool {
+func (b *Backend) goIdle() bool {
 	if b.cfg.IdleTimeout <= 0 {
 		return false
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.state != stateUp || len(b.busy) > 0 || time.Since(time.Unix(0, b.lastUsed.Load())) < b.cfg.IdleTimeout {
+	if b.state != StateUp || len(b.busy) > 0 || time.Since(time.Unix(0, b.lastUsed.Load())) < b.cfg.IdleTimeout {
 		return false
 	}
-	b.state, b.up = stateIdle, nil
+	b.state, b.up = StateIdle, nil
 	return true
 }

@@ -1,4 +1,4 @@
-package proxy
+package supervise
 
 import "reflect"
 
@@ -12,11 +12,11 @@ import "reflect"
 // second rebuild. Equal means deeply equal as decoded; a definition that
 // merely encodes the same (a number decoded otherwise) counts as changed,
 // which costs that reuse and nothing else.
-func keepSame(prev, next lists) lists {
-	next.tools = keepSameDefs(prev.tools, next.tools)
-	next.prompts = keepSameDefs(prev.prompts, next.prompts)
-	next.resources = keepSameDefs(prev.resources, next.resources)
-	next.templates = keepSameDefs(prev.templates, next.templates)
+func keepSame(prev, next Lists) Lists {
+	next.Tools = keepSameDefs(prev.Tools, next.Tools)
+	next.Prompts = keepSameDefs(prev.Prompts, next.Prompts)
+	next.Resources = keepSameDefs(prev.Resources, next.Resources)
+	next.Templates = keepSameDefs(prev.Templates, next.Templates)
 	return next
 }
 
