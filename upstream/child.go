@@ -79,6 +79,10 @@ type child struct {
 	// replay, when set, is the probe's DiscoverResult: the SDK's own
 	// server/discover is answered with it instead of asking the server again.
 	replay atomic.Pointer[json.RawMessage]
+	// replayInit, when set, is the InitializeResult of the initialize sent
+	// first on the raw path (initializeFirst): the SDK's own initialize is
+	// answered with it, so that the server sees one initialize.
+	replayInit atomic.Pointer[json.RawMessage]
 	// meta, when set (a modern server), is added to the _meta of every raw
 	// request where absent.
 	meta atomic.Pointer[[]metaMember]
@@ -187,6 +191,12 @@ func (u *Upstream) connectChild(ctx context.Context, c *child, opts Options, ver
 		return nil
 	}
 	c.abort()
+	return u.startError(ctx, startCtx, c, opts, err)
+}
+
+// startError says why the start of c, which has been aborted, failed with
+// err: ctx is the start's, startCtx the one its startup timeout cancels.
+func (u *Upstream) startError(ctx, startCtx context.Context, c *child, opts Options, err error) error {
 	ps := c.cmd.ProcessState
 	what := "initialize failed"
 	switch {
@@ -347,15 +357,54 @@ func (c *child) probe(ctx context.Context, meta []metaMember, timeout time.Durat
 	}
 }
 
+// initialize sends initialize with params (a JSON object) on the raw path
+// and waits for its answer until ctx ends: the result, a *jsonrpc.Error
+// (refused), or an error wrapping ErrClosed if the server exited. Messages
+// the server sends before it answers are dropped (c.probing is set).
+func (c *child) initialize(ctx context.Context, params []byte) (json.RawMessage, error) {
+	ch := make(chan reply, 1)
+	id := c.nextID.Add(1)
+	c.pmu.Lock()
+	if err := c.ended; err != nil {
+		c.pmu.Unlock()
+		return nil, err
+	}
+	c.pending[id] = func(r reply) { ch <- r }
+	c.pmu.Unlock()
+	frame := []byte(`{"jsonrpc":"2.0","id":"mf.`)
+	frame = strconv.AppendUint(frame, id, 10)
+	frame = append(frame, `","method":"initialize","params":`...)
+	frame = append(frame, params...)
+	frame = append(frame, "}\n"...)
+	if _, err := c.write(frame); err != nil {
+		c.forget(id)
+		return nil, fmt.Errorf("upstream %q: sending initialize: %v: %w", c.name, err, ErrClosed)
+	}
+	select {
+	case r := <-ch:
+		return r.result, r.err
+	case <-ctx.Done():
+		c.forget(id)
+		return nil, ctx.Err()
+	}
+}
+
 // replayDiscover answers the SDK's server/discover request frame with the
-// probe's result, once, and reports whether it did.
+// probe's result, once, and its initialize request frame with the result of
+// initializeFirst's, once, and reports whether it did.
 func (c *child) replayDiscover(frame []byte) bool {
-	r := c.replay.Load()
+	return c.replayOnce(frame, &c.replay, `"server/discover"`) || c.replayOnce(frame, &c.replayInit, `"initialize"`)
+}
+
+// replayOnce answers frame, a request of method (quoted), with the result in
+// slot, and empties the slot; it reports whether it did.
+func (c *child) replayOnce(frame []byte, slot *atomic.Pointer[json.RawMessage], method string) bool {
+	r := slot.Load()
 	if r == nil {
 		return false
 	}
 	m, ok := splitObject(frame)
-	if !ok || string(m.method) != `"server/discover"` || m.id == nil || !c.replay.CompareAndSwap(r, nil) {
+	if !ok || string(m.method) != method || m.id == nil || !slot.CompareAndSwap(r, nil) {
 		return false
 	}
 	resp := make([]byte, 0, len(*r)+64)

@@ -5,8 +5,10 @@ package upstream
 // This file decides which protocol era a server speaks (issue 11): the
 // initialize era ("legacy", 2024-11-05 … 2025-11-25) or the stateless one
 // (2026-07-28: server/discover, _meta on every request). A child process is
-// probed with server/discover before the SDK connects; the verdict is cached
-// per server so that restarts do not pay the probe again.
+// probed with server/discover before the SDK connects, or, when the client
+// it serves speaks the initialize era, sent initialize first (probed only if
+// it refuses); the verdict is cached per server so that restarts do not pay
+// the probe again.
 
 import (
 	"bytes"
@@ -109,7 +111,12 @@ type eraEntry struct {
 	Modern bool `json:"modern"`
 	// Dual: a modern server whose DiscoverResult also lists an
 	// initialize-era version (see Options.PreferLegacy).
-	Dual bool      `json:"dual,omitempty"`
+	Dual bool `json:"dual,omitempty"`
+	// Init: of the initialize era, as an initialize sent first said (see
+	// initializeFirst), with no server/discover sent: whether it speaks
+	// 2026-07-28 too is not known, and a start that prefers that era
+	// probes it.
+	Init bool      `json:"init,omitempty"`
 	At   time.Time `json:"at"`
 }
 
@@ -182,20 +189,42 @@ func (c *EraCache) dual(key string) bool {
 	return ok && e.Modern && e.Dual && (c.path == "" || time.Since(e.At) <= c.maxAge)
 }
 
+// byInitialize reports whether the cache holds key as a server of the
+// initialize era learned from its answer to initialize, not from a probe.
+func (c *EraCache) byInitialize(key string) bool {
+	if c == nil || key == "" {
+		return false
+	}
+	c.wait()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[hashKey(key)]
+	return ok && !e.Modern && e.Init
+}
+
 // putVerdict records key's era; dual only with modern.
 func (c *EraCache) putVerdict(key string, modern, dual bool) {
+	c.set(key, eraEntry{Modern: modern, Dual: dual && modern})
+}
+
+// putInit records key as a server of the initialize era that answered an
+// initialize sent first (whether it speaks 2026-07-28 too is unknown).
+func (c *EraCache) putInit(key string) { c.set(key, eraEntry{Init: true}) }
+
+// set records key's entry e (its At is now).
+func (c *EraCache) set(key string, e eraEntry) {
 	if c == nil || key == "" {
 		return
 	}
 	c.wait()
-	dual = dual && modern
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	h := hashKey(key)
-	if e, ok := c.m[h]; ok && e.Modern == modern && e.Dual == dual && (c.path == "" || time.Since(e.At) < c.maxAge/2) {
+	if old, ok := c.m[h]; ok && old.Modern == e.Modern && old.Dual == e.Dual && old.Init == e.Init && (c.path == "" || time.Since(old.At) < c.maxAge/2) {
 		return
 	}
-	c.m[h] = eraEntry{Modern: modern, Dual: dual, At: time.Now().UTC()}
+	e.At = time.Now().UTC()
+	c.m[h] = e
 	if c.path != "" {
 		c.writeFile(h)
 	}
@@ -702,6 +731,9 @@ func checkProtocol(name, p string) error {
 // is initialized on the same process; a fresh one is started only if the
 // probe process exited, or wrote garbage and answered nothing (and, for a
 // server of both eras serving a client of the initialize era, see below).
+// For a client of the initialize era (Options.PreferLegacy), a server whose
+// era is not cached gets initialize first instead (initializeFirst), and
+// the probe only if it refuses it, on the same process.
 // On failure every process it started has been killed and reaped.
 func (u *Upstream) startChild(ctx context.Context, opts Options) error {
 	key := childEraKey(opts)
@@ -712,6 +744,7 @@ func (u *Upstream) startChild(ctx context.Context, opts Options) error {
 	probeTimeout = min(probeTimeout, opts.StartupTimeout) // the start is bounded as a whole
 	pinned := opts.Protocol == ProtocolModern
 	probe := true
+	initFirst := false // initialize first, probe only if it is refused
 	u.era.Source = SourceProbe
 	switch {
 	case opts.Protocol == ProtocolLegacy:
@@ -721,7 +754,17 @@ func (u *Upstream) startChild(ctx context.Context, opts Options) error {
 		u.era.Source = SourcePin
 		probeTimeout = opts.StartupTimeout
 	default:
-		if modern, ok := opts.Eras.get(key); ok {
+		modern, ok := opts.Eras.get(key)
+		if ok && !modern && !opts.PreferLegacy && opts.Eras.byInitialize(key) {
+			// Of the initialize era, as its answer to an initialize said;
+			// whether it speaks 2026-07-28 too, which this start
+			// prefers, is not known: probed.
+			ok = false
+		}
+		if !ok && opts.PreferLegacy {
+			initFirst = true
+		}
+		if ok {
 			u.era.Source = SourceCache
 			if !modern {
 				probe = false
@@ -745,14 +788,26 @@ func (u *Upstream) startChild(ctx context.Context, opts Options) error {
 	}
 	if !probe {
 		err := u.connectChild(ctx, c, opts, protocolVersion)
-		if err != nil && u.era.Source == SourceCache {
-			// Perhaps no longer of the initialize era: probe next time.
+		if err != nil && u.era.Source == SourceCache && ctx.Err() == nil {
+			// Perhaps no longer of the initialize era: probe next time
+			// (not when the start was cancelled: a client that quits
+			// while its servers start says nothing of their era).
 			opts.Eras.forget(key)
 		}
 		return err
 	}
 
 	began := time.Now()
+	var refused string // initializeFirst's refusal
+	if initFirst {
+		done, why, err := u.initializeFirst(ctx, c, opts, key)
+		if done {
+			return err
+		}
+		// Refused (a server of 2026-07-28 only): its discover is its
+		// handshake, on this process.
+		refused, probeTimeout = why, opts.StartupTimeout
+	}
 	u.reqMeta = requestMeta(opts)
 	c.probing.Store(true)
 	w := c.probe(ctx, u.reqMeta, probeTimeout)
@@ -762,6 +817,9 @@ func (u *Upstream) startChild(ctx context.Context, opts Options) error {
 	}
 	o := classify(w.result, w.err, probeTimeout)
 	u.era.Probe = o.what
+	if refused != "" {
+		u.era.Probe = "initialize refused with " + refused + ", then " + o.what
+	}
 	// cost is what the probe added to the start: the wait after the
 	// server's first answer (it was starting until then, probe or not), or
 	// the whole wait when it answered nothing.
@@ -777,7 +835,7 @@ func (u *Upstream) startChild(ctx context.Context, opts Options) error {
 	exited := errors.Is(w.err, ErrClosed)
 	garbage := errors.Is(w.err, errProbeTimeout) && c.noisy.Load()
 	switch {
-	case o.verdict == verdictModern && o.dual && opts.PreferLegacy && !pinned:
+	case o.verdict == verdictModern && o.dual && opts.PreferLegacy && !pinned && refused == "":
 		// Both eras, for a client of the initialize era: that era end to
 		// end (a server's legacy-style sampling or elicitation does not
 		// work in 2026-07-28), on a fresh process: the probe has set this
@@ -806,7 +864,9 @@ func (u *Upstream) startChild(ctx context.Context, opts Options) error {
 		c.replay.Store(&o.result)
 		c.meta.Store(&u.reqMeta)
 		if err := u.connectChild(ctx, c, opts, ModernVersion); err != nil {
-			opts.Eras.forget(key) // probe again next time
+			if ctx.Err() == nil {
+				opts.Eras.forget(key) // probe again next time
+			}
 			return err
 		}
 		opts.Eras.putVerdict(key, u.Modern(), o.dual)
@@ -898,6 +958,100 @@ func (u *Upstream) startChild(ctx context.Context, opts Options) error {
 	}
 	opts.Eras.put(key, false)
 	return nil
+}
+
+// initializeFirst starts c, a server of unknown era, for a client of the
+// initialize era (Options.PreferLegacy) with an initialize sent on the raw
+// path instead of the server/discover probe: a server of that era, or of
+// both, is initialized on this process at once, and the SDK's own initialize
+// is answered with the result (replayInit), so that the server sees one
+// initialize. A server of both eras must get it first: the go-sdk server
+// takes a server/discover as its session's handshake and then refuses
+// initialize as a duplicate, which cost a second process. It reports done
+// with the start's outcome, or not done, with what the server answered, if
+// it refused the initialize (a server of 2026-07-28 only): startChild then
+// probes the same process. A go-sdk server narrowed to 2026-07-28 does not
+// refuse (it answers 2025-11-25, as its handshake never rejects) and is
+// served in the initialize era, which it then speaks.
+func (u *Upstream) initializeFirst(ctx context.Context, c *child, opts Options, key string) (done bool, refused string, err error) {
+	startCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := c.startDeadline(opts.StartupTimeout, cancel)
+	c.probing.Store(true) // the SDK does not read yet
+	result, err := c.initialize(startCtx, initializeParams(opts, protocolVersion))
+	stop()
+	var we *jsonrpc.Error
+	switch {
+	case errors.As(err, &we):
+		what := fmt.Sprintf("error %d (%s)", we.Code, clean(we.Message, 200))
+		u.log.Debug("server refused initialize; probing it with server/discover on the same process", "answer", what)
+		return false, what, nil
+	case err != nil:
+		c.abort()
+		return true, "", u.startError(ctx, startCtx, c, opts, err)
+	}
+	u.era.Probe = "initialize answered (sent first: the client speaks the initialize era)"
+	c.probing.Store(false)
+	c.replayInit.Store(&result)
+	if err := u.connectChild(ctx, c, opts, protocolVersion); err != nil {
+		return true, "", err
+	}
+	opts.Eras.putInit(key)
+	return true, "", nil
+}
+
+// initializeParams returns the params of the initialize that the SDK client
+// for opts sends at version (initialize era): mcp.Client's own computation,
+// which is not exported (TestInitializeParamsAsSDK holds them equal).
+func initializeParams(opts Options, version string) []byte {
+	info := opts.ClientInfo
+	if info == nil {
+		info = &mcp.Implementation{Name: "manifold"}
+	}
+	var co mcp.ClientOptions
+	if opts.Client != nil {
+		co = *opts.Client
+	}
+	caps := &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{ListChanged: true}}
+	if co.Capabilities != nil {
+		c := *co.Capabilities
+		caps = &c
+	}
+	if (co.CreateMessageHandler != nil || co.CreateMessageWithToolsHandler != nil) && caps.Sampling == nil {
+		caps.Sampling = &mcp.SamplingCapabilities{}
+		if co.CreateMessageWithToolsHandler != nil {
+			caps.Sampling.Tools = &mcp.SamplingToolsCapabilities{}
+		}
+	}
+	if co.ElicitationHandler != nil && caps.Elicitation == nil {
+		caps.Elicitation = &mcp.ElicitationCapabilities{}
+		if version >= "2025-11-25" {
+			caps.Elicitation.Form = &mcp.FormElicitationCapabilities{}
+		}
+	}
+	// On the wire, roots is RootsV2 (the SDK's fix of its #607).
+	var m map[string]json.RawMessage
+	b, err := json.Marshal(caps)
+	if err == nil {
+		err = json.Unmarshal(b, &m)
+	}
+	if err == nil {
+		delete(m, "roots")
+		if caps.RootsV2 != nil {
+			m["roots"], err = json.Marshal(caps.RootsV2)
+		}
+	}
+	if err == nil {
+		b, err = json.Marshal(struct {
+			ProtocolVersion string                     `json:"protocolVersion"`
+			Capabilities    map[string]json.RawMessage `json:"capabilities"`
+			ClientInfo      *mcp.Implementation        `json:"clientInfo"`
+		}{version, m, info})
+	}
+	if err != nil {
+		return []byte(`{"protocolVersion":"` + version + `","capabilities":{},"clientInfo":{"name":"manifold","version":""}}`)
+	}
+	return b
 }
 
 // refusedVersion reports whether err carries a -32022 answer: the server

@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -508,43 +510,234 @@ func TestCachedLegacyFailsProbesAgain(t *testing.T) {
 	}
 }
 
+// eraInits returns the pids of the fixture's "initialize" events: one per
+// initialize the server read.
+func eraInits(t *testing.T, opts Options) (inits []int) {
+	t.Helper()
+	b, _ := os.ReadFile(eventFile(opts))
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if f := strings.Fields(line); len(f) == 2 && f[0] == "initialize" {
+			if pid, err := strconv.Atoi(f[1]); err == nil {
+				inits = append(inits, pid)
+			}
+		}
+	}
+	return inits
+}
+
 // TestDualPrefersLegacy: a server that speaks both eras is spoken to in the
 // initialize era when Options.PreferLegacy says its client speaks that era:
-// on a fresh process after the probe (the probe process is gone), and from
-// the cache at the next start with no probe at all. Without PreferLegacy it
-// is modern, and says it speaks both.
+// on its first start with one process, which gets one initialize (sent
+// first, its result replayed to the SDK) and no server/discover, and from
+// the cache at the next start, again with no probe. Without PreferLegacy a
+// start probes it (the initialize said nothing of 2026-07-28): it is modern,
+// and says it speaks both; a start with PreferLegacy then takes that from
+// the cache.
 func TestDualPrefersLegacy(t *testing.T) {
 	opts := fixtureOptions(t, "dual")
 	opts.Eras = NewEraCache()
 	opts.PreferLegacy = true
 	u := start(t, opts)
-	if era := u.Era(); era.Modern || era.Version != "2025-11-25" || !era.Dual || era.Source != SourceProbe {
-		t.Errorf("Era() = %+v, want 2025-11-25, dual, from a probe", era)
+	if era := u.Era(); era.Modern || era.Version != "2025-11-25" || era.Source != SourceProbe || !strings.Contains(era.Probe, "initialize answered") {
+		t.Errorf("Era() = %+v, want 2025-11-25 from an initialize sent first", era)
 	}
 	starts, discovers := eraEvents(t, opts)
-	if len(starts) != 2 || len(discovers) != 1 || u.PID() != starts[1] || discovers[0] != starts[0] {
-		t.Fatalf("starts %v, discovers %v, PID %d: want the probe on a first process and the session on a fresh second one", starts, discovers, u.PID())
+	if len(starts) != 1 || len(discovers) != 0 || u.PID() != starts[0] {
+		t.Fatalf("starts %v, discovers %v, PID %d: want one process, no server/discover", starts, discovers, u.PID())
 	}
-	waitFor(t, "the probe process to be gone", func() bool { return processGone(starts[0]) })
-	if !opts.Eras.dual(childEraKey(opts)) {
-		t.Error("cache does not hold the server as speaking both eras")
+	if inits := eraInits(t, opts); len(inits) != 1 || inits[0] != starts[0] {
+		t.Fatalf("initialize events %v, want one, to %d (the SDK's own is answered from the first)", inits, starts[0])
 	}
-	if err := u.Close(); err != nil {
-		t.Fatal(err)
+	if raw, err := u.CallToolRaw(callCtx(t), json.RawMessage(`{"name":"echo","arguments":{"a":1}}`)); err != nil || toolText(t, raw) != `{"a":1}` {
+		t.Fatalf("echo: %s, %v", raw, err)
 	}
+	if modern, ok := opts.Eras.get(childEraKey(opts)); !ok || modern || !opts.Eras.byInitialize(childEraKey(opts)) {
+		t.Errorf("cache: modern %v, ok %v, byInitialize %v; want the initialize era, learned from its initialize", modern, ok, opts.Eras.byInitialize(childEraKey(opts)))
+	}
+	closeWithin(t, u)
 
 	u = start(t, opts)
-	if era := u.Era(); era.Modern || !era.Dual || era.Source != SourceCache {
-		t.Errorf("second start: Era() = %+v, want legacy, dual, from the cache", era)
+	if era := u.Era(); era.Modern || era.Source != SourceCache {
+		t.Errorf("second start: Era() = %+v, want legacy from the cache", era)
 	}
-	if starts, discovers := eraEvents(t, opts); len(starts) != 3 || len(discovers) != 1 {
-		t.Errorf("second start: starts %v, discovers %v; want one more start and no more probes", starts, discovers)
+	if starts, discovers := eraEvents(t, opts); len(starts) != 2 || len(discovers) != 0 {
+		t.Errorf("second start: starts %v, discovers %v; want one more start and no probe", starts, discovers)
 	}
-	_ = u.Close()
+	closeWithin(t, u)
 
 	opts.PreferLegacy = false
 	u = start(t, opts)
-	if era := u.Era(); !era.Modern || !era.Dual {
-		t.Errorf("without PreferLegacy: Era() = %+v, want modern, dual", era)
+	if era := u.Era(); !era.Modern || !era.Dual || era.Source != SourceProbe {
+		t.Errorf("without PreferLegacy: Era() = %+v, want modern, dual, from a probe", era)
+	}
+	if starts, discovers := eraEvents(t, opts); len(starts) != 3 || len(discovers) != 1 || discovers[0] != starts[2] {
+		t.Errorf("without PreferLegacy: starts %v, discovers %v; want the third start probed", starts, discovers)
+	}
+	if !opts.Eras.dual(childEraKey(opts)) {
+		t.Error("cache does not hold the server as speaking both eras after the probe")
+	}
+	closeWithin(t, u)
+
+	opts.PreferLegacy = true
+	u = start(t, opts)
+	if era := u.Era(); era.Modern || !era.Dual || era.Source != SourceCache {
+		t.Errorf("PreferLegacy after the probe: Era() = %+v, want legacy, dual, from the cache", era)
+	}
+	if starts, discovers := eraEvents(t, opts); len(starts) != 4 || len(discovers) != 1 {
+		t.Errorf("PreferLegacy after the probe: starts %v, discovers %v; want one more start and no probe", starts, discovers)
+	}
+}
+
+// TestInitializeFirst: for a client of the initialize era (PreferLegacy),
+// a server of unknown era gets initialize first, on one process: a legacy
+// server (also one that ignores server/discover, or exits on it) and a
+// server of both eras are initialized once and get no server/discover; a
+// server of 2026-07-28 only refuses it and is probed on the same process,
+// which then serves in 2026-07-28. Every server reads one handshake.
+func TestInitializeFirst(t *testing.T) {
+	tests := []struct {
+		mode      string
+		modern    bool
+		discovers int
+		probe     string
+	}{
+		{mode: "legacy", probe: "initialize answered"},
+		{mode: "dual", probe: "initialize answered"},
+		{mode: "d-ignore", probe: "initialize answered"},
+		{mode: "d-exit", probe: "initialize answered"},
+		{mode: "d-slowmodern", modern: true, discovers: 1, probe: "initialize refused with error -32022"},
+		{mode: "modern", modern: true, discovers: 1, probe: "initialize refused with error -32022 (modern only), then discover result"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.mode, func(t *testing.T) {
+			opts := fixtureOptions(t, tc.mode)
+			opts.Eras = NewEraCache()
+			opts.PreferLegacy = true
+			u := start(t, opts)
+			era := u.Era()
+			version := "2025-11-25"
+			if tc.modern {
+				version = ModernVersion
+			}
+			if era.Modern != tc.modern || era.Version != version || era.Source != SourceProbe || !strings.Contains(era.Probe, tc.probe) {
+				t.Errorf("Era() = %+v, want modern %v, %s, from a probe that says %q", era, tc.modern, version, tc.probe)
+			}
+			raw, err := u.CallToolRaw(callCtx(t), json.RawMessage(`{"name":"echo","arguments":{"a":1}}`))
+			if err != nil || toolText(t, raw) != `{"a":1}` {
+				t.Fatalf("echo: %s, %v", raw, err)
+			}
+			starts, discovers := eraEvents(t, opts)
+			inits := eraInits(t, opts)
+			if len(starts) != 1 || u.PID() != starts[0] || len(discovers) != tc.discovers || len(inits) != 1 {
+				t.Fatalf("starts %v, discovers %v, initializes %v, PID %d: want one process, %d discover(s), one initialize",
+					starts, discovers, inits, u.PID(), tc.discovers)
+			}
+			modern, ok := opts.Eras.get(childEraKey(opts))
+			if !ok || modern != tc.modern || opts.Eras.byInitialize(childEraKey(opts)) == tc.modern {
+				t.Errorf("cache: modern %v, ok %v, byInitialize %v; want modern %v", modern, ok, opts.Eras.byInitialize(childEraKey(opts)), tc.modern)
+			}
+		})
+	}
+}
+
+// TestInitializeFirstFails: a server that exits on initialize, or never
+// answers it, fails its start with the errors of the initialize era's own
+// start, and leaves no process behind.
+func TestInitializeFirstFails(t *testing.T) {
+	for _, mode := range []string{"exit3", "hang"} {
+		t.Run(mode, func(t *testing.T) {
+			opts := fixtureOptions(t, mode)
+			opts.Eras = NewEraCache()
+			opts.PreferLegacy = true
+			opts.StartupTimeout = 500 * time.Millisecond
+			_, err := Start(t.Context(), opts)
+			want := map[string]string{"exit3": "exited with status 3 during startup", "hang": "did not complete initialize within 500ms"}[mode]
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("Start = %v, want an error that says %q", err, want)
+			}
+		})
+	}
+}
+
+// TestInitializeParamsAsSDK: the initialize sent first carries the params
+// the SDK client would send itself, for the client options the proxy uses.
+func TestInitializeParamsAsSDK(t *testing.T) {
+	sampling := func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) { return nil, nil }
+	elicit := func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) { return nil, nil }
+	for name, opts := range map[string]Options{
+		"default":   {},
+		"info":      {ClientInfo: &mcp.Implementation{Name: "manifold", Version: "1.2.3"}},
+		"handlers":  {Client: &mcp.ClientOptions{CreateMessageHandler: sampling, ElicitationHandler: elicit}},
+		"caps":      {Client: &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{Experimental: map[string]any{"x": map[string]any{}}}}},
+		"rootsOnly": {Client: &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{}}, ElicitationHandler: elicit}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got := sdkInitializeParams(t, opts)
+			var want map[string]any
+			if err := json.Unmarshal(initializeParams(opts, protocolVersion), &want); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("params (-ours +SDK's):\n%s", diff)
+			}
+		})
+	}
+}
+
+// sdkInitializeParams returns the params of the initialize request the SDK
+// client for opts writes.
+func sdkInitializeParams(t *testing.T, opts Options) map[string]any {
+	t.Helper()
+	ct, st := mcp.NewInMemoryTransports()
+	conn, err := st.Connect(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var u Upstream
+	u.log = slog.New(slog.DiscardHandler)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	go func() {
+		_, _ = u.newClient(opts).Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: protocolVersion})
+	}()
+	msg, err := conn.Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok || req.Method != "initialize" {
+		t.Fatalf("first message %#v, want initialize", msg)
+	}
+	var params map[string]any
+	if err := json.Unmarshal(req.Params, &params); err != nil {
+		t.Fatal(err)
+	}
+	return params
+}
+
+// TestCancelledStartKeepsEra: a start from the cache that is cancelled (the
+// client quit while its servers started) keeps the cached era; one that
+// fails by itself (here: its startup timeout) drops it, so that the next
+// start probes.
+func TestCancelledStartKeepsEra(t *testing.T) {
+	opts := fixtureOptions(t, "hang")
+	opts.Eras = NewEraCache()
+	key := childEraKey(opts)
+	opts.Eras.put(key, false)
+	ctx, cancel := context.WithCancel(t.Context())
+	time.AfterFunc(300*time.Millisecond, cancel)
+	if _, err := Start(ctx, opts); err == nil {
+		t.Fatal("Start of a server that never answers succeeded")
+	}
+	if _, ok := opts.Eras.get(key); !ok {
+		t.Error("a cancelled start dropped the cached era")
+	}
+	opts.StartupTimeout = 300 * time.Millisecond
+	if _, err := Start(t.Context(), opts); err == nil {
+		t.Fatal("Start of a server that never answers succeeded")
+	}
+	if _, ok := opts.Eras.get(key); ok {
+		t.Error("a start that timed out kept the cached era")
 	}
 }

@@ -4,6 +4,7 @@ package upstream
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -137,6 +138,9 @@ func countDiscover(in io.Reader, how string) io.ReadCloser {
 			var req struct {
 				ID     json.RawMessage `json:"id"`
 				Method string          `json:"method"`
+			}
+			if len(line) > 0 && bytes.Contains(line, []byte(`"initialize"`)) && json.Unmarshal(line, &req) == nil && req.Method == "initialize" {
+				writeEvent("initialize " + strconv.Itoa(os.Getpid()))
 			}
 			if len(line) > 0 && json.Unmarshal(line, &req) == nil && req.Method == "server/discover" {
 				writeEvent("discover " + strconv.Itoa(os.Getpid()))

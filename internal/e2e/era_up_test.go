@@ -24,6 +24,19 @@ import (
 // through it, that the probe is paid once, and what a hostile answer to the
 // probe can and cannot do.
 
+// eraInits reads the -count file of a fixture: the pids of the processes
+// that got initialize, once per initialize.
+func eraInits(t *testing.T, file string) (inits []string) {
+	t.Helper()
+	b, _ := os.ReadFile(file)
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if f := strings.Fields(line); len(f) == 2 && f[0] == "initialize" {
+			inits = append(inits, f[1])
+		}
+	}
+	return inits
+}
+
 // eraCounts reads the -count file of a fixture: the pids of its starts and
 // of the processes that got server/discover.
 func eraCounts(t *testing.T, file string) (starts, discovers []string) {
@@ -67,77 +80,112 @@ func httpStatus(ctx context.Context, t *testing.T, hp *httpProxy) map[string]pro
 // TestEraUpReachable: a modern-only server, a dual one, a legacy one, and
 // legacy servers that ignore server/discover, exit on it, or answer it with
 // garbage or a result that is not a DiscoverResult, all reachable through
-// manifold (list and call); each was probed once, and only a probe process
-// that died cost a second one; status shows the era, version and where it came from.
+// manifold (list and call), and each started once. Over HTTP every server
+// serves clients of the initialize era (its requests go to its one caller),
+// so each gets initialize first: only the modern-only server, which refuses
+// it, gets server/discover, on the same process; status shows the era,
+// version and where it came from. A stdio client of 2026-07-28 prefers that
+// era: each server is probed once, a dual one is modern, and only a probe
+// process that died costs a second one.
 func TestEraUpReachable(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
 	type server struct {
-		name   string
-		flags  []string
-		era    string
-		starts int    // processes for the first start
-		probe  string // probe_timeout: long for servers that answer, however loaded the machine
+		name  string
+		flags []string
+		era   string // for a client of the initialize era
+		// Processes of the first start, and server/discover requests
+		// (to the first), for a client of the initialize era and for
+		// one of 2026-07-28.
+		starts, discovers             int
+		modernStarts, modernDiscovers int
+		probe                         string // probe_timeout: long for servers that answer, however loaded the machine
 	}
 	servers := []server{
-		{"modern", []string{"-era", "modern"}, "modern", 1, "30s"},
-		// Over HTTP a shared server that speaks both eras is spoken to in
-		// the initialize era (its requests go to its one caller): the probe
-		// process, set up for 2026-07-28 by its discover, is stopped and a
-		// fresh one initialized (README: the one first start of two).
-		{"dual", []string{"-era", "dual"}, "legacy", 2, "30s"},
-		{"legacy", nil, "legacy", 1, "30s"},                            // -32022: the same process initializes
-		{"ignore", []string{"-discover", "ignore"}, "legacy", 1, "1s"}, // it answers the ping behind the probe
-		{"exits", []string{"-discover", "exit"}, "legacy", 2, "30s"},   // dead: only then a fresh process
-		{"garbage", []string{"-discover", "garbage"}, "legacy", 1, "1s"},
-		{"notresult", []string{"-discover", "notresult"}, "legacy", 1, "30s"},
+		{"modern", []string{"-era", "modern"}, "modern", 1, 1, 1, 1, "30s"},
+		// A server that speaks both eras, for a client of the initialize
+		// era: that era, on one process (initialize first: the go-sdk
+		// server refuses initialize after server/discover).
+		{"dual", []string{"-era", "dual"}, "legacy", 1, 0, 1, 1, "30s"},
+		{"legacy", nil, "legacy", 1, 0, 1, 1, "30s"},                            // -32022: the same process initializes
+		{"ignore", []string{"-discover", "ignore"}, "legacy", 1, 0, 1, 1, "1s"}, // it answers the ping behind the probe
+		{"exits", []string{"-discover", "exit"}, "legacy", 1, 0, 2, 1, "30s"},   // dead: only then a fresh process
+		{"garbage", []string{"-discover", "garbage"}, "legacy", 1, 0, 1, 1, "1s"},
+		{"notresult", []string{"-discover", "notresult"}, "legacy", 1, 0, 1, 1, "30s"},
 	}
-	var body strings.Builder
-	body.WriteString("[catalog]\nmode = \"full\"\n") // the full list: the test looks for each server's tools in it
-	for _, s := range servers {
-		flags := append([]string{"-count", filepath.Join(dir, s.name)}, s.flags...)
-		body.WriteString(fixture(s.name, flags, `probe_timeout = "`+s.probe+`"`))
+	config := func(dir string) string {
+		var body strings.Builder
+		body.WriteString("[catalog]\nmode = \"full\"\n") // the full list: the test looks for each server's tools in it
+		for _, s := range servers {
+			flags := append([]string{"-count", filepath.Join(dir, s.name)}, s.flags...)
+			body.WriteString(fixture(s.name, flags, `probe_timeout = "`+s.probe+`"`))
+		}
+		return writeConfig(t, body.String())
 	}
-	out, errOut, code := runCLI(t, "check", "--config", writeConfig(t, body.String()))
-	for _, want := range []string{"(protocol auto: probe of server/discover, 1s)", "(protocol auto: probe of server/discover, 30s)"} {
-		if code != 0 || !strings.Contains(out, want) {
-			t.Errorf("check (exit %d) does not say %q:\n%s%s", code, want, out, errOut)
-		}
-	}
-	hp := startHTTP(t, writeConfig(t, body.String()))
-	cs := connectHTTP(t, hp)
-	ctx := testCtx(t)
-	tools := listTools(ctx, t, cs)
-	sts := httpStatus(ctx, t, hp)
-	for _, s := range servers {
-		if _, ok := tools[s.name+"__echo"]; !ok {
-			t.Errorf("%s: %s__echo not listed", s.name, s.name)
-			continue
-		}
-		res := call(ctx, t, cs, s.name+"__echo", map[string]any{"message": "via " + s.name})
-		if res.IsError || !strings.Contains(text(res), s.name) {
-			t.Errorf("%s: echo = %q (isError %v), want the server's echo", s.name, text(res), res.IsError)
-		}
-		starts, discovers := eraCounts(t, filepath.Join(dir, s.name))
-		if len(starts) != s.starts || len(discovers) != 1 || discovers[0] != starts[0] {
-			t.Errorf("%s: starts %v, discovers %v; want %d start(s) and one server/discover, to the first", s.name, starts, discovers, s.starts)
-		}
-		st := sts[s.name]
-		wantVersion := "2025-11-25"
-		if s.era == "modern" {
-			wantVersion = "2026-07-28"
-		}
-		if st.Era != s.era || st.Protocol != wantVersion || st.EraSource != "probe" || st.ProbeMS == nil || st.Probe == "" {
-			t.Errorf("%s: status era %q protocol %q source %q probe %q probe_ms %v; want %s, %s, probe, with its cost",
-				s.name, st.Era, st.Protocol, st.EraSource, st.Probe, st.ProbeMS, s.era, wantVersion)
+	counts := func(t *testing.T, dir, name string, wantStarts, wantDiscovers int) {
+		t.Helper()
+		starts, discovers := eraCounts(t, filepath.Join(dir, name))
+		if len(starts) != wantStarts || len(discovers) != wantDiscovers || len(discovers) > 0 && discovers[0] != starts[0] {
+			t.Errorf("%s: starts %v, discovers %v; want %d start(s) and %d server/discover, to the first", name, starts, discovers, wantStarts, wantDiscovers)
 		}
 	}
+	t.Run("initialize era", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		cfg := config(dir)
+		out, errOut, code := runCLI(t, "check", "--config", cfg)
+		for _, want := range []string{"(protocol auto: probe of server/discover, 1s)", "(protocol auto: probe of server/discover, 30s)"} {
+			if code != 0 || !strings.Contains(out, want) {
+				t.Errorf("check (exit %d) does not say %q:\n%s%s", code, want, out, errOut)
+			}
+		}
+		hp := startHTTP(t, cfg)
+		cs := connectHTTP(t, hp)
+		ctx := testCtx(t)
+		tools := listTools(ctx, t, cs)
+		sts := httpStatus(ctx, t, hp)
+		for _, s := range servers {
+			if _, ok := tools[s.name+"__echo"]; !ok {
+				t.Errorf("%s: %s__echo not listed", s.name, s.name)
+				continue
+			}
+			res := call(ctx, t, cs, s.name+"__echo", map[string]any{"message": "via " + s.name})
+			if res.IsError || !strings.Contains(text(res), s.name) {
+				t.Errorf("%s: echo = %q (isError %v), want the server's echo", s.name, text(res), res.IsError)
+			}
+			counts(t, dir, s.name, s.starts, s.discovers)
+			st := sts[s.name]
+			wantVersion := "2025-11-25"
+			if s.era == "modern" {
+				wantVersion = "2026-07-28"
+			}
+			if st.Era != s.era || st.Protocol != wantVersion || st.EraSource != "probe" || st.ProbeMS == nil || st.Probe == "" {
+				t.Errorf("%s: status era %q protocol %q source %q probe %q probe_ms %v; want %s, %s, probe, with its cost",
+					s.name, st.Era, st.Protocol, st.EraSource, st.Probe, st.ProbeMS, s.era, wantVersion)
+			}
+		}
+	})
+	t.Run("2026-07-28", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		sp := startStdioClient(t, config(dir), e2eClient(), modernVersion)
+		ctx := testCtx(t)
+		for _, s := range servers {
+			waitTool(ctx, t, sp.cs, s.name+"__echo")
+			res := call(ctx, t, sp.cs, s.name+"__echo", map[string]any{"message": "via " + s.name})
+			if res.IsError || !strings.Contains(text(res), s.name) {
+				t.Errorf("%s: echo = %q (isError %v), want the server's echo", s.name, text(res), res.IsError)
+			}
+			counts(t, dir, s.name, s.modernStarts, s.modernDiscovers)
+		}
+	})
 }
 
 // TestEraUpProbePaidOnce: supervision restarts a crashed server from the
-// cache: a legacy server that ignores server/discover gets no second probe,
-// a modern one gets one discover per process
-// (its handshake); status says "cache" and still shows the probe's cost.
+// cache: a legacy server that ignores server/discover gets none (its first
+// start, for HTTP's clients of the initialize era, sent initialize first)
+// and one initialize per process, a modern one gets one discover per
+// process (its handshake) and initialize only at its first start, which it
+// refused; status says "cache" and still shows the first start's probe.
 func TestEraUpProbePaidOnce(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -160,14 +208,15 @@ func TestEraUpProbePaidOnce(t *testing.T) {
 			return now != old
 		})
 		starts, discovers := eraCounts(t, filepath.Join(dir, name))
+		inits := eraInits(t, filepath.Join(dir, name))
 		switch name {
 		case "ignore":
-			if len(starts) != 2 || len(discovers) != 1 {
-				t.Errorf("ignore: starts %v, discovers %v; want 2 starts (probe and initialize on one, restart) and 1 discover", starts, discovers)
+			if len(starts) != 2 || len(discovers) != 0 || len(inits) != 2 || inits[0] != starts[0] || inits[1] != starts[1] {
+				t.Errorf("ignore: starts %v, discovers %v, initializes %v; want 2 starts (initialize first, restart), no discover, one initialize each", starts, discovers, inits)
 			}
 		case "modern":
-			if len(starts) != 2 || len(discovers) != 2 {
-				t.Errorf("modern: starts %v, discovers %v; want 2 starts and 2 discovers (one handshake each)", starts, discovers)
+			if len(starts) != 2 || len(discovers) != 2 || len(inits) != 1 || inits[0] != starts[0] {
+				t.Errorf("modern: starts %v, discovers %v, initializes %v; want 2 starts, 2 discovers (one handshake each) and the initialize it refused, to the first", starts, discovers, inits)
 			}
 		}
 		if starts[len(starts)-1] != now {
@@ -243,6 +292,8 @@ func TestEraUpPins(t *testing.T) {
 // two are legacy servers initialized on the probed process; the hostile one is
 // modern, and what it says is bounded and stripped of control characters
 // before it reaches the client, over stdio, whose stdout stays frames only.
+// The client speaks 2026-07-28, so that every server is probed (a client of
+// the initialize era has each initialized first).
 func TestEraUpHostileProbe(t *testing.T) {
 	t.Parallel()
 	body := "max_message_bytes = 1048576\n" +
@@ -250,7 +301,7 @@ func TestEraUpHostileProbe(t *testing.T) {
 		fixture("wrongid", []string{"-discover", "wrongid"}, `probe_timeout = "1s"`) +
 		// The verdict must be modern here, however loaded the machine.
 		fixture("hostile", []string{"-discover", "hostile", "-era", "dual"}, `instructions = true`, `max_message_bytes = 16777216`, `probe_timeout = "30s"`)
-	sp := startStdio(t, writeConfig(t, body))
+	sp := startStdioClient(t, writeConfig(t, body), e2eClient(), modernVersion)
 	ctx := testCtx(t)
 	tools := listTools(ctx, t, sp.cs)
 	for _, name := range []string{"huge", "wrongid", "hostile"} {
@@ -407,30 +458,39 @@ func TestEraUpPerSessionFromCache(t *testing.T) {
 }
 
 // TestEraUpCacheAcrossRuns: the era cache outlives one run of manifold (a
-// client that launches it for each session): the second run does not probe
-// a legacy server that ignores server/discover, and says the era came from
-// the cache.
+// client that launches it for each session): the second run says each
+// server's era came from the cache, and does not pay again what the first
+// learned it with: the initialize a modern-only server refused (the first
+// run's client, of the initialize era, had it sent first). A legacy server
+// that ignores server/discover gets none in either run.
 func TestEraUpCacheAcrossRuns(t *testing.T) {
 	// Not parallel: Setenv (the cache folder).
 	cache := t.TempDir()
 	t.Setenv("XDG_CACHE_HOME", cache)
-	count := filepath.Join(t.TempDir(), "slow")
-	cfg := writeConfig(t, fixture("slow", []string{"-count", count, "-discover", "ignore", "-tools", "pid"}, `probe_timeout = "1s"`))
-	var sources []string
+	dir := t.TempDir()
+	cfg := writeConfig(t, fixture("slow", []string{"-count", filepath.Join(dir, "slow"), "-discover", "ignore", "-tools", "pid"}, `probe_timeout = "1s"`)+
+		fixture("modern", []string{"-count", filepath.Join(dir, "modern"), "-era", "modern", "-tools", "pid"}, `probe_timeout = "30s"`))
+	sources := map[string][]string{}
 	for run := range 2 {
 		out, errOut, code := runCLI(t, "status", "--fresh", "--json", "--config", cfg)
 		var sts []proxy.ServerStatus
-		if err := json.Unmarshal([]byte(out), &sts); code != 0 || err != nil || len(sts) != 1 {
+		if err := json.Unmarshal([]byte(out), &sts); code != 0 || err != nil || len(sts) != 2 {
 			t.Fatalf("run %d: status exited %d (%v):\n%s%s", run+1, code, err, out, errOut)
 		}
-		sources = append(sources, sts[0].EraSource)
+		for _, st := range sts {
+			sources[st.Name] = append(sources[st.Name], st.EraSource)
+		}
 	}
-	if diff := cmp.Diff([]string{"probe", "cache"}, sources); diff != "" {
+	if diff := cmp.Diff(map[string][]string{"slow": {"probe", "cache"}, "modern": {"probe", "cache"}}, sources); diff != "" {
 		t.Errorf("era sources of the two runs (-want +got):\n%s", diff)
 	}
-	starts, discovers := eraCounts(t, count)
-	if len(starts) != 2 || len(discovers) != 1 {
-		t.Errorf("starts %v, discovers %v; want 2 starts (one per run) and one discover", starts, discovers)
+	starts, discovers := eraCounts(t, filepath.Join(dir, "slow"))
+	if inits := eraInits(t, filepath.Join(dir, "slow")); len(starts) != 2 || len(discovers) != 0 || len(inits) != 2 {
+		t.Errorf("slow: starts %v, discovers %v, initializes %v; want 2 starts (one per run), no discover, one initialize each", starts, discovers, inits)
+	}
+	starts, discovers = eraCounts(t, filepath.Join(dir, "modern"))
+	if inits := eraInits(t, filepath.Join(dir, "modern")); len(starts) != 2 || len(discovers) != 2 || len(inits) != 1 || inits[0] != starts[0] {
+		t.Errorf("modern: starts %v, discovers %v, initializes %v; want 2 starts, one discover each (its handshake), and the refused initialize in the first run only", starts, discovers, inits)
 	}
 	if _, err := os.Stat(filepath.Join(cache, "manifold", "eras.json")); err != nil {
 		t.Errorf("no era cache file: %v", err)
