@@ -212,8 +212,17 @@ func TestSoak(t *testing.T) {
 	if rss > 2*base.rss || rss > base.rss+50<<10 {
 		t.Errorf("manifold's VmRSS grew from %d KiB to %d KiB: more than 2x or +50 MiB", base.rss, rss)
 	}
-	// Every killed process was reaped: one process per server remains.
-	if n := len(waitGone(descendants(sp.pid()), 0)); n > len(servers) {
-		t.Errorf("%d processes under manifold after the soak, want %d (one per server):\n%s", n, len(servers), describe(descendants(sp.pid())))
+	// Every killed process was reaped: one process per server remains,
+	// besides the reaper (which is not a server's: counted, it hid a
+	// leftover whenever s1 happened to be down at the end, and failed the
+	// soak whenever s1 was up).
+	var left []procInfo
+	for _, p := range waitGone(descendants(sp.pid()), 0) {
+		if !strings.Contains(p.cmdline, "__manifold-reaper") { // upstream.ReaperArg
+			left = append(left, p)
+		}
+	}
+	if len(left) > len(servers) {
+		t.Errorf("%d server processes under manifold after the soak, want at most %d (one per server):\n%s", len(left), len(servers), describe(descendants(sp.pid())))
 	}
 }

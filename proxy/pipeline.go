@@ -1,0 +1,595 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/manifold-mcp/manifold/internal/jsonscan"
+	"github.com/manifold-mcp/manifold/internal/telemetry"
+	"github.com/manifold-mcp/manifold/policy"
+	"github.com/manifold-mcp/manifold/proxy/confirm"
+	"github.com/manifold-mcp/manifold/proxy/era"
+	"github.com/manifold-mcp/manifold/proxy/internal/wire"
+	"github.com/manifold-mcp/manifold/proxy/naming"
+	"github.com/manifold-mcp/manifold/proxy/observe"
+	"github.com/manifold-mcp/manifold/upstream"
+)
+
+// The call pipeline (ARCHITECTURE §1 "The house"): every tools/call, from
+// the stdio and HTTP lean paths and from the SDK's, goes through the same
+// ordered steps, and its result through the same ordered filters. A step
+// reads and sets the call's state and either lets it go on or ends it (with
+// the answer the caller gets, audited once); a filter rewrites a result. Each
+// is supplied by the room that owns its concern; the order is written once,
+// in callSteps, sendSteps and resultFilters, and adding one is its room's
+// code plus one line there.
+//
+//	resolve   the exposed name → the server and tool, the policy decision (catalog)
+//	admit     argument limits, budgets, rates (guard), a person's approval (confirm)
+//	connect   the server up, the caller's own process or credential (upstream/supervise)
+//	bridge    a call across eras: retried state, parked calls (bridge)
+//	send      the upstream's request: its name, era fields, progress, trace (era, relay, observe)
+//	filters   masking, spend, URIs, era adaptation, labels, caps, sealed state
+
+// toolCall is one tools/call on its way through the pipeline.
+type toolCall struct {
+	s      *Server
+	ctx    context.Context // the request's
+	ss     *mcp.ServerSession
+	name   string                     // the exposed name
+	fields map[string]json.RawMessage // the params but "name", forwarded as they are unless a step says otherwise
+	finish func(json.RawMessage, error)
+	start  time.Time
+	rec    observe.Record
+
+	id  identity
+	who policy.Identity
+
+	// Set by resolve.
+	cat *catalog
+	e   naming.Entry
+	d   policy.Decision
+	re  reqEra
+
+	// Set by connect and bind.
+	b       *backend
+	up      *upstream.Upstream
+	fixed   *mcp.ServerSession // the session whose own process runs the call
+	timeout time.Duration
+	ttl     time.Duration
+	bind    era.Binding
+
+	callCtx  context.Context // the call's own context: ctx, or a bridged call's, which outlives each of its requests
+	traceCtx context.Context // callCtx with the upstream call's span, when traced
+	cctx     context.Context // traceCtx with the call's timeout
+	pc       *parkedCall     // the bridge of a modern client's call on a legacy server
+	rounds   int             // rounds of input a legacy client gave a modern server
+	cleanups []func()
+	upSpan   *telemetry.Span // the upstream call's, when traced
+	settled  atomic.Bool     // the result was masked (maskingFinish need not)
+}
+
+// callStep is one step of the pipeline: it reports whether the call goes
+// on; a step that ends the call has answered it (call.end).
+type callStep func(*toolCall) bool
+
+// resultFilter rewrites an upstream's successful result; one that ends the
+// call reports false (having answered it).
+type resultFilter func(k *toolCall, raw json.RawMessage) (json.RawMessage, bool)
+
+// callSteps run on the caller's goroutine (for stdio, the one that reads the
+// client: no hand-off per call); sendSteps too, unless the call may wait
+// for something (mayWait), then on a goroutine of their own.
+var (
+	callSteps = []callStep{
+		(*toolCall).refuseStopping, // drain.go
+		(*toolCall).resolve,        // catalog: name, decision
+	}
+	sendSteps = []callStep{
+		(*toolCall).retried,        // bridge: a modern client's retry with input
+		(*toolCall).admit,          // guard: argument limits, budgets
+		(*toolCall).connect,        // upstream/supervise: the server up, the caller's own process
+		(*toolCall).admitRate,      // guard: rates
+		(*toolCall).bindLimits,     // the call's timeout and state lifetime
+		(*toolCall).confirm,        // confirm: a person approves the call
+		(*toolCall).park,           // bridge: a modern client's call on a legacy server
+		(*toolCall).upstreamParams, // era, relay, observe: the request the upstream gets
+	}
+	resultFilters = []resultFilter{
+		(*toolCall).maskResult,  // guard: secrets first, so spend and labels never see one
+		(*toolCall).countSpend,  // guard
+		(*toolCall).rewriteURIs, // catalog: the server's URIs as the client knows them
+		(*toolCall).adaptResult, // era: what the client's version has
+		(*toolCall).labelResult, // guard: after adapting (the text made of structuredContent is the server's too)
+		(*toolCall).capResult,   // guard: max_result_bytes
+		(*toolCall).sealState,   // bridge: a modern client's requestState
+	}
+)
+
+// routeCall is startCall on the goroutine it runs on.
+func (s *Server) routeCall(ctx context.Context, ss *mcp.ServerSession, name string, fields map[string]json.RawMessage, finish func(json.RawMessage, error)) {
+	k := &toolCall{s: s, ss: ss, name: name, fields: fields}
+	finish = s.guard.MaskingFinish(finish, k.settled.Load)
+	if s.obs.Tracing() {
+		ctx, finish = startCallSpan(s.obs, ctx, ss, name, fields, finish)
+	}
+	if s.serveSurface(ctx, ss, name, fields, finish) {
+		return
+	}
+	k.ctx, k.finish, k.start = ctx, finish, time.Now()
+	k.rec = observe.Record{Method: "tools/call", Exposed: name, Decision: "denied", Outcome: "unknown tool"}
+	k.rec.Via, _ = ctx.Value(innerCallKey{}).(string)
+	k.id = identityFrom(ctx)
+	k.who = k.id.policy()
+	k.rec.Identity = k.id.subject
+	// A client that calls before (or without) listing is a client too: its
+	// mode is decided here as a list would decide it, and status shows it.
+	k.rec.Catalog = s.sessionMode(ctx, ss, nil, s.catalog.Load(), true)
+	for _, step := range callSteps {
+		if !step(k) {
+			return
+		}
+	}
+	if s.mayWait(k.b, k.d, k.re, fields) {
+		go k.send()
+		return
+	}
+	k.send()
+}
+
+// send runs sendSteps and sends the call to its server.
+func (k *toolCall) send() {
+	for _, step := range sendSteps {
+		if !step(k) {
+			return
+		}
+	}
+	params := wire.JoinParams(k.fields)
+	var cancel context.CancelFunc
+	k.cctx, cancel = context.WithTimeout(k.traceCtx, k.timeout)
+	k.cleanups = append(k.cleanups, cancel, k.b.Enter(k.callCtx, k.ss))
+	k.up.CallToolRawAsync(k.cctx, params, k.onResult)
+}
+
+// end answers the call with raw or err, once: it releases what the call
+// held, ends its span and writes its audit record.
+func (k *toolCall) end(raw json.RawMessage, err error) {
+	for i := len(k.cleanups) - 1; i >= 0; i-- {
+		k.cleanups[i]()
+	}
+	if k.upSpan != nil {
+		k.upSpan.End(observe.ErrType(raw, err))
+	}
+	if s := k.s; s.obs.Records() {
+		rec := &k.rec
+		rec.Rounds = k.rounds
+		if k.pc != nil {
+			rec.Rounds = k.pc.rounds()
+		}
+		switch {
+		case err != nil:
+			if rec.Outcome == "" {
+				rec.Outcome, rec.Error = "error", err.Error()
+			}
+		case rec.Outcome == "":
+			rec.Outcome = "ok"
+			if jsonscan.Contains(raw, wire.MarkIsError) {
+				rec.Outcome = "tool error"
+			}
+		}
+		rec.ResultBytes = len(raw)
+		if k.ss == nil { // a 2026-07-28 request over HTTP: the client names itself
+			rec.Client = clientOf(k.ctx, nil, nil).name
+		}
+		recordSession(rec, k.ss)
+		s.obs.Record(*rec, k.start, k.fields["arguments"])
+	}
+	k.finish(raw, err)
+}
+
+// refuse ends the call with an isError result whose text says why, the
+// audit outcome being outcome.
+func (k *toolCall) refuse(outcome, format string, args ...any) bool {
+	k.rec.Outcome = outcome
+	k.end(toolError(format, args...), nil)
+	return false
+}
+
+// fail ends the call with a protocol error.
+func (k *toolCall) fail(err error) bool {
+	k.end(nil, err)
+	return false
+}
+
+// refuseStopping refuses every call once Close has begun (drain.go): no
+// call is handed to an upstream that is stopping.
+func (k *toolCall) refuseStopping() bool {
+	if !k.s.stopping.Load() {
+		return true
+	}
+	k.rec.Outcome = "stopping"
+	k.end(stoppingResult(), nil)
+	return false
+}
+
+// resolve finds the tool the exposed name is and the policy's decision on
+// it for the caller, waiting for the upstreams' initial start when it is
+// not (yet) visible; and reads the era of the request.
+func (k *toolCall) resolve() bool {
+	s := k.s
+	c := s.catalog.Load()
+	e, d, ok := c.visibleTool(k.name, k.who)
+	if !ok {
+		select {
+		case <-s.ready:
+			return k.notFound(c)
+		default:
+		}
+		// Upstreams are still starting: the tool may be about to appear.
+		s.waitReady(k.ctx)
+		c = s.catalog.Load()
+		if e, d, ok = c.visibleTool(k.name, k.who); !ok {
+			return k.notFound(c)
+		}
+	}
+	k.cat, k.e, k.d = c, e, d
+	k.b = c.gen.byName[e.Server]
+	k.rec.Original, k.rec.Server, k.rec.Outcome = e.Original, e.Server, ""
+	k.rec.Decision, k.rec.Rule = observe.DecisionWords(d)
+	meta, ok := k.ctx.Value(requestMetaKey{}).(json.RawMessage)
+	if !ok {
+		meta = k.fields["_meta"]
+	}
+	k.re = callEra(k.ss, meta)
+	return true
+}
+
+// notFound ends a call of a name that is no visible tool of the caller's:
+// held for review, hidden (audited with its rule), of a server that is
+// down, or unknown.
+func (k *toolCall) notFound(c *catalog) bool {
+	name, rec := k.name, &k.rec
+	if msg, held := c.heldMessage("tool", name); held { // awaits review (pinned.go): say so
+		he, _ := c.tools.Lookup(name)
+		rec.Server, rec.Original, rec.Outcome, rec.Rule = he.Server, he.Original, "awaits review", "pin"
+		return k.fail(&jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: msg})
+	}
+	if he, found := c.tools.Lookup(name); found { // hidden: audited with its rule
+		rec.Server, rec.Original = he.Server, he.Original
+		rec.Outcome = "hidden"
+		_, rec.Rule = observe.DecisionWords(c.decision("tool\x00"+name, k.who))
+	} else if b := c.downServer(name); b != nil {
+		rec.Server, rec.Outcome = b.name, "unavailable"
+		k.end(toolError("%s", b.Unavailable()), nil)
+		return false
+	}
+	return k.fail(c.unknownTool(name))
+}
+
+// retried takes a modern client's retry of a call with the input a server
+// asked for (mrtr.go); a legacy client's fields of those names are not the
+// proxy's to pass on raw.
+func (k *toolCall) retried() bool {
+	if !k.re.modern {
+		delete(k.fields, "requestState")
+		delete(k.fields, "inputResponses")
+		return true
+	}
+	_, retry := k.fields["requestState"]
+	return !retry || !k.s.resumeCall(k.ctx, k.ss, k.re, k.name, k.e.Server, k.fields, k.finish)
+}
+
+// admit refuses a call whose arguments or budgets its limits refuse.
+func (k *toolCall) admit() bool {
+	if outcome, text := k.s.guard.Refuse(k.ctx, k.name, k.d, k.fields["arguments"], k.id.key, time.Now()); outcome != "" {
+		return k.refuse(outcome, "%s", text)
+	}
+	return true
+}
+
+// admitRate refuses a call over its rate limit.
+func (k *toolCall) admitRate() bool {
+	if outcome, text := k.s.guard.RefuseRate(k.ctx, k.name, k.d.Limits, k.id.key); outcome != "" {
+		return k.refuse(outcome, "%s", text)
+	}
+	return true
+}
+
+// connect brings the call's server up (a lazy one starts) and finds the
+// process or connection that runs it: the shared one, the caller's own
+// credential's (identityconn.go), or the client session's own process.
+func (k *toolCall) connect() bool {
+	s, b := k.s, k.b
+	b.EnsureUp(k.ctx)
+	st, up, _ := b.Snapshot()
+	if st != stateUp || up == nil {
+		return k.refuse("unavailable", "%s", b.Unavailable())
+	}
+	if b.PerIdentity() {
+		own, err := s.identityUpstream(k.ctx, b)
+		var ae *upstream.AuthError
+		switch {
+		case errors.As(err, &ae):
+			return k.refuse("unauthorized", "%v; nothing was executed", ae)
+		case err != nil:
+			return k.refuse("unavailable", "upstream %q could not connect with this caller's credential: %v; nothing was executed", b.name, err)
+		}
+		up = own
+	} else if iso, err := s.sessionUpstream(k.ctx, b, k.ss); err != nil {
+		return k.refuse("unavailable", "upstream %q could not start a process for this client: %v; nothing was executed", b.name, err)
+	} else if iso != nil {
+		up, k.fixed = iso, k.ss
+	}
+	k.up = up
+	return true
+}
+
+// bindLimits settles the call's timeout (the server's, or the policy's if
+// shorter), the lifetime of its sealed state, and what that state is bound
+// to.
+func (k *toolCall) bindLimits() bool {
+	s := k.s
+	k.timeout = k.b.cfg.CallTimeout
+	if t := k.d.Limits.CallTimeout; t > 0 && t < k.timeout {
+		k.timeout = t
+	}
+	k.ttl = s.opts.StateTTL
+	if k.ttl <= 0 || k.ttl > k.timeout {
+		k.ttl = k.timeout
+	}
+	k.bind = era.Binding{Method: "tools/call", Name: k.name, Upstream: k.b.name, Principal: s.principal(k.ctx, k.ss, k.re)}
+	k.callCtx = k.ctx
+	return true
+}
+
+// confirm has a person approve the exact call first (proxy/confirm); a
+// modern client is asked through a parked call, as for a server's input.
+func (k *toolCall) confirm() bool {
+	if !k.d.Confirm {
+		return true
+	}
+	s := k.s
+	if k.re.modern {
+		var err error
+		if k.callCtx, k.pc, err = s.newParked(k.ctx, k.bind, k.re.caps, max(k.ttl, s.approver.TTL()), k.finish); err != nil {
+			return k.fail(err)
+		}
+		k.finish = k.pc.finish
+	}
+	ok, ans := s.approver.Confirm(k.callCtx, confirm.Call{Session: k.ss, Caps: k.re.caps, Principal: k.bind.Principal,
+		Server: k.b.name, Exposed: k.name, Original: k.e.Original, Decision: k.d}, k.fields)
+	k.rec.Confirm, k.rec.Approval = ans.Confirm, ans.Approval
+	if !ok {
+		k.rec.Outcome = ans.Outcome
+		k.end(ans.Result, ans.Err)
+		return false
+	}
+	return true
+}
+
+// park bridges a modern client's call on a legacy server (mrtr.go): the
+// server's requests during the call become input the client is asked for,
+// through a parked call; with no session to tie them to, the call gets a
+// process of its own.
+func (k *toolCall) park() bool {
+	if !k.re.modern || k.ss == nil || k.up.Modern() {
+		return true
+	}
+	s, b := k.s, k.b
+	switch {
+	case k.pc != nil:
+	case !mayAsk(k.re.caps):
+		// Nothing the server may ask could be answered: no call is
+		// parked, and its questions get the error a parked call
+		// would give (askParked).
+		k.callCtx = context.WithValue(k.ctx, noInputKey{}, b.name)
+	default:
+		var err error
+		if k.callCtx, k.pc, err = s.newParked(k.ctx, k.bind, k.re.caps, k.ttl, k.finish); err != nil {
+			return k.fail(err)
+		}
+		k.finish = k.pc.finish
+	}
+	if k.fixed == nil && s.perCall(b, k.ss, k.up) {
+		// No session to tie the server's requests to: a process
+		// for this call alone, stopped when it ends.
+		one, err := b.CallUpstream(k.ss)
+		if err != nil {
+			return k.refuse("unavailable", "upstream %q could not start a process for this call: %v; nothing was executed", b.name, err)
+		}
+		k.cleanups = append(k.cleanups, func() { go func() { _ = one.Close() }() })
+		k.up, k.fixed = one, k.ss
+	}
+	return true
+}
+
+// upstreamParams makes the params the upstream gets: its own name of the
+// tool, the era's fields of this request taken out, the capabilities of the
+// client for a modern server, the progress token mapped to one the proxy
+// routes back (relay), and the upstream call's trace context.
+func (k *toolCall) upstreamParams() bool {
+	s, b, fields := k.s, k.b, k.fields
+	var err error
+	fields["name"] = wire.AppendString(nil, k.e.Original)
+	if k.re.modern {
+		// The era's own keys describe this request, not the upstream's.
+		stripEraMeta(fields)
+	}
+	if k.up.Modern() {
+		// A modern server sees the capabilities of the client that asks.
+		var caps json.RawMessage
+		if caps, err = upstreamCapsJSON(k.re.caps, b); err == nil {
+			fields["_meta"], err = declareCaps(fields["_meta"], caps)
+		}
+		if err != nil {
+			return k.fail(&jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid _meta: %v", err)})
+		}
+	}
+	if meta, ok := fields["_meta"]; ok {
+		var release func()
+		var route string
+		if fields["_meta"], route, release, err = s.progress.mapToken(k.callCtx, k.ss, meta, b, k.fixed); err != nil {
+			return k.fail(&jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid _meta: %v", err)})
+		}
+		k.cleanups = append(k.cleanups, release)
+		if k.pc != nil {
+			k.pc.setProgressRoute(route)
+		}
+	}
+	k.traceCtx = k.callCtx
+	if s.obs.Tracing() {
+		var meta json.RawMessage
+		// callCtx is ctx, or a bridged call's context, which outlives the
+		// request but keeps its values, the request's span among them.
+		if k.traceCtx, meta, k.upSpan, err = s.obs.TraceUpstream(k.callCtx, "tools/call", k.e.Original, b.name, fields["_meta"]); err != nil {
+			return k.fail(&jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid _meta: %v", err)})
+		} else if meta != nil {
+			fields["_meta"] = meta
+		}
+	}
+	return true
+}
+
+// onResult gets the upstream's answer. A modern server may ask a legacy
+// client for input (cell 4, mrtr.go): the client is asked, then the server
+// called again with its answers, on a goroutine of its own (the client may
+// take a person's time, not on the goroutine that reads the server's
+// output).
+func (k *toolCall) onResult(raw json.RawMessage, err error) {
+	if err != nil || k.re.modern || k.ss == nil || !jsonscan.Contains(raw, markInputRequired) {
+		k.settle(raw, err)
+		return
+	}
+	go func() {
+		s, b := k.s, k.b
+		next, final := s.inputRound(k.cctx, k.ss, b, k.re, raw, k.fields, &k.rounds)
+		switch {
+		case final:
+			k.settle(raw, nil)
+		case next.err != nil:
+			k.settle(nil, next.err)
+		case next.raw != nil:
+			k.up.CallToolRawAsync(k.cctx, next.raw, k.onResult)
+		default:
+			k.refuse("input rounds exceeded", "upstream %q asked for input more than %d times in one call of %q (max_input_rounds); the call was stopped and may have partly run. Retry, or raise max_input_rounds in [protocol]",
+				b.name, s.maxInputRounds(), k.e.Original)
+		}
+	}()
+}
+
+// settle ends the call with the upstream's final answer: an error says to
+// the model what happened and what to do; a result goes through the
+// filters.
+func (k *toolCall) settle(raw json.RawMessage, err error) {
+	if err != nil {
+		k.upstreamFailed(err)
+		return
+	}
+	for _, f := range resultFilters {
+		var ok bool
+		if raw, ok = f(k, raw); !ok {
+			return
+		}
+	}
+	k.end(raw, nil)
+}
+
+// upstreamFailed ends a call whose upstream request failed.
+func (k *toolCall) upstreamFailed(err error) {
+	b, orig := k.b, k.e.Original
+	var rpcErr *jsonrpc.Error
+	var authErr *upstream.AuthError
+	switch {
+	case errors.As(err, &authErr): // a 401 no refresh cured: say how to authorize
+		b.forgetIdentity(k.ctx, err)
+		k.refuse("unauthorized", "%v; nothing was executed", authErr)
+	case errors.As(err, &rpcErr):
+		k.end(nil, rpcErr)
+	case k.callCtx.Err() != nil:
+		k.rec.Outcome = "cancelled"
+		k.end(nil, k.callCtx.Err())
+	case errors.Is(err, context.DeadlineExceeded):
+		k.refuse("timeout", "upstream %q did not answer %q within %s; the call was cancelled upstream and may have partly run. Retry with smaller input, or raise call_timeout for this server",
+			b.name, orig, k.timeout)
+	case errors.Is(err, upstream.ErrNotReading):
+		k.refuse("not reading", "upstream %q is not reading its input (it may be stuck): %q was not sent, nothing was executed. Retry later; if it persists, the server needs a restart",
+			b.name, orig)
+	case errors.Is(err, upstream.ErrClosed):
+		k.refuse("upstream exited", "upstream %q exited while running %q (after %s) and is being restarted; the call may or may not have taken effect, so check before retrying (%v)",
+			b.name, orig, time.Since(k.start).Round(time.Millisecond), err)
+	default:
+		k.refuse("error", "upstream %q failed to run %q: %v", b.name, orig, err)
+	}
+}
+
+// maskResult masks the secrets Manifold knows (proxy/guard/mask.go).
+func (k *toolCall) maskResult(raw json.RawMessage) (json.RawMessage, bool) {
+	raw = k.s.guard.Mask(raw)
+	k.settled.Store(true)
+	return raw, true
+}
+
+// countSpend counts what the result reports against the call's budgets.
+func (k *toolCall) countSpend(raw json.RawMessage) (json.RawMessage, bool) {
+	if len(k.d.Limits.Budgets) > 0 {
+		k.rec.Spend = spendLines(k.s.guard.CountSpend(context.WithoutCancel(k.cctx), k.b.log, k.name, k.d, raw, k.id.key, time.Now()))
+	}
+	return raw, true
+}
+
+// rewriteURIs rewrites the server's resource URIs in the result as the
+// client knows them.
+func (k *toolCall) rewriteURIs(raw json.RawMessage) (json.RawMessage, bool) {
+	if naming.MayContainURIs(raw) {
+		raw = k.cat.filterResultResources(k.b.name, raw, k.who)
+	}
+	return raw, true
+}
+
+// adaptResult leaves out of the result what the client's protocol version
+// does not have.
+func (k *toolCall) adaptResult(raw json.RawMessage) (json.RawMessage, bool) {
+	if k.ss != nil {
+		raw = adaptCallResult(raw, sessionVersion(k.ss))
+	}
+	return raw, true
+}
+
+// labelResult labels the result as data when the policy says so.
+func (k *toolCall) labelResult(raw json.RawMessage) (json.RawMessage, bool) {
+	if k.d.Label {
+		raw = k.s.guard.Label(raw, k.b.name, k.name)
+	}
+	return raw, true
+}
+
+// capResult cuts the result to max_result_bytes.
+func (k *toolCall) capResult(raw json.RawMessage) (json.RawMessage, bool) {
+	if capped, cut := k.s.guard.Cap(raw, k.d); cut {
+		raw = capped
+		k.rec.Outcome = "ok, cut to max_result_bytes"
+	}
+	return raw, true
+}
+
+// sealState seals a modern server's requestState for a modern client
+// (mrtr.go), bound to this call.
+func (k *toolCall) sealState(raw json.RawMessage) (json.RawMessage, bool) {
+	if !k.re.modern || !jsonscan.Contains(raw, markRequestState) {
+		return raw, true
+	}
+	raw, err := k.s.wrapState(raw, k.bind, k.ttl)
+	if err != nil {
+		k.rec.Outcome = "error"
+		k.end(nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()})
+		return nil, false
+	}
+	return raw, true
+}
