@@ -422,47 +422,86 @@ func (s *Server) rebuildNow() {
 		return
 	}
 	g := s.gen.Load()
-	c := newCatalog(g)
 	rules := s.rules.Load()
+	bld := &catalogBuild{s: s, c: newCatalog(g), rules: rules, prev: s.derived}
+	bld.derived = make(map[defKey]any, len(bld.prev))
+	defer func() { s.derived = bld.derived }()
+	c := bld.c
 	c.rules = rules
 	c.who = rules.HasWho()
-	// decide is the decision the catalog is built on: for everyone, or,
-	// when it depends on who asks, what someone may see (who.go).
-	decide := func(key string, it policy.Item, varies *bool) policy.Decision {
-		if !c.who {
-			return rules.Decide(it)
-		}
-		it.Who = policy.Widest
-		d := rules.Decide(it)
-		c.decisions[key] = d
-		if d.Visible {
-			c.items[key] = it
-			it.Who = policy.Narrowest
-			if !rules.Decide(it).Visible {
-				*varies = true
-			}
-		}
-		return d
-	}
 	c.surfOpts = *s.catalogOptions()
 	c.embeds = s.embedCache(c.surfOpts)
-	// The exposed definitions of the last rebuild are reused where their
-	// source is the same: unchanged servers cost no copies and no encoding,
-	// and register sees the same definitions as unchanged at a glance.
-	prevDerived := s.derived
-	derived := make(map[defKey]any, len(prevDerived))
-	defer func() { s.derived = derived }()
+	bld.names(g)
+	c.pin = s.checkPins(g, bld.snap, bld.pinned, c.tools)
+	s.heldInstr.Store(&c.pin.heldInstr)
+	c.serverText = s.serverTexts(g)
+	for _, b := range g.backends {
+		l := bld.snap[b.name]
+		bld.addTools(b, l.tools)
+		bld.addPrompts(b, l.prompts)
+		bld.addResources(b, l.resources)
+		bld.addTemplates(b, l.templates)
+	}
+	s.checkHeaderTools(c)
+	s.catalog.Store(c)
+	s.register(c)
+	s.warnAlways(c)
+}
+
+// catalogBuild is one rebuild of the catalog (rebuildNow), in the order it
+// runs: every server's lists taken at once and their names made
+// (names), the pins checked, then each server's tools, prompts, resources
+// and templates exposed and decided. The exposed definitions of the last
+// rebuild (prev) are reused where their source is the same: unchanged
+// servers cost no copies and no encoding, and register sees the same
+// definitions as unchanged at a glance.
+type catalogBuild struct {
+	s       *Server
+	c       *catalog
+	rules   *policy.Rules
+	prev    map[defKey]any // the last rebuild's derived definitions
+	derived map[defKey]any // this one's
+	snap    map[string]lists
+	pinned  map[string]pinSnapshot
+}
+
+// decide is the decision the catalog is built on: for everyone, or, when it
+// depends on who asks, what someone may see (who.go); varies is set when
+// someone may not see it.
+func (bld *catalogBuild) decide(key string, it policy.Item, varies *bool) policy.Decision {
+	c, rules := bld.c, bld.rules
+	if !c.who {
+		return rules.Decide(it)
+	}
+	it.Who = policy.Widest
+	d := rules.Decide(it)
+	c.decisions[key] = d
+	if d.Visible {
+		c.items[key] = it
+		it.Who = policy.Narrowest
+		if !rules.Decide(it).Visible {
+			*varies = true
+		}
+	}
+	return d
+}
+
+// names takes every server's lists (with the instructions and listing state
+// the pin check needs) and makes the exposed names of tools and prompts,
+// logging the names two servers would share.
+func (bld *catalogBuild) names(g *generation) {
+	s, c, rules := bld.s, bld.c, bld.rules
 	var toolGroups, promptGroups []naming.Group
-	snap := make(map[string]lists, len(g.backends))
-	pinned := make(map[string]pinSnapshot, len(g.backends))
+	bld.snap = make(map[string]lists, len(g.backends))
+	bld.pinned = make(map[string]pinSnapshot, len(g.backends))
 	for _, b := range g.backends {
 		// Taken with the lists: instructions read later could belong to a
 		// listing this snapshot does not have yet.
 		sl, instructions, listed := b.Listing()
 		l := listsOf(sl)
-		pinned[b.name] = pinSnapshot{instructions: instructions, listed: listed}
+		bld.pinned[b.name] = pinSnapshot{instructions: instructions, listed: listed}
 		l = s.dropDuplicates(b.name, canonicalLists(l))
-		snap[b.name] = l
+		bld.snap[b.name] = l
 		tg := naming.Group{Server: b.name, Prefix: b.cfg.Prefix}
 		for _, t := range l.tools {
 			tg.Names = append(tg.Names, t.Name)
@@ -485,131 +524,143 @@ func (s *Server) rebuildNow() {
 	s.logCollisions("tool", collisions)
 	c.prompts, collisions = naming.BuildLimit(promptGroups, s.opts.MaxNameLength)
 	s.logCollisions("prompt", collisions)
-	c.pin = s.checkPins(g, snap, pinned, c.tools)
-	s.heldInstr.Store(&c.pin.heldInstr)
-	c.serverText = s.serverTexts(g)
+}
 
-	for _, b := range g.backends {
-		l := snap[b.name]
-		for _, t := range l.tools {
-			exposed, ok := c.tools.Exposed(b.name, t.Name)
-			if !ok {
-				continue
-			}
-			dt := reuse(prevDerived, derived, defKey{t, b.name, exposed, rules}, func() *derivedTool {
-				ann := rules.Annotations(b.name, t.Name, toPolicyAnnotations(t.Annotations))
-				def := *t
-				def.Name = exposed
-				def.InputSchema = normalizeSchema(t.InputSchema)
-				def.Annotations = toMCPAnnotations(ann)
-				if o, ok := rules.Override(b.name, t.Name); ok {
-					if o.Title != "" {
-						def.Title = o.Title
-					}
-					if o.Description != "" {
-						def.Description = o.Description
-					}
+// addTools exposes and decides b's tools: the operator's annotations,
+// overrides and the pins apply; a visible one is listed.
+func (bld *catalogBuild) addTools(b *backend, tools []*mcp.Tool) {
+	s, c, rules := bld.s, bld.c, bld.rules
+	for _, t := range tools {
+		exposed, ok := c.tools.Exposed(b.name, t.Name)
+		if !ok {
+			continue
+		}
+		dt := reuse(bld.prev, bld.derived, defKey{t, b.name, exposed, rules}, func() *derivedTool {
+			ann := rules.Annotations(b.name, t.Name, toPolicyAnnotations(t.Annotations))
+			def := *t
+			def.Name = exposed
+			def.InputSchema = normalizeSchema(t.InputSchema)
+			def.Annotations = toMCPAnnotations(ann)
+			if o, ok := rules.Override(b.name, t.Name); ok {
+				if o.Title != "" {
+					def.Title = o.Title
 				}
-				return &derivedTool{def: &def, ann: ann}
-			})
-			ann := dt.ann
-			it := policy.Item{Kind: policy.Tool, Server: b.name, Original: t.Name, Exposed: exposed, Annotations: ann,
-				Full: naming.Full(b.cfg.Prefix, t.Name)} // rules on the whole name still apply to a shortened one
-			if o, ok := rules.Override(b.name, t.Name); ok && o.Name != "" {
-				it.Qualified = naming.ExposeLimit(b.cfg.Prefix, t.Name, s.opts.MaxNameLength) // rules on the server's names still apply
+				if o.Description != "" {
+					def.Description = o.Description
+				}
 			}
-			d := decide("tool\x00"+exposed, it, &c.varies[catTools])
-			if msg, held := c.pin.isHeld(b.name, pin.Tool, t.Name); held && d.Visible {
-				d = policy.Decision{Rule: "pin", Reason: "awaits review: run `manifold approve " + b.name + "/" + t.Name + "`"}
-				c.pinHeld["tool\x00"+exposed] = msg
-			}
-			c.decisions["tool\x00"+exposed] = d
-			c.toolAnn[exposed] = ann
-			if !d.Visible {
-				c.narrowed[catTools] = true
-				continue
-			}
-			c.toolDefs[exposed] = dt.def
+			return &derivedTool{def: &def, ann: ann}
+		})
+		ann := dt.ann
+		it := policy.Item{Kind: policy.Tool, Server: b.name, Original: t.Name, Exposed: exposed, Annotations: ann,
+			Full: naming.Full(b.cfg.Prefix, t.Name)} // rules on the whole name still apply to a shortened one
+		if o, ok := rules.Override(b.name, t.Name); ok && o.Name != "" {
+			it.Qualified = naming.ExposeLimit(b.cfg.Prefix, t.Name, s.opts.MaxNameLength) // rules on the server's names still apply
 		}
-		for _, p := range l.prompts {
-			exposed, ok := c.prompts.Exposed(b.name, p.Name)
-			if !ok {
-				continue
-			}
-			d := decide("prompt\x00"+exposed, policy.Item{Kind: policy.Prompt, Server: b.name, Original: p.Name, Exposed: exposed,
-				Full: naming.Full(b.cfg.Prefix, p.Name)}, &c.varies[catPrompts])
-			if msg, held := c.pin.isHeld(b.name, pin.Prompt, p.Name); held && d.Visible {
-				d = policy.Decision{Rule: "pin", Reason: "awaits review: run `manifold approve " + b.name + "/" + p.Name + "`"}
-				c.pinHeld["prompt\x00"+exposed] = msg
-			}
-			c.decisions["prompt\x00"+exposed] = d
-			if !d.Visible {
-				c.narrowed[catPrompts] = true
-				continue
-			}
-			c.promptDefs[exposed] = reuse(prevDerived, derived, defKey{p, b.name, exposed, nil}, func() *mcp.Prompt {
-				def := *p
-				def.Name = exposed
-				return &def
-			})
+		d := bld.decide("tool\x00"+exposed, it, &c.varies[catTools])
+		if msg, held := c.pin.isHeld(b.name, pin.Tool, t.Name); held && d.Visible {
+			d = policy.Decision{Rule: "pin", Reason: "awaits review: run `manifold approve " + b.name + "/" + t.Name + "`"}
+			c.pinHeld["tool\x00"+exposed] = msg
 		}
-		for _, r := range l.resources {
-			canon, err := policy.CanonicalURI(r.URI)
-			if err != nil {
-				s.log.Warn("resource left out: its URI has no canonical form, so it could be neither decided nor read", "server", b.name, "err", err)
-				continue
-			}
-			out := c.uris.Outward(b.name, canon)
-			d := decide("resource\x00"+out, policy.Item{Kind: policy.Resource, Server: b.name, Original: canon, Exposed: out}, &c.variesResources)
-			if !d.Visible {
-				c.narrowedResources = true
-				c.listed = append(c.listed, Entry{Kind: "resource", Exposed: out, Server: b.name, Original: r.URI, Description: r.Description, Verdict: d.String()})
-				continue
-			}
-			if owner, dup := c.resOwner[out]; dup {
-				s.log.Warn("resource URI listed by two servers; the first keeps it", "uri", out, "kept_server", owner, "dropped_server", b.name)
-				continue
-			}
-			c.listed = append(c.listed, Entry{Kind: "resource", Exposed: out, Server: b.name, Original: r.URI, Description: r.Description, Visible: true, Verdict: d.String()})
-			c.resources[out] = reuse(prevDerived, derived, defKey{r, b.name, out, nil}, func() *mcp.Resource {
-				def := *r
-				def.URI = out
-				return &def
-			})
-			c.resOwner[out] = b.name
-			if r.URI != canon {
-				c.listedAs[out] = r.URI
-			}
+		c.decisions["tool\x00"+exposed] = d
+		c.toolAnn[exposed] = ann
+		if !d.Visible {
+			c.narrowed[catTools] = true
+			continue
 		}
-		for _, t := range l.templates {
-			out := c.uris.OutwardTemplate(b.name, t.URITemplate)
-			d := decide("template\x00"+out, policy.Item{Kind: policy.Template, Server: b.name, Original: t.URITemplate, Exposed: out}, &c.variesTemplates)
-			if _, held := c.pin.isHeld(b.name, pin.Template, t.URITemplate); held && d.Visible {
-				d = policy.Decision{Rule: "pin", Reason: "awaits review: run `manifold approve " + b.name + "/" + t.URITemplate + "`"}
-				c.decisions["template\x00"+out] = d
-			}
-			if !d.Visible {
-				c.narrowedTemplates = true
-				c.listed = append(c.listed, Entry{Kind: "template", Exposed: out, Server: b.name, Original: t.URITemplate, Description: t.Description, Held: heldByPin(d), Verdict: d.String()})
-				continue
-			}
-			if owner, dup := c.tmplOwner[out]; dup {
-				s.log.Warn("resource template listed by two servers; the first keeps it", "template", out, "kept_server", owner, "dropped_server", b.name)
-				continue
-			}
-			c.listed = append(c.listed, Entry{Kind: "template", Exposed: out, Server: b.name, Original: t.URITemplate, Description: t.Description, Visible: true, Verdict: d.String()})
-			c.templates[out] = reuse(prevDerived, derived, defKey{t, b.name, out, nil}, func() *mcp.ResourceTemplate {
-				def := *t
-				def.URITemplate = out
-				return &def
-			})
-			c.tmplOwner[out] = b.name
+		c.toolDefs[exposed] = dt.def
+	}
+}
+
+// addPrompts exposes and decides b's prompts.
+func (bld *catalogBuild) addPrompts(b *backend, prompts []*mcp.Prompt) {
+	c := bld.c
+	for _, p := range prompts {
+		exposed, ok := c.prompts.Exposed(b.name, p.Name)
+		if !ok {
+			continue
+		}
+		d := bld.decide("prompt\x00"+exposed, policy.Item{Kind: policy.Prompt, Server: b.name, Original: p.Name, Exposed: exposed,
+			Full: naming.Full(b.cfg.Prefix, p.Name)}, &c.varies[catPrompts])
+		if msg, held := c.pin.isHeld(b.name, pin.Prompt, p.Name); held && d.Visible {
+			d = policy.Decision{Rule: "pin", Reason: "awaits review: run `manifold approve " + b.name + "/" + p.Name + "`"}
+			c.pinHeld["prompt\x00"+exposed] = msg
+		}
+		c.decisions["prompt\x00"+exposed] = d
+		if !d.Visible {
+			c.narrowed[catPrompts] = true
+			continue
+		}
+		c.promptDefs[exposed] = reuse(bld.prev, bld.derived, defKey{p, b.name, exposed, nil}, func() *mcp.Prompt {
+			def := *p
+			def.Name = exposed
+			return &def
+		})
+	}
+}
+
+// addResources exposes and decides b's resources, decided on their
+// canonical URIs; the first server to list a URI keeps it.
+func (bld *catalogBuild) addResources(b *backend, resources []*mcp.Resource) {
+	s, c := bld.s, bld.c
+	for _, r := range resources {
+		canon, err := policy.CanonicalURI(r.URI)
+		if err != nil {
+			s.log.Warn("resource left out: its URI has no canonical form, so it could be neither decided nor read", "server", b.name, "err", err)
+			continue
+		}
+		out := c.uris.Outward(b.name, canon)
+		d := bld.decide("resource\x00"+out, policy.Item{Kind: policy.Resource, Server: b.name, Original: canon, Exposed: out}, &c.variesResources)
+		if !d.Visible {
+			c.narrowedResources = true
+			c.listed = append(c.listed, Entry{Kind: "resource", Exposed: out, Server: b.name, Original: r.URI, Description: r.Description, Verdict: d.String()})
+			continue
+		}
+		if owner, dup := c.resOwner[out]; dup {
+			s.log.Warn("resource URI listed by two servers; the first keeps it", "uri", out, "kept_server", owner, "dropped_server", b.name)
+			continue
+		}
+		c.listed = append(c.listed, Entry{Kind: "resource", Exposed: out, Server: b.name, Original: r.URI, Description: r.Description, Visible: true, Verdict: d.String()})
+		c.resources[out] = reuse(bld.prev, bld.derived, defKey{r, b.name, out, nil}, func() *mcp.Resource {
+			def := *r
+			def.URI = out
+			return &def
+		})
+		c.resOwner[out] = b.name
+		if r.URI != canon {
+			c.listedAs[out] = r.URI
 		}
 	}
-	s.checkHeaderTools(c)
-	s.catalog.Store(c)
-	s.register(c)
-	s.warnAlways(c)
+}
+
+// addTemplates exposes and decides b's resource templates; the first
+// server to list a template keeps it.
+func (bld *catalogBuild) addTemplates(b *backend, templates []*mcp.ResourceTemplate) {
+	s, c := bld.s, bld.c
+	for _, t := range templates {
+		out := c.uris.OutwardTemplate(b.name, t.URITemplate)
+		d := bld.decide("template\x00"+out, policy.Item{Kind: policy.Template, Server: b.name, Original: t.URITemplate, Exposed: out}, &c.variesTemplates)
+		if _, held := c.pin.isHeld(b.name, pin.Template, t.URITemplate); held && d.Visible {
+			d = policy.Decision{Rule: "pin", Reason: "awaits review: run `manifold approve " + b.name + "/" + t.URITemplate + "`"}
+			c.decisions["template\x00"+out] = d
+		}
+		if !d.Visible {
+			c.narrowedTemplates = true
+			c.listed = append(c.listed, Entry{Kind: "template", Exposed: out, Server: b.name, Original: t.URITemplate, Description: t.Description, Held: heldByPin(d), Verdict: d.String()})
+			continue
+		}
+		if owner, dup := c.tmplOwner[out]; dup {
+			s.log.Warn("resource template listed by two servers; the first keeps it", "template", out, "kept_server", owner, "dropped_server", b.name)
+			continue
+		}
+		c.listed = append(c.listed, Entry{Kind: "template", Exposed: out, Server: b.name, Original: t.URITemplate, Description: t.Description, Visible: true, Verdict: d.String()})
+		c.templates[out] = reuse(bld.prev, bld.derived, defKey{t, b.name, out, nil}, func() *mcp.ResourceTemplate {
+			def := *t
+			def.URITemplate = out
+			return &def
+		})
+		c.tmplOwner[out] = b.name
+	}
 }
 
 // defKey identifies a definition that the catalog derives from a server's
