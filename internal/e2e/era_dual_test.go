@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -24,13 +25,18 @@ func TestDualEraServerSpeaksTheClientsEra(t *testing.T) {
 	t.Run("stdio", func(t *testing.T) {
 		t.Parallel()
 		rec := newRecorder("e2e")
-		cfg := fixture("dual", []string{"-era", "dual", "-tools", "echo", "-extra", "sample"})
+		count := filepath.Join(t.TempDir(), "dual")
+		cfg := fixture("dual", []string{"-count", count, "-era", "dual", "-tools", "echo", "-extra", "sample"})
 		sp := startStdioClient(t, writeConfig(t, cfg), rec.client(), protocolVersion)
 		ctx := testCtx(t)
 		res := call(ctx, t, sp.cs, "dual__sample", map[string]any{"prompt": "hello"})
 		check(t, text(res), res.IsError)
-		if log := sp.stderr.String(); !strings.Contains(log, "server speaks both eras") || !strings.Contains(log, "protocol=2025-11-25") {
-			t.Errorf("manifold's log does not say the server speaks both eras and runs at 2025-11-25:\n%s", log)
+		if log := sp.stderr.String(); !strings.Contains(log, "protocol=2025-11-25") {
+			t.Errorf("manifold's log does not say the server runs at 2025-11-25:\n%s", log)
+		}
+		// Initialized first, on its one process: no server/discover.
+		if starts, discovers := eraCounts(t, count); len(starts) != 1 || len(discovers) != 0 {
+			t.Errorf("starts %v, discovers %v; want one process and no server/discover", starts, discovers)
 		}
 	})
 	t.Run("http session process", func(t *testing.T) {
