@@ -20,9 +20,12 @@ const (
 	firstListWaitCodex = 500 * time.Millisecond
 	// Claude Code 2.1.332 -p (MCP_TIMEOUT, 30 s) and opencode 1.18 (about
 	// 30 s) offer a server that lists within 25 s; Gemini CLI 0.61 waits
-	// 600 s. 20 s leaves them a margin.
+	// 600 s; the MCP Inspector 2.12's CLI gives a request 60 s
+	// (inspector-cli; the TypeScript SDK's default), mcporter 0.12's list
+	// a server 30 s with its start (MCPORTER_LIST_TIMEOUT). 20 s leaves
+	// them a margin.
 	firstListWaitPatient = 20 * time.Second
-	// Any other client: under the 10 s that the MCP Inspector and others
+	// Any other client: under the 10 s that older MCP Inspectors and others
 	// give a request by default.
 	firstListWaitOther = 8 * time.Second
 )
@@ -36,7 +39,7 @@ func (s *Server) firstListWait(client string) time.Duration {
 	switch strings.ToLower(client) {
 	case "codex-mcp-client", "codex":
 		return firstListWaitCodex
-	case "claude-code", "gemini-cli-mcp-client", "gemini-cli", "opencode":
+	case "claude-code", "gemini-cli-mcp-client", "gemini-cli", "opencode", "inspector-cli", "mcporter":
 		return firstListWaitPatient
 	}
 	return firstListWaitOther

@@ -17,6 +17,8 @@ func TestFirstListWait(t *testing.T) {
 		{0, "claude-code", firstListWaitPatient},
 		{0, "gemini-cli-mcp-client", firstListWaitPatient},
 		{0, "opencode", firstListWaitPatient},
+		{0, "inspector-cli", firstListWaitPatient},
+		{0, "mcporter", firstListWaitPatient},
 		{0, "", firstListWaitOther},
 		{0, "inspector-client", firstListWaitOther},
 		{3 * time.Second, "codex-mcp-client", 3 * time.Second},
