@@ -68,8 +68,9 @@ func outsideTargets(tb testing.TB, era string) []outside.Target {
 // the medians over the rounds of the ratios Manifold/direct of p50 and of
 // throughput at the same transport, with their spread (-min, -max), and
 // per call (both phases): the CPU time of Manifold's process, of it with
-// its server, of the direct server, of the client, and the voluntary
-// context switches of Manifold's and of the direct server's process; and
+// its server, of the direct server, of the client, and the read and write
+// system calls and voluntary context switches of Manifold's and of the
+// direct server's process; and
 // the load average at the end. The table of all figures is printed (the
 // rounds are logged with -test.v). Unlike
 // BenchmarkFloor, calls are not alternated one by one between the sides:
@@ -123,6 +124,8 @@ func BenchmarkOutside(b *testing.B) {
 				b.ReportMetric(d.CPU.Median, t+"-direct-cpu-µs/call")
 				b.ReportMetric(r.ClientCPU.Median, t+"-proxy-client-cpu-µs/call")
 				b.ReportMetric(d.ClientCPU.Median, t+"-direct-client-cpu-µs/call")
+				b.ReportMetric(r.Reads.Median+r.Writes.Median, t+"-proxy-syscalls/call")
+				b.ReportMetric(d.Reads.Median+d.Writes.Median, t+"-direct-syscalls/call")
 				b.ReportMetric(r.Voluntary.Median, t+"-proxy-vcsw/call")
 				b.ReportMetric(d.Voluntary.Median, t+"-direct-vcsw/call")
 			}

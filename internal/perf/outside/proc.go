@@ -16,14 +16,16 @@ type Proc struct {
 	CPU         time.Duration
 	Voluntary   int64 // voluntary_ctxt_switches: the thread blocked (a read, a futex)
 	Involuntary int64 // nonvoluntary_ctxt_switches: the thread was preempted
+	Reads       int64 // read system calls (syscr of /proc/PID/io: read, readv, recvmsg...)
+	Writes      int64 // write system calls (syscw)
 }
 
 func (p Proc) sub(q Proc) Proc {
-	return Proc{p.CPU - q.CPU, p.Voluntary - q.Voluntary, p.Involuntary - q.Involuntary}
+	return Proc{p.CPU - q.CPU, p.Voluntary - q.Voluntary, p.Involuntary - q.Involuntary, p.Reads - q.Reads, p.Writes - q.Writes}
 }
 
-// Rate is a Proc per call: CPU in µs, context switches.
-type Rate struct{ CPU, Voluntary, Involuntary float64 }
+// Rate is a Proc per call: CPU in µs, context switches, system calls.
+type Rate struct{ CPU, Voluntary, Involuntary, Reads, Writes float64 }
 
 // PerCall is p per call of n.
 func (p Proc) PerCall(n int) Rate {
@@ -31,7 +33,7 @@ func (p Proc) PerCall(n int) Rate {
 		return Rate{}
 	}
 	f := float64(n)
-	return Rate{float64(p.CPU.Nanoseconds()) / 1e3 / f, float64(p.Voluntary) / f, float64(p.Involuntary) / f}
+	return Rate{float64(p.CPU.Nanoseconds()) / 1e3 / f, float64(p.Voluntary) / f, float64(p.Involuntary) / f, float64(p.Reads) / f, float64(p.Writes) / f}
 }
 
 // readProc reads pid's Proc from /proc (zero where it cannot: the process
@@ -44,6 +46,20 @@ func readProc(pid int) Proc {
 	var p Proc
 	if pid <= 0 {
 		return p
+	}
+	// The process's read and write system calls, its ended threads'
+	// included.
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid)); err == nil {
+		for line := range strings.Lines(string(b)) {
+			k, v, _ := strings.Cut(line, ":")
+			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			switch k {
+			case "syscr":
+				p.Reads = n
+			case "syscw":
+				p.Writes = n
+			}
+		}
 	}
 	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 	if err != nil {
@@ -86,6 +102,8 @@ func readTree(pid int) Proc {
 		sum.CPU += p.CPU
 		sum.Voluntary += p.Voluntary
 		sum.Involuntary += p.Involuntary
+		sum.Reads += p.Reads
+		sum.Writes += p.Writes
 	}
 	return sum
 }

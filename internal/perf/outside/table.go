@@ -32,6 +32,7 @@ type Row struct {
 	CPU, TreeCPU              Spread // µs per call: the process's own, and with its descendants
 	SeqCPU                    Spread // µs per call of the process over the sequential calls alone
 	Voluntary, Involuntary    Spread // context switches per call, the process's own
+	Reads, Writes             Spread // read and write system calls per call, the process's own
 	ClientCPU                 Spread // µs per call of the measuring process
 	Dials                     Spread // HTTP: connections the client opened per 1,000 calls
 	Rounds                    int
@@ -53,7 +54,7 @@ func Summarize(targets []Target, res [][]Result) ([]Row, error) {
 		if !ok {
 			return nil, fmt.Errorf("no %s target over %s to compare %s with", Direct, t.Transport, t.Name)
 		}
-		var p50r, tputr, p50, tput, cpu, seqCPU, treeCPU, vol, invol, client, dials []float64
+		var p50r, tputr, p50, tput, cpu, seqCPU, treeCPU, vol, invol, reads, writes, client, dials []float64
 		for _, round := range res {
 			m, dm := round[i], round[d]
 			p50r = append(p50r, float64(m.P50)/float64(dm.P50))
@@ -64,12 +65,13 @@ func Summarize(targets []Target, res [][]Result) ([]Row, error) {
 			cpu, treeCPU = append(cpu, own.CPU), append(treeCPU, tr.CPU)
 			seqCPU = append(seqCPU, m.Seq.PerCall(m.SeqCalls).CPU)
 			vol, invol = append(vol, own.Voluntary), append(invol, own.Involuntary)
+			reads, writes = append(reads, own.Reads), append(writes, own.Writes)
 			client = append(client, float64(m.ClientCPU.Nanoseconds())/1e3/float64(max(m.Calls, 1)))
 			dials = append(dials, 1000*float64(m.Dials)/float64(max(m.Calls, 1)))
 		}
 		rows = append(rows, Row{Target: t, P50Ratio: spread(p50r), ThroughputRatio: spread(tputr),
 			P50: spread(p50), Throughput: spread(tput), CPU: spread(cpu), SeqCPU: spread(seqCPU), TreeCPU: spread(treeCPU),
-			Voluntary: spread(vol), Involuntary: spread(invol), ClientCPU: spread(client), Dials: spread(dials), Rounds: len(res)})
+			Voluntary: spread(vol), Involuntary: spread(invol), Reads: spread(reads), Writes: spread(writes), ClientCPU: spread(client), Dials: spread(dials), Rounds: len(res)})
 	}
 	return rows, nil
 }
@@ -77,12 +79,12 @@ func Summarize(targets []Target, res [][]Result) ([]Row, error) {
 // Print writes rows as a Markdown table: the ratios (median of the
 // rounds, range in parentheses), then the medians of the absolute figures.
 func Print(w io.Writer, rows []Row) {
-	fmt.Fprintln(w, "| through | transport | p50 vs direct | throughput vs direct | p50 µs | calls/s | CPU µs/call | of it sequential | with its servers | switches/call (vol., invol.) | client CPU µs/call | dials/1k calls | rounds |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| through | transport | p50 vs direct | throughput vs direct | p50 µs | calls/s | CPU µs/call | of it sequential | with its servers | switches/call (vol., invol.) | syscalls/call (read, write) | client CPU µs/call | dials/1k calls | rounds |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rows {
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %.0f | %.0f | %.0f | %.0f | %.0f | %.1f, %.2f | %.0f | %.1f | %d |\n",
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %.0f | %.0f | %.0f | %.0f | %.0f | %.1f, %.2f | %.1f, %.1f | %.0f | %.1f | %d |\n",
 			r.Name, r.Transport, ratio(r.P50Ratio), ratio(r.ThroughputRatio), r.P50.Median, r.Throughput.Median,
-			r.CPU.Median, r.SeqCPU.Median, r.TreeCPU.Median, r.Voluntary.Median, r.Involuntary.Median, r.ClientCPU.Median, r.Dials.Median, r.Rounds)
+			r.CPU.Median, r.SeqCPU.Median, r.TreeCPU.Median, r.Voluntary.Median, r.Involuntary.Median, r.Reads.Median, r.Writes.Median, r.ClientCPU.Median, r.Dials.Median, r.Rounds)
 	}
 }
 
