@@ -154,6 +154,12 @@ var rules = []rule{
 	{dir: "internal/telemetry", forbidden: []string{
 		module + "/proxy", module + "/plugins", module + "/upstream", module + "/internal/config", module + "/cmd", goSDK, toml, goPlugin,
 	}},
+	// internal/perf measures the built binaries from outside, as a
+	// client does (internal/perf/outside, the script internal/perf/compare):
+	// none of Manifold's own packages.
+	{dir: "internal/perf", forbidden: []string{
+		module + "/proxy", module + "/upstream", module + "/policy", module + "/plugins", module + "/internal/config", module + "/cmd",
+	}},
 	{dir: ".", forbidden: []string{module + "/cmd"}},
 }
 
