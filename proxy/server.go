@@ -72,7 +72,7 @@ func (s *Server) newMCPServer() *mcp.Server {
 		SupportedProtocolVersions: downstreamVersions,
 		SetCacheable:              s.setCacheable,
 		CompletionHandler:         s.handleComplete,
-		RootsListChangedHandler:   s.rootsChanged, //lint:ignore SA1019 roots are part of the protocol versions the proxy serves
+		RootsListChangedHandler:   s.relay.RootsChanged, //lint:ignore SA1019 roots are part of the protocol versions the proxy serves
 		SubscribeHandler:          s.handleSubscribe,
 		UnsubscribeHandler:        s.handleUnsubscribe,
 	})
@@ -232,7 +232,7 @@ func (s *Server) route(ctx context.Context, next mcp.MethodHandler, method strin
 			return s.readResource(ctx, r.Session, r.Params)
 		}
 	case "logging/setLevel":
-		s.setUpstreamLogLevel(ctx, req)
+		s.relay.SetLogLevel(ctx, req)
 	case "subscriptions/listen":
 		return s.serveListen(ctx, next, method, req)
 	}
