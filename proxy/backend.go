@@ -90,7 +90,7 @@ func (s *Server) newBackend(name string, sc ServerConfig) *backend {
 		},
 		Up: func(ctx context.Context, up *upstream.Upstream) {
 			s.rebuild()
-			s.resubscribe(ctx, b, up.Session())
+			s.relay.Resubscribe(ctx, b, up.Session())
 		},
 		Adopted: s.rebuild,
 		ListChanged: func(kinds listKind) {

@@ -281,7 +281,6 @@ type Server struct {
 	clients      clientRegistry                 // the clients that listed or called, and their catalog modes
 	alwaysWarned sync.Map                       // CatalogOptions.Always names already logged as not visible
 
-	subs         subscriptions
 	listed       listedKinds
 	listens      listenCount
 	relay        *relay.Relay       // what upstreams send towards clients: requests, logs, progress (proxy/relay)

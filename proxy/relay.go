@@ -17,9 +17,9 @@ import (
 )
 
 // What upstreams send towards clients (sampling, elicitation, roots, logs,
-// progress) is relayed by proxy/relay; this file gives it what it needs of
-// the root (newRelay) and keeps what the root itself reads of the
-// clients' capabilities.
+// progress, resource updates of subscriptions) is relayed by proxy/relay;
+// this file gives it what it needs of the root (newRelay) and keeps what
+// the root itself reads of the clients' capabilities.
 
 // newRelay returns the relay of s.
 func (s *Server) newRelay() *relay.Relay {
@@ -43,6 +43,29 @@ func (s *Server) newRelay() *relay.Relay {
 			return parkedOf(call) != nil || call.Value(noInputKey{}) != nil
 		},
 		NeedCap: needCap,
+		Subscribable: func(ctx context.Context, req *mcp.SubscribeRequest) (string, string, string, error) {
+			c := s.catalog.Load()
+			server, original, uri, ok, err := c.resolveResource(req.Params.URI)
+			if err != nil {
+				return "", "", "", err
+			}
+			if !ok || !c.resourceAllowed(server, original, uri, requestIdentity(ctx, req).policy()).Visible {
+				return "", "", "", mcp.ResourceNotFoundError(req.Params.URI)
+			}
+			return server, original, uri, nil
+		},
+		Resolve: func(uri string) (string, string, string, bool, error) { return s.catalog.Load().resolveResource(uri) },
+		Owners:  func() func(string) (string, string, bool) { return s.catalog.Load().resourceOwner },
+		Upstream: func(ctx context.Context, server string) (*mcp.ClientSession, relay.Backend, error) {
+			cs, b, err := s.upFor(ctx, server)
+			if b == nil {
+				return cs, nil, err
+			}
+			return cs, b, err
+		},
+		WhenSessionEnds: s.whenSessionEnds,
+		Life:            s.life,
+		Log:             s.log,
 	})
 }
 
@@ -100,7 +123,7 @@ func (s *Server) setClientCaps(c *mcp.ClientCapabilities) {
 
 // sharedAsks reports whether a client that declared caps may be asked
 // something by a shared server over HTTP during its call: sampling or
-// elicitation (sharedHTTPCaps; roots are never offered to it).
+// elicitation (relay.go sharedHTTPCaps; roots are never offered to it).
 func sharedAsks(caps *mcp.ClientCapabilities) bool {
 	return caps != nil && (caps.Sampling != nil || caps.Elicitation != nil)
 }

@@ -33,6 +33,7 @@ type Backend interface {
 	CallOf(ss *mcp.ServerSession) context.Context
 	SoleCaller() (n int, ss *mcp.ServerSession, call context.Context)
 	BusySessions() []*mcp.ServerSession
+	Capabilities() *mcp.ServerCapabilities
 	// Log is the server's logger.
 	Log() *slog.Logger
 	// CallTimeout bounds one request to the server.
@@ -67,13 +68,37 @@ type Options struct {
 	// NeedCap returns the error for a request that caps lack the
 	// capability of (nil if they have it); mode is an elicitation's.
 	NeedCap func(method, server, mode string, caps *mcp.ClientCapabilities) error
+
+	// Resource subscriptions (subscribe.go).
+
+	// Subscribable resolves the URI of a client's resources/subscribe to
+	// its server, the server's URI and the outward (canonical) URI the
+	// subscription is recorded under; its error is the answer (a resource
+	// that is unknown or not visible to the client is not found).
+	Subscribable func(ctx context.Context, req *mcp.SubscribeRequest) (server, original, uri string, err error)
+	// Resolve resolves an outward URI in the current catalog, as
+	// Subscribable without the visibility check.
+	Resolve func(uri string) (server, original, outward string, ok bool, err error)
+	// Owners returns the current catalog's owner of an outward URI: its
+	// server and the server's URI.
+	Owners func() func(uri string) (server, original string, ok bool)
+	// Upstream returns the running upstream session of server, or an error
+	// that says why there is none.
+	Upstream func(ctx context.Context, server string) (*mcp.ClientSession, Backend, error)
+	// WhenSessionEnds runs f once ss has ended (unless the proxy closes
+	// first).
+	WhenSessionEnds func(ss *mcp.ServerSession, f func())
+	// Life ends when the proxy closes; Log is the proxy's logger.
+	Life context.Context
+	Log  *slog.Logger
 }
 
 // Relay carries what upstreams send towards clients: their requests
-// (sampling, elicitation, roots), log messages and progress, and the
-// logging level clients set.
+// (sampling, elicitation, roots), log messages, progress and resource
+// updates, with the logging level and the subscriptions clients set.
 type Relay struct {
 	opts     Options
+	subs     subscriptions
 	progress progressRoutes
 	elicit   elicitations
 	logLevel atomic.Pointer[string]
