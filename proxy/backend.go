@@ -86,11 +86,11 @@ func (s *Server) newBackend(name string, sc ServerConfig) *backend {
 			return s.identityOptions(b, who, subject)
 		},
 		Connected: func(ctx context.Context, up *upstream.Upstream, caps *mcp.ServerCapabilities) {
-			s.applyLogLevel(ctx, b, up, caps)
+			s.relay.ApplyLogLevel(ctx, b, up, caps)
 		},
 		Up: func(ctx context.Context, up *upstream.Upstream) {
 			s.rebuild()
-			s.resubscribe(ctx, b, up.Session())
+			s.relay.Resubscribe(ctx, b, up.Session())
 		},
 		Adopted: s.rebuild,
 		ListChanged: func(kinds listKind) {
@@ -120,8 +120,8 @@ func (s *Server) sharedOptions(b *backend, opts *upstream.Options) {
 	opts.Logger = s.log
 	opts.ClientInfo = &mcp.Implementation{Name: "manifold", Version: Version}
 	opts.Client, opts.Middleware = s.clientOptions(b, nil)
-	opts.Progress = func(p *mcp.ProgressNotificationParams) { s.progress.forward(b, nil, p) }
-	opts.Log = func(p *mcp.LoggingMessageParams) { s.forwardLog(s.life, b, nil, p) } //lint:ignore SA1019 logging is part of the protocol versions the proxy serves
+	opts.Progress = func(p *mcp.ProgressNotificationParams) { s.relay.ForwardProgress(b, nil, p) }
+	opts.Log = func(p *mcp.LoggingMessageParams) { s.relay.ForwardLog(s.life, b, nil, p) } //lint:ignore SA1019 logging is part of the protocol versions the proxy serves
 	if opts.Reaper == nil {
 		opts.Reaper = s.opts.Reaper
 	}
@@ -164,11 +164,11 @@ func (s *Server) clientOptions(b *backend, fixed *mcp.ServerSession) (*mcp.Clien
 			KeepAlive:                 30 * time.Second,
 			KeepAliveFailureThreshold: 3,
 			ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
-				s.progress.forward(b, fixed, r.Params)
+				s.relay.ForwardProgress(b, fixed, r.Params)
 			},
 		}
-		s.relayLogs(opts, b, fixed)
-		return opts, s.relayOptions(opts, b, fixed)
+		s.relay.Logs(opts, b, fixed)
+		return opts, s.relay.Offer(opts, b, fixed)
 	}
 	opts := &mcp.ClientOptions{
 		// A server that stops answering pings is closed, and so restarted.
@@ -187,10 +187,10 @@ func (s *Server) clientOptions(b *backend, fixed *mcp.ServerSession) (*mcp.Clien
 			s.resourceUpdated(ctx, b, r.Params.URI)
 		},
 		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
-			s.progress.forward(b, nil, r.Params)
+			s.relay.ForwardProgress(b, nil, r.Params)
 		},
 	}
-	s.relayLogs(opts, b, nil)
-	mw := s.relayOptions(opts, b, nil)
+	s.relay.Logs(opts, b, nil)
+	mw := s.relay.Offer(opts, b, nil)
 	return opts, mw
 }

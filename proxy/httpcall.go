@@ -25,6 +25,7 @@ import (
 	"github.com/manifold-mcp/manifold/proxy/era"
 	"github.com/manifold-mcp/manifold/proxy/internal/wire"
 	"github.com/manifold-mcp/manifold/proxy/observe"
+	"github.com/manifold-mcp/manifold/proxy/relay"
 	"github.com/manifold-mcp/manifold/upstream"
 )
 
@@ -464,13 +465,12 @@ type leanStream struct {
 
 // progressSinkKey carries, in the context of a lean HTTP call that asked
 // for progress, where its server's progress notifications go
-// (progressRoutes.mapToken): the request's own event stream, in place of an
-// SDK session.
-type progressSinkKey struct{}
+// (relay.ProgressSinkKey).
+type progressSinkKey = relay.ProgressSinkKey
 
 // progressSink takes one progress notification of a call, its token the
-// client's own.
-type progressSink func(*mcp.ProgressNotificationParams)
+// client's own (relay.ProgressSink).
+type progressSink = relay.ProgressSink
 
 // leanProgressQueue bounds the progress notifications of one lean call
 // waiting to be written to its stream. The server's output is read by one

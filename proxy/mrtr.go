@@ -22,6 +22,7 @@ import (
 	"github.com/manifold-mcp/manifold/internal/jsonscan"
 	"github.com/manifold-mcp/manifold/proxy/era"
 	"github.com/manifold-mcp/manifold/proxy/internal/wire"
+	"github.com/manifold-mcp/manifold/proxy/relay"
 )
 
 // This file bridges the protocol eras for tools/call (README "Bridges: what
@@ -631,7 +632,7 @@ func (s *Server) resumeCall(ctx context.Context, ss *mcp.ServerSession, e reqEra
 	// Progress from here on goes to this retry, once its state is found
 	// good and before its answers reach the server (which may report
 	// progress at once).
-	rebind := func(route string) { s.progress.rebind(route, ctx, ss, fields["_meta"]) }
+	rebind := func(route string) { s.relay.Rebind(route, ctx, ss, fields["_meta"]) }
 	s.resumeParked(ctx, pc, st, e.caps, principal, name, fields, finish, rebind)
 	return true
 }
@@ -907,7 +908,7 @@ func (s *Server) askLegacy(ctx context.Context, ss *mcp.ServerSession, b *backen
 		q := *p
 		q.Message = fmt.Sprintf("[%s] %s", b.name, q.Message)
 		if q.ElicitationID != "" {
-			s.elicit.remember(q.ElicitationID, b, ss)
+			s.relay.RememberElicitation(q.ElicitationID, b, ss)
 		}
 		return ss.Elicit(ctx, &q)
 	case *mcp.CreateMessageWithToolsParams:
@@ -933,7 +934,7 @@ func (s *Server) askLegacy(ctx context.Context, ss *mcp.ServerSession, b *backen
 			return nil, err
 		}
 		if !b.PerSession() {
-			return nil, offer{}.refusal(b, "roots/list")
+			return nil, relay.Refusal(b, "roots/list")
 		}
 		return ss.ListRoots(ctx, p)
 	}

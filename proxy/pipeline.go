@@ -435,7 +435,7 @@ func (k *toolCall) upstreamParams() bool {
 	if meta, ok := fields["_meta"]; ok {
 		var release func()
 		var route string
-		if fields["_meta"], route, release, err = s.progress.mapToken(k.callCtx, k.ss, meta, b, k.fixed); err != nil {
+		if fields["_meta"], route, release, err = s.relay.MapToken(k.callCtx, k.ss, meta, b, k.fixed); err != nil {
 			return k.fail(&jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid _meta: %v", err)})
 		}
 		k.cleanups = append(k.cleanups, release)

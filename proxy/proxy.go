@@ -29,6 +29,7 @@ import (
 	"github.com/manifold-mcp/manifold/proxy/guard"
 	"github.com/manifold-mcp/manifold/proxy/observe"
 	"github.com/manifold-mcp/manifold/proxy/pin"
+	"github.com/manifold-mcp/manifold/proxy/relay"
 	"github.com/manifold-mcp/manifold/proxy/search/embedcache"
 	"github.com/manifold-mcp/manifold/upstream"
 	"github.com/manifold-mcp/manifold/upstream/supervise"
@@ -112,12 +113,8 @@ type ServerConfig struct {
 }
 
 // Unsolicited names the server->client requests a server may send outside
-// any call of its client (roots/list always may: servers ask for roots when
-// they start and when the client says its roots changed).
-type Unsolicited struct {
-	Sampling    bool
-	Elicitation bool
-}
+// any call of its client (relay.Unsolicited).
+type Unsolicited = relay.Unsolicited
 
 // Options configures a Server.
 type Options struct {
@@ -284,12 +281,9 @@ type Server struct {
 	clients      clientRegistry                 // the clients that listed or called, and their catalog modes
 	alwaysWarned sync.Map                       // CatalogOptions.Always names already logged as not visible
 
-	subs         subscriptions
 	listed       listedKinds
 	listens      listenCount
-	progress     progressRoutes
-	elicit       elicitations
-	logLevel     atomic.Pointer[string]
+	relay        *relay.Relay       // what upstreams send towards clients: requests, logs, progress (proxy/relay)
 	eras         *upstream.EraCache // each server's protocol era, across restarts and reloads
 	rules        atomic.Pointer[policy.Rules]
 	pins         atomic.Pointer[pin.Lock]        // approved definitions (pinned.go); stored with catMu held
@@ -378,6 +372,7 @@ func New(opts Options) (*Server, error) {
 		obsOpts.Metrics = s.newMetrics()
 	}
 	s.obs = observe.New(obsOpts)
+	s.relay = s.newRelay()
 	g, err := s.newGeneration(opts.Servers, nil)
 	if err != nil {
 		return nil, err

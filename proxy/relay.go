@@ -4,44 +4,105 @@ package proxy
 
 import (
 	"context"
-	"errors"
+	"encoding/json"
 	"fmt"
-	"sync"
+	"iter"
+	"log/slog"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/manifold-mcp/manifold/proxy/relay"
 )
 
-// This file relays server->client requests (sampling, elicitation, roots) from
-// upstreams to the downstream session they belong to, and roots/list_changed
-// from clients to upstreams.
-//
-// Under the protocol versions served here an upstream's request carries no
-// link to the downstream request that caused it, so a request is relayed only
-// where its client is certain. A process that serves exactly one client is
-// offered the capabilities that client declared: every upstream over stdio
-// (one client), and a session's own process (isolation = "session") over
-// HTTP. A shared process over HTTP serves every HTTP session: it is offered
-// sampling and elicitation, and a request it sends goes to the one caller
-// with requests in flight on it (soleCaller), on that call's stream, when
-// that caller declared the capability; while no caller or several have
-// requests in flight on it the request cannot be attributed and is refused
-// with an error that names isolation = "session", so that one client never
-// receives another's request. A request without a session (a 2026-07-28
-// call served on the lean path) counts as a caller of its own.
-// Roots are offered only with isolation = "session": roots widen what a
-// server such as server-filesystem lets its clients reach, so one client's
-// roots must never govern a process that another client uses, and the same
-// config grants the same folders over stdio and HTTP. A shared server uses
-// the folders of its config.
-//
-// Sampling and elicitation are relayed while the client has a call in flight
-// on that server; outside any call (unsolicited) only if the config allows it
-// (ServerConfig.AllowUnsolicited). Every refused request gets an error that
-// names what is missing.
+// What upstreams send towards clients (sampling, elicitation, roots, logs,
+// progress, resource updates of subscriptions) is relayed by proxy/relay;
+// this file gives it what it needs of the root (newRelay) and keeps what
+// the root itself reads of the clients' capabilities.
 
-// errNoClient is returned to an upstream whose request has nobody to go to.
-var errNoClient = errors.New("no client is connected to the proxy")
+// newRelay returns the relay of s.
+func (s *Server) newRelay() *relay.Relay {
+	return relay.New(relay.Options{
+		WaitForClient: s.opts.WaitForClient,
+		Sessions:      func() iter.Seq[*mcp.ServerSession] { return s.server.Sessions() },
+		Backends: func() iter.Seq[relay.Backend] {
+			return func(yield func(relay.Backend) bool) {
+				for _, b := range s.gen.Load().backends {
+					if !yield(b) {
+						return
+					}
+				}
+			}
+		},
+		ClientCaps:   s.relayCaps,
+		ClientModern: s.clientModern.Load,
+		Modern:       modernSession,
+		Parked:       askParkedInto,
+		Bridged: func(call context.Context) bool {
+			return parkedOf(call) != nil || call.Value(noInputKey{}) != nil
+		},
+		NeedCap: needCap,
+		Subscribable: func(ctx context.Context, req *mcp.SubscribeRequest) (string, string, string, error) {
+			c := s.catalog.Load()
+			server, original, uri, ok, err := c.resolveResource(req.Params.URI)
+			if err != nil {
+				return "", "", "", err
+			}
+			if !ok || !c.resourceAllowed(server, original, uri, requestIdentity(ctx, req).policy()).Visible {
+				return "", "", "", mcp.ResourceNotFoundError(req.Params.URI)
+			}
+			return server, original, uri, nil
+		},
+		Resolve: func(uri string) (string, string, string, bool, error) { return s.catalog.Load().resolveResource(uri) },
+		Owners:  func() func(string) (string, string, bool) { return s.catalog.Load().resourceOwner },
+		Upstream: func(ctx context.Context, server string) (*mcp.ClientSession, relay.Backend, error) {
+			cs, b, err := s.upFor(ctx, server)
+			if b == nil {
+				return cs, nil, err
+			}
+			return cs, b, err
+		},
+		WhenSessionEnds: s.whenSessionEnds,
+		Life:            s.life,
+		Log:             s.log,
+	})
+}
+
+// askParkedInto is askParked for the relay (relay.Options.Parked): the
+// client's answer is decoded into res.
+func askParkedInto(ctx context.Context, method, mode string, params, res any) (bool, error) {
+	raw, ok, err := askParked[json.RawMessage](ctx, method, mode, params)
+	if !ok || err != nil {
+		return ok, err
+	}
+	if err := json.Unmarshal(raw, res); err != nil {
+		return true, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(
+			"the client's answer to %s from %q could not be decoded: %v", method, parkedOf(ctx).server, err)}
+	}
+	return true, nil
+}
+
+// The relay reads a backend through relay.Backend: its supervision and
+// these.
+
+// Log is b's logger.
+func (b *backend) Log() *slog.Logger { return b.log }
+
+// CallTimeout bounds one request to b.
+func (b *backend) CallTimeout() time.Duration { return b.cfg.CallTimeout }
+
+// Unsolicited is what b may ask outside any call of its client.
+func (b *backend) Unsolicited() Unsolicited { return b.cfg.AllowUnsolicited }
+
+// What the root's bridge (mrtr.go, retryrelay.go) shares with the relay.
+var (
+	relayMethods        = relay.Methods
+	elicitMode          = relay.ElicitMode
+	noContext           = relay.NoContext
+	decodeProgressToken = relay.DecodeProgressToken
+	markProgressToken   = relay.MarkProgressToken
+)
 
 // relayCaps are the capabilities the downstream client declared, offered to
 // the shared upstream processes: set in stdio mode, where one client is
@@ -60,410 +121,11 @@ func (s *Server) setClientCaps(c *mcp.ClientCapabilities) {
 	s.clientCaps = c
 }
 
-// relayMethods are the server->client requests, with the capability each
-// needs.
-var relayMethods = map[string]string{
-	"sampling/createMessage": "sampling",
-	"elicitation/create":     "elicitation",
-	"roots/list":             "roots",
-}
-
-// offer says which client capabilities one upstream process is offered and,
-// for those it is not, why.
-type offer struct {
-	caps   *mcp.ClientCapabilities // what the process's client declared; nil: no client known
-	why    string                  // why nothing is offered when caps is nil
-	modern bool                    // the client speaks 2026-07-28: it declares capabilities per request
-}
-
-// sharedHTTPCaps are the capabilities a shared process over HTTP is
-// offered: what any of its callers may declare, checked against the one
-// that a request goes to (sessionFor). Sampling is offered without its
-// tools sub-capability, which the callers would all have to declare.
-func sharedHTTPCaps() *mcp.ClientCapabilities {
-	return &mcp.ClientCapabilities{
-		Sampling:    &mcp.SamplingCapabilities{},
-		Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}},
-	}
-}
-
-// offerFor returns what b's process is offered: fixed's declared
-// capabilities for a session's own process, the stdio client's for a shared
-// process in stdio mode, sampling and elicitation for a shared process over
-// HTTP (sharedHTTPCaps), and nothing for the shared process of a server
-// whose calls run in processes or connections of their own (isolation =
-// "session", credentials = "identity"): its calls in flight are not its own.
-func (s *Server) offerFor(b *backend, fixed *mcp.ServerSession) offer {
-	if fixed != nil {
-		var caps *mcp.ClientCapabilities
-		if ip := fixed.InitializeParams(); ip != nil {
-			caps = ip.Capabilities
-		}
-		if caps == nil {
-			caps = &mcp.ClientCapabilities{}
-		}
-		return offer{caps: caps, modern: modernSession(fixed)}
-	}
-	if !s.opts.WaitForClient {
-		if b.PerSession() || b.PerIdentity() {
-			return offer{why: fmt.Sprintf("this process of %q serves no client's call (its calls run in processes or connections of their own), so a request from it cannot be attributed to one of them", b.name)}
-		}
-		return offer{caps: sharedHTTPCaps()}
-	}
-	caps := s.relayCaps()
-	if caps == nil {
-		caps = &mcp.ClientCapabilities{}
-	}
-	return offer{caps: caps, modern: s.clientModern.Load()}
-}
-
-// refusal is the error for a server->client request that b's process was not
-// offered the capability for.
-func (o offer) refusal(b *backend, method string) error {
-	capName := relayMethods[method]
-	why := o.why
-	switch {
-	case why != "":
-	case capName == "roots" && !b.PerSession():
-		why = fmt.Sprintf("roots are relayed only to a server with isolation = \"session\", whose process serves one client; %q is shared, so it uses the folders of its config", b.name)
-	case o.modern:
-		why = fmt.Sprintf("the client did not declare the %s capability (in the _meta clientCapabilities of the request that set this process up)", capName)
-	default:
-		why = fmt.Sprintf("the client did not declare the %s capability in initialize", capName)
-	}
-	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf(
-		"%s from %q refused: the proxy did not offer the %s capability to this server: %s", method, b.name, capName, why)}
-}
-
-// relayOptions adds to opts the handlers (and so the capabilities) for the
-// server->client requests b's process is offered (see offerFor), and returns
-// the receiving middleware that answers roots/list and refuses, naming the
-// missing capability, the requests that were not offered.
-func (s *Server) relayOptions(opts *mcp.ClientOptions, b *backend, fixed *mcp.ServerSession) []mcp.Middleware {
-	o := s.offerFor(b, fixed)
-	caps := &mcp.ClientCapabilities{}
-	opts.Capabilities = caps
-	dc := o.caps
-	if dc == nil {
-		dc = &mcp.ClientCapabilities{}
-	}
-	offered := map[string]bool{}
-	if dc.Sampling != nil {
-		offered["sampling/createMessage"] = true
-		// includeContext is reduced to "none" (one server never sees another's
-		// context), so the context sub-capability is not offered.
-		caps.Sampling = &mcp.SamplingCapabilities{}
-		if dc.Sampling.Tools != nil {
-			caps.Sampling.Tools = &mcp.SamplingToolsCapabilities{}
-			opts.CreateMessageWithToolsHandler = func(ctx context.Context, r *mcp.CreateMessageWithToolsRequest) (*mcp.CreateMessageWithToolsResult, error) {
-				ss, ctx, done, err := s.sessionFor(ctx, b, fixed, "sampling/createMessage", "")
-				if err != nil {
-					return nil, err
-				}
-				defer done()
-				p := *r.Params
-				p.IncludeContext = noContext(p.IncludeContext)
-				if res, parked, err := askParked[*mcp.CreateMessageWithToolsResult](ctx, "sampling/createMessage", "", &p); parked {
-					return res, err
-				}
-				return ss.CreateMessageWithTools(ctx, &p)
-			}
-		} else {
-			opts.CreateMessageHandler = func(ctx context.Context, r *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-				ss, ctx, done, err := s.sessionFor(ctx, b, fixed, "sampling/createMessage", "")
-				if err != nil {
-					return nil, err
-				}
-				defer done()
-				p := *r.Params
-				p.IncludeContext = noContext(p.IncludeContext)
-				if res, parked, err := askParked[*mcp.CreateMessageResult](ctx, "sampling/createMessage", "", &p); parked {
-					return res, err
-				}
-				return ss.CreateMessage(ctx, &p)
-			}
-		}
-	}
-	var mws []mcp.Middleware
-	if dc.Elicitation != nil {
-		offered["elicitation/create"] = true
-		e := *dc.Elicitation
-		caps.Elicitation = &e
-		// The handler declares the capability; requests are answered by the
-		// middleware below, before the SDK client's own schema validation,
-		// which rejects valid enum schemas (SEP-1330). The client the request
-		// is relayed to validates what it shows, as it would directly.
-		opts.ElicitationHandler = func(ctx context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			return s.relayElicit(ctx, b, fixed, r.Params)
-		}
-		opts.ElicitationCompleteHandler = func(ctx context.Context, r *mcp.ElicitationCompleteNotificationRequest) {
-			if r.Params == nil {
-				return
-			}
-			if ss := s.elicit.take(r.Params.ElicitationID, b); ss != nil {
-				_ = ss.NotifyElicitationComplete(ctx, r.Params)
-			}
-		}
-		mws = append(mws, func(next mcp.MethodHandler) mcp.MethodHandler {
-			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-				if r, ok := req.(*mcp.ElicitRequest); ok && method == "elicitation/create" {
-					return s.relayElicit(ctx, b, fixed, r.Params)
-				}
-				return next(ctx, method, req)
-			}
-		})
-	}
-	if dc.RootsV2 != nil && b.PerSession() {
-		offered["roots/list"] = true
-		caps.RootsV2 = &mcp.RootCapabilities{ListChanged: true}
-		mws = append(mws, func(next mcp.MethodHandler) mcp.MethodHandler {
-			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-				if method != "roots/list" {
-					return next(ctx, method, req)
-				}
-				ss, ctx, done, err := s.sessionFor(ctx, b, fixed, "roots/list", "")
-				if err != nil {
-					return nil, err
-				}
-				defer done()
-				if res, parked, err := askParked[*mcp.ListRootsResult](ctx, "roots/list", "", &mcp.ListRootsParams{}); parked {
-					return res, err
-				}
-				return ss.ListRoots(ctx, nil)
-			}
-		})
-	}
-	// What was not offered is refused, with the reason (the middlewares above
-	// pass on every method they were not offered).
-	mws = append(mws, func(next mcp.MethodHandler) mcp.MethodHandler {
-		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			if _, relay := relayMethods[method]; relay && !offered[method] {
-				return nil, o.refusal(b, method)
-			}
-			return next(ctx, method, req)
-		}
-	})
-	return mws
-}
-
-// relayElicit relays an upstream's elicitation/create to its client, with the
-// message naming the server that asks.
-func (s *Server) relayElicit(ctx context.Context, b *backend, fixed *mcp.ServerSession, params *mcp.ElicitParams) (*mcp.ElicitResult, error) {
-	if params == nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "elicitation/create needs params"}
-	}
-	ss, ctx, done, err := s.sessionFor(ctx, b, fixed, "elicitation/create", elicitMode(params))
-	if err != nil {
-		return nil, err
-	}
-	defer done()
-	p := *params
-	// The client can only name "the proxy"; the user must see which server
-	// asks.
-	p.Message = fmt.Sprintf("[%s] %s", b.name, p.Message)
-	if res, parked, err := askParked[*mcp.ElicitResult](ctx, "elicitation/create", elicitMode(&p), &p); parked {
-		return res, err
-	}
-	if p.ElicitationID != "" {
-		s.elicit.remember(p.ElicitationID, b, ss)
-	}
-	return ss.Elicit(ctx, &p)
-}
-
-// elicitMode returns an elicitation's mode: "url" with a URL, else "form".
-func elicitMode(p *mcp.ElicitParams) string {
-	if p.Mode == "url" || p.Mode == "" && p.URL != "" {
-		return "url"
-	}
-	return "form"
-}
-
-// noContext reduces an includeContext other than none to none: through the
-// proxy, "thisServer" would mean every server, and one server must never see
-// another's context.
-func noContext(ic string) string {
-	if ic == "" {
-		return ""
-	}
-	return "none"
-}
-
-// sessionFor picks the downstream session an upstream's request goes to: the
-// one client of b's process (fixed, or the stdio client), or for a shared
-// process over HTTP the one caller with requests in flight on it
-// (callerFor). It also returns the context to relay the request with: one
-// that carries the incoming request of that session's call in flight on b
-// (so that over streamable HTTP the request goes out on the call's response
-// stream, which the client is reading, and not on the standalone GET stream,
-// which it may not have opened) and that is cancelled with ctx, the
-// upstream's request; done releases it. A sampling or elicitation request
-// while the session has no call in flight on b is refused unless b's config
-// allows it (not over HTTP for a shared process: see callerFor). mode is an
-// elicitation's mode (elicitMode).
-func (s *Server) sessionFor(ctx context.Context, b *backend, fixed *mcp.ServerSession, method, mode string) (*mcp.ServerSession, context.Context, func(), error) {
-	if fixed == nil && !s.opts.WaitForClient {
-		return s.callerFor(ctx, b, method, mode)
-	}
-	ss := fixed
-	if ss == nil {
-		var err error
-		if ss, err = s.soleSession(b, method); err != nil {
-			return nil, nil, nil, err
-		}
-	}
-	call := b.CallOf(ss)
-	if call == nil && !b.cfg.AllowUnsolicited.allows(method) {
-		kind := relayMethods[method]
-		return nil, nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf(
-			"%s from %q refused: it came outside any call of the client, and unsolicited requests are not relayed; to allow them set allow_unsolicited = [%q] for this server in the proxy config",
-			method, b.name, kind)}
-	}
-	rctx, done := relayContext(ctx, call)
-	return ss, rctx, done, nil
-}
-
-// callerFor picks the caller a shared process over HTTP asks: the one
-// caller with requests in flight on b (soleCaller), if there is exactly one
-// and it declared what method needs (needCap; a 2026-07-28 client's call is
-// checked by its bridge, askParked). With none or several the request
-// cannot be attributed to a client, and the error says so and names the
-// fix, isolation = "session": a process of each client's own. An
-// unsolicited request (allow_unsolicited) has nobody to go to here either.
-func (s *Server) callerFor(ctx context.Context, b *backend, method, mode string) (*mcp.ServerSession, context.Context, func(), error) {
-	n, ss, call := b.SoleCaller()
-	var why string
-	switch {
-	case n > 1:
-		why = "several clients have requests in flight on it"
-	case n == 0, call == nil: // none, or its requests have ended
-		why = "no client has a request in flight on it"
-	}
-	if why != "" {
-		return nil, nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf(
-			"%s from %q refused: %q is shared by every HTTP client session and %s, so the request cannot be attributed to one client; set isolation = \"session\" for it in the proxy config to relay requests to the client whose call asks",
-			method, b.name, b.name, why)}
-	}
-	if parkedOf(call) == nil && call.Value(noInputKey{}) == nil {
-		// An initialize-era session's call, or a call without a session
-		// (which declared nothing it could be asked with).
-		caps := &mcp.ClientCapabilities{}
-		if ss != nil {
-			if ip := ss.InitializeParams(); ip != nil && ip.Capabilities != nil {
-				caps = ip.Capabilities
-			}
-		}
-		if err := needCap(method, b.name, mode, caps); err != nil {
-			return nil, nil, nil, err
-		}
-		if ss == nil { // needCap refuses it: declared nothing
-			return nil, nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("%s from %q refused: the client's call cannot be asked anything", method, b.name)}
-		}
-	}
-	rctx, done := relayContext(ctx, call)
-	return ss, rctx, done, nil
-}
-
 // sharedAsks reports whether a client that declared caps may be asked
 // something by a shared server over HTTP during its call: sampling or
-// elicitation (sharedHTTPCaps; roots are never offered to it).
+// elicitation (relay.go sharedHTTPCaps; roots are never offered to it).
 func sharedAsks(caps *mcp.ClientCapabilities) bool {
 	return caps != nil && (caps.Sampling != nil || caps.Elicitation != nil)
-}
-
-// allows reports whether method may be relayed outside any call.
-func (u Unsolicited) allows(method string) bool {
-	switch method {
-	case "sampling/createMessage":
-		return u.Sampling
-	case "elicitation/create":
-		return u.Elicitation
-	}
-	return true
-}
-
-// soleSession returns the one initialized downstream session (stdio mode).
-func (s *Server) soleSession(b *backend, method string) (*mcp.ServerSession, error) {
-	var all []*mcp.ServerSession
-	for ss := range s.server.Sessions() {
-		if ss.InitializeParams() != nil {
-			all = append(all, ss)
-		}
-	}
-	switch len(all) {
-	case 0:
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("%s from %q: %v", method, b.name, errNoClient)}
-	case 1:
-		return all[0], nil
-	}
-	return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf(
-		"%s from %q cannot be attributed to one client: %d clients are connected; set isolation = \"session\" for it in the proxy config",
-		method, b.name, len(all))}
-}
-
-// relayContext returns a context with the values of call (the downstream
-// call a relayed message belongs to; nil if none) and the cancellation of
-// upstream (the upstream's request, or the life of its connection). The call
-// itself may end first without cancelling what was relayed on its behalf.
-func relayContext(upstream, call context.Context) (context.Context, func()) {
-	if call == nil {
-		return upstream, func() {}
-	}
-	ctx, cancel := context.WithCancel(context.WithoutCancel(call))
-	stop := context.AfterFunc(upstream, cancel)
-	return ctx, func() { stop(); cancel() }
-}
-
-// rootsChanged tells the upstream processes that were offered the roots of
-// the session whose roots changed (see relayOptions); they ask again with
-// roots/list, which is relayed to that session.
-func (s *Server) rootsChanged(ctx context.Context, req *mcp.RootsListChangedRequest) {
-	ss := req.Session
-	for _, b := range s.gen.Load().backends {
-		if !b.PerSession() {
-			continue
-		}
-		if s.opts.WaitForClient { // stdio: the shared process is the client's own
-			if st, up, _ := b.Snapshot(); st == stateUp && up != nil {
-				up.NotifyRootsChanged()
-			}
-			continue
-		}
-		if up := b.SessionProc(ss); up != nil {
-			up.NotifyRootsChanged()
-		}
-	}
-}
-
-// elicitations maps URL-mode elicitation ids to the session that was asked, so
-// that notifications/elicitation/complete reaches only that session.
-type elicitations struct {
-	mu   sync.Mutex
-	byID map[string]elicitRoute // guarded by mu
-}
-
-type elicitRoute struct {
-	b  *backend
-	ss *mcp.ServerSession
-}
-
-func (e *elicitations) remember(id string, b *backend, ss *mcp.ServerSession) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.byID == nil {
-		e.byID = make(map[string]elicitRoute)
-	}
-	e.byID[b.name+"\x00"+id] = elicitRoute{b, ss}
-}
-
-func (e *elicitations) take(id string, b *backend) *mcp.ServerSession {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	r, ok := e.byID[b.name+"\x00"+id]
-	if !ok {
-		return nil
-	}
-	delete(e.byID, b.name+"\x00"+id)
-	return r.ss
 }
 
 // capNames lists the client capabilities of c that change what a server may

@@ -162,7 +162,7 @@ func (s *Server) serveRetry(ctx context.Context, msg []byte, notify func([]byte)
 	// The call's progress goes back to the replica that forwarded the
 	// retry, which sends it with the retry's own token.
 	rebind := func(route string) {
-		s.progress.rebindRemote(route, func(p *mcp.ProgressNotificationParams) {
+		s.relay.RebindRemote(route, func(p *mcp.ProgressNotificationParams) {
 			if raw, err := json.Marshal(p); err == nil {
 				notify(raw)
 			}

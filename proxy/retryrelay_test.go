@@ -33,6 +33,7 @@ func nowhere([]byte) {}
 // parked call is resumed.
 func TestServeRetryRefuses(t *testing.T) {
 	s := &Server{opts: Options{Retries: namedRelay("aaaa"), StateKey: []byte(strings.Repeat("k", 32))}}
+	s.relay = s.newRelay() // the forwarded retry's progress is rebound on it
 	sealer, err := s.sealer()
 	if err != nil {
 		t.Fatal(err)

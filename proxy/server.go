@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"maps"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/manifold-mcp/manifold/policy"
@@ -72,9 +71,9 @@ func (s *Server) newMCPServer() *mcp.Server {
 		SupportedProtocolVersions: downstreamVersions,
 		SetCacheable:              s.setCacheable,
 		CompletionHandler:         s.handleComplete,
-		RootsListChangedHandler:   s.rootsChanged, //lint:ignore SA1019 roots are part of the protocol versions the proxy serves
-		SubscribeHandler:          s.handleSubscribe,
-		UnsubscribeHandler:        s.handleUnsubscribe,
+		RootsListChangedHandler:   s.relay.RootsChanged, //lint:ignore SA1019 roots are part of the protocol versions the proxy serves
+		SubscribeHandler:          s.relay.Subscribe,
+		UnsubscribeHandler:        s.relay.Unsubscribe,
 	})
 	srv.AddReceivingMiddleware(s.identityMiddleware, s.routingMiddleware)
 	srv.AddSendingMiddleware(s.listChangedMiddleware)
@@ -232,7 +231,7 @@ func (s *Server) route(ctx context.Context, next mcp.MethodHandler, method strin
 			return s.readResource(ctx, r.Session, r.Params)
 		}
 	case "logging/setLevel":
-		s.setUpstreamLogLevel(ctx, req)
+		s.relay.SetLogLevel(ctx, req)
 	case "subscriptions/listen":
 		return s.serveListen(ctx, next, method, req)
 	}
@@ -616,143 +615,6 @@ func (s *Server) handleComplete(ctx context.Context, req *mcp.CompleteRequest) (
 		return nil, rpcError(server, err)
 	}
 	return res, nil
-}
-
-// subscriptions tracks which downstream sessions subscribed to which
-// resources, so that each upstream is subscribed once per URI, unsubscribed
-// when the last session leaves (by unsubscribing or by ending), and
-// subscribed again after it restarts.
-type subscriptions struct {
-	mu      sync.Mutex
-	by      map[string]map[*mcp.ServerSession]bool // outward URI -> sessions; guarded by mu
-	watched map[*mcp.ServerSession]bool            // sessions whose end is watched; guarded by mu
-}
-
-func (s *Server) handleSubscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
-	c := s.catalog.Load()
-	server, original, uri, ok, err := c.resolveResource(req.Params.URI)
-	if err != nil {
-		return err
-	}
-	if !ok || !c.resourceAllowed(server, original, uri, requestIdentity(ctx, req).policy()).Visible {
-		return mcp.ResourceNotFoundError(req.Params.URI)
-	}
-	// The SDK records the subscription under the URI in the request once
-	// this returns; resources/updated is sent with the canonical one.
-	req.Params.URI = uri
-	cs, b, err := s.upFor(ctx, server)
-	if err != nil {
-		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
-	}
-	if caps := b.Capabilities(); caps == nil || caps.Resources == nil || !caps.Resources.Subscribe {
-		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("server %q does not support resource subscriptions", server)}
-	}
-	s.subs.mu.Lock()
-	defer s.subs.mu.Unlock()
-	if s.subs.by == nil {
-		s.subs.by = make(map[string]map[*mcp.ServerSession]bool)
-		s.subs.watched = make(map[*mcp.ServerSession]bool)
-	}
-	if len(s.subs.by[uri]) == 0 {
-		ctx, cancel := context.WithTimeout(ctx, b.cfg.CallTimeout)
-		defer cancel()
-		if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: original}); err != nil {
-			return rpcError(server, err)
-		}
-		s.subs.by[uri] = make(map[*mcp.ServerSession]bool)
-	}
-	s.subs.by[uri][req.Session] = true
-	if ss := req.Session; ss != nil && !s.subs.watched[ss] {
-		s.subs.watched[ss] = true
-		s.whenSessionEnds(ss, func() { s.dropSubscriber(ss) })
-	}
-	return nil
-}
-
-func (s *Server) handleUnsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) error {
-	_, _, uri, ok, err := s.catalog.Load().resolveResource(req.Params.URI)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return mcp.ResourceNotFoundError(req.Params.URI)
-	}
-	req.Params.URI = uri // as handleSubscribe recorded it
-	s.subs.mu.Lock()
-	subs := s.subs.by[uri]
-	delete(subs, req.Session)
-	last := subs != nil && len(subs) == 0
-	if last {
-		delete(s.subs.by, uri)
-	}
-	s.subs.mu.Unlock()
-	if last {
-		return s.unsubscribeUpstream(ctx, uri)
-	}
-	return nil
-}
-
-// unsubscribeUpstream ends the upstream subscription of an outward URI.
-func (s *Server) unsubscribeUpstream(ctx context.Context, uri string) error {
-	server, original, ok := s.catalog.Load().resourceOwner(uri)
-	if !ok {
-		return nil
-	}
-	cs, b, err := s.upFor(ctx, server)
-	if err != nil {
-		return nil // not running: nothing to unsubscribe from
-	}
-	ctx, cancel := context.WithTimeout(ctx, b.cfg.CallTimeout)
-	defer cancel()
-	if err := cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: original}); err != nil {
-		return rpcError(server, err)
-	}
-	return nil
-}
-
-// dropSubscriber forgets the subscriptions of a session that ended, and
-// unsubscribes upstreams from URIs nobody watches any more.
-func (s *Server) dropSubscriber(ss *mcp.ServerSession) {
-	s.subs.mu.Lock()
-	delete(s.subs.watched, ss)
-	var gone []string
-	for uri, subs := range s.subs.by {
-		if subs[ss] {
-			delete(subs, ss)
-			if len(subs) == 0 {
-				delete(s.subs.by, uri)
-				gone = append(gone, uri)
-			}
-		}
-	}
-	s.subs.mu.Unlock()
-	for _, uri := range gone {
-		if err := s.unsubscribeUpstream(s.life, uri); err != nil {
-			s.log.Warn("unsubscribing after a client left", "uri", uri, "err", err)
-		}
-	}
-}
-
-// resubscribe subscribes a server that just (re)started to the URIs its
-// clients still watch.
-func (s *Server) resubscribe(ctx context.Context, b *backend, cs *mcp.ClientSession) {
-	c := s.catalog.Load()
-	s.subs.mu.Lock()
-	var uris []string
-	for uri, subs := range s.subs.by {
-		if server, _, ok := c.resourceOwner(uri); ok && server == b.name && len(subs) > 0 {
-			uris = append(uris, uri)
-		}
-	}
-	s.subs.mu.Unlock()
-	for _, uri := range uris {
-		_, original, _ := c.resourceOwner(uri)
-		cctx, cancel := context.WithTimeout(ctx, b.cfg.CallTimeout)
-		if err := cs.Subscribe(cctx, &mcp.SubscribeParams{URI: original}); err != nil {
-			b.log.Warn("subscribing again after a restart", "uri", uri, "err", err)
-		}
-		cancel()
-	}
 }
 
 // resourceUpdated relays an upstream's resources/updated to the downstream

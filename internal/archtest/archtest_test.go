@@ -60,6 +60,13 @@ var lower = []string{
 	"internal/redact", "internal/jsonscan",
 }
 
+// withUpstream is lower with one connection to a server (upstream, and
+// upstream/supervise that keeps it alive) and the leaves upstream brings:
+// what a room that reads backends may reach.
+var withUpstream = append([]string{
+	"upstream", "internal/reaper", "internal/pagetrim", "internal/spawn", "internal/tokenstore",
+}, lower...)
+
 // rules is ARCHITECTURE §1 as data.
 var rules = []rule{
 	{dir: "policy", stdlibOnly: true},
@@ -107,6 +114,11 @@ var rules = []rule{
 	// proxy/confirm has a person approve one call: digest, store,
 	// elicitation, pages; a room, given the parked call's hooks by the root.
 	{dir: "proxy/confirm", within: lower, forbidden: []string{toml, goPlugin, goJOSE, goRedis}},
+	// proxy/relay carries what upstreams send towards clients (sampling,
+	// elicitation, roots, logs, progress); a room, given the sessions, the
+	// servers and the client's capabilities by the root, and reading a
+	// backend through upstream/supervise.
+	{dir: "proxy/relay", within: withUpstream, forbidden: []string{toml, goPlugin, goJOSE, goRedis}},
 	// upstream/supervise keeps one backend alive (start, restart, health,
 	// lazy and idle, the cached catalog) and reports to the proxy through
 	// the hooks the proxy sets: it knows one connection (upstream), not the

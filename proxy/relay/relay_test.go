@@ -1,4 +1,4 @@
-package proxy
+package relay
 
 import (
 	"strings"
@@ -9,7 +9,7 @@ import (
 // declare says where the client declares it, in its era: initialize, or a
 // 2026-07-28 request's _meta.
 func TestOfferRefusalSaysWhere(t *testing.T) {
-	b := &backend{name: "alpha"}
+	b := fakeBackend{name: "alpha"}
 	for _, tc := range []struct {
 		o    offer
 		want string
@@ -27,3 +27,11 @@ func TestOfferRefusalSaysWhere(t *testing.T) {
 		}
 	}
 }
+
+// fakeBackend is a Backend with a name, for what reads only the name.
+type fakeBackend struct {
+	Backend
+	name string
+}
+
+func (b fakeBackend) Name() string { return b.name }
