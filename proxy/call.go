@@ -27,6 +27,7 @@ import (
 	"github.com/manifold-mcp/manifold/proxy/internal/wire"
 	"github.com/manifold-mcp/manifold/proxy/naming"
 	"github.com/manifold-mcp/manifold/proxy/observe"
+	"github.com/manifold-mcp/manifold/proxy/session"
 	"github.com/manifold-mcp/manifold/upstream"
 )
 
@@ -166,9 +167,9 @@ func (s *Server) routeCall(ctx context.Context, ss *mcp.ServerSession, name stri
 	start := time.Now()
 	rec := observe.Record{Method: "tools/call", Exposed: name, Decision: "denied", Outcome: "unknown tool"}
 	rec.Via, _ = ctx.Value(innerCallKey{}).(string)
-	id := identityFrom(ctx)
-	who := id.policy()
-	rec.Identity = id.subject
+	id := session.IdentityFrom(ctx)
+	who := id.Policy()
+	rec.Identity = id.Subject
 	// A client that calls before (or without) listing is a client too: its
 	// mode is decided here as a list would decide it, and status shows it.
 	rec.Catalog = s.sessionMode(ctx, ss, nil, s.catalog.Load(), true)
@@ -266,7 +267,7 @@ func (s *Server) routeCall(ctx context.Context, ss *mcp.ServerSession, name stri
 		} else if _, retry := fields["requestState"]; retry && s.resumeCall(ctx, ss, re, name, e.Server, fields, finish) {
 			return
 		}
-		if outcome, text := s.guard.Refuse(ctx, name, d, fields["arguments"], id.key, time.Now()); outcome != "" {
+		if outcome, text := s.guard.Refuse(ctx, name, d, fields["arguments"], id.Key, time.Now()); outcome != "" {
 			rec.Outcome = outcome
 			done(toolError("%s", text), nil)
 			return
@@ -301,7 +302,7 @@ func (s *Server) routeCall(ctx context.Context, ss *mcp.ServerSession, name stri
 		} else if iso != nil {
 			up, fixed = iso, ss
 		}
-		if outcome, text := s.guard.RefuseRate(ctx, name, d.Limits, id.key); outcome != "" {
+		if outcome, text := s.guard.RefuseRate(ctx, name, d.Limits, id.Key); outcome != "" {
 			rec.Outcome = outcome
 			done(toolError("%s", text), nil)
 			return
@@ -474,7 +475,7 @@ func (s *Server) routeCall(ctx context.Context, ss *mcp.ServerSession, name stri
 			raw = s.guard.Mask(raw)
 			settled.Store(true)
 			if len(d.Limits.Budgets) > 0 {
-				rec.Spend = spendLines(s.guard.CountSpend(context.WithoutCancel(cctx), b.log, name, d, raw, id.key, time.Now()))
+				rec.Spend = spendLines(s.guard.CountSpend(context.WithoutCancel(cctx), b.log, name, d, raw, id.Key, time.Now()))
 			}
 			if naming.MayContainURIs(raw) {
 				raw = c.filterResultResources(b.name, raw, who)
@@ -557,7 +558,7 @@ func (s *Server) handleCallTool(ctx context.Context, req *mcp.CallToolRequest) (
 func (s *Server) callToolRequest(ctx context.Context, req *mcp.CallToolRequest) (json.RawMessage, error) {
 	if req.Session != nil && req.Session.ID() != "" {
 		var done func()
-		ctx, done = s.sessionCalls.track(ctx, req.Session.ID())
+		ctx, done = s.sessionCalls.Track(ctx, req.Session.ID())
 		defer done()
 	}
 	fields := make(map[string]json.RawMessage, 5)
@@ -774,56 +775,5 @@ func (p *progressRoutes) forward(b *backend, fixed *mcp.ServerSession, params *m
 		rt.remote(&fwd)
 	case rt.ss != nil:
 		_ = rt.ss.NotifyProgress(rt.ctx, &fwd)
-	}
-}
-
-// sessionCalls tracks the calls in flight per HTTP session, so that a client
-// that ends its session (DELETE) cancels them upstream at once; the SDK waits
-// for in-flight handlers before it closes a session.
-type sessionCalls struct {
-	mu    sync.Mutex
-	calls map[string]map[*context.CancelFunc]struct{} // session id -> cancels; guarded by mu
-}
-
-// track returns a context of ctx that a DELETE of session id cancels, and
-// the func that ends it (and its tracking) once its call is over.
-func (sc *sessionCalls) track(ctx context.Context, id string) (context.Context, func()) {
-	ctx, cancel := context.WithCancel(ctx)
-	untrack := sc.add(id, cancel)
-	return ctx, func() {
-		untrack()
-		cancel()
-	}
-}
-
-// add has a DELETE of session id call cancel, until the func it returns
-// is called.
-func (sc *sessionCalls) add(id string, cancel context.CancelFunc) func() {
-	key := &cancel
-	sc.mu.Lock()
-	if sc.calls == nil {
-		sc.calls = make(map[string]map[*context.CancelFunc]struct{})
-	}
-	if sc.calls[id] == nil {
-		sc.calls[id] = make(map[*context.CancelFunc]struct{})
-	}
-	sc.calls[id][key] = struct{}{}
-	sc.mu.Unlock()
-	return func() {
-		sc.mu.Lock()
-		delete(sc.calls[id], key)
-		if len(sc.calls[id]) == 0 {
-			delete(sc.calls, id)
-		}
-		sc.mu.Unlock()
-	}
-}
-
-// cancel cancels every call in flight of session id.
-func (sc *sessionCalls) cancel(id string) {
-	sc.mu.Lock()
-	defer sc.mu.Unlock()
-	for c := range sc.calls[id] {
-		(*c)()
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/manifold-mcp/manifold/internal/jsonscan"
 	"github.com/manifold-mcp/manifold/proxy/era"
 	"github.com/manifold-mcp/manifold/proxy/internal/wire"
+	"github.com/manifold-mcp/manifold/proxy/session"
 )
 
 // This file bridges the protocol eras for tools/call (README "Bridges: what
@@ -183,8 +184,8 @@ func (s *Server) principal(ctx context.Context, ss *mcp.ServerSession, e reqEra)
 	case s.opts.WaitForClient:
 		return "stdio"
 	}
-	if id := identityFrom(ctx); id.user != "" {
-		return "user:" + strconv.Quote(id.user) + " " + e.client
+	if id := session.IdentityFrom(ctx); id.User != "" {
+		return "user:" + strconv.Quote(id.User) + " " + e.client
 	}
 	return "anonymous:" + e.client
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/manifold-mcp/manifold/proxy/observe"
 	"github.com/manifold-mcp/manifold/proxy/pin"
 	"github.com/manifold-mcp/manifold/proxy/search/embedcache"
+	"github.com/manifold-mcp/manifold/proxy/session"
 	"github.com/manifold-mcp/manifold/upstream"
 	"github.com/manifold-mcp/manifold/upstream/supervise"
 )
@@ -297,7 +298,7 @@ type Server struct {
 	pinCache     map[*backend]*pinCache          // guarded by catMu; each server's fingerprinted definitions (pinned.go)
 	heldInstr    atomic.Pointer[map[string]bool] // servers whose instructions are held for review
 	pinLogged    sync.Map                        // reviews already logged
-	sessionCalls sessionCalls
+	sessionCalls session.Calls
 	bridge       bridges                     // sealed states and parked calls (mrtr.go)
 	approver     *confirm.Approver           // a person's approval of calls, approve-call, URL-mode pages (proxy/confirm)
 	answerTo     atomic.Pointer[mcpEndpoint] // receives the answers other replicas relay (answerrelay.go)
@@ -316,7 +317,7 @@ type Server struct {
 	inflight   atomic.Int64  // HTTP requests to /mcp being served, GET streams left out
 	ready      chan struct{} // closed when every upstream's initial start has finished
 	listable   chan struct{} // closed when every upstream's catalog is known (cached or live) or its initial start has finished
-	listWaits  listDeadlines // when each session's wait for listable ends (waitListable)
+	listWaits  session.Waits // when each session's wait for listable ends (waitListable)
 	called     chan struct{} // closed at the first tools/call (Called)
 	calledOnce sync.Once
 	startOnce  sync.Once
@@ -483,11 +484,11 @@ func (s *Server) waitListable(ctx context.Context, ss *mcp.ServerSession, client
 		return
 	default:
 	}
-	d := s.firstListWait(client)
+	d := session.FirstListWait(client, s.opts.FirstListWait)
 	if ss != nil {
 		var first bool
-		if d, first = s.listWaits.left(ss, d, time.Now()); first {
-			s.whenSessionEnds(ss, func() { s.listWaits.forget(ss) })
+		if d, first = s.listWaits.Left(ss, d, time.Now()); first {
+			s.whenSessionEnds(ss, func() { s.listWaits.Forget(ss) })
 		}
 		if d <= 0 {
 			return

@@ -16,6 +16,7 @@ import (
 	"github.com/manifold-mcp/manifold/proxy/era"
 	"github.com/manifold-mcp/manifold/proxy/naming"
 	"github.com/manifold-mcp/manifold/proxy/observe"
+	"github.com/manifold-mcp/manifold/proxy/session"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -355,7 +356,7 @@ func rpcError(server string, err error) error {
 
 func (s *Server) readResource(ctx context.Context, ss *mcp.ServerSession, p *mcp.ReadResourceParams) (res *mcp.ReadResourceResult, err error) {
 	start := time.Now()
-	rec := observe.Record{Method: "resources/read", Exposed: p.URI, Decision: "denied", Outcome: "not found", Identity: identityFrom(ctx).subject}
+	rec := observe.Record{Method: "resources/read", Exposed: p.URI, Decision: "denied", Outcome: "not found", Identity: session.IdentityFrom(ctx).Subject}
 	if s.obs.Records() {
 		defer func() {
 			if err != nil && rec.Outcome == "" {
@@ -383,7 +384,7 @@ func (s *Server) readResource(ctx context.Context, ss *mcp.ServerSession, p *mcp
 	if !ok {
 		return nil, mcp.ResourceNotFoundError(p.URI)
 	}
-	who := identityFrom(ctx).policy()
+	who := session.IdentityFrom(ctx).Policy()
 	d := c.resourceAllowed(server, original, uri, who)
 	rec.Exposed, rec.Server, rec.Original = uri, server, original
 	if rec.Decision, rec.Rule = observe.DecisionWords(d); !d.Visible {
@@ -462,9 +463,9 @@ const codeRateLimited = -32000
 
 func (s *Server) handleGetPrompt(ctx context.Context, req *mcp.GetPromptRequest) (res *mcp.GetPromptResult, err error) {
 	start := time.Now()
-	id := requestIdentity(ctx, req)
-	who := id.policy()
-	rec := observe.Record{Method: "prompts/get", Exposed: req.Params.Name, Decision: "allowed", Identity: id.subject}
+	id := session.RequestIdentity(ctx, req)
+	who := id.Policy()
+	rec := observe.Record{Method: "prompts/get", Exposed: req.Params.Name, Decision: "allowed", Identity: id.Subject}
 	if s.obs.Records() {
 		defer func() {
 			if err != nil {
@@ -493,7 +494,7 @@ func (s *Server) handleGetPrompt(ctx context.Context, req *mcp.GetPromptRequest)
 	rec.Decision, rec.Rule = observe.DecisionWords(d)
 	if r := d.Limits.Rate; !r.IsZero() {
 		// Buckets are per exposed item; a prompt's never shares a tool's.
-		wait, err := s.guard.TakeRate(ctx, "prompt\x00"+req.Params.Name, d.Limits, id.key)
+		wait, err := s.guard.TakeRate(ctx, "prompt\x00"+req.Params.Name, d.Limits, id.Key)
 		if err != nil {
 			rec.Outcome = "rate limit unchecked"
 			return nil, &jsonrpc.Error{Code: codeRateLimited, Message: fmt.Sprintf(
@@ -580,7 +581,7 @@ func (s *Server) handleComplete(ctx context.Context, req *mcp.CompleteRequest) (
 	var server string
 	switch ref.Type {
 	case "ref/prompt":
-		e, _, ok := c.visiblePrompt(ref.Name, requestIdentity(ctx, req).policy())
+		e, _, ok := c.visiblePrompt(ref.Name, session.RequestIdentity(ctx, req).Policy())
 		if !ok {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", ref.Name)}
 		}
@@ -594,7 +595,7 @@ func (s *Server) handleComplete(ctx context.Context, req *mcp.CompleteRequest) (
 				srv, original, ok = owner, ref.URI, true
 			}
 		}
-		if !ok || !c.rules.Decide(policy.Item{Kind: policy.Template, Server: srv, Original: original, Exposed: ref.URI, Who: requestIdentity(ctx, req).policy()}).Visible {
+		if !ok || !c.rules.Decide(policy.Item{Kind: policy.Template, Server: srv, Original: original, Exposed: ref.URI, Who: session.RequestIdentity(ctx, req).Policy()}).Visible {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown resource template %q", ref.URI)}
 		}
 		server, ref.URI = srv, original
@@ -634,7 +635,7 @@ func (s *Server) handleSubscribe(ctx context.Context, req *mcp.SubscribeRequest)
 	if err != nil {
 		return err
 	}
-	if !ok || !c.resourceAllowed(server, original, uri, requestIdentity(ctx, req).policy()).Visible {
+	if !ok || !c.resourceAllowed(server, original, uri, session.RequestIdentity(ctx, req).Policy()).Visible {
 		return mcp.ResourceNotFoundError(req.Params.URI)
 	}
 	// The SDK records the subscription under the URI in the request once

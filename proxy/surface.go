@@ -21,6 +21,7 @@ import (
 	"github.com/manifold-mcp/manifold/proxy/observe"
 	"github.com/manifold-mcp/manifold/proxy/search"
 	"github.com/manifold-mcp/manifold/proxy/search/embedcache"
+	"github.com/manifold-mcp/manifold/proxy/session"
 )
 
 // This file holds the search surface: which tool list each client gets
@@ -234,7 +235,7 @@ func clientOf(ctx context.Context, ss *mcp.ServerSession, meta mcp.Meta) clientI
 		}
 	}
 	id.modern = modernSession(ss)
-	id.identity = identityFrom(ctx).subject
+	id.identity = session.IdentityFrom(ctx).Subject
 	var raw json.RawMessage
 	if m, ok := ctx.Value(requestMetaKey{}).(json.RawMessage); ok {
 		raw = m
@@ -308,7 +309,7 @@ func (s *Server) sessionMode(ctx context.Context, ss *mcp.ServerSession, meta mc
 			return mode
 		}
 	}
-	mode := c.modeForWho(id.name, identityFrom(ctx).policy())
+	mode := c.modeForWho(id.name, session.IdentityFrom(ctx).Policy())
 	if decide {
 		// Until every server's initial start is over the catalog may
 		// still grow past search_above: the mode is kept from then on.
@@ -899,9 +900,9 @@ func (s *Server) serveSurface(ctx context.Context, ss *mcp.ServerSession, name s
 	}
 	switch name {
 	case toolSearch:
-		answer(s.searchTools(s.catalog.Load(), args, identityFrom(ctx).policy()))
+		answer(s.searchTools(s.catalog.Load(), args, session.IdentityFrom(ctx).Policy()))
 	case toolDescribe:
-		answer(s.describeTools(s.catalog.Load(), args, version, identityFrom(ctx).policy()))
+		answer(s.describeTools(s.catalog.Load(), args, version, session.IdentityFrom(ctx).Policy()))
 	default:
 		s.callThrough(ctx, ss, name, args, fields, version, finish)
 	}
@@ -1036,7 +1037,7 @@ func (s *Server) callThrough(ctx context.Context, ss *mcp.ServerSession, via str
 		}
 	}
 	c := s.catalog.Load()
-	who := identityFrom(ctx).policy()
+	who := session.IdentityFrom(ctx).Policy()
 	if _, _, ok := c.visibleTool(target, who); !ok {
 		s.waitReady(ctx) // it may belong to a server still starting
 		c = s.catalog.Load()
@@ -1047,7 +1048,7 @@ func (s *Server) callThrough(ctx context.Context, ss *mcp.ServerSession, via str
 			if s.obs.Audits() {
 				e, _ := c.tools.Lookup(target)
 				rec := observe.Record{Method: "tools/call", Exposed: target, Original: e.Original, Server: e.Server,
-					Decision: "denied", Outcome: "wrong call tool", Via: via, Catalog: ModeSearch, Identity: identityFrom(ctx).subject}
+					Decision: "denied", Outcome: "wrong call tool", Via: via, Catalog: ModeSearch, Identity: session.IdentityFrom(ctx).Subject}
 				recordSession(&rec, ss)
 				s.obs.Audit(rec, time.Now(), nil)
 			}
