@@ -202,7 +202,7 @@ func (s *Server) routeCall(ctx context.Context, ss *mcp.ServerSession, name stri
 			}
 			rec.ResultBytes = len(raw)
 			if ss == nil { // a 2026-07-28 request over HTTP: the client names itself
-				rec.Client = clientOf(ctx, nil, nil).name
+				rec.Client = clientOf(ctx, nil, nil).Name
 			}
 			recordSession(&rec, ss)
 			s.obs.Record(rec, start, fields["arguments"])
@@ -316,7 +316,7 @@ func (s *Server) routeCall(ctx context.Context, ss *mcp.ServerSession, name stri
 		if ttl <= 0 || ttl > timeout {
 			ttl = timeout
 		}
-		bind := era.Binding{Method: "tools/call", Name: name, Upstream: b.name, Principal: s.principal(ctx, ss, re)}
+		bind := era.Binding{Method: "tools/call", Name: name, Upstream: b.name, Principal: session.Principal(ctx, ss, s.opts.WaitForClient, re.client)}
 		callCtx := ctx // the call's own context: ctx, or a bridged call's, which outlives each of its requests
 		if d.Confirm {
 			// A person approves the exact call first (proxy/confirm); a modern

@@ -282,7 +282,7 @@ type Server struct {
 
 	leftOut      atomic.Pointer[[]LeftOut]      // Options.LeftOut; replaced by SetLeftOut
 	catOpts      atomic.Pointer[CatalogOptions] // which tool list each client gets (surface.go)
-	clients      clientRegistry                 // the clients that listed or called, and their catalog modes
+	clients      session.Clients                // the clients that listed or called, and their catalog modes
 	alwaysWarned sync.Map                       // CatalogOptions.Always names already logged as not visible
 
 	subs         subscriptions

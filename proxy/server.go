@@ -132,7 +132,7 @@ func (s *Server) route(ctx context.Context, next mcp.MethodHandler, method strin
 			// discover set the session up: learn the client now.
 			s.learnClient(clientCapsOf(req.GetSession().(*mcp.ServerSession)), true)
 			ss, _ := req.GetSession().(*mcp.ServerSession)
-			if text := s.instructions(ctx, ss, clientOf(ctx, ss, nil).name); text != "" {
+			if text := s.instructions(ctx, ss, clientOf(ctx, ss, nil).Name); text != "" {
 				out := *dr
 				out.Instructions = text
 				return &out, nil
