@@ -558,7 +558,7 @@ func (s *Server) handleCallTool(ctx context.Context, req *mcp.CallToolRequest) (
 func (s *Server) callToolRequest(ctx context.Context, req *mcp.CallToolRequest) (json.RawMessage, error) {
 	if req.Session != nil && req.Session.ID() != "" {
 		var done func()
-		ctx, done = s.sessionCalls.Track(ctx, req.Session.ID())
+		ctx, done = s.sessions.Calls.Track(ctx, req.Session.ID())
 		defer done()
 	}
 	fields := make(map[string]json.RawMessage, 5)

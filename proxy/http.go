@@ -353,7 +353,7 @@ func (m *mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodDelete {
 		// The client ends its session: its calls in flight are cancelled
 		// upstream (the SDK would wait for them before closing it).
-		m.s.sessionCalls.Cancel(id)
+		m.s.sessions.Calls.Cancel(id)
 	}
 	if r.Method == http.MethodDelete {
 		m.sessions.forget(r.Context(), id)

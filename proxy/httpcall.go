@@ -155,7 +155,7 @@ func (m *mcpEndpoint) serveLean(w http.ResponseWriter, r *http.Request, e *httpS
 		return true
 	}
 	defer m.lean.remove(key)
-	defer m.s.sessionCalls.Add(e.id, cancel)() // a DELETE cancels it
+	defer m.s.sessions.Calls.Add(e.id, cancel)() // a DELETE cancels it
 	m.runLean(ctx, cancel, w, r, ss, f.ID, name, fields, stream, false)
 	return true
 }

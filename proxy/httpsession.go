@@ -172,7 +172,7 @@ func (h *httpSessions) reap(e *httpSession) {
 		h.mu.Unlock()
 		return
 	}
-	if h.s.sessionCalls.Busy(e.id) {
+	if h.s.sessions.Calls.Busy(e.id) {
 		e.timer.Reset(h.idle)
 		h.mu.Unlock()
 		return

@@ -51,7 +51,7 @@ func TestIdleSessionReaping(t *testing.T) {
 		h.leave(e, false)
 
 		// A call in flight whose request has gone keeps the session.
-		_, done := s.sessionCalls.Track(ctx, e.id)
+		_, done := s.sessions.Calls.Track(ctx, e.id)
 		time.Sleep(3 * idle)
 		synctest.Wait()
 		if !open() {

@@ -300,7 +300,7 @@ func metaClient(raw []byte) metaClientInfo {
 func (s *Server) sessionMode(ctx context.Context, ss *mcp.ServerSession, meta mcp.Meta, c *catalog, decide bool) string {
 	id := clientOf(ctx, ss, meta)
 	if !id.Modern && ss != nil {
-		if mode, ok := s.clients.ModeOf(ss); ok {
+		if mode, ok := s.sessions.Clients.ModeOf(ss); ok {
 			return mode
 		}
 	}
@@ -314,8 +314,8 @@ func (s *Server) sessionMode(ctx context.Context, ss *mcp.ServerSession, meta mc
 			final = true
 		default:
 		}
-		if s.clients.Record(ss, id, mode, final, func() []string { return requestCaps(ctx, ss, meta) }) {
-			s.whenSessionEnds(ss, func() { s.clients.Forget(ss) })
+		if s.sessions.Clients.Record(ss, id, mode, final, func() []string { return requestCaps(ctx, ss, meta) }) {
+			s.whenSessionEnds(ss, func() { s.sessions.Clients.Forget(ss) })
 		}
 	}
 	return mode
@@ -372,7 +372,7 @@ func (s *Server) Clients() []ClientStatus {
 	c := s.catalog.Load()
 	full, searchList := len(c.toolDefs), len(c.surface().list)
 	var out []ClientStatus
-	s.clients.Each(func(e *session.ClientEntry, modern bool) {
+	s.sessions.Clients.Each(func(e *session.ClientEntry, modern bool) {
 		st := ClientStatus{Name: printable(s.opts.Redactor.String(e.ID.Name)), Version: printable(s.opts.Redactor.String(e.ID.Version)),
 			Protocol: printable(e.ID.Protocol), Identity: printable(e.ID.Identity), Capabilities: e.Caps, Session: e.Session, Catalog: e.Mode, Since: e.Since.UTC()}
 		st.Tools = full
