@@ -139,11 +139,11 @@ func (m *mcpEndpoint) injectAnswer(session string, msg []byte) {
 	switch {
 	case e.tr != nil:
 		e.tr.ServeHTTP(w, req)
-	case e.owner.user != "":
+	case e.owner.User != "":
 		// The SDK's handler checks the session's user on the context (the
 		// TokenInfo's UserID it was created with), which only its
 		// middleware can set.
-		user := &auth.TokenInfo{UserID: e.owner.user, Expiration: time.Now().Add(answerTimeout)}
+		user := &auth.TokenInfo{UserID: e.owner.User, Expiration: time.Now().Add(answerTimeout)}
 		auth.RequireBearerToken(func(context.Context, string, *http.Request) (*auth.TokenInfo, error) {
 			return user, nil
 		}, nil)(m.sdk).ServeHTTP(w, withBearer(req))

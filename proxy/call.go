@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -190,7 +189,7 @@ func (s *Server) handleCallTool(ctx context.Context, req *mcp.CallToolRequest) (
 func (s *Server) callToolRequest(ctx context.Context, req *mcp.CallToolRequest) (json.RawMessage, error) {
 	if req.Session != nil && req.Session.ID() != "" {
 		var done func()
-		ctx, done = s.sessionCalls.track(ctx, req.Session.ID())
+		ctx, done = s.sessions.Calls.Track(ctx, req.Session.ID())
 		defer done()
 	}
 	fields := make(map[string]json.RawMessage, 5)
@@ -228,55 +227,4 @@ func typedCallResult(name string, raw json.RawMessage) (*mcp.CallToolResult, err
 		res.Content = []mcp.Content{} // "content" is required
 	}
 	return &res, nil
-}
-
-// sessionCalls tracks the calls in flight per HTTP session, so that a client
-// that ends its session (DELETE) cancels them upstream at once; the SDK waits
-// for in-flight handlers before it closes a session.
-type sessionCalls struct {
-	mu    sync.Mutex
-	calls map[string]map[*context.CancelFunc]struct{} // session id -> cancels; guarded by mu
-}
-
-// track returns a context of ctx that a DELETE of session id cancels, and
-// the func that ends it (and its tracking) once its call is over.
-func (sc *sessionCalls) track(ctx context.Context, id string) (context.Context, func()) {
-	ctx, cancel := context.WithCancel(ctx)
-	untrack := sc.add(id, cancel)
-	return ctx, func() {
-		untrack()
-		cancel()
-	}
-}
-
-// add has a DELETE of session id call cancel, until the func it returns
-// is called.
-func (sc *sessionCalls) add(id string, cancel context.CancelFunc) func() {
-	key := &cancel
-	sc.mu.Lock()
-	if sc.calls == nil {
-		sc.calls = make(map[string]map[*context.CancelFunc]struct{})
-	}
-	if sc.calls[id] == nil {
-		sc.calls[id] = make(map[*context.CancelFunc]struct{})
-	}
-	sc.calls[id][key] = struct{}{}
-	sc.mu.Unlock()
-	return func() {
-		sc.mu.Lock()
-		delete(sc.calls[id], key)
-		if len(sc.calls[id]) == 0 {
-			delete(sc.calls, id)
-		}
-		sc.mu.Unlock()
-	}
-}
-
-// cancel cancels every call in flight of session id.
-func (sc *sessionCalls) cancel(id string) {
-	sc.mu.Lock()
-	defer sc.mu.Unlock()
-	for c := range sc.calls[id] {
-		(*c)()
-	}
 }

@@ -63,7 +63,7 @@ type catalog struct {
 	varies                           [numCatalogKinds]bool
 	variesResources, variesTemplates bool
 	lists                            listCache // prepared tools/list answers (listbytes.go)
-	views                            sync.Map  // identity.key() -> *view
+	views                            sync.Map  // session.Identity.Key() -> *view
 	metaDefs                         sync.Map  // visible count and servers -> the meta-tools for them (who.go)
 	nviews                           atomic.Int64
 	headerOnce                       sync.Once

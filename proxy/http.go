@@ -25,6 +25,7 @@ import (
 	"github.com/manifold-mcp/manifold/internal/jsonscan"
 	"github.com/manifold-mcp/manifold/proxy/era"
 	"github.com/manifold-mcp/manifold/proxy/internal/wire"
+	"github.com/manifold-mcp/manifold/proxy/session"
 )
 
 // HTTPOptions configures the streamable HTTP endpoint.
@@ -142,7 +143,7 @@ func (s *Server) HTTPServer(opts HTTPOptions) *http.Server {
 		ReadHeaderTimeout: opts.HeaderTimeout,
 		IdleTimeout:       2 * time.Minute, // idle keep-alive connections
 		MaxHeaderBytes:    64 << 10,
-		ConnContext:       withConnPeer,
+		ConnContext:       session.WithConnPeer,
 	}
 }
 
@@ -305,7 +306,7 @@ func (m *mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	stream := opensGETStream(r)
-	owner := ownerOf(r)
+	owner := session.OwnerOf(r)
 	e, res := m.sessions.enter(id, owner, stream)
 	e, res = m.crossReplica(r, id, owner, stream, e, res) // httpsession.go: sessions other replicas created
 	if res != entered && r.ContentLength != 0 {
@@ -352,7 +353,7 @@ func (m *mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodDelete {
 		// The client ends its session: its calls in flight are cancelled
 		// upstream (the SDK would wait for them before closing it).
-		m.s.sessionCalls.cancel(id)
+		m.s.sessions.Calls.Cancel(id)
 	}
 	if r.Method == http.MethodDelete {
 		m.sessions.forget(r.Context(), id)
@@ -435,7 +436,7 @@ func (m *mcpEndpoint) serveNew(w http.ResponseWriter, r *http.Request) {
 			map[string]any{"limit": m.opts.MaxSessions, "key": keyMaxSessions})
 		return
 	}
-	nw := &newSessionWriter{ResponseWriter: w, h: m.sessions, owner: ownerOf(r)}
+	nw := &newSessionWriter{ResponseWriter: w, h: m.sessions, owner: session.OwnerOf(r)}
 	defer func() {
 		if nw.e != nil {
 			m.sessions.leave(nw.e, false)

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/sync/semaphore"
+
+	"github.com/manifold-mcp/manifold/proxy/session"
 )
 
 func TestHostAllowed(t *testing.T) {
@@ -71,7 +73,7 @@ func TestOriginAllowed(t *testing.T) {
 // TestSessionOwner checks who may use a session: only its creator, the same
 // address and the same user, and one GET stream at a time.
 func TestSessionOwner(t *testing.T) {
-	owner := peer{addr: netip.MustParseAddr("127.0.0.1"), uid: 1000}
+	owner := peer{Addr: netip.MustParseAddr("127.0.0.1"), UID: 1000}
 	tests := []struct {
 		name   string
 		id     string
@@ -82,10 +84,10 @@ func TestSessionOwner(t *testing.T) {
 		{name: "owner", id: "s1", who: owner, want: entered},
 		{name: "owner's stream", id: "s1", who: owner, stream: true, want: entered},
 		{name: "owner's second stream", id: "s1", who: owner, stream: true, want: streamOpen},
-		{name: "another user on the same address", id: "s1", who: peer{addr: owner.addr, uid: 1001}, want: otherOwner},
-		{name: "user unknown", id: "s1", who: peer{addr: owner.addr, uid: -1}, want: otherOwner},
-		{name: "another address, same user", id: "s1", who: peer{addr: netip.MustParseAddr("127.0.0.2"), uid: 1000}, want: otherOwner},
-		{name: "another client's stream", id: "s1", who: peer{addr: owner.addr, uid: 0}, stream: true, want: otherOwner},
+		{name: "another user on the same address", id: "s1", who: peer{Addr: owner.Addr, UID: 1001}, want: otherOwner},
+		{name: "user unknown", id: "s1", who: peer{Addr: owner.Addr, UID: -1}, want: otherOwner},
+		{name: "another address, same user", id: "s1", who: peer{Addr: netip.MustParseAddr("127.0.0.2"), UID: 1000}, want: otherOwner},
+		{name: "another client's stream", id: "s1", who: peer{Addr: owner.Addr, UID: 0}, stream: true, want: otherOwner},
 		{name: "unknown session", id: "s2", who: owner, want: unknownSession},
 	}
 	h := &httpSessions{max: 1, idle: time.Hour, byID: map[string]*httpSession{"s1": {id: "s1", owner: owner}}}
@@ -115,8 +117,8 @@ func TestPeerOfLoopback(t *testing.T) {
 		t.Run(tt.remote, func(t *testing.T) {
 			r := httptest.NewRequest(http.MethodGet, "/mcp", nil)
 			r.RemoteAddr = tt.remote
-			if got := peerOf(r); got.addr.String() != tt.want || got.uid != -1 {
-				t.Errorf("peerOf(%s) = %v, want %s without uid (no such socket)", tt.remote, got, tt.want)
+			if got := session.PeerOf(r); got.Addr.String() != tt.want || got.UID != -1 {
+				t.Errorf("session.PeerOf(%s) = %v, want %s without uid (no such socket)", tt.remote, got, tt.want)
 			}
 		})
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/manifold-mcp/manifold/proxy/internal/wire"
 	"github.com/manifold-mcp/manifold/proxy/observe"
 	"github.com/manifold-mcp/manifold/proxy/relay"
+	"github.com/manifold-mcp/manifold/proxy/session"
 	"github.com/manifold-mcp/manifold/upstream"
 )
 
@@ -155,7 +156,7 @@ func (m *mcpEndpoint) serveLean(w http.ResponseWriter, r *http.Request, e *httpS
 		return true
 	}
 	defer m.lean.remove(key)
-	defer m.s.sessionCalls.add(e.id, cancel)() // a DELETE cancels it
+	defer m.s.sessions.Calls.Add(e.id, cancel)() // a DELETE cancels it
 	m.runLean(ctx, cancel, w, r, ss, f.ID, name, fields, stream, false)
 	return true
 }
@@ -266,7 +267,7 @@ func (c *catalog) sharedUp(name string, who policy.Identity) (up *upstream.Upstr
 // zero Identity without authentication).
 func httpCaller(r *http.Request) policy.Identity {
 	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
-		return identityOf(ti).policy()
+		return session.IdentityOf(ti).Policy()
 	}
 	return policy.Identity{}
 }
@@ -295,10 +296,7 @@ func leanFields(params []byte) (fields map[string]json.RawMessage, name string, 
 // stream, nothing is written.
 func (m *mcpEndpoint) runLean(ctx context.Context, cancel context.CancelFunc, w http.ResponseWriter, r *http.Request, ss *mcp.ServerSession, id []byte, name string, fields map[string]json.RawMessage, stream *leanStream, modern bool) {
 	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
-		ctx = context.WithValue(ctx, identityCtxKey{}, identityOf(ti))
-		if tok, ok := ti.Extra[extraSubjectToken].(string); ok && tok != "" {
-			ctx = context.WithValue(ctx, subjectTokenKey{}, tok)
-		}
+		ctx = session.WithTokenInfo(ctx, ti)
 	}
 	if m.s.obs.Tracing() {
 		if tp := r.Header.Get("traceparent"); tp != "" {

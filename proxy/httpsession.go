@@ -172,7 +172,7 @@ func (h *httpSessions) reap(e *httpSession) {
 		h.mu.Unlock()
 		return
 	}
-	if h.s.sessionCalls.busy(e.id) {
+	if h.s.sessions.Calls.Busy(e.id) {
 		e.timer.Reset(h.idle)
 		h.mu.Unlock()
 		return
@@ -181,13 +181,6 @@ func (h *httpSessions) reap(e *httpSession) {
 	h.mu.Unlock()
 	h.s.log.Info("closing idle HTTP session", "idle", h.idle.String(), "owner", e.owner.String())
 	_ = e.ss.Close()
-}
-
-// busy reports whether session id has a call in flight.
-func (sc *sessionCalls) busy(id string) bool {
-	sc.mu.Lock()
-	defer sc.mu.Unlock()
-	return len(sc.calls[id]) > 0
 }
 
 // sessionRecord is what a replica needs to serve an initialize-era session
@@ -208,9 +201,9 @@ type sessionRecord struct {
 }
 
 func (rec *sessionRecord) owner() peer {
-	p := peer{uid: rec.UID, user: rec.User}
+	p := peer{UID: rec.UID, User: rec.User}
 	if rec.Addr != "" {
-		p.addr, _ = netip.ParseAddr(rec.Addr)
+		p.Addr, _ = netip.ParseAddr(rec.Addr)
 	}
 	return p
 }
@@ -223,12 +216,12 @@ func (h *httpSessions) share(e *httpSession) {
 	if init == nil {
 		return
 	}
-	rec := sessionRecord{UID: e.owner.uid, User: e.owner.user, Init: init}
+	rec := sessionRecord{UID: e.owner.UID, User: e.owner.User, Init: init}
 	if init.Capabilities != nil {
 		rec.Roots = init.Capabilities.RootsV2 //lint:ignore SA1019 roots are part of the protocol versions the proxy serves
 	}
-	if e.owner.addr.IsValid() {
-		rec.Addr = e.owner.addr.String()
+	if e.owner.Addr.IsValid() {
+		rec.Addr = e.owner.Addr.String()
 	}
 	raw, err := json.Marshal(rec)
 	if err == nil {

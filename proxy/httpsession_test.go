@@ -32,7 +32,7 @@ func TestIdleSessionReaping(t *testing.T) {
 		if !h.reserve() {
 			t.Fatal("reserve refused below the cap")
 		}
-		e := h.register(ss.ID(), peer{uid: -1})
+		e := h.register(ss.ID(), peer{UID: -1})
 		if e == nil {
 			t.Fatal("register did not find the session")
 		}
@@ -51,7 +51,7 @@ func TestIdleSessionReaping(t *testing.T) {
 		h.leave(e, false)
 
 		// A call in flight whose request has gone keeps the session.
-		_, done := s.sessionCalls.track(ctx, e.id)
+		_, done := s.sessions.Calls.Track(ctx, e.id)
 		time.Sleep(3 * idle)
 		synctest.Wait()
 		if !open() {
@@ -60,7 +60,7 @@ func TestIdleSessionReaping(t *testing.T) {
 		done()
 
 		// A request open (a GET stream) keeps it too.
-		if _, res := h.enter(e.id, peer{uid: -1}, true); res != entered {
+		if _, res := h.enter(e.id, peer{UID: -1}, true); res != entered {
 			t.Fatalf("enter = %v", res)
 		}
 		time.Sleep(3 * idle)

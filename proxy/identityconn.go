@@ -8,6 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/manifold-mcp/manifold/proxy/session"
 	"github.com/manifold-mcp/manifold/upstream"
 )
 
@@ -23,14 +24,14 @@ import (
 // credentialOf names id the way `manifold login --as` and the who-rules
 // do: "key:NAME" for an API key, "user:SUBJECT" for a token's subject; ""
 // for no identity.
-func credentialOf(id identity) string {
+func credentialOf(id session.Identity) string {
 	switch {
-	case id.user == "" || id.subject == "":
+	case id.User == "" || id.Subject == "":
 		return ""
-	case id.method == methodAPIKey:
-		return "key:" + id.subject
+	case id.Method == session.MethodAPIKey:
+		return "key:" + id.Subject
 	}
-	return "user:" + id.subject
+	return "user:" + id.Subject
 }
 
 // identityUpstream returns the connection of b that carries the credential
@@ -38,7 +39,7 @@ func credentialOf(id identity) string {
 // *upstream.AuthError (errors.Is upstream.ErrUnauthorized) when the caller
 // has no identity or no usable credential: it says how to authorize.
 func (s *Server) identityUpstream(ctx context.Context, b *backend) (*upstream.Upstream, error) {
-	who := credentialOf(identityFrom(ctx))
+	who := credentialOf(session.IdentityFrom(ctx))
 	if who == "" {
 		return nil, &upstream.AuthError{Server: b.name, Identity: "this caller",
 			Reason: `the server has credentials = "identity" and the request carries no identity (the HTTP endpoint authenticates no one, or this is stdio)`,
@@ -49,7 +50,7 @@ func (s *Server) identityUpstream(ctx context.Context, b *backend) (*upstream.Up
 			return nil, fmt.Errorf("upstream %q starts a process per identity (isolation = \"identity\") and %s has no environment there: add [servers.%s.identities.%q] env = { ... } to the config", b.name, who, b.name, who)
 		}
 	}
-	return b.IdentityUpstream(ctx, who, subjectTokenFrom(ctx))
+	return b.IdentityUpstream(ctx, who, session.SubjectToken(ctx))
 }
 
 // forgetIdentity drops who's connection after err, when err says its
@@ -58,7 +59,7 @@ func (b *backend) forgetIdentity(ctx context.Context, err error) {
 	if !b.PerIdentity() || !errors.Is(err, upstream.ErrUnauthorized) {
 		return
 	}
-	b.ForgetIdentity(credentialOf(identityFrom(ctx)))
+	b.ForgetIdentity(credentialOf(session.IdentityFrom(ctx)))
 }
 
 // identityOptions are the options of who's connection to b; subject

@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/manifold-mcp/manifold/proxy/era"
+	"github.com/manifold-mcp/manifold/proxy/session"
 )
 
 // tools/list from prepared bytes: the tools of a list answer are encoded
@@ -76,9 +77,9 @@ func (s *Server) listKeyFor(ctx context.Context, req mcp.Request, c *catalog, se
 		}
 	}
 	if c.who {
-		id := requestIdentity(ctx, req)
+		id := session.RequestIdentity(ctx, req)
 		k.view = c.viewOf(id)
-		if kept, ok := c.views.Load(id.key()); !ok || kept != k.view {
+		if kept, ok := c.views.Load(id.Key()); !ok || kept != k.view {
 			return k, false // computed for this list alone
 		}
 	}

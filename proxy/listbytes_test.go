@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/manifold-mcp/manifold/policy"
+	"github.com/manifold-mcp/manifold/proxy/session"
 	"github.com/manifold-mcp/manifold/upstream"
 )
 
@@ -119,7 +120,7 @@ func TestToolsListPreparedPerView(t *testing.T) {
 	rules := &policy.Rules{TableRules: []policy.Rule{{Name: "no-big", Match: "lean__big", Deny: true, Who: []policy.Principal{alice}, Source: "test:1"}}}
 	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
 		return &auth.TokenInfo{UserID: "jwt:test " + token, Expiration: time.Now().Add(time.Hour),
-			Extra: map[string]any{extraSubject: token, extraMethod: "jwt"}}, nil
+			Extra: map[string]any{session.ExtraSubject: token, session.ExtraMethod: "jwt"}}, nil
 	}
 	url := serveLeanHTTP(t, false, Options{Policy: rules}, HTTPOptions{Authenticate: auth.RequireBearerToken(verify, nil)}, nil)
 	clients := map[string]*mcp.ClientSession{}

@@ -142,7 +142,7 @@ func (s *Server) listing(ctx context.Context, req mcp.Request, k catalogKind) {
 	if ss != nil {
 		s.markListed(ss, k)
 	}
-	s.waitListable(ctx, ss, clientOf(ctx, ss, nil).name)
+	s.waitListable(ctx, ss, clientOf(ctx, ss, nil).Name)
 	if ss != nil {
 		s.listed.saw(ss, k)
 	}

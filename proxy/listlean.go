@@ -14,6 +14,7 @@ import (
 	"github.com/manifold-mcp/manifold/internal/jsonscan"
 	"github.com/manifold-mcp/manifold/proxy/era"
 	"github.com/manifold-mcp/manifold/proxy/internal/wire"
+	"github.com/manifold-mcp/manifold/proxy/session"
 )
 
 // The lean path of tools/list (ARCHITECTURE §3 "The hot path is lean"): a
@@ -63,7 +64,7 @@ func (s *Server) leanList(ctx context.Context, ss *mcp.ServerSession, id, params
 	if ti != nil {
 		req.Extra = &mcp.RequestExtra{TokenInfo: ti}
 	}
-	ctx = withIdentity(ctx, req) // identityMiddleware
+	ctx = session.WithIdentity(ctx, req) // identityMiddleware
 	if meta != nil {
 		ctx = withRequestMeta(ctx, meta) // the client's info, for its catalog mode
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/manifold-mcp/manifold/internal/redact"
 	"github.com/manifold-mcp/manifold/policy"
+	"github.com/manifold-mcp/manifold/proxy/session"
 	"github.com/manifold-mcp/manifold/upstream"
 )
 
@@ -336,7 +337,7 @@ func TestLeanListHTTP(t *testing.T) {
 	rules := &policy.Rules{TableRules: []policy.Rule{{Name: "no-t1", Match: "m__t0001", Deny: true, Who: []policy.Principal{alice}, Source: "test:1"}}}
 	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
 		return &auth.TokenInfo{UserID: "jwt:test " + token, Expiration: time.Now().Add(time.Hour),
-			Extra: map[string]any{extraSubject: token, extraMethod: "jwt"}}, nil
+			Extra: map[string]any{session.ExtraSubject: token, session.ExtraMethod: "jwt"}}, nil
 	}
 	s, sdk := listLeanServer(t, Options{Policy: rules})
 	hs := httptest.NewServer(s.HTTPHandler(HTTPOptions{Authenticate: auth.RequireBearerToken(verify, nil)}))

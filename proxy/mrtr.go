@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -23,6 +22,7 @@ import (
 	"github.com/manifold-mcp/manifold/proxy/era"
 	"github.com/manifold-mcp/manifold/proxy/internal/wire"
 	"github.com/manifold-mcp/manifold/proxy/relay"
+	"github.com/manifold-mcp/manifold/proxy/session"
 )
 
 // This file bridges the protocol eras for tools/call (README "Bridges: what
@@ -171,24 +171,6 @@ func stripRequestMeta(meta json.RawMessage) json.RawMessage {
 }
 
 var stripMemo wire.Memo[json.RawMessage]
-
-// principal names who a sealed state (and an approval) belongs to: the
-// downstream session; without one, the stdio client (there is one), or over
-// HTTP the authenticated user (the token's UserID, which tells an API key
-// from a token and one issuer's subject from another's) with the client as
-// it names itself, or the client alone without authentication.
-func (s *Server) principal(ctx context.Context, ss *mcp.ServerSession, e reqEra) string {
-	switch {
-	case ss != nil && ss.ID() != "":
-		return "session:" + ss.ID()
-	case s.opts.WaitForClient:
-		return "stdio"
-	}
-	if id := identityFrom(ctx); id.user != "" {
-		return "user:" + strconv.Quote(id.user) + " " + e.client
-	}
-	return "anonymous:" + e.client
-}
 
 // missingCap is the -32021 error for a request that needs a capability the
 // client did not declare.
@@ -609,7 +591,7 @@ func askParked[T any](ctx context.Context, method, mode string, params any) (res
 // the caller unwraps into fields and forwards). A call parked on another
 // replica is served there (retryrelay.go).
 func (s *Server) resumeCall(ctx context.Context, ss *mcp.ServerSession, e reqEra, name, server string, fields map[string]json.RawMessage, finish func(json.RawMessage, error)) (handled bool) {
-	principal := s.principal(ctx, ss, e)
+	principal := session.Principal(ctx, ss, s.opts.WaitForClient, e.client)
 	st, err := s.openRetry(name, server, principal, fields)
 	if err != nil {
 		finish(nil, err)

@@ -19,6 +19,7 @@ import (
 	"github.com/manifold-mcp/manifold/proxy/internal/wire"
 	"github.com/manifold-mcp/manifold/proxy/naming"
 	"github.com/manifold-mcp/manifold/proxy/observe"
+	"github.com/manifold-mcp/manifold/proxy/session"
 	"github.com/manifold-mcp/manifold/upstream"
 )
 
@@ -49,7 +50,7 @@ type toolCall struct {
 	start  time.Time
 	rec    observe.Record
 
-	id  identity
+	id  session.Identity
 	who policy.Identity
 
 	// Set by resolve.
@@ -126,9 +127,9 @@ func (s *Server) routeCall(ctx context.Context, ss *mcp.ServerSession, name stri
 	k.ctx, k.finish, k.start = ctx, finish, time.Now()
 	k.rec = observe.Record{Method: "tools/call", Exposed: name, Decision: "denied", Outcome: "unknown tool"}
 	k.rec.Via, _ = ctx.Value(innerCallKey{}).(string)
-	k.id = identityFrom(ctx)
-	k.who = k.id.policy()
-	k.rec.Identity = k.id.subject
+	k.id = session.IdentityFrom(ctx)
+	k.who = k.id.Policy()
+	k.rec.Identity = k.id.Subject
 	// A client that calls before (or without) listing is a client too: its
 	// mode is decided here as a list would decide it, and status shows it.
 	k.rec.Catalog = s.sessionMode(ctx, ss, nil, s.catalog.Load(), true)
@@ -186,7 +187,7 @@ func (k *toolCall) end(raw json.RawMessage, err error) {
 		}
 		rec.ResultBytes = len(raw)
 		if k.ss == nil { // a 2026-07-28 request over HTTP: the client names itself
-			rec.Client = clientOf(k.ctx, nil, nil).name
+			rec.Client = clientOf(k.ctx, nil, nil).Name
 		}
 		recordSession(rec, k.ss)
 		s.obs.Record(*rec, k.start, k.fields["arguments"])
@@ -288,7 +289,7 @@ func (k *toolCall) retried() bool {
 
 // admit refuses a call whose arguments or budgets its limits refuse.
 func (k *toolCall) admit() bool {
-	if outcome, text := k.s.guard.Refuse(k.ctx, k.name, k.d, k.fields["arguments"], k.id.key, time.Now()); outcome != "" {
+	if outcome, text := k.s.guard.Refuse(k.ctx, k.name, k.d, k.fields["arguments"], k.id.Key, time.Now()); outcome != "" {
 		return k.refuse(outcome, "%s", text)
 	}
 	return true
@@ -296,7 +297,7 @@ func (k *toolCall) admit() bool {
 
 // admitRate refuses a call over its rate limit.
 func (k *toolCall) admitRate() bool {
-	if outcome, text := k.s.guard.RefuseRate(k.ctx, k.name, k.d.Limits, k.id.key); outcome != "" {
+	if outcome, text := k.s.guard.RefuseRate(k.ctx, k.name, k.d.Limits, k.id.Key); outcome != "" {
 		return k.refuse(outcome, "%s", text)
 	}
 	return true
@@ -344,7 +345,7 @@ func (k *toolCall) bindLimits() bool {
 	if k.ttl <= 0 || k.ttl > k.timeout {
 		k.ttl = k.timeout
 	}
-	k.bind = era.Binding{Method: "tools/call", Name: k.name, Upstream: k.b.name, Principal: s.principal(k.ctx, k.ss, k.re)}
+	k.bind = era.Binding{Method: "tools/call", Name: k.name, Upstream: k.b.name, Principal: session.Principal(k.ctx, k.ss, s.opts.WaitForClient, k.re.client)}
 	k.callCtx = k.ctx
 	return true
 }
@@ -539,7 +540,7 @@ func (k *toolCall) maskResult(raw json.RawMessage) (json.RawMessage, bool) {
 // countSpend counts what the result reports against the call's budgets.
 func (k *toolCall) countSpend(raw json.RawMessage) (json.RawMessage, bool) {
 	if len(k.d.Limits.Budgets) > 0 {
-		k.rec.Spend = spendLines(k.s.guard.CountSpend(context.WithoutCancel(k.cctx), k.b.log, k.name, k.d, raw, k.id.key, time.Now()))
+		k.rec.Spend = spendLines(k.s.guard.CountSpend(context.WithoutCancel(k.cctx), k.b.log, k.name, k.d, raw, k.id.Key, time.Now()))
 	}
 	return raw, true
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/manifold-mcp/manifold/proxy/pin"
 	"github.com/manifold-mcp/manifold/proxy/relay"
 	"github.com/manifold-mcp/manifold/proxy/search/embedcache"
+	"github.com/manifold-mcp/manifold/proxy/session"
 	"github.com/manifold-mcp/manifold/upstream"
 	"github.com/manifold-mcp/manifold/upstream/supervise"
 )
@@ -278,26 +279,25 @@ type Server struct {
 
 	leftOut      atomic.Pointer[[]LeftOut]      // Options.LeftOut; replaced by SetLeftOut
 	catOpts      atomic.Pointer[CatalogOptions] // which tool list each client gets (surface.go)
-	clients      clientRegistry                 // the clients that listed or called, and their catalog modes
+	sessions     session.Book                   // the downstream sessions and clients: their modes, calls in flight, first-list waits
 	alwaysWarned sync.Map                       // CatalogOptions.Always names already logged as not visible
 
-	listed       listedKinds
-	listens      listenCount
-	relay        *relay.Relay       // what upstreams send towards clients: requests, logs, progress (proxy/relay)
-	eras         *upstream.EraCache // each server's protocol era, across restarts and reloads
-	rules        atomic.Pointer[policy.Rules]
-	pins         atomic.Pointer[pin.Lock]        // approved definitions (pinned.go); stored with catMu held
-	unconfirmed  map[pin.Key]pin.Entry           // guarded by catMu; trusted on first use, not yet in a lock given to SetLock
-	pinCache     map[*backend]*pinCache          // guarded by catMu; each server's fingerprinted definitions (pinned.go)
-	heldInstr    atomic.Pointer[map[string]bool] // servers whose instructions are held for review
-	pinLogged    sync.Map                        // reviews already logged
-	sessionCalls sessionCalls
-	bridge       bridges                     // sealed states and parked calls (mrtr.go)
-	approver     *confirm.Approver           // a person's approval of calls, approve-call, URL-mode pages (proxy/confirm)
-	answerTo     atomic.Pointer[mcpEndpoint] // receives the answers other replicas relay (answerrelay.go)
-	guard        *guard.Guard
-	obs          *observe.Observer          // the audit log, metrics and traces of each request
-	resume       atomic.Pointer[eventStore] // the HTTP endpoint's, for the metrics; nil over stdio
+	listed      listedKinds
+	listens     listenCount
+	relay       *relay.Relay       // what upstreams send towards clients: requests, logs, progress (proxy/relay)
+	eras        *upstream.EraCache // each server's protocol era, across restarts and reloads
+	rules       atomic.Pointer[policy.Rules]
+	pins        atomic.Pointer[pin.Lock]        // approved definitions (pinned.go); stored with catMu held
+	unconfirmed map[pin.Key]pin.Entry           // guarded by catMu; trusted on first use, not yet in a lock given to SetLock
+	pinCache    map[*backend]*pinCache          // guarded by catMu; each server's fingerprinted definitions (pinned.go)
+	heldInstr   atomic.Pointer[map[string]bool] // servers whose instructions are held for review
+	pinLogged   sync.Map                        // reviews already logged
+	bridge      bridges                         // sealed states and parked calls (mrtr.go)
+	approver    *confirm.Approver               // a person's approval of calls, approve-call, URL-mode pages (proxy/confirm)
+	answerTo    atomic.Pointer[mcpEndpoint]     // receives the answers other replicas relay (answerrelay.go)
+	guard       *guard.Guard
+	obs         *observe.Observer          // the audit log, metrics and traces of each request
+	resume      atomic.Pointer[eventStore] // the HTTP endpoint's, for the metrics; nil over stdio
 
 	capsMu       sync.Mutex
 	clientCaps   *mcp.ClientCapabilities // guarded by capsMu; offered to upstreams
@@ -310,7 +310,6 @@ type Server struct {
 	inflight   atomic.Int64  // HTTP requests to /mcp being served, GET streams left out
 	ready      chan struct{} // closed when every upstream's initial start has finished
 	listable   chan struct{} // closed when every upstream's catalog is known (cached or live) or its initial start has finished
-	listWaits  listDeadlines // when each session's wait for listable ends (waitListable)
 	called     chan struct{} // closed at the first tools/call (Called)
 	calledOnce sync.Once
 	startOnce  sync.Once
@@ -478,11 +477,11 @@ func (s *Server) waitListable(ctx context.Context, ss *mcp.ServerSession, client
 		return
 	default:
 	}
-	d := s.firstListWait(client)
+	d := session.FirstListWait(client, s.opts.FirstListWait)
 	if ss != nil {
 		var first bool
-		if d, first = s.listWaits.left(ss, d, time.Now()); first {
-			s.whenSessionEnds(ss, func() { s.listWaits.forget(ss) })
+		if d, first = s.sessions.Waits.Left(ss, d, time.Now()); first {
+			s.whenSessionEnds(ss, func() { s.sessions.Waits.Forget(ss) })
 		}
 		if d <= 0 {
 			return

@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/manifold-mcp/manifold/proxy/relay"
+	"github.com/manifold-mcp/manifold/proxy/session"
 )
 
 // What upstreams send towards clients (sampling, elicitation, roots, logs,
@@ -49,7 +50,7 @@ func (s *Server) newRelay() *relay.Relay {
 			if err != nil {
 				return "", "", "", err
 			}
-			if !ok || !c.resourceAllowed(server, original, uri, requestIdentity(ctx, req).policy()).Visible {
+			if !ok || !c.resourceAllowed(server, original, uri, session.RequestIdentity(ctx, req).Policy()).Visible {
 				return "", "", "", mcp.ResourceNotFoundError(req.Params.URI)
 			}
 			return server, original, uri, nil

@@ -15,6 +15,7 @@ import (
 	"github.com/manifold-mcp/manifold/proxy/era"
 	"github.com/manifold-mcp/manifold/proxy/naming"
 	"github.com/manifold-mcp/manifold/proxy/observe"
+	"github.com/manifold-mcp/manifold/proxy/session"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -130,7 +131,7 @@ func (s *Server) route(ctx context.Context, next mcp.MethodHandler, method strin
 			// discover set the session up: learn the client now.
 			s.learnClient(clientCapsOf(req.GetSession().(*mcp.ServerSession)), true)
 			ss, _ := req.GetSession().(*mcp.ServerSession)
-			if text := s.instructions(ctx, ss, clientOf(ctx, ss, nil).name); text != "" {
+			if text := s.instructions(ctx, ss, clientOf(ctx, ss, nil).Name); text != "" {
 				out := *dr
 				out.Instructions = text
 				return &out, nil
@@ -354,7 +355,7 @@ func rpcError(server string, err error) error {
 
 func (s *Server) readResource(ctx context.Context, ss *mcp.ServerSession, p *mcp.ReadResourceParams) (res *mcp.ReadResourceResult, err error) {
 	start := time.Now()
-	rec := observe.Record{Method: "resources/read", Exposed: p.URI, Decision: "denied", Outcome: "not found", Identity: identityFrom(ctx).subject}
+	rec := observe.Record{Method: "resources/read", Exposed: p.URI, Decision: "denied", Outcome: "not found", Identity: session.IdentityFrom(ctx).Subject}
 	if s.obs.Records() {
 		defer func() {
 			if err != nil && rec.Outcome == "" {
@@ -382,7 +383,7 @@ func (s *Server) readResource(ctx context.Context, ss *mcp.ServerSession, p *mcp
 	if !ok {
 		return nil, mcp.ResourceNotFoundError(p.URI)
 	}
-	who := identityFrom(ctx).policy()
+	who := session.IdentityFrom(ctx).Policy()
 	d := c.resourceAllowed(server, original, uri, who)
 	rec.Exposed, rec.Server, rec.Original = uri, server, original
 	if rec.Decision, rec.Rule = observe.DecisionWords(d); !d.Visible {
@@ -461,9 +462,9 @@ const codeRateLimited = -32000
 
 func (s *Server) handleGetPrompt(ctx context.Context, req *mcp.GetPromptRequest) (res *mcp.GetPromptResult, err error) {
 	start := time.Now()
-	id := requestIdentity(ctx, req)
-	who := id.policy()
-	rec := observe.Record{Method: "prompts/get", Exposed: req.Params.Name, Decision: "allowed", Identity: id.subject}
+	id := session.RequestIdentity(ctx, req)
+	who := id.Policy()
+	rec := observe.Record{Method: "prompts/get", Exposed: req.Params.Name, Decision: "allowed", Identity: id.Subject}
 	if s.obs.Records() {
 		defer func() {
 			if err != nil {
@@ -492,7 +493,7 @@ func (s *Server) handleGetPrompt(ctx context.Context, req *mcp.GetPromptRequest)
 	rec.Decision, rec.Rule = observe.DecisionWords(d)
 	if r := d.Limits.Rate; !r.IsZero() {
 		// Buckets are per exposed item; a prompt's never shares a tool's.
-		wait, err := s.guard.TakeRate(ctx, "prompt\x00"+req.Params.Name, d.Limits, id.key)
+		wait, err := s.guard.TakeRate(ctx, "prompt\x00"+req.Params.Name, d.Limits, id.Key)
 		if err != nil {
 			rec.Outcome = "rate limit unchecked"
 			return nil, &jsonrpc.Error{Code: codeRateLimited, Message: fmt.Sprintf(
@@ -579,7 +580,7 @@ func (s *Server) handleComplete(ctx context.Context, req *mcp.CompleteRequest) (
 	var server string
 	switch ref.Type {
 	case "ref/prompt":
-		e, _, ok := c.visiblePrompt(ref.Name, requestIdentity(ctx, req).policy())
+		e, _, ok := c.visiblePrompt(ref.Name, session.RequestIdentity(ctx, req).Policy())
 		if !ok {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", ref.Name)}
 		}
@@ -593,7 +594,7 @@ func (s *Server) handleComplete(ctx context.Context, req *mcp.CompleteRequest) (
 				srv, original, ok = owner, ref.URI, true
 			}
 		}
-		if !ok || !c.rules.Decide(policy.Item{Kind: policy.Template, Server: srv, Original: original, Exposed: ref.URI, Who: requestIdentity(ctx, req).policy()}).Visible {
+		if !ok || !c.rules.Decide(policy.Item{Kind: policy.Template, Server: srv, Original: original, Exposed: ref.URI, Who: session.RequestIdentity(ctx, req).Policy()}).Visible {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown resource template %q", ref.URI)}
 		}
 		server, ref.URI = srv, original

@@ -14,6 +14,7 @@ import (
 
 	"github.com/manifold-mcp/manifold/policy"
 	"github.com/manifold-mcp/manifold/proxy/naming"
+	"github.com/manifold-mcp/manifold/proxy/session"
 	"github.com/manifold-mcp/manifold/upstream/supervise"
 )
 
@@ -86,7 +87,7 @@ func (s *Server) instructions(ctx context.Context, ss *mcp.ServerSession, client
 		}
 		t.Stop()
 	}
-	return s.summaryFor(s.leadFor(client), identityFrom(ctx).policy())
+	return s.summaryFor(s.leadFor(client), session.IdentityFrom(ctx).Policy())
 }
 
 // summary renders the instructions summary under lead (a search-mode

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -21,6 +20,7 @@ import (
 	"github.com/manifold-mcp/manifold/proxy/observe"
 	"github.com/manifold-mcp/manifold/proxy/search"
 	"github.com/manifold-mcp/manifold/proxy/search/embedcache"
+	"github.com/manifold-mcp/manifold/proxy/session"
 )
 
 // This file holds the search surface: which tool list each client gets
@@ -212,12 +212,8 @@ func (c *catalog) listVaries() bool {
 	return len(modes) > 1
 }
 
-// clientIdent is who sent a request, as its session or its _meta says.
-type clientIdent struct {
-	name, version, protocol string
-	modern                  bool
-	identity                string // the authenticated subject; "" without authentication
-}
+// clientIdent is who sent a request (session.Client).
+type clientIdent = session.Client
 
 // clientOf returns the client of a request on ss: a modern request's own
 // _meta clientInfo (a request carries it, and over stdio each may differ),
@@ -227,14 +223,14 @@ func clientOf(ctx context.Context, ss *mcp.ServerSession, meta mcp.Meta) clientI
 	var id clientIdent
 	if ss != nil {
 		if ip := ss.InitializeParams(); ip != nil {
-			id.protocol = ip.ProtocolVersion
+			id.Protocol = ip.ProtocolVersion
 			if ip.ClientInfo != nil {
-				id.name, id.version = ip.ClientInfo.Name, ip.ClientInfo.Version
+				id.Name, id.Version = ip.ClientInfo.Name, ip.ClientInfo.Version
 			}
 		}
 	}
-	id.modern = modernSession(ss)
-	id.identity = identityFrom(ctx).subject
+	id.Modern = modernSession(ss)
+	id.Identity = session.IdentityFrom(ctx).Subject
 	var raw json.RawMessage
 	if m, ok := ctx.Value(requestMetaKey{}).(json.RawMessage); ok {
 		raw = m
@@ -243,9 +239,9 @@ func clientOf(ctx context.Context, ss *mcp.ServerSession, meta mcp.Meta) clientI
 	}
 	if len(raw) > 0 {
 		if m := metaClientMemo.Get(raw, metaClient); m.modern {
-			id.modern, id.protocol = true, m.protocol
+			id.Modern, id.Protocol = true, m.protocol
 			if m.hasInfo {
-				id.name, id.version = m.name, m.version
+				id.Name, id.Version = m.name, m.version
 			}
 		}
 	}
@@ -303,12 +299,12 @@ func metaClient(raw []byte) metaClientInfo {
 // listed says what it would get).
 func (s *Server) sessionMode(ctx context.Context, ss *mcp.ServerSession, meta mcp.Meta, c *catalog, decide bool) string {
 	id := clientOf(ctx, ss, meta)
-	if !id.modern && ss != nil {
-		if mode, ok := s.clients.modeOf(ss); ok {
+	if !id.Modern && ss != nil {
+		if mode, ok := s.sessions.Clients.ModeOf(ss); ok {
 			return mode
 		}
 	}
-	mode := c.modeForWho(id.name, identityFrom(ctx).policy())
+	mode := c.modeForWho(id.Name, session.IdentityFrom(ctx).Policy())
 	if decide {
 		// Until every server's initial start is over the catalog may
 		// still grow past search_above: the mode is kept from then on.
@@ -318,7 +314,9 @@ func (s *Server) sessionMode(ctx context.Context, ss *mcp.ServerSession, meta mc
 			final = true
 		default:
 		}
-		s.clients.record(s, ss, id, mode, final, func() []string { return requestCaps(ctx, ss, meta) })
+		if s.sessions.Clients.Record(ss, id, mode, final, func() []string { return requestCaps(ctx, ss, meta) }) {
+			s.whenSessionEnds(ss, func() { s.sessions.Clients.Forget(ss) })
+		}
 	}
 	return mode
 }
@@ -340,94 +338,6 @@ func requestCaps(ctx context.Context, ss *mcp.ServerSession, meta mcp.Meta) []st
 		return nil
 	}
 	return metaClientMemo.Get(raw, metaClient).caps
-}
-
-// clientRegistry tracks the connected clients and the catalog mode each got,
-// for Clients (status) and to keep a legacy session's mode.
-type clientRegistry struct {
-	mu     sync.Mutex
-	legacy map[*mcp.ServerSession]*clientEntry // guarded by mu
-	modern map[clientIdent]*clientEntry        // recent modern clients; guarded by mu
-}
-
-type clientEntry struct {
-	id       clientIdent
-	caps     []string // the capabilities the client declared (capNames)
-	session  string
-	mode     string
-	final    bool // decided once the initial start was over: kept
-	since    time.Time
-	lastSeen time.Time
-}
-
-// maxModernClients bounds the modern clients kept for status: each request
-// of one names its client, and nothing says when it is gone.
-const maxModernClients = 64
-
-// modernClientTTL is how long a modern client is listed after its last
-// request.
-const modernClientTTL = 10 * time.Minute
-
-func (r *clientRegistry) modeOf(ss *mcp.ServerSession) (string, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if e := r.legacy[ss]; e != nil && e.final {
-		return e.mode, true
-	}
-	return "", false
-}
-
-// record notes that the client id got mode, on ss; a legacy session keeps
-// a final mode, and is forgotten when it ends. caps is called for the
-// capabilities of a client seen the first time, or without them so far.
-func (r *clientRegistry) record(s *Server, ss *mcp.ServerSession, id clientIdent, mode string, final bool, caps func() []string) {
-	now := time.Now()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if !id.modern && ss != nil {
-		if r.legacy == nil {
-			r.legacy = make(map[*mcp.ServerSession]*clientEntry)
-		}
-		if e := r.legacy[ss]; e != nil {
-			if !e.final {
-				e.mode, e.final = mode, final
-			}
-			return
-		}
-		r.legacy[ss] = &clientEntry{id: id, caps: caps(), session: ss.ID(), mode: mode, final: final, since: now, lastSeen: now}
-		s.whenSessionEnds(ss, func() {
-			r.mu.Lock()
-			delete(r.legacy, ss)
-			r.mu.Unlock()
-		})
-		return
-	}
-	if r.modern == nil {
-		r.modern = make(map[clientIdent]*clientEntry)
-	}
-	if e := r.modern[id]; e != nil {
-		e.mode, e.lastSeen = mode, now
-		if ss != nil || e.caps == nil {
-			e.caps = caps()
-		}
-		return
-	}
-	for k, e := range r.modern {
-		if now.Sub(e.lastSeen) > modernClientTTL {
-			delete(r.modern, k)
-		}
-	}
-	if len(r.modern) >= maxModernClients {
-		var oldest clientIdent
-		var at time.Time
-		for k, e := range r.modern {
-			if at.IsZero() || e.lastSeen.Before(at) {
-				oldest, at = k, e.lastSeen
-			}
-		}
-		delete(r.modern, oldest)
-	}
-	r.modern[id] = &clientEntry{id: id, caps: caps(), mode: mode, since: now, lastSeen: now}
 }
 
 // ClientStatus is one connected client, for status reports.
@@ -461,30 +371,19 @@ type ClientStatus struct {
 func (s *Server) Clients() []ClientStatus {
 	c := s.catalog.Load()
 	full, searchList := len(c.toolDefs), len(c.surface().list)
-	s.clients.mu.Lock()
 	var out []ClientStatus
-	add := func(e *clientEntry, modern bool) {
-		st := ClientStatus{Name: printable(s.opts.Redactor.String(e.id.name)), Version: printable(s.opts.Redactor.String(e.id.version)),
-			Protocol: printable(e.id.protocol), Identity: printable(e.id.identity), Capabilities: e.caps, Session: e.session, Catalog: e.mode, Since: e.since.UTC()}
+	s.sessions.Clients.Each(func(e *session.ClientEntry, modern bool) {
+		st := ClientStatus{Name: printable(s.opts.Redactor.String(e.ID.Name)), Version: printable(s.opts.Redactor.String(e.ID.Version)),
+			Protocol: printable(e.ID.Protocol), Identity: printable(e.ID.Identity), Capabilities: e.Caps, Session: e.Session, Catalog: e.Mode, Since: e.Since.UTC()}
 		st.Tools = full
-		if e.mode == ModeSearch {
+		if e.Mode == ModeSearch {
 			st.Tools = searchList
 		}
 		if modern {
-			st.LastSeen = e.lastSeen.UTC()
+			st.LastSeen = e.LastSeen.UTC()
 		}
 		out = append(out, st)
-	}
-	for _, e := range s.clients.legacy {
-		add(e, false)
-	}
-	now := time.Now()
-	for _, e := range s.clients.modern {
-		if now.Sub(e.lastSeen) <= modernClientTTL {
-			add(e, true)
-		}
-	}
-	s.clients.mu.Unlock()
+	})
 	sort.SliceStable(out, func(i, j int) bool {
 		if !out[i].Since.Equal(out[j].Since) {
 			return out[i].Since.Before(out[j].Since)
@@ -873,15 +772,15 @@ func (s *Server) serveSurface(ctx context.Context, ss *mcp.ServerSession, name s
 	}
 	// A session that calls before it lists is decided on the catalog a
 	// list would show it: after the initial start (bounded, as a list).
-	s.waitListable(ctx, ss, clientOf(ctx, ss, nil).name)
+	s.waitListable(ctx, ss, clientOf(ctx, ss, nil).Name)
 	c := s.catalog.Load()
 	if s.sessionMode(ctx, ss, nil, c, true) != ModeSearch {
 		return false // a full-mode session: the name is an upstream's, or unknown
 	}
 	version := sessionVersion(ss)
 	if m, ok := ctx.Value(requestMetaKey{}).(json.RawMessage); ok && len(m) > 0 {
-		if id := clientOf(ctx, ss, nil); id.modern {
-			version = id.protocol
+		if id := clientOf(ctx, ss, nil); id.Modern {
+			version = id.Protocol
 		}
 	}
 	answer := func(raw json.RawMessage) {
@@ -899,9 +798,9 @@ func (s *Server) serveSurface(ctx context.Context, ss *mcp.ServerSession, name s
 	}
 	switch name {
 	case toolSearch:
-		answer(s.searchTools(s.catalog.Load(), args, identityFrom(ctx).policy()))
+		answer(s.searchTools(s.catalog.Load(), args, session.IdentityFrom(ctx).Policy()))
 	case toolDescribe:
-		answer(s.describeTools(s.catalog.Load(), args, version, identityFrom(ctx).policy()))
+		answer(s.describeTools(s.catalog.Load(), args, version, session.IdentityFrom(ctx).Policy()))
 	default:
 		s.callThrough(ctx, ss, name, args, fields, version, finish)
 	}
@@ -1036,7 +935,7 @@ func (s *Server) callThrough(ctx context.Context, ss *mcp.ServerSession, via str
 		}
 	}
 	c := s.catalog.Load()
-	who := identityFrom(ctx).policy()
+	who := session.IdentityFrom(ctx).Policy()
 	if _, _, ok := c.visibleTool(target, who); !ok {
 		s.waitReady(ctx) // it may belong to a server still starting
 		c = s.catalog.Load()
@@ -1047,7 +946,7 @@ func (s *Server) callThrough(ctx context.Context, ss *mcp.ServerSession, via str
 			if s.obs.Audits() {
 				e, _ := c.tools.Lookup(target)
 				rec := observe.Record{Method: "tools/call", Exposed: target, Original: e.Original, Server: e.Server,
-					Decision: "denied", Outcome: "wrong call tool", Via: via, Catalog: ModeSearch, Identity: identityFrom(ctx).subject}
+					Decision: "denied", Outcome: "wrong call tool", Via: via, Catalog: ModeSearch, Identity: session.IdentityFrom(ctx).Subject}
 				recordSession(&rec, ss)
 				s.obs.Audit(rec, time.Now(), nil)
 			}

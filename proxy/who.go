@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/manifold-mcp/manifold/policy"
+	"github.com/manifold-mcp/manifold/proxy/session"
 )
 
 // This file makes the policy's decisions per identity (who-rules, issue 15).
@@ -51,15 +52,15 @@ type view struct {
 const maxViews = 1024
 
 // viewOf returns what id sees of c, or nil when c is the same for everyone.
-func (c *catalog) viewOf(id identity) *view {
+func (c *catalog) viewOf(id session.Identity) *view {
 	if !c.who {
 		return nil
 	}
-	k := id.key()
+	k := id.Key()
 	if v, ok := c.views.Load(k); ok {
 		return v.(*view)
 	}
-	pid := id.policy()
+	pid := id.Policy()
 	v := &view{hidden: map[string]bool{}}
 	for key := range c.items {
 		if !c.decision(key, pid).Visible {
@@ -116,7 +117,7 @@ func (s *Server) narrowResult(ctx context.Context, req mcp.Request, res mcp.Resu
 	if !c.who {
 		return res
 	}
-	v := c.viewOf(requestIdentity(ctx, req))
+	v := c.viewOf(session.RequestIdentity(ctx, req))
 	switch r := res.(type) {
 	case *mcp.ListToolsResult:
 		out := *r

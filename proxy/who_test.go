@@ -5,56 +5,11 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/manifold-mcp/manifold/policy"
 	"github.com/manifold-mcp/manifold/proxy/naming"
 )
-
-func TestIdentityPolicy(t *testing.T) {
-	tests := []struct {
-		name string
-		ti   *auth.TokenInfo
-		want policy.Identity
-	}{
-		{"anonymous", nil, policy.Identity{}},
-		{"token", &auth.TokenInfo{UserID: "jwt:https://idp alice", Extra: map[string]any{
-			extraSubject: "alice", extraGroups: []string{"eng", "ops"}, extraMethod: "jwt"}},
-			policy.Identity{User: "alice", Groups: []string{"eng", "ops"}}},
-		{"API key", &auth.TokenInfo{UserID: "key:ci-bot", Extra: map[string]any{
-			extraSubject: "ci-bot", extraGroups: []string{"ci"}, extraMethod: methodAPIKey}},
-			policy.Identity{Key: "ci-bot", Groups: []string{"ci"}}},
-		{"groups with control characters are dropped", &auth.TokenInfo{UserID: "jwt:i m", Extra: map[string]any{
-			extraSubject: "m", extraGroups: []string{"eng\x00", "", "a\nb", "ok"}, extraMethod: "jwt"}},
-			policy.Identity{User: "m", Groups: []string{"ok"}}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if diff := cmp.Diff(tt.want, identityOf(tt.ti).policy(), cmp.AllowUnexported(policy.Identity{})); diff != "" {
-				t.Errorf("(-want +got):\n%s", diff)
-			}
-		})
-	}
-	// Keys tell identities apart: a key from a token, one group set from
-	// another, and nothing in a claim can make two sets look alike.
-	keys := map[string]string{}
-	for _, ti := range []*auth.TokenInfo{
-		{UserID: "jwt:i a", Extra: map[string]any{extraGroups: []string{"x", "y"}}},
-		{UserID: "jwt:i a", Extra: map[string]any{extraGroups: []string{"x\x00y"}}},
-		{UserID: "jwt:i a", Extra: map[string]any{extraGroups: []string{"xy"}}},
-		{UserID: "key:a", Extra: map[string]any{extraGroups: []string{"x", "y"}}},
-	} {
-		k := identityOf(ti).key()
-		if prev, dup := keys[k]; dup {
-			t.Errorf("identities %s and %v share the key %q", prev, ti.Extra, k)
-		}
-		keys[k] = ti.UserID
-	}
-	if k := identityOf(nil).key(); k != "" {
-		t.Errorf("anonymous key %q, want \"\" (one shared bucket)", k)
-	}
-}
 
 func TestNarrowLists(t *testing.T) {
 	c := &catalog{who: true, toolDefs: map[string]*mcp.Tool{}, items: map[string]policy.Item{},

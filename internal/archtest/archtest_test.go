@@ -119,6 +119,10 @@ var rules = []rule{
 	// servers and the client's capabilities by the root, and reading a
 	// backend through upstream/supervise.
 	{dir: "proxy/relay", within: withUpstream, forbidden: []string{toml, goPlugin, goJOSE, goRedis}},
+	// proxy/session knows who is at the other end: the downstream identity,
+	// the peer of a connection, each session's calls in flight and
+	// first-list wait; a room, handed the SDK's requests by the root.
+	{dir: "proxy/session", within: lower, forbidden: []string{toml, goPlugin, goJOSE, goRedis}},
 	// upstream/supervise keeps one backend alive (start, restart, health,
 	// lazy and idle, the cached catalog) and reports to the proxy through
 	// the hooks the proxy sets: it knows one connection (upstream), not the

@@ -1,4 +1,4 @@
-package proxy
+package session
 
 import (
 	"strings"
@@ -7,7 +7,7 @@ import (
 )
 
 // How long a first list waits for servers whose catalog is not known yet
-// (Options.FirstListWait zero): as long as the client that lists allows
+// (the proxy's Options.FirstListWait zero): as long as the client that lists allows
 // before it starts its first turn without the proxy, measured over stdio
 // with a server whose tools/list was delayed (README, "First run and later
 // runs"). A client that gives up drops the whole server, not only the late
@@ -30,11 +30,11 @@ const (
 	firstListWaitOther = 8 * time.Second
 )
 
-// firstListWait is the bound of a first list's wait for a client of the
-// given clientInfo name.
-func (s *Server) firstListWait(client string) time.Duration {
-	if s.opts.FirstListWait > 0 {
-		return s.opts.FirstListWait
+// FirstListWait is the bound of a first list's wait for a client of the
+// given clientInfo name: set (Options.FirstListWait) if it is not zero.
+func FirstListWait(client string, set time.Duration) time.Duration {
+	if set > 0 {
+		return set
 	}
 	switch strings.ToLower(client) {
 	case "codex-mcp-client", "codex":
@@ -45,19 +45,19 @@ func (s *Server) firstListWait(client string) time.Duration {
 	return firstListWaitOther
 }
 
-// listDeadlines holds, per session, when its first-list wait ends: the wait
+// Waits holds, per session, when its first-list wait ends: the wait
 // runs from the session's first wait (its initialize), so that the
 // initialize and the list that follows share the client's patience.
-type listDeadlines struct {
+type Waits struct {
 	m sync.Map // session -> time.Time
 }
 
-// left returns how much of the wait d is left to session at now, and
+// Left returns how much of the wait d is left to session at now, and
 // whether this was the session's first wait (its wait starts now).
-func (l *listDeadlines) left(session any, d time.Duration, now time.Time) (time.Duration, bool) {
+func (l *Waits) Left(session any, d time.Duration, now time.Time) (time.Duration, bool) {
 	v, loaded := l.m.LoadOrStore(session, now.Add(d))
 	return v.(time.Time).Sub(now), !loaded
 }
 
-// forget drops an ended session.
-func (l *listDeadlines) forget(session any) { l.m.Delete(session) }
+// Forget drops an ended session.
+func (l *Waits) Forget(session any) { l.m.Delete(session) }

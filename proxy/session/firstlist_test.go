@@ -1,4 +1,4 @@
-package proxy
+package session
 
 import (
 	"testing"
@@ -25,8 +25,7 @@ func TestFirstListWait(t *testing.T) {
 		{3 * time.Second, "claude-code", 3 * time.Second},
 	}
 	for _, tt := range tests {
-		s := &Server{opts: Options{FirstListWait: tt.set}}
-		if got := s.firstListWait(tt.client); got != tt.want {
+		if got := FirstListWait(tt.client, tt.set); got != tt.want {
 			t.Errorf("first_list_wait %v, client %q: waits %v, want %v", tt.set, tt.client, got, tt.want)
 		}
 	}
@@ -38,23 +37,23 @@ func TestFirstListWait(t *testing.T) {
 // TestListDeadlines: a session's first-list wait runs from its first wait;
 // later waits get what is left, and nothing once it has run out.
 func TestListDeadlines(t *testing.T) {
-	var l listDeadlines
+	var l Waits
 	t0 := time.Unix(1000, 0)
 	a, b := new(int), new(int)
-	if d, first := l.left(a, time.Second, t0); d != time.Second || !first {
+	if d, first := l.Left(a, time.Second, t0); d != time.Second || !first {
 		t.Errorf("a's initialize: %v left (first %v), want 1s (true)", d, first)
 	}
-	if d, first := l.left(a, time.Second, t0.Add(300*time.Millisecond)); d != 700*time.Millisecond || first {
+	if d, first := l.Left(a, time.Second, t0.Add(300*time.Millisecond)); d != 700*time.Millisecond || first {
 		t.Errorf("a's list 300ms later: %v left (first %v), want 700ms (false)", d, first)
 	}
-	if d, _ := l.left(a, time.Second, t0.Add(2*time.Second)); d > 0 {
+	if d, _ := l.Left(a, time.Second, t0.Add(2*time.Second)); d > 0 {
 		t.Errorf("a's list 2s later: %v left, want none", d)
 	}
-	if d, first := l.left(b, 20*time.Second, t0.Add(2*time.Second)); d != 20*time.Second || !first {
+	if d, first := l.Left(b, 20*time.Second, t0.Add(2*time.Second)); d != 20*time.Second || !first {
 		t.Errorf("b, another session: %v left (first %v), want 20s (true)", d, first)
 	}
-	l.forget(a)
-	if d, first := l.left(a, time.Second, t0.Add(3*time.Second)); d != time.Second || !first {
+	l.Forget(a)
+	if d, first := l.Left(a, time.Second, t0.Add(3*time.Second)); d != time.Second || !first {
 		t.Errorf("a after forget: %v left (first %v), want 1s (true)", d, first)
 	}
 }

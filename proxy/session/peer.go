@@ -1,4 +1,4 @@
-package proxy
+package session
 
 import (
 	"bufio"
@@ -16,23 +16,23 @@ import (
 	"sync"
 )
 
-// peer identifies the client end of an HTTP connection: its IP address
+// Peer identifies the client end of an HTTP connection: its IP address
 // and, for a loopback peer on Linux, the user id owning the client's socket,
-// and with authentication the user of the request (see ownerOf). An HTTP
+// and with authentication the user of the request (see OwnerOf). An HTTP
 // session belongs to the peer that created it.
-type peer struct {
-	addr netip.Addr // unmapped; the IPv6 loopback is recorded as 127.0.0.1
-	uid  int        // -1 when unknown
-	user string     // the authenticated user (auth.TokenInfo.UserID); "" without authentication
+type Peer struct {
+	Addr netip.Addr // unmapped; the IPv6 loopback is recorded as 127.0.0.1
+	UID  int        // -1 when unknown
+	User string     // the authenticated user (auth.TokenInfo.UserID); "" without authentication
 }
 
-func (p peer) String() string {
-	s := p.addr.String()
-	if p.uid >= 0 {
-		s += " uid " + strconv.Itoa(p.uid)
+func (p Peer) String() string {
+	s := p.Addr.String()
+	if p.UID >= 0 {
+		s += " uid " + strconv.Itoa(p.UID)
 	}
-	if p.user != "" {
-		s += " user " + strconv.Quote(p.user)
+	if p.User != "" {
+		s += " user " + strconv.Quote(p.User)
 	}
 	return s
 }
@@ -44,17 +44,17 @@ type connPeerKey struct{}
 // needs it.
 type connPeer struct {
 	once sync.Once
-	p    peer
+	p    Peer
 }
 
-// withConnPeer is an http.Server ConnContext that gives each connection a
+// WithConnPeer is an http.Server ConnContext that gives each connection a
 // place for its peer.
-func withConnPeer(ctx context.Context, _ net.Conn) context.Context {
+func WithConnPeer(ctx context.Context, _ net.Conn) context.Context {
 	return context.WithValue(ctx, connPeerKey{}, &connPeer{})
 }
 
-// peerOf returns the peer of r's connection.
-func peerOf(r *http.Request) peer {
+// PeerOf returns the peer of r's connection.
+func PeerOf(r *http.Request) Peer {
 	cp, _ := r.Context().Value(connPeerKey{}).(*connPeer)
 	if cp == nil {
 		return lookupPeer(r)
@@ -63,18 +63,18 @@ func peerOf(r *http.Request) peer {
 	return cp.p
 }
 
-func lookupPeer(r *http.Request) peer {
-	p := peer{uid: -1}
+func lookupPeer(r *http.Request) Peer {
+	p := Peer{UID: -1}
 	remote, err := netip.ParseAddrPort(r.RemoteAddr)
 	if err != nil {
 		// Not TCP (a test's recorder, a unix socket): everything is one peer.
 		return p
 	}
-	p.addr = remote.Addr().Unmap()
-	if p.addr == netip.IPv6Loopback() {
-		p.addr = netip.AddrFrom4([4]byte{127, 0, 0, 1})
+	p.Addr = remote.Addr().Unmap()
+	if p.Addr == netip.IPv6Loopback() {
+		p.Addr = netip.AddrFrom4([4]byte{127, 0, 0, 1})
 	}
-	if !p.addr.IsLoopback() {
+	if !p.Addr.IsLoopback() {
 		return p
 	}
 	la, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
@@ -88,7 +88,7 @@ func lookupPeer(r *http.Request) peer {
 	// The client's socket is the one whose local end is our remote.
 	switch uid, err := diagUID(remote, local); {
 	case err == nil:
-		p.uid = uid
+		p.UID = uid
 		return p
 	case errors.Is(err, errNotFound):
 		return p
@@ -101,7 +101,7 @@ func lookupPeer(r *http.Request) peer {
 			continue // not Linux, or no IPv6
 		}
 		if uid, ok := socketUID(data, remote, local); ok {
-			p.uid = uid
+			p.UID = uid
 			break
 		}
 	}

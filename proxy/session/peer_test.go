@@ -1,4 +1,4 @@
-package proxy
+package session
 
 import (
 	"encoding/binary"

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package proxy
+package session
 
 import (
 	"errors"

@@ -1,0 +1,64 @@
+package session
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestClientsModern: a modern client is kept by what it names itself,
+// its last mode wins, and at most maxModernClients are kept.
+func TestClientsModern(t *testing.T) {
+	var r Clients
+	calls := 0
+	caps := func() []string { calls++; return []string{"sampling"} }
+	a := Client{Name: "a", Modern: true, Protocol: "2026-07-28"}
+	if r.Record(nil, a, "full", true, caps) {
+		t.Error("a modern client is not a session to forget")
+	}
+	r.Record(nil, a, "search", true, caps)
+	var got []ClientEntry
+	r.Each(func(e *ClientEntry, modern bool) {
+		if !modern {
+			t.Errorf("%v listed as a session", e.ID)
+		}
+		got = append(got, *e)
+	})
+	if len(got) != 1 || got[0].Mode != "search" || got[0].Caps[0] != "sampling" || calls != 1 {
+		t.Errorf("got %+v after %d caps calls, want a in search mode, caps asked once", got, calls)
+	}
+	for i := range 2 * maxModernClients {
+		r.Record(nil, Client{Name: fmt.Sprint("c", i), Modern: true}, "full", true, caps)
+	}
+	n := 0
+	r.Each(func(*ClientEntry, bool) { n++ })
+	if n != maxModernClients {
+		t.Errorf("%d modern clients kept, want %d", n, maxModernClients)
+	}
+}
+
+// TestClientsLegacy: a legacy session keeps its first final mode until
+// it is forgotten.
+func TestClientsLegacy(t *testing.T) {
+	var r Clients
+	ss := new(mcp.ServerSession)
+	caps := func() []string { return nil }
+	if !r.Record(ss, Client{Name: "l"}, "full", false, caps) {
+		t.Fatal("a new session is not reported new")
+	}
+	if _, ok := r.ModeOf(ss); ok {
+		t.Error("a mode decided before the start was over is kept")
+	}
+	if r.Record(ss, Client{Name: "l"}, "search", true, caps) {
+		t.Error("a known session is reported new")
+	}
+	r.Record(ss, Client{Name: "l"}, "full", true, caps)
+	if mode, ok := r.ModeOf(ss); !ok || mode != "search" {
+		t.Errorf("ModeOf = %q, %v; want search, kept", mode, ok)
+	}
+	r.Forget(ss)
+	if _, ok := r.ModeOf(ss); ok {
+		t.Error("a forgotten session keeps its mode")
+	}
+}
