@@ -5,7 +5,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -127,15 +126,6 @@ func tree(pid int) []int {
 		}
 	}
 	return out
-}
-
-// clientCPU is this process's CPU time (user and system).
-func clientCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func replacePort(s, port string) string { return strings.ReplaceAll(s, "{port}", port) }
