@@ -866,7 +866,7 @@ func (s *Server) register(c *catalog) {
 	defer func() {
 		for k, t := range touched {
 			if t {
-				s.listed.changed(catalogKind(k))
+				s.relay.Changed(catalogKind(k))
 			}
 		}
 	}()

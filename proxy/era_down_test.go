@@ -20,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/manifold-mcp/manifold/policy"
+	"github.com/manifold-mcp/manifold/proxy/relay"
 	"github.com/manifold-mcp/manifold/upstream"
 )
 
@@ -641,7 +642,7 @@ func TestSchemaProblemsLoggedOnce(t *testing.T) {
 	}
 }
 
-// TestStdioListenFlood: one stdio client holds at most maxListensPerSession
+// TestStdioListenFlood: one stdio client holds at most relay.MaxListensPerSession
 // listens open; beyond it a listen is refused with an error that says why,
 // and a cancelled listen frees its slot.
 func TestStdioListenFlood(t *testing.T) {
@@ -655,7 +656,7 @@ func TestStdioListenFlood(t *testing.T) {
 	acked := func(line []byte) bool {
 		return strings.Contains(string(line), "notifications/subscriptions/acknowledged")
 	}
-	for i := range maxListensPerSession {
+	for i := range relay.MaxListensPerSession {
 		listen(fmt.Sprintf(`"l%d"`, i))
 		if line := rs.rawLine(); !acked(line) {
 			t.Fatalf("listen %d: %s, want its acknowledgement", i, line)

@@ -74,7 +74,7 @@ func (s *Server) leanList(ctx context.Context, ss *mcp.ServerSession, id, params
 		}
 		// As listing does: recorded before the catalog is read, so that
 		// a change made from now on is notified.
-		s.markListed(ss, catTools)
+		s.relay.MarkListed(ss, catTools)
 	}
 	c := s.catalog.Load()
 	if c == nil {

@@ -282,8 +282,6 @@ type Server struct {
 	sessions     session.Book                   // the downstream sessions and clients: their modes, calls in flight, first-list waits
 	alwaysWarned sync.Map                       // CatalogOptions.Always names already logged as not visible
 
-	listed      listedKinds
-	listens     listenCount
 	relay       *relay.Relay       // what upstreams send towards clients: requests, logs, progress (proxy/relay)
 	eras        *upstream.EraCache // each server's protocol era, across restarts and reloads
 	rules       atomic.Pointer[policy.Rules]

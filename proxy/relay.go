@@ -65,6 +65,7 @@ func (s *Server) newRelay() *relay.Relay {
 			return cs, b, err
 		},
 		WhenSessionEnds: s.whenSessionEnds,
+		Closed:          s.isClosed,
 		Life:            s.life,
 		Log:             s.log,
 	})

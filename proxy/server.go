@@ -77,7 +77,7 @@ func (s *Server) newMCPServer() *mcp.Server {
 		UnsubscribeHandler:        s.relay.Unsubscribe,
 	})
 	srv.AddReceivingMiddleware(s.identityMiddleware, s.routingMiddleware)
-	srv.AddSendingMiddleware(s.listChangedMiddleware)
+	srv.AddSendingMiddleware(s.relay.ListChangedMiddleware)
 	if s.obs.Tracing() || s.obs.Metrics() != nil {
 		srv.AddReceivingMiddleware(s.telemetryMiddleware)
 	}
@@ -234,7 +234,7 @@ func (s *Server) route(ctx context.Context, next mcp.MethodHandler, method strin
 	case "logging/setLevel":
 		s.relay.SetLogLevel(ctx, req)
 	case "subscriptions/listen":
-		return s.serveListen(ctx, next, method, req)
+		return s.relay.ServeListen(ctx, next, method, req)
 	}
 	return next(ctx, method, req)
 }

@@ -25,7 +25,7 @@ import (
 //   - beaconTool, registered again at every change of the listed tools, so
 //     that the SDK schedules its tools/list_changed for every session, in
 //     either era (a modern session's listen included), which
-//     listChangedMiddleware then holds back or coalesces per session.
+//     relay's ListChangedMiddleware then holds back or coalesces per session.
 //
 // tools/call never reaches the registry (routingMiddleware routes every
 // call by the catalog), and neither does tools/list.

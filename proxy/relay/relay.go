@@ -88,6 +88,8 @@ type Options struct {
 	// WhenSessionEnds runs f once ss has ended (unless the proxy closes
 	// first).
 	WhenSessionEnds func(ss *mcp.ServerSession, f func())
+	// Closed reports whether the proxy has closed.
+	Closed func() bool
 	// Life ends when the proxy closes; Log is the proxy's logger.
 	Life context.Context
 	Log  *slog.Logger
@@ -102,6 +104,8 @@ type Relay struct {
 	progress progressRoutes
 	elicit   elicitations
 	logLevel atomic.Pointer[string]
+	listed   listedKinds // who listed which kind, pending list_changed (listchanged.go)
+	listens  listenCount // open subscriptions/listen per session (listchanged.go)
 }
 
 // New returns the relay of one proxy.

@@ -1,4 +1,4 @@
-package proxy
+package relay
 
 import (
 	"slices"
@@ -20,69 +20,69 @@ func TestListedKindsOffer(t *testing.T) {
 	type offer struct {
 		at   time.Duration // since the start
 		sess int
-		kind catalogKind
+		kind CatalogKind
 	}
 	tests := []struct {
 		name   string
-		listed map[int][]catalogKind // session -> kinds it listed before the offers
+		listed map[int][]CatalogKind // session -> kinds it listed before the offers
 		offers []offer
 		relist []int       // offers just after whose change their session lists the kind again
 		want   map[int]int // session -> notifications sent
 	}{
 		{
 			name:   "nothing listed: nothing sent",
-			offers: []offer{{0, 1, catTools}, {0, 1, catPrompts}, {0, 1, catResources}},
+			offers: []offer{{0, 1, CatTools}, {0, 1, CatPrompts}, {0, 1, CatResources}},
 			want:   map[int]int{},
 		},
 		{
 			name:   "other kind listed: nothing sent",
-			listed: map[int][]catalogKind{1: {catTools}},
-			offers: []offer{{0, 1, catPrompts}, {0, 1, catResources}},
+			listed: map[int][]CatalogKind{1: {CatTools}},
+			offers: []offer{{0, 1, CatPrompts}, {0, 1, CatResources}},
 			want:   map[int]int{},
 		},
 		{
 			name:   "a burst of six is one",
-			listed: map[int][]catalogKind{1: {catTools}},
-			offers: []offer{{0, 1, catTools}, {10 * time.Millisecond, 1, catTools}, {50 * time.Millisecond, 1, catTools},
-				{100 * time.Millisecond, 1, catTools}, {150 * time.Millisecond, 1, catTools}, {199 * time.Millisecond, 1, catTools}},
+			listed: map[int][]CatalogKind{1: {CatTools}},
+			offers: []offer{{0, 1, CatTools}, {10 * time.Millisecond, 1, CatTools}, {50 * time.Millisecond, 1, CatTools},
+				{100 * time.Millisecond, 1, CatTools}, {150 * time.Millisecond, 1, CatTools}, {199 * time.Millisecond, 1, CatTools}},
 			want: map[int]int{1: 1},
 		},
 		{
 			name:   "two bursts are two",
-			listed: map[int][]catalogKind{1: {catTools}},
-			offers: []offer{{0, 1, catTools}, {100 * time.Millisecond, 1, catTools}, {time.Second, 1, catTools}},
+			listed: map[int][]CatalogKind{1: {CatTools}},
+			offers: []offer{{0, 1, CatTools}, {100 * time.Millisecond, 1, CatTools}, {time.Second, 1, CatTools}},
 			want:   map[int]int{1: 2},
 		},
 		{
 			name:   "kinds are coalesced separately",
-			listed: map[int][]catalogKind{1: {catTools, catPrompts, catResources}},
-			offers: []offer{{0, 1, catTools}, {0, 1, catPrompts}, {0, 1, catResources}, {0, 1, catTools}},
+			listed: map[int][]CatalogKind{1: {CatTools, CatPrompts, CatResources}},
+			offers: []offer{{0, 1, CatTools}, {0, 1, CatPrompts}, {0, 1, CatResources}, {0, 1, CatTools}},
 			want:   map[int]int{1: 3},
 		},
 		{
 			name:   "sessions are separate",
-			listed: map[int][]catalogKind{1: {catTools}, 2: {catTools}},
-			offers: []offer{{0, 1, catTools}, {0, 2, catTools}, {0, 3, catTools}, {0, 1, catTools}},
+			listed: map[int][]CatalogKind{1: {CatTools}, 2: {CatTools}},
+			offers: []offer{{0, 1, CatTools}, {0, 2, CatTools}, {0, 3, CatTools}, {0, 1, CatTools}},
 			want:   map[int]int{1: 1, 2: 1},
 		},
 		{
 			name:   "listed after the change: nothing sent",
-			listed: map[int][]catalogKind{1: {catTools}},
-			offers: []offer{{0, 1, catTools}},
+			listed: map[int][]CatalogKind{1: {CatTools}},
+			offers: []offer{{0, 1, CatTools}},
 			relist: []int{0},
 			want:   map[int]int{},
 		},
 		{
 			name:   "a list after the first one holds nothing back",
-			listed: map[int][]catalogKind{1: {catTools}},
-			offers: []offer{{0, 1, catTools}, {time.Second, 1, catTools}},
+			listed: map[int][]CatalogKind{1: {CatTools}},
+			offers: []offer{{0, 1, CatTools}, {time.Second, 1, CatTools}},
 			relist: []int{0, 1},
 			want:   map[int]int{1: 1},
 		},
 		{
 			name:   "a change after the list is sent",
-			listed: map[int][]catalogKind{1: {catTools}},
-			offers: []offer{{0, 1, catTools}, {50 * time.Millisecond, 1, catTools}},
+			listed: map[int][]CatalogKind{1: {CatTools}},
+			offers: []offer{{0, 1, CatTools}, {50 * time.Millisecond, 1, CatTools}},
 			relist: []int{0},
 			want:   map[int]int{1: 1},
 		},
