@@ -168,7 +168,7 @@ func (s *Server) serveRetry(ctx context.Context, msg []byte, notify func([]byte)
 			}
 		})
 	}
-	s.resumeParked(ctx, s.bridge.get(st.Call), st, capsV1(fr.Caps), fr.Principal, fr.Name, fr.Fields, finish, rebind)
+	s.resumeParked(ctx, s.bridge.Get(st.Call), st, capsV1(fr.Caps), fr.Principal, fr.Name, fr.Fields, finish, rebind)
 	select {
 	case out := <-done:
 		return out
