@@ -2,8 +2,6 @@ package proxy
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -13,7 +11,7 @@ import (
 
 // This file is the root's side of approval bound to the call
 // (proxy/confirm): the names approve-call uses, and the part of a modern
-// client's parked call (mrtr.go) in an approval, given to the approver as
+// client's parked call (proxy/bridge) in an approval, given to the approver as
 // its Parked hooks.
 
 // ValidApprovalID reports whether id has the shape of an approval id.
@@ -44,19 +42,4 @@ func confirmParked() confirm.Parked {
 		},
 		Aborted: func(ctx context.Context) string { return bridge.Of(ctx).AbortReason() },
 	}
-}
-
-// checkConfirmRetry refuses the retry of a parked call awaiting approval
-// whose arguments differ from those the person was asked about, ending the
-// call: what was approved is one exact call.
-func (s *Server) checkConfirmRetry(pc *bridge.Call, principal, name string, fields map[string]json.RawMessage) error {
-	want := pc.ConfirmDigest()
-	if want == "" {
-		return nil
-	}
-	if digest, err := confirm.Digest(principal, name, fields["arguments"]); err == nil && digest == want {
-		return nil
-	}
-	pc.Abort("arguments changed after the approval was asked")
-	return errors.New("its arguments differ from those of the call the person was asked to approve, so the call was dropped and nothing was executed; call the tool again, without requestState, to ask for approval of the new arguments")
 }

@@ -6,18 +6,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"sync"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/manifold-mcp/manifold/internal/jsonscan"
 	"github.com/manifold-mcp/manifold/proxy/bridge"
+	"github.com/manifold-mcp/manifold/proxy/confirm"
 	"github.com/manifold-mcp/manifold/proxy/era"
 	"github.com/manifold-mcp/manifold/proxy/internal/wire"
 	"github.com/manifold-mcp/manifold/proxy/relay"
@@ -173,17 +172,11 @@ var stripMemo wire.Memo[json.RawMessage]
 
 // newBridges returns the proxy's bridges (proxy/bridge) for opts.
 func newBridges(opts Options) *bridge.Bridges {
-	bo := bridge.Options{StateKey: opts.StateKey, Methods: relayMethods}
+	bo := bridge.Options{StateKey: opts.StateKey, Methods: relayMethods, Digest: confirm.Digest}
 	if opts.Retries != nil {
 		bo.Replica = opts.Retries.Replica
 	}
 	return bridge.New(bo)
-}
-
-// stateError is the -32602 answer to a retry whose requestState is refused.
-func stateError(name string, err error) error {
-	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(
-		"invalid requestState for tool %q: %v; call the tool again without requestState and inputResponses to start over", name, err)}
 }
 
 // resumeCall serves the retry of a modern client's call (a tools/call with
@@ -193,7 +186,7 @@ func stateError(name string, err error) error {
 // replica is served there (retryrelay.go).
 func (s *Server) resumeCall(ctx context.Context, ss *mcp.ServerSession, e reqEra, name, server string, fields map[string]json.RawMessage, finish func(json.RawMessage, error)) (handled bool) {
 	principal := session.Principal(ctx, ss, s.opts.WaitForClient, e.client)
-	st, err := s.openRetry(name, server, principal, fields)
+	st, err := s.bridge.OpenRetry(name, server, principal, fields)
 	if err != nil {
 		finish(nil, err)
 		return true
@@ -204,7 +197,7 @@ func (s *Server) resumeCall(ctx context.Context, ss *mcp.ServerSession, e reqEra
 		return false
 	case era.Parked:
 	default:
-		finish(nil, stateError(name, era.ErrMalformed))
+		finish(nil, bridge.StateError(name, era.ErrMalformed))
 		return true
 	}
 	pc := s.bridge.Get(st.Call)
@@ -216,50 +209,8 @@ func (s *Server) resumeCall(ctx context.Context, ss *mcp.ServerSession, e reqEra
 	// good and before its answers reach the server (which may report
 	// progress at once).
 	rebind := func(route string) { s.relay.Rebind(route, ctx, ss, fields["_meta"]) }
-	s.resumeParked(ctx, pc, st, e.caps, principal, name, fields, finish, rebind)
+	s.bridge.ResumeParked(ctx, pc, st, e.caps, principal, name, fields, finish, rebind)
 	return true
-}
-
-// openRetry opens the requestState of a retry in fields, bound to the
-// request's name, server and principal; its error is the -32602 answer.
-func (s *Server) openRetry(name, server, principal string, fields map[string]json.RawMessage) (era.State, error) {
-	var token string
-	if err := json.Unmarshal(fields["requestState"], &token); err != nil {
-		return era.State{}, stateError(name, errors.New("it is not a string"))
-	}
-	sealer, err := s.bridge.Sealer()
-	if err != nil {
-		return era.State{}, err
-	}
-	st, err := sealer.Open(token, era.Binding{Method: "tools/call", Name: name, Upstream: server, Principal: principal}, time.Now())
-	if err != nil {
-		return era.State{}, stateError(name, err)
-	}
-	return st, nil
-}
-
-// resumeParked hands a retry's answers to pc, the parked call its state st
-// names (nil: none is waiting here), and attaches the retry (ctx, finish)
-// to the call's next event.
-func (s *Server) resumeParked(ctx context.Context, pc *bridge.Call, st era.State, caps *mcp.ClientCapabilities, principal, name string, fields map[string]json.RawMessage, finish func(json.RawMessage, error), rebind func(route string)) {
-	if pc == nil {
-		finish(nil, stateError(name, errors.New("the call it names is no longer waiting for input (it ended, timed out, or its state was already used)")))
-		return
-	}
-	if err := s.checkConfirmRetry(pc, principal, name, fields); err != nil {
-		finish(nil, stateError(name, err))
-		return
-	}
-	var responses map[string]json.RawMessage
-	if raw := fields["inputResponses"]; len(raw) > 0 && string(raw) != "null" {
-		if err := json.Unmarshal(raw, &responses); err != nil {
-			finish(nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid inputResponses for tool %q: %v", name, err)})
-			return
-		}
-	}
-	if err := pc.Resume(ctx, st, caps, responses, finish, rebind); err != nil {
-		finish(nil, stateError(name, err))
-	}
 }
 
 // wrapState seals a modern upstream's requestState in an input_required

@@ -1,5 +1,10 @@
 package bridge
 
+import (
+	"encoding/json"
+	"errors"
+)
+
 // This file is the part of a modern client's parked call in an approval
 // (proxy/confirm): the digest it is bound to, and its abort.
 
@@ -39,4 +44,19 @@ func (pc *Call) AbortReason() string {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
 	return pc.aborted
+}
+
+// checkConfirmRetry refuses the retry of a parked call awaiting approval
+// whose arguments differ from those the person was asked about, ending the
+// call: what was approved is one exact call.
+func (br *Bridges) checkConfirmRetry(pc *Call, principal, name string, fields map[string]json.RawMessage) error {
+	want := pc.ConfirmDigest()
+	if want == "" {
+		return nil
+	}
+	if digest, err := br.opts.Digest(principal, name, fields["arguments"]); err == nil && digest == want {
+		return nil
+	}
+	pc.Abort("arguments changed after the approval was asked")
+	return errors.New("its arguments differ from those of the call the person was asked to approve, so the call was dropped and nothing was executed; call the tool again, without requestState, to ask for approval of the new arguments")
 }

@@ -38,6 +38,10 @@ type Options struct {
 	// Methods names the server->client requests in the keys of input
 	// requests (relay.Methods).
 	Methods map[string]string
+	// Digest is the digest of a call a person is asked to approve
+	// (confirm.Digest): a retry of a parked call awaiting approval must
+	// carry the same.
+	Digest func(principal, tool string, args json.RawMessage) (string, error)
 }
 
 // New returns the bridges of a proxy.
@@ -76,6 +80,12 @@ func NeedCap(method, server, mode string, caps *mcp.ClientCapabilities) error {
 		}
 	}
 	return nil
+}
+
+// StateError is the -32602 answer to a retry whose requestState is refused.
+func StateError(name string, err error) error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(
+		"invalid requestState for tool %q: %v; call the tool again without requestState and inputResponses to start over", name, err)}
 }
 
 // bridges holds the proxy's sealed-state key and the calls parked on legacy
@@ -455,3 +465,45 @@ func Ask[T any](ctx context.Context, method, mode string, params any) (res T, ok
 
 // Server returns the name of the server the call is parked on.
 func (pc *Call) Server() string { return pc.server }
+
+// OpenRetry opens the requestState of a retry in fields, bound to the
+// request's name, server and principal; its error is the -32602 answer.
+func (br *Bridges) OpenRetry(name, server, principal string, fields map[string]json.RawMessage) (era.State, error) {
+	var token string
+	if err := json.Unmarshal(fields["requestState"], &token); err != nil {
+		return era.State{}, StateError(name, errors.New("it is not a string"))
+	}
+	sealer, err := br.Sealer()
+	if err != nil {
+		return era.State{}, err
+	}
+	st, err := sealer.Open(token, era.Binding{Method: "tools/call", Name: name, Upstream: server, Principal: principal}, time.Now())
+	if err != nil {
+		return era.State{}, StateError(name, err)
+	}
+	return st, nil
+}
+
+// ResumeParked hands a retry's answers to pc, the parked call its state st
+// names (nil: none is waiting here), and attaches the retry (ctx, finish)
+// to the call's next event.
+func (br *Bridges) ResumeParked(ctx context.Context, pc *Call, st era.State, caps *mcp.ClientCapabilities, principal, name string, fields map[string]json.RawMessage, finish func(json.RawMessage, error), rebind func(route string)) {
+	if pc == nil {
+		finish(nil, StateError(name, errors.New("the call it names is no longer waiting for input (it ended, timed out, or its state was already used)")))
+		return
+	}
+	if err := br.checkConfirmRetry(pc, principal, name, fields); err != nil {
+		finish(nil, StateError(name, err))
+		return
+	}
+	var responses map[string]json.RawMessage
+	if raw := fields["inputResponses"]; len(raw) > 0 && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &responses); err != nil {
+			finish(nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid inputResponses for tool %q: %v", name, err)})
+			return
+		}
+	}
+	if err := pc.Resume(ctx, st, caps, responses, finish, rebind); err != nil {
+		finish(nil, StateError(name, err))
+	}
+}
