@@ -2,17 +2,16 @@ package proxy
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/manifold-mcp/manifold/proxy/bridge"
 	"github.com/manifold-mcp/manifold/proxy/confirm"
 )
 
 // This file is the root's side of approval bound to the call
 // (proxy/confirm): the names approve-call uses, and the part of a modern
-// client's parked call (mrtr.go) in an approval, given to the approver as
+// client's parked call (proxy/bridge) in an approval, given to the approver as
 // its Parked hooks.
 
 // ValidApprovalID reports whether id has the shape of an approval id.
@@ -34,66 +33,13 @@ type ApprovalView = confirm.View
 func confirmParked() confirm.Parked {
 	return confirm.Parked{
 		Ask: func(ctx context.Context, mode string, p *mcp.ElicitParams) (*mcp.ElicitResult, bool, error) {
-			return askParked[*mcp.ElicitResult](ctx, "elicitation/create", mode, p)
+			return bridge.Ask[*mcp.ElicitResult](ctx, "elicitation/create", mode, p)
 		},
 		Bind: func(ctx context.Context, digest string) {
-			if pc := parkedOf(ctx); pc != nil {
-				pc.setConfirm(digest)
+			if pc := bridge.Of(ctx); pc != nil {
+				pc.SetConfirm(digest)
 			}
 		},
-		Aborted: func(ctx context.Context) string { return parkedOf(ctx).abortReason() },
+		Aborted: func(ctx context.Context) string { return bridge.Of(ctx).AbortReason() },
 	}
-}
-
-// setConfirm binds the parked call to the digest of the call the person is
-// asked to approve: a retry with other arguments is refused (resumeCall).
-func (pc *parkedCall) setConfirm(digest string) {
-	pc.mu.Lock()
-	pc.confirm = digest
-	pc.mu.Unlock()
-}
-
-// confirmDigest returns the digest setConfirm bound, if any.
-func (pc *parkedCall) confirmDigest() string {
-	pc.mu.Lock()
-	defer pc.mu.Unlock()
-	return pc.confirm
-}
-
-// abort ends a parked call for the reason why: nothing more is delivered,
-// and what waits on its context ends.
-func (pc *parkedCall) abort(why string) {
-	pc.mu.Lock()
-	if !pc.done {
-		pc.aborted = why
-		pc.endLocked()
-	}
-	pc.mu.Unlock()
-	pc.cancel()
-}
-
-// abortReason returns why abort ended the call; empty if it did not, or pc
-// is nil.
-func (pc *parkedCall) abortReason() string {
-	if pc == nil {
-		return ""
-	}
-	pc.mu.Lock()
-	defer pc.mu.Unlock()
-	return pc.aborted
-}
-
-// checkConfirmRetry refuses the retry of a parked call awaiting approval
-// whose arguments differ from those the person was asked about, ending the
-// call: what was approved is one exact call.
-func (s *Server) checkConfirmRetry(pc *parkedCall, principal, name string, fields map[string]json.RawMessage) error {
-	want := pc.confirmDigest()
-	if want == "" {
-		return nil
-	}
-	if digest, err := confirm.Digest(principal, name, fields["arguments"]); err == nil && digest == want {
-		return nil
-	}
-	pc.abort("arguments changed after the approval was asked")
-	return errors.New("its arguments differ from those of the call the person was asked to approve, so the call was dropped and nothing was executed; call the tool again, without requestState, to ask for approval of the new arguments")
 }

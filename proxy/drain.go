@@ -37,7 +37,7 @@ func (s *Server) InFlight() int { return int(s.inflight.Load()) }
 
 // Parked returns how many 2026-07-28 calls are parked here, waiting for
 // their clients' retries (mrtr.go).
-func (s *Server) Parked() int { return s.bridge.count() }
+func (s *Server) Parked() int { return s.bridge.Count() }
 
 // WaitIdle waits until no HTTP request to /mcp is in flight (GET streams
 // left out) and no call is parked here (its retry may still come, through
@@ -46,7 +46,7 @@ func (s *Server) Parked() int { return s.bridge.count() }
 func (s *Server) WaitIdle(ctx context.Context) error {
 	t := time.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
-	for s.inflight.Load() > 0 || s.bridge.count() > 0 {
+	for s.inflight.Load() > 0 || s.bridge.Count() > 0 {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()

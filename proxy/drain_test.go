@@ -73,19 +73,19 @@ func TestDrain(t *testing.T) {
 	// A call parked here keeps the drain waiting (its retry may come
 	// through another replica) until it ends.
 	out := make(outcomes, 4)
-	callCtx, pc, err := s.newParked(t.Context(), testBind, elicitCaps(), time.Minute, out.finish)
+	callCtx, pc, err := s.bridge.Park(t.Context(), testBind, elicitCaps(), time.Minute, out.finish)
 	if err != nil {
 		t.Fatal(err)
 	}
-	go func() { _, _ = pc.ask(callCtx, "elicitation/create", "form", map[string]string{"message": "?"}) }()
+	go func() { _, _ = pc.Ask(callCtx, "elicitation/create", "form", map[string]string{"message": "?"}) }()
 	<-out // the input_required result: parked
 	wctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 	defer cancel()
 	if err := s.WaitIdle(wctx); err == nil || s.Parked() != 1 {
 		t.Fatalf("WaitIdle with a call parked = %v (parked %d); want it to wait for the call", err, s.Parked())
 	}
-	pc.finish(json.RawMessage(`{"content":[]}`), nil) // ends the call while parked: kept for its retry
-	pc.expire()
+	pc.Finish(json.RawMessage(`{"content":[]}`), nil) // ends the call while parked: kept for its retry
+	pc.Expire()
 	if err := s.WaitIdle(t.Context()); err != nil || s.Parked() != 0 {
 		t.Errorf("WaitIdle after the parked call ended = %v (parked %d), want nil", err, s.Parked())
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/manifold-mcp/manifold/internal/jsonscan"
 	"github.com/manifold-mcp/manifold/internal/telemetry"
 	"github.com/manifold-mcp/manifold/policy"
+	"github.com/manifold-mcp/manifold/proxy/bridge"
 	"github.com/manifold-mcp/manifold/proxy/confirm"
 	"github.com/manifold-mcp/manifold/proxy/era"
 	"github.com/manifold-mcp/manifold/proxy/internal/wire"
@@ -70,7 +71,7 @@ type toolCall struct {
 	callCtx  context.Context // the call's own context: ctx, or a bridged call's, which outlives each of its requests
 	traceCtx context.Context // callCtx with the upstream call's span, when traced
 	cctx     context.Context // traceCtx with the call's timeout
-	pc       *parkedCall     // the bridge of a modern client's call on a legacy server
+	pc       *bridge.Call    // the bridge of a modern client's call on a legacy server
 	rounds   int             // rounds of input a legacy client gave a modern server
 	cleanups []func()
 	upSpan   *telemetry.Span // the upstream call's, when traced
@@ -172,7 +173,7 @@ func (k *toolCall) end(raw json.RawMessage, err error) {
 		rec := &k.rec
 		rec.Rounds = k.rounds
 		if k.pc != nil {
-			rec.Rounds = k.pc.rounds()
+			rec.Rounds = k.pc.Rounds()
 		}
 		switch {
 		case err != nil:
@@ -359,10 +360,10 @@ func (k *toolCall) confirm() bool {
 	s := k.s
 	if k.re.modern {
 		var err error
-		if k.callCtx, k.pc, err = s.newParked(k.ctx, k.bind, k.re.caps, max(k.ttl, s.approver.TTL()), k.finish); err != nil {
+		if k.callCtx, k.pc, err = s.bridge.Park(k.ctx, k.bind, k.re.caps, max(k.ttl, s.approver.TTL()), k.finish); err != nil {
 			return k.fail(err)
 		}
-		k.finish = k.pc.finish
+		k.finish = k.pc.Finish
 	}
 	ok, ans := s.approver.Confirm(k.callCtx, confirm.Call{Session: k.ss, Caps: k.re.caps, Principal: k.bind.Principal,
 		Server: k.b.name, Exposed: k.name, Original: k.e.Original, Decision: k.d}, k.fields)
@@ -386,17 +387,17 @@ func (k *toolCall) park() bool {
 	s, b := k.s, k.b
 	switch {
 	case k.pc != nil:
-	case !mayAsk(k.re.caps):
+	case !bridge.MayAsk(k.re.caps):
 		// Nothing the server may ask could be answered: no call is
 		// parked, and its questions get the error a parked call
 		// would give (askParked).
-		k.callCtx = context.WithValue(k.ctx, noInputKey{}, b.name)
+		k.callCtx = context.WithValue(k.ctx, bridge.NoInputKey{}, b.name)
 	default:
 		var err error
-		if k.callCtx, k.pc, err = s.newParked(k.ctx, k.bind, k.re.caps, k.ttl, k.finish); err != nil {
+		if k.callCtx, k.pc, err = s.bridge.Park(k.ctx, k.bind, k.re.caps, k.ttl, k.finish); err != nil {
 			return k.fail(err)
 		}
-		k.finish = k.pc.finish
+		k.finish = k.pc.Finish
 	}
 	if k.fixed == nil && s.perCall(b, k.ss, k.up) {
 		// No session to tie the server's requests to: a process
@@ -441,7 +442,7 @@ func (k *toolCall) upstreamParams() bool {
 		}
 		k.cleanups = append(k.cleanups, release)
 		if k.pc != nil {
-			k.pc.setProgressRoute(route)
+			k.pc.SetProgressRoute(route)
 		}
 	}
 	k.traceCtx = k.callCtx

@@ -25,6 +25,7 @@ import (
 	"github.com/manifold-mcp/manifold/internal/redact"
 	"github.com/manifold-mcp/manifold/internal/telemetry"
 	"github.com/manifold-mcp/manifold/policy"
+	"github.com/manifold-mcp/manifold/proxy/bridge"
 	"github.com/manifold-mcp/manifold/proxy/confirm"
 	"github.com/manifold-mcp/manifold/proxy/guard"
 	"github.com/manifold-mcp/manifold/proxy/observe"
@@ -290,7 +291,7 @@ type Server struct {
 	pinCache    map[*backend]*pinCache          // guarded by catMu; each server's fingerprinted definitions (pinned.go)
 	heldInstr   atomic.Pointer[map[string]bool] // servers whose instructions are held for review
 	pinLogged   sync.Map                        // reviews already logged
-	bridge      bridges                         // sealed states and parked calls (mrtr.go)
+	bridge      *bridge.Bridges                 // sealed states and parked calls (proxy/bridge)
 	approver    *confirm.Approver               // a person's approval of calls, approve-call, URL-mode pages (proxy/confirm)
 	answerTo    atomic.Pointer[mcpEndpoint]     // receives the answers other replicas relay (answerrelay.go)
 	guard       *guard.Guard
@@ -349,6 +350,7 @@ func New(opts Options) (*Server, error) {
 		called:   make(chan struct{}),
 		closed:   make(chan struct{}),
 		clientUp: make(chan struct{}),
+		bridge:   newBridges(opts),
 		guard:    guard.New(guard.Options{Rates: opts.RateStore, Ledger: opts.SpendLedger, Redactor: opts.Redactor}),
 		approver: confirm.New(confirm.Options{TTL: opts.ConfirmTTL, Dir: opts.ApprovalDir, Store: opts.Approvals,
 			Redactor: opts.Redactor, Logger: log, Parked: confirmParked()}),

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/manifold-mcp/manifold/proxy/bridge"
 	"github.com/manifold-mcp/manifold/proxy/relay"
 	"github.com/manifold-mcp/manifold/proxy/session"
 )
@@ -41,9 +42,9 @@ func (s *Server) newRelay() *relay.Relay {
 		Modern:       modernSession,
 		Parked:       askParkedInto,
 		Bridged: func(call context.Context) bool {
-			return parkedOf(call) != nil || call.Value(noInputKey{}) != nil
+			return bridge.Of(call) != nil || call.Value(bridge.NoInputKey{}) != nil
 		},
-		NeedCap: needCap,
+		NeedCap: bridge.NeedCap,
 		Subscribable: func(ctx context.Context, req *mcp.SubscribeRequest) (string, string, string, error) {
 			c := s.catalog.Load()
 			server, original, uri, ok, err := c.resolveResource(req.Params.URI)
@@ -74,13 +75,13 @@ func (s *Server) newRelay() *relay.Relay {
 // askParkedInto is askParked for the relay (relay.Options.Parked): the
 // client's answer is decoded into res.
 func askParkedInto(ctx context.Context, method, mode string, params, res any) (bool, error) {
-	raw, ok, err := askParked[json.RawMessage](ctx, method, mode, params)
+	raw, ok, err := bridge.Ask[json.RawMessage](ctx, method, mode, params)
 	if !ok || err != nil {
 		return ok, err
 	}
 	if err := json.Unmarshal(raw, res); err != nil {
 		return true, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(
-			"the client's answer to %s from %q could not be decoded: %v", method, parkedOf(ctx).server, err)}
+			"the client's answer to %s from %q could not be decoded: %v", method, bridge.Of(ctx).Server(), err)}
 	}
 	return true, nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/manifold-mcp/manifold/proxy/bridge"
 	"github.com/manifold-mcp/manifold/proxy/era"
 )
 
@@ -92,7 +93,7 @@ func (s *Server) forwardRetry(ctx context.Context, ss *mcp.ServerSession, replic
 		finish(nil, ctx.Err())
 		return
 	case errors.Is(err, ErrNoReplica):
-		finish(nil, stateError(name, errors.New("the replica that holds the call it names stopped, and the call ended with it")))
+		finish(nil, bridge.StateError(name, errors.New("the replica that holds the call it names stopped, and the call ended with it")))
 		return
 	case errors.Is(err, ErrSharedUnavailable):
 		finish(nil, &jsonrpc.Error{Code: codeServerError, Message: fmt.Sprintf(
@@ -150,12 +151,12 @@ func (s *Server) serveRetry(ctx context.Context, msg []byte, notify func([]byte)
 	if err := json.Unmarshal(msg, &fr); err != nil || fr.Fields == nil || fr.Caps == nil {
 		return answer(nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "a forwarded retry that could not be read"})
 	}
-	st, err := s.openRetry(fr.Name, fr.Server, fr.Principal, fr.Fields)
+	st, err := s.bridge.OpenRetry(fr.Name, fr.Server, fr.Principal, fr.Fields)
 	if err != nil {
 		return answer(nil, err)
 	}
 	if st.Kind != era.Parked || st.Replica != s.opts.Retries.Replica() {
-		return answer(nil, stateError(fr.Name, era.ErrMalformed))
+		return answer(nil, bridge.StateError(fr.Name, era.ErrMalformed))
 	}
 	done := make(chan []byte, 1)
 	finish := func(raw json.RawMessage, err error) { done <- answer(raw, err) }
@@ -168,7 +169,7 @@ func (s *Server) serveRetry(ctx context.Context, msg []byte, notify func([]byte)
 			}
 		})
 	}
-	s.resumeParked(ctx, s.bridge.get(st.Call), st, capsV1(fr.Caps), fr.Principal, fr.Name, fr.Fields, finish, rebind)
+	s.bridge.ResumeParked(ctx, s.bridge.Get(st.Call), st, capsV1(fr.Caps), fr.Principal, fr.Name, fr.Fields, finish, rebind)
 	select {
 	case out := <-done:
 		return out

@@ -32,9 +32,10 @@ func nowhere([]byte) {}
 // and a message that is not a retry are each answered with -32602, and a
 // parked call is resumed.
 func TestServeRetryRefuses(t *testing.T) {
-	s := &Server{opts: Options{Retries: namedRelay("aaaa"), StateKey: []byte(strings.Repeat("k", 32))}}
+	opts := Options{Retries: namedRelay("aaaa"), StateKey: []byte(strings.Repeat("k", 32))}
+	s := &Server{opts: opts, bridge: newBridges(opts)}
 	s.relay = s.newRelay() // the forwarded retry's progress is rebound on it
-	sealer, err := s.sealer()
+	sealer, err := s.bridge.Sealer()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,13 +68,13 @@ func TestServeRetryRefuses(t *testing.T) {
 	// A call parked here, asked one question: the forwarded retry's
 	// answer reaches the server's question, and its result comes back.
 	out := make(outcomes, 4)
-	callCtx, pc, err := s.newParked(ctx, testBind, elicitCaps(), time.Minute, out.finish)
+	callCtx, pc, err := s.bridge.Park(ctx, testBind, elicitCaps(), time.Minute, out.finish)
 	if err != nil {
 		t.Fatal(err)
 	}
 	asked := make(chan json.RawMessage, 1)
 	go func() {
-		ans, _ := pc.ask(callCtx, "elicitation/create", "form", map[string]string{"message": "?"})
+		ans, _ := pc.Ask(callCtx, "elicitation/create", "form", map[string]string{"message": "?"})
 		asked <- ans
 	}()
 	first := <-out
@@ -93,7 +94,7 @@ func TestServeRetryRefuses(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the forwarded retry's answer did not reach the server's question within 10s")
 	}
-	pc.finish(json.RawMessage(`{"content":[]}`), nil)
+	pc.Finish(json.RawMessage(`{"content":[]}`), nil)
 	var a retryAnswer
 	if err := json.Unmarshal(<-served, &a); err != nil || string(a.Result) != `{"content":[]}` {
 		t.Fatalf("forwarded retry answered %+v, %v; want the call's result", a, err)

@@ -123,6 +123,10 @@ var rules = []rule{
 	// the peer of a connection, each session's calls in flight and
 	// first-list wait; a room, handed the SDK's requests by the root.
 	{dir: "proxy/session", within: lower, forbidden: []string{toml, goPlugin, goJOSE, goRedis}},
+	// proxy/bridge carries a call across eras: sealed states, parked
+	// calls, their rounds of input; a room, given the state key, the
+	// replica's name and the relay's method names by the root.
+	{dir: "proxy/bridge", within: lower, forbidden: []string{toml, goPlugin, goJOSE, goRedis}},
 	// upstream/supervise keeps one backend alive (start, restart, health,
 	// lazy and idle, the cached catalog) and reports to the proxy through
 	// the hooks the proxy sets: it knows one connection (upstream), not the
