@@ -363,11 +363,24 @@ func remoteEraKey(raw string) string {
 // declares on 2026-07-28 (mcp.Client's own computation, which is not
 // exported), in their wire shape (roots from RootsV2).
 func offeredCaps(opts Options) json.RawMessage {
-	caps := &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{ListChanged: true}}
+	m, err := wireCaps(opts, "2026-07-28")
+	if err != nil {
+		return json.RawMessage(`{}`)
+	}
+	out, _ := json.Marshal(m)
+	return out
+}
+
+// wireCaps is the capabilities the SDK client for opts declares at version,
+// as mcp.Client computes them (not exported; TestInitializeParamsAsSDK holds
+// them equal), in their wire shape: roots is RootsV2 (the SDK's fix of its
+// #607).
+func wireCaps(opts Options, version string) (map[string]json.RawMessage, error) {
 	var co mcp.ClientOptions
 	if opts.Client != nil {
 		co = *opts.Client
 	}
+	caps := &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{ListChanged: true}}
 	if co.Capabilities != nil {
 		c := *co.Capabilities
 		caps = &c
@@ -379,22 +392,26 @@ func offeredCaps(opts Options) json.RawMessage {
 		}
 	}
 	if co.ElicitationHandler != nil && caps.Elicitation == nil {
-		caps.Elicitation = &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}
+		caps.Elicitation = &mcp.ElicitationCapabilities{}
+		if version >= "2025-11-25" {
+			caps.Elicitation.Form = &mcp.FormElicitationCapabilities{}
+		}
 	}
 	b, err := json.Marshal(caps)
 	if err != nil {
-		return json.RawMessage(`{}`)
+		return nil, err
 	}
 	var m map[string]json.RawMessage
-	if json.Unmarshal(b, &m) != nil {
-		return json.RawMessage(`{}`)
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
 	}
 	delete(m, "roots")
 	if caps.RootsV2 != nil {
-		m["roots"], _ = json.Marshal(caps.RootsV2)
+		if m["roots"], err = json.Marshal(caps.RootsV2); err != nil {
+			return nil, err
+		}
 	}
-	out, _ := json.Marshal(m)
-	return out
+	return m, nil
 }
 
 // Keys of the per-request _meta of the stateless era.
@@ -1008,39 +1025,8 @@ func initializeParams(opts Options, version string) []byte {
 	if info == nil {
 		info = &mcp.Implementation{Name: "manifold"}
 	}
-	var co mcp.ClientOptions
-	if opts.Client != nil {
-		co = *opts.Client
-	}
-	caps := &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{ListChanged: true}}
-	if co.Capabilities != nil {
-		c := *co.Capabilities
-		caps = &c
-	}
-	if (co.CreateMessageHandler != nil || co.CreateMessageWithToolsHandler != nil) && caps.Sampling == nil {
-		caps.Sampling = &mcp.SamplingCapabilities{}
-		if co.CreateMessageWithToolsHandler != nil {
-			caps.Sampling.Tools = &mcp.SamplingToolsCapabilities{}
-		}
-	}
-	if co.ElicitationHandler != nil && caps.Elicitation == nil {
-		caps.Elicitation = &mcp.ElicitationCapabilities{}
-		if version >= "2025-11-25" {
-			caps.Elicitation.Form = &mcp.FormElicitationCapabilities{}
-		}
-	}
-	// On the wire, roots is RootsV2 (the SDK's fix of its #607).
-	var m map[string]json.RawMessage
-	b, err := json.Marshal(caps)
-	if err == nil {
-		err = json.Unmarshal(b, &m)
-	}
-	if err == nil {
-		delete(m, "roots")
-		if caps.RootsV2 != nil {
-			m["roots"], err = json.Marshal(caps.RootsV2)
-		}
-	}
+	m, err := wireCaps(opts, version)
+	var b []byte
 	if err == nil {
 		b, err = json.Marshal(struct {
 			ProtocolVersion string                     `json:"protocolVersion"`
