@@ -38,7 +38,7 @@ func legacySession(req mcp.Request) bool {
 		return false
 	}
 	ip := ss.InitializeParams()
-	return ip != nil && ip.ProtocolVersion < modernVersion
+	return ip != nil && ip.ProtocolVersion < era.Version
 }
 
 // cacheless is a result encoded without its cache fields.

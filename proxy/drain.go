@@ -3,9 +3,11 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"github.com/manifold-mcp/manifold/proxy/serve/frame"
 	"net/http"
 	"time"
 
+	"github.com/manifold-mcp/manifold/proxy/era"
 	"github.com/manifold-mcp/manifold/proxy/internal/wire"
 )
 
@@ -79,7 +81,7 @@ func (m *mcpEndpoint) refuseDraining(w http.ResponseWriter, r *http.Request) boo
 // POST without a session whose headers say tools/call at 2026-07-28.
 func mayBeRetry(r *http.Request) bool {
 	return r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" &&
-		r.Header.Get("Mcp-Method") == "tools/call" && r.Header.Get("Mcp-Protocol-Version") >= modernVersion
+		r.Header.Get("Mcp-Method") == "tools/call" && r.Header.Get("Mcp-Protocol-Version") >= era.Version
 }
 
 // refuseNewWork answers a request that refuseDraining let through to its
@@ -89,7 +91,7 @@ func (m *mcpEndpoint) refuseNewWork(w http.ResponseWriter, body []byte) bool {
 	if !m.s.draining.Load() {
 		return false
 	}
-	if f := checkFrame(body); f.Kind == wire.Request && f.Method == "tools/call" && wire.Member(f.Params, "requestState") != nil {
+	if f := frame.Check(body); f.Kind == wire.Request && f.Method == "tools/call" && wire.Member(f.Params, "requestState") != nil {
 		return false
 	}
 	writeDraining(w)

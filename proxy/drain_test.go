@@ -14,6 +14,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/manifold-mcp/manifold/proxy/era"
 	"github.com/manifold-mcp/manifold/upstream"
 )
 
@@ -119,7 +120,7 @@ func TestDrainServesParkedRetry(t *testing.T) {
 			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{}}, nil
 		},
 	})
-	cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: url}, &mcp.ClientSessionOptions{ProtocolVersion: modernVersion})
+	cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: url}, &mcp.ClientSessionOptions{ProtocolVersion: era.Version})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +146,7 @@ func TestDrainServesParkedRetry(t *testing.T) {
 	}
 	r.Header.Set("Content-Type", "application/json")
 	r.Header.Set("Accept", "application/json, text/event-stream")
-	r.Header.Set("Mcp-Protocol-Version", modernVersion)
+	r.Header.Set("Mcp-Protocol-Version", era.Version)
 	r.Header.Set("Mcp-Method", "tools/call")
 	r.Header.Set("Mcp-Name", "up__ask")
 	resp, err := http.DefaultClient.Do(r)

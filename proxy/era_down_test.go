@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/manifold-mcp/manifold/proxy/era"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -246,28 +247,28 @@ func TestRequestEra(t *testing.T) {
 		name, params string
 		want         int
 	}{
-		{"no params", ``, eraLegacy},
-		{"no _meta", `{"name":"a"}`, eraLegacy},
-		{"_meta a string", `{"_meta":"2026-07-28"}`, eraLegacy},
-		{"_meta without a version", `{"_meta":{"progressToken":1}}`, eraLegacy},
-		{"legacy version in _meta", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25"}}`, eraLegacy},
-		{"version a number", `{"_meta":{"io.modelcontextprotocol/protocolVersion":20260728}}`, eraLegacy},
-		{"modern", `{` + modernMeta + `}`, eraModern},
-		{"modern with a big client name", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"` + big + `","version":"0"}}}`, eraModern},
-		{"modern without client info", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}`, eraModern},
-		{"unsupported modern version", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01","io.modelcontextprotocol/clientCapabilities":{}}}`, eraSDK},
-		{"no capabilities", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`, eraSDK},
-		{"capabilities null", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":null}}`, eraSDK},
-		{"capabilities of the wrong shape", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":5}}}`, eraSDK},
-		{"client info a string", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":"t"}}`, eraSDK},
-		{"client info null", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":null}}`, eraSDK},
-		{"per-request log level", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/logLevel":"debug"}}`, eraSDK},
-		{"escaped key", `{"_meta":{"io.modelcontextprotocol\/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}`, eraSDK},
+		{"no params", ``, era.Legacy},
+		{"no _meta", `{"name":"a"}`, era.Legacy},
+		{"_meta a string", `{"_meta":"2026-07-28"}`, era.Legacy},
+		{"_meta without a version", `{"_meta":{"progressToken":1}}`, era.Legacy},
+		{"legacy version in _meta", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25"}}`, era.Legacy},
+		{"version a number", `{"_meta":{"io.modelcontextprotocol/protocolVersion":20260728}}`, era.Legacy},
+		{"modern", `{` + modernMeta + `}`, era.Modern},
+		{"modern with a big client name", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"` + big + `","version":"0"}}}`, era.Modern},
+		{"modern without client info", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}`, era.Modern},
+		{"unsupported modern version", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01","io.modelcontextprotocol/clientCapabilities":{}}}`, era.SDK},
+		{"no capabilities", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`, era.SDK},
+		{"capabilities null", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":null}}`, era.SDK},
+		{"capabilities of the wrong shape", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":5}}}`, era.SDK},
+		{"client info a string", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":"t"}}`, era.SDK},
+		{"client info null", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":null}}`, era.SDK},
+		{"per-request log level", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/logLevel":"debug"}}`, era.SDK},
+		{"escaped key", `{"_meta":{"io.modelcontextprotocol\/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}`, era.SDK},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := requestEra([]byte(tc.params)); got != tc.want {
-				t.Errorf("requestEra(%.80s) = %d, want %d", tc.params, got, tc.want)
+			if got := era.Of([]byte(tc.params)); got != tc.want {
+				t.Errorf("era.Of(%.80s) = %d, want %d", tc.params, got, tc.want)
 			}
 		})
 	}
@@ -404,7 +405,7 @@ func TestLegacyResult(t *testing.T) {
 		if got := string(adaptCallResult([]byte(tc.in), "2025-11-25")); got != tc.want {
 			t.Errorf("adaptCallResult for a 2025-11-25 session: %s, want %s", got, tc.want)
 		}
-		if got := string(adaptCallResult([]byte(tc.in), modernVersion)); got != tc.in {
+		if got := string(adaptCallResult([]byte(tc.in), era.Version)); got != tc.in {
 			t.Errorf("adaptCallResult for a modern session changed %s to %s", tc.in, got)
 		}
 	}
@@ -576,9 +577,9 @@ func TestModernCallResult(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := string(modernCallResult([]byte(tc.in), info))
+			got := string(era.CallResult([]byte(tc.in), info))
 			if got != tc.want {
-				t.Errorf("modernCallResult(%s)\n got %s\nwant %s", tc.in, got, tc.want)
+				t.Errorf("era.CallResult(%s)\n got %s\nwant %s", tc.in, got, tc.want)
 			}
 			if !json.Valid([]byte(got)) {
 				t.Errorf("not valid JSON: %s", got)

@@ -408,7 +408,7 @@ func (sw *statusWriter) Unwrap() http.ResponseWriter { return sw.ResponseWriter 
 // serveNew serves a request without a session id: a POST creates a session
 // (if the cap allows), anything else the SDK refuses.
 func (m *mcpEndpoint) serveNew(w http.ResponseWriter, r *http.Request) {
-	headerModern := r.Header.Get("Mcp-Protocol-Version") >= modernVersion
+	headerModern := r.Header.Get("Mcp-Protocol-Version") >= era.Version
 	if r.Method != http.MethodPost {
 		if headerModern {
 			m.stateless.ServeHTTP(w, r) // 405: a 2026-07-28 client only POSTs
@@ -499,7 +499,7 @@ func bodyModern(body []byte) bool {
 	if pv := wire.Member(meta, era.KeyProtocolVersion); len(pv) == 0 || json.Unmarshal(pv, &v) != nil {
 		return false
 	}
-	return v >= modernVersion
+	return v >= era.Version
 }
 
 // isListen reports whether a body is a subscriptions/listen request.

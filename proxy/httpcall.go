@@ -8,7 +8,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
-	"fmt"
+	"github.com/manifold-mcp/manifold/proxy/serve/frame"
 	"mime"
 	"net/http"
 	"slices"
@@ -34,7 +34,7 @@ import (
 // a POST of an initialize-era session whose body is one tools/call request
 // is served as the stdio lean path serves a line, without the SDK's
 // transport, typed decode and re-encode: the body is checked and split by
-// the raw scanner (checkFrame, wire.SplitParams), the call goes through
+// the raw scanner (frame.Check, wire.SplitParams), the call goes through
 // startCall (policy, limits, audit, masking, URI rewriting, traces, as every
 // call), and the answer is one application/json response, which the
 // streamable HTTP transport allows for any POST.
@@ -101,14 +101,14 @@ func (m *mcpEndpoint) serveLean(w http.ResponseWriter, r *http.Request, e *httpS
 	if ip == nil || !leanHeaders(r, ip.ProtocolVersion) {
 		return false
 	}
-	f := checkFrame(body)
+	f := frame.Check(body)
 	if f.Kind == wire.Notification && f.Method == "notifications/cancelled" {
 		if rid := wire.Member(f.Params, "requestId"); rid != nil {
 			m.lean.cancel(leanKey{e.id, string(rid)})
 		}
 		return false
 	}
-	if f.Kind != wire.Request || f.Method != "tools/call" || requestEra(f.Params) != eraLegacy {
+	if f.Kind != wire.Request || f.Method != "tools/call" || era.Of(f.Params) != era.Legacy {
 		return false
 	}
 	streamed := m.events != nil && r.Header.Get("Mcp-Protocol-Version") >= primingVersion
@@ -151,7 +151,7 @@ func (m *mcpEndpoint) serveLean(w http.ResponseWriter, r *http.Request, e *httpS
 	defer cancel()
 	if !m.lean.add(key, cancel) {
 		var none *leanStream // refused before the stream starts
-		none.write(ctx, w, leanResponse(f.ID, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
+		none.write(ctx, w, frame.Response(f.ID, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
 			Message: "invalid request: id " + string(f.ID) + " is already used by a request in flight; use a new id for every request"}))
 		return true
 	}
@@ -166,7 +166,7 @@ func (m *mcpEndpoint) serveLean(w http.ResponseWriter, r *http.Request, e *httpS
 // SDK's stateless handler serves it. The request is served only when the
 // SDK would accept it as it is: the headers it requires (Content-Type,
 // Accept, MCP-Protocol-Version equal to the _meta protocol version,
-// Mcp-Method, Mcp-Name), a _meta the SDK would accept (requestEra), and a
+// Mcp-Method, Mcp-Name), a _meta the SDK would accept (era.Of), and a
 // tool without parameters bound to headers (x-mcp-header, which the SDK
 // checks against the arguments). A call of the search surface's tools goes
 // to the SDK too, and so does a call of a tool whose server needs a process
@@ -186,11 +186,11 @@ func (m *mcpEndpoint) serveLeanModern(w http.ResponseWriter, r *http.Request, bo
 	if m.s.typed || c == nil || len(r.Header.Values("Last-Event-ID")) > 0 || !leanContent(r) {
 		return false
 	}
-	f := checkFrame(body)
-	if f.Kind != wire.Request || f.Method != "tools/call" || requestEra(f.Params) != eraModern {
+	f := frame.Check(body)
+	if f.Kind != wire.Request || f.Method != "tools/call" || era.Of(f.Params) != era.Modern {
 		return false
 	}
-	meta := wire.Member(f.Params, "_meta") // requestEra: an object without escapes
+	meta := wire.Member(f.Params, "_meta") // era.Of: an object without escapes
 	if v, ok := wire.RawString(wire.Member(meta, era.KeyProtocolVersion)); !ok || v != r.Header.Get("Mcp-Protocol-Version") {
 		return false // -32020 from the SDK
 	}
@@ -394,14 +394,14 @@ wait:
 			// 2026-07-28 answers some errors with an HTTP status too, as
 			// the SDK does (an application/json body either way), unless
 			// the stream of the call's progress has begun.
-			writeModernError(w, leanResponse(id, nil, rpcErr), rpcErr.Code)
+			writeModernError(w, frame.Response(id, nil, rpcErr), rpcErr.Code)
 			return
 		}
-		stream.write(ctx, w, leanResponse(id, nil, rpcErr))
+		stream.write(ctx, w, frame.Response(id, nil, rpcErr))
 		return
 	}
 	if modern {
-		a.raw = modernCallResult(a.raw, m.s.serverInfo)
+		a.raw = era.CallResult(a.raw, m.s.serverInfo)
 	}
 	stream.result(ctx, w, id, a.raw)
 }
@@ -410,7 +410,7 @@ wait:
 // of a session with (else it answers with the error): leanContent, and no
 // protocol version other than the session's.
 func leanHeaders(r *http.Request, negotiated string) bool {
-	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && (v != negotiated || !slices.Contains(legacyVersions, v)) {
+	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && (v != negotiated || !slices.Contains(era.LegacyVersions, v)) {
 		return false
 	}
 	return leanContent(r)
@@ -583,7 +583,7 @@ func (ls *leanStream) event(ctx context.Context, w http.ResponseWriter, msg []by
 // once, not once for the response and again for the event.
 func (ls *leanStream) result(ctx context.Context, w http.ResponseWriter, id []byte, result json.RawMessage) {
 	if ls == nil {
-		ls.write(ctx, w, leanResponse(id, result, nil))
+		ls.write(ctx, w, frame.Response(id, result, nil))
 		return
 	}
 	out := ls.head(len(result) + len(id) + 40)
@@ -629,23 +629,6 @@ func (ls *leanStream) send(ctx context.Context, w http.ResponseWriter, out []byt
 	ls.wrote = true
 	_, err := w.Write(out)
 	return err
-}
-
-// leanResponse is the JSON-RPC response to id: result, or rpcErr; the
-// lean paths answer with it (stdio adds the newline).
-func leanResponse(id []byte, result json.RawMessage, rpcErr *jsonrpc.Error) []byte {
-	if rpcErr != nil {
-		b, err := json.Marshal(struct {
-			JSONRPC string          `json:"jsonrpc"`
-			ID      json.RawMessage `json:"id"`
-			Error   *jsonrpc.Error  `json:"error"`
-		}{"2.0", id, rpcErr})
-		if err != nil {
-			b = fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":"internal error"}}`, id, jsonrpc.CodeInternalError)
-		}
-		return b
-	}
-	return wire.AppendResponse(make([]byte, 0, len(result)+len(id)+40), id, result)
 }
 
 // headerBound reports whether the input schema of the exposed tool name

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/manifold-mcp/manifold/proxy/era"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -471,7 +472,7 @@ func modernPost(ctx context.Context, t *testing.T, url, body string, hdr map[str
 // the arguments args (JSON) and the _meta entries extra (JSON members, or
 // "").
 func modernCall(name, args, extra string) string {
-	meta := `"io.modelcontextprotocol/protocolVersion":"` + modernVersion + `","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"}`
+	meta := `"io.modelcontextprotocol/protocolVersion":"` + era.Version + `","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"}`
 	if extra != "" {
 		meta += "," + extra
 	}
@@ -481,7 +482,7 @@ func modernCall(name, args, extra string) string {
 // modernHeaders are the headers a 2026-07-28 client sends with a tools/call
 // of name.
 func modernHeaders(name string) map[string]string {
-	return map[string]string{"Mcp-Protocol-Version": modernVersion, "Mcp-Method": "tools/call", "Mcp-Name": name}
+	return map[string]string{"Mcp-Protocol-Version": era.Version, "Mcp-Method": "tools/call", "Mcp-Name": name}
 }
 
 // TestHTTPLeanModern: a 2026-07-28 tools/call to a shared server, of
@@ -527,7 +528,7 @@ func testHTTPLeanModern(t *testing.T, fixtureEra string) {
 		{"no Mcp-Name", echo, with(std("w__echo"), "Mcp-Name", ""), false},
 		{"other Mcp-Name", echo, with(std("w__echo"), "Mcp-Name", "w__sleep"), false},
 		{"other Mcp-Method", echo, with(std("w__echo"), "Mcp-Method", "tools/list"), false},
-		{"version not served", strings.ReplaceAll(echo, modernVersion, "2099-01-01"), with(std("w__echo"), "Mcp-Protocol-Version", "2099-01-01"), false},
+		{"version not served", strings.ReplaceAll(echo, era.Version, "2099-01-01"), with(std("w__echo"), "Mcp-Protocol-Version", "2099-01-01"), false},
 		{"no client capabilities", strings.Replace(echo, `"io.modelcontextprotocol/clientCapabilities":{},`, "", 1), std("w__echo"), false},
 		{"escaped _meta", strings.Replace(echo, `"io.modelcontextprotocol/clientInfo"`, `"io.modelcontextprotocol/client\\u0049nfo"`, 1), std("w__echo"), false},
 		{"name not a string", modernCall(`5`, `{}`, ""), std("5"), false},
@@ -617,7 +618,7 @@ func TestHTTPLeanModernStatus(t *testing.T) {
 		c.Since, c.LastSeen = time.Time{}, time.Time{}
 		got = append(got, c)
 	}
-	want := []ClientStatus{{Name: "raw", Version: "1", Protocol: modernVersion, Capabilities: []string{"elicitation", "roots"}, Catalog: "full", Tools: tools}}
+	want := []ClientStatus{{Name: "raw", Version: "1", Protocol: era.Version, Capabilities: []string{"elicitation", "roots"}, Catalog: "full", Tools: tools}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("clients after a lean 2026-07-28 call (-want +got):\n%s", diff)
 	}
@@ -869,32 +870,32 @@ func TestQueueProgress(t *testing.T) {
 	}
 }
 
-// TestMayBeModern: the _meta that callEra and requestEra read without
-// decoding (mayBeModern false), or through a memo keyed without the
-// progress token (eraKey), are read as the decoders read them, one after
+// TestMayBeModern: the _meta that callEra and era.Of read without
+// decoding (era.MayBeModern false), or through a memo keyed without the
+// progress token (era.MemoKey), are read as the decoders read them, one after
 // the other as a client sends them.
 func TestMayBeModern(t *testing.T) {
 	for _, meta := range []string{
 		`{"progressToken":12}`,
 		`{"progressToken":"a","x":{"y":[1,2]}}`,
 		`{}`,
-		`{"io.modelcontextprotocol/protocolVersion":"` + modernVersion + `","io.modelcontextprotocol/clientCapabilities":{},"progressToken":1}`,
+		`{"io.modelcontextprotocol/protocolVersion":"` + era.Version + `","io.modelcontextprotocol/clientCapabilities":{},"progressToken":1}`,
 		`{"io.modelcontextprotocol/protocolVersion":"2025-11-25"}`,
-		`{"io.modelcontextprotocol/protocol\u0056ersion":"` + modernVersion + `","io.modelcontextprotocol/clientCapabilities":{}}`,
+		`{"io.modelcontextprotocol/protocol\u0056ersion":"` + era.Version + `","io.modelcontextprotocol/clientCapabilities":{}}`,
 		`{"x":"io.modelcontextprotocol/protocolVersion"}`,
-		// The token's value is left out of the memos' key (eraKey): a
+		// The token's value is left out of the memos' key (era.MemoKey): a
 		// token that is itself a _meta of another era changes nothing.
-		`{"io.modelcontextprotocol/protocolVersion":"` + modernVersion + `","io.modelcontextprotocol/clientCapabilities":{},"progressToken":{"io.modelcontextprotocol/protocolVersion":"x"}}`,
-		`{"io.modelcontextprotocol/protocolVersion":"` + modernVersion + `","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/logLevel":"debug","progressToken":7}`,
-		`{"io.modelcontextprotocol/protocolVersion":"` + modernVersion + `","io.modelcontextprotocol/clientCapabilities":[],"progressToken":8}`,
+		`{"io.modelcontextprotocol/protocolVersion":"` + era.Version + `","io.modelcontextprotocol/clientCapabilities":{},"progressToken":{"io.modelcontextprotocol/protocolVersion":"x"}}`,
+		`{"io.modelcontextprotocol/protocolVersion":"` + era.Version + `","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/logLevel":"debug","progressToken":7}`,
+		`{"io.modelcontextprotocol/protocolVersion":"` + era.Version + `","io.modelcontextprotocol/clientCapabilities":[],"progressToken":8}`,
 	} {
 		b := []byte(meta)
 		if got, want := callEra(nil, b).modern, metaEra(b).modern; got != want {
 			t.Errorf("callEra(%s).modern = %v, want %v", meta, got, want)
 		}
 		params := []byte(`{"name":"x","_meta":` + meta + `}`)
-		if got, want := requestEra(params), metaRequestEra(b); got != want {
-			t.Errorf("requestEra(%s) = %d, want %d", meta, got, want)
+		if got, want := era.Of(params), era.OfMeta(b); got != want {
+			t.Errorf("era.Of(%s) = %d, want %d", meta, got, want)
 		}
 	}
 }
@@ -904,7 +905,7 @@ func TestMayBeModern(t *testing.T) {
 func BenchmarkRequestEraProgress(b *testing.B) {
 	metas := make([][]byte, 64)
 	for i := range metas {
-		metas[i] = []byte(`{"name":"x","_meta":{"io.modelcontextprotocol/protocolVersion":"` + modernVersion +
+		metas[i] = []byte(`{"name":"x","_meta":{"io.modelcontextprotocol/protocolVersion":"` + era.Version +
 			`","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}},"io.modelcontextprotocol/clientInfo":{"name":"claude-code","version":"3.0"},"progressToken":` + fmt.Sprint(i) + `}}`)
 	}
 	b.ReportAllocs()
@@ -912,7 +913,7 @@ func BenchmarkRequestEraProgress(b *testing.B) {
 	for b.Loop() {
 		params := metas[i%len(metas)]
 		i++
-		if requestEra(params) != eraModern || !callEra(nil, wire.Member(params, "_meta")).modern {
+		if era.Of(params) != era.Modern || !callEra(nil, wire.Member(params, "_meta")).modern {
 			b.Fatal("not modern")
 		}
 	}

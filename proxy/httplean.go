@@ -8,6 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/manifold-mcp/manifold/internal/jsonscan"
+	"github.com/manifold-mcp/manifold/proxy/era"
 	"github.com/manifold-mcp/manifold/proxy/internal/wire"
 )
 
@@ -24,7 +25,7 @@ import (
 // rawCallResult is a tools/call result the SDK sends as the bytes it holds.
 // The embedded result only makes it an mcp.Result: the SDK may set its
 // _meta and resultType, which are not encoded (the bytes carry their own:
-// modernCallResult).
+// era.CallResult).
 type rawCallResult struct {
 	mcp.CallToolResult
 	raw json.RawMessage
@@ -50,7 +51,7 @@ func (s *Server) serveCallTool(ctx context.Context, req *mcp.CallToolRequest) (m
 		return res, nil
 	}
 	if modernSession(req.Session) {
-		raw = modernCallResult(raw, s.serverInfo)
+		raw = era.CallResult(raw, s.serverInfo)
 	}
 	return &rawCallResult{raw: raw}, nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/manifold-mcp/manifold/proxy/era"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -128,7 +129,7 @@ func leanPolicy() *policy.Rules {
 // errors. It also checks which path answered.
 func TestHTTPLeanCallLikeTyped(t *testing.T) {
 	calls := []string{"echo", "link", "big", "structured", "failing", "secret", "nosuch", "limited", "limited"}
-	for _, version := range []string{"2025-03-26", "2025-11-25", modernVersion, "2025-11-25+caps", modernVersion + "+caps"} {
+	for _, version := range []string{"2025-03-26", "2025-11-25", era.Version, "2025-11-25+caps", era.Version + "+caps"} {
 		t.Run(version, func(t *testing.T) {
 			// +caps: the client declares sampling and elicitation, which
 			// the server (shared, of the initialize era) may ask for.
@@ -257,7 +258,7 @@ func runLeanCalls(t *testing.T, typed bool, version string, caps bool, calls []s
 // of 4 KiB of text: allocations per call, which do not depend on the
 // machine's load, are the before/after figure of the path.
 func BenchmarkHTTPCall(b *testing.B) {
-	for _, version := range []string{"2025-11-25", modernVersion} {
+	for _, version := range []string{"2025-11-25", era.Version} {
 		for _, path := range []string{"lean", "typed"} {
 			b.Run(version+"/"+path, func(b *testing.B) {
 				url := serveLean(b, path == "typed", Options{}, nil)

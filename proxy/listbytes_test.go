@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/manifold-mcp/manifold/proxy/era"
 	"io"
 	"net/http"
 	"slices"
@@ -28,7 +29,7 @@ import (
 // typed path makes, for each protocol version; and a new policy makes a
 // new list.
 func TestToolsListPrepared(t *testing.T) {
-	for _, version := range []string{"2025-03-26", "2025-11-25", modernVersion} {
+	for _, version := range []string{"2025-03-26", "2025-11-25", era.Version} {
 		t.Run(version, func(t *testing.T) {
 			s := startedServer(t, Options{Servers: []ServerConfig{{Upstream: upstream.Options{Name: "lean", Dial: leanUpstream(t)}, Prefix: "lean"}}})
 			var types []string
@@ -45,13 +46,13 @@ func TestToolsListPrepared(t *testing.T) {
 				}
 			})
 			v := version
-			if v == modernVersion {
+			if v == era.Version {
 				v = "" // no initialize: the era is in every request's _meta
 			}
 			rs := openRawVersion(t, s, v)
 			list := `{"jsonrpc":"2.0","id":ID,"method":"tools/list"}`
 			if v == "" {
-				list = `{"jsonrpc":"2.0","id":ID,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"` + modernVersion +
+				list = `{"jsonrpc":"2.0","id":ID,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"` + era.Version +
 					`","io.modelcontextprotocol/clientCapabilities":{}}}}`
 			}
 			get := func(id int) []byte {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"github.com/manifold-mcp/manifold/proxy/serve/frame"
 	"maps"
 	"net/http"
 	"time"
@@ -40,7 +41,7 @@ import (
 // leanList returns the JSON-RPC response to id, a tools/list request of ss
 // whose params are params (raw JSON, nil when absent), from the list
 // prepared for its view, and false when the SDK must answer it. modern says
-// the request is of the 2026-07-28 era (requestEra); ss is nil for one
+// the request is of the 2026-07-28 era (era.Of); ss is nil for one
 // over HTTP, which has no session (its _meta says who asks, in which
 // version). ti is the caller's validated token, if any.
 func (s *Server) leanList(ctx context.Context, ss *mcp.ServerSession, id, params []byte, modern bool, ti *auth.TokenInfo) ([]byte, bool) {
@@ -82,7 +83,7 @@ func (s *Server) leanList(ctx context.Context, ss *mcp.ServerSession, id, params
 	}
 	search := s.sessionMode(ctx, ss, nil, c, true) == ModeSearch
 	key, keep := s.listKeyFor(ctx, req, c, search)
-	if !keep || !key.ready || (key.version >= modernVersion) != modern {
+	if !keep || !key.ready || (key.version >= era.Version) != modern {
 		return nil, false
 	}
 	v, ok := c.lists.m.Load(key)
@@ -94,7 +95,7 @@ func (s *Server) leanList(ctx context.Context, ss *mcp.ServerSession, id, params
 	if !ok {
 		return nil, false
 	}
-	// leanResponse's envelope, with the result written in place.
+	// frame.Response's envelope, with the result written in place.
 	resp := make([]byte, 0, len(id)+len(head)+len(p.tools)+40)
 	resp = append(append(append(resp, `{"jsonrpc":"2.0","id":`...), id...), `,"result":`...)
 	at := len(resp)
@@ -205,10 +206,10 @@ func (m *mcpEndpoint) serveLeanList(w http.ResponseWriter, r *http.Request, e *h
 	if ip == nil || !leanHeaders(r, ip.ProtocolVersion) {
 		return false
 	}
-	f := checkFrame(body)
+	f := frame.Check(body)
 	// The SDK writes the id it decoded: one it would spell otherwise
 	// (1.5, escapes) is its to answer.
-	if f.Kind != wire.Request || f.Method != "tools/list" || needsMapping(f.ID) || requestEra(f.Params) != eraLegacy {
+	if f.Kind != wire.Request || f.Method != "tools/list" || needsMapping(f.ID) || era.Of(f.Params) != era.Legacy {
 		return false
 	}
 	resp, ok := m.s.leanList(r.Context(), ss, f.ID, f.Params, false, auth.TokenInfoFromContext(r.Context()))
@@ -242,11 +243,11 @@ func (m *mcpEndpoint) serveLeanModernList(w http.ResponseWriter, r *http.Request
 		len(r.Header.Values("Last-Event-ID")) > 0 || !leanContent(r) {
 		return false
 	}
-	f := checkFrame(body)
-	if f.Kind != wire.Request || f.Method != "tools/list" || needsMapping(f.ID) || requestEra(f.Params) != eraModern {
+	f := frame.Check(body)
+	if f.Kind != wire.Request || f.Method != "tools/list" || needsMapping(f.ID) || era.Of(f.Params) != era.Modern {
 		return false
 	}
-	meta := wire.Member(f.Params, "_meta") // requestEra: an object without escapes
+	meta := wire.Member(f.Params, "_meta") // era.Of: an object without escapes
 	if v, ok := wire.RawString(wire.Member(meta, era.KeyProtocolVersion)); !ok || v != r.Header.Get("Mcp-Protocol-Version") {
 		return false // -32020 from the SDK
 	}
@@ -267,7 +268,7 @@ func (m *mcpEndpoint) serveLeanModernList(w http.ResponseWriter, r *http.Request
 // is prepared, and reports whether it did. The answer is written before the
 // next line is read; nothing of the line is kept.
 func (l *lean) list(ctx context.Context, f wire.Frame) bool {
-	modern, ok := leanEra(f.Params)
+	modern, ok := era.Lean(f.Params)
 	if !ok {
 		return false
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/manifold-mcp/manifold/proxy/era"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -88,7 +89,7 @@ func (rs *rawSession) ask(line, id string) string {
 // modernList is a 2026-07-28 tools/list line of client name with params
 // extra (members after _meta, with their leading comma).
 func modernList(id, client, extra string) string {
-	return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"` + modernVersion +
+	return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"` + era.Version +
 		`","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"` + client + `","version":"0"}}` + extra + `}}`
 }
 
@@ -203,7 +204,7 @@ func TestLeanListStdioRefused(t *testing.T) {
 		name, line string
 		want       string // the answer, or "error CODE"
 	}{
-		{"params a number", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":5}`, "error -32600"}, // checkFrame
+		{"params a number", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":5}`, "error -32600"}, // frame.Check
 		{"params null", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":null}`, page1},
 		{"cursor a number", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":5}}`, "error -32602"},
 		{"cursor null", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":null}}`, page1},
@@ -436,9 +437,9 @@ func TestHTTPLeanModernList(t *testing.T) {
 	url, _, s := serveCounting(t, ServerConfig{Upstream: upstream.Options{Name: "w", Command: fixtureBin(t),
 		Args: []string{"-name", "w", "-era", "modern"}}, Prefix: "w"}, false, HTTPOptions{})
 	sdkLists := countSDK(s, "tools/list")
-	body := `{"jsonrpc":"2.0","id":"l1","method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"` + modernVersion +
+	body := `{"jsonrpc":"2.0","id":"l1","method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"` + era.Version +
 		`","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"}}}}`
-	hdr := map[string]string{"Mcp-Protocol-Version": modernVersion, "Mcp-Method": "tools/list"}
+	hdr := map[string]string{"Mcp-Protocol-Version": era.Version, "Mcp-Method": "tools/list"}
 	list := func(hdr map[string]string) (int, string, map[string]any) {
 		t.Helper()
 		status, ct, msg, err := modernPost(t.Context(), t, url, body, hdr)
@@ -471,7 +472,7 @@ func TestHTTPLeanModernList(t *testing.T) {
 		name string
 		hdr  map[string]string
 	}{
-		{"no Mcp-Method", map[string]string{"Mcp-Protocol-Version": modernVersion}},
+		{"no Mcp-Method", map[string]string{"Mcp-Protocol-Version": era.Version}},
 		{"another version in the header", map[string]string{"Mcp-Protocol-Version": "2025-11-25", "Mcp-Method": "tools/list"}},
 	} {
 		before := sdkLists.Load()

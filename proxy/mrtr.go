@@ -62,8 +62,8 @@ type reqEra struct {
 // (modernSession, clientCapsOf's capabilities).
 func callEra(ss *mcp.ServerSession, meta json.RawMessage) reqEra {
 	var e reqEra
-	if len(meta) > 0 && mayBeModern(meta) {
-		e = callEraMemo.Get(eraKey(meta), metaEra)
+	if len(meta) > 0 && era.MayBeModern(meta) {
+		e = callEraMemo.Get(era.MemoKey(meta), metaEra)
 	}
 	if e.modern {
 		return e
@@ -87,43 +87,16 @@ func callEra(ss *mcp.ServerSession, meta json.RawMessage) reqEra {
 
 var callEraMemo wire.Memo[reqEra]
 
-var markProtocolVersionKey = []byte(`"` + era.KeyProtocolVersion + `"`)
-
-// eraKey is the memo key of a request's raw _meta for the era readings
-// (metaEra, metaRequestEra), which never look at the progress token: the
-// _meta itself, or for one without escapes that names the token once, the
-// _meta with the token's value replaced by 0. A client that asks for
-// progress sends a new token with every request, and would miss the memo
-// every time.
-func eraKey(meta []byte) []byte {
-	if bytes.IndexByte(meta, '\\') >= 0 || bytes.Count(meta, markProgressToken) != 1 {
-		return meta
-	}
-	start, end, found := wire.MemberSpan(meta, "progressToken")
-	if !found {
-		return meta
-	}
-	return wire.Splice(meta, start, end, []byte("0"))
-}
-
-// mayBeModern reports whether a raw _meta may name a protocol version, and
-// so be a modern request's: it has the key, or escapes that may spell it.
-// Any other is an initialize-era request's, read without decoding it nor
-// filling the memo with _meta that differ in a progress token each call.
-func mayBeModern(meta []byte) bool {
-	return bytes.IndexByte(meta, '\\') >= 0 || bytes.Contains(meta, markProtocolVersionKey)
-}
-
 // metaEra is callEra's reading of a raw _meta: a modern request's era, or
 // the zero reqEra.
 func metaEra(meta []byte) reqEra {
 	var m struct {
 		Version string              `json:"io.modelcontextprotocol/protocolVersion"`
-		Caps    *clientCapsV2       `json:"io.modelcontextprotocol/clientCapabilities"`
+		Caps    *era.ClientCapsV2   `json:"io.modelcontextprotocol/clientCapabilities"`
 		Info    *mcp.Implementation `json:"io.modelcontextprotocol/clientInfo"`
 	}
 	_ = json.Unmarshal(meta, &m)
-	if m.Version < modernVersion {
+	if m.Version < era.Version {
 		return reqEra{}
 	}
 	e := reqEra{modern: true, caps: &mcp.ClientCapabilities{}}
@@ -138,7 +111,7 @@ func metaEra(meta []byte) reqEra {
 
 // capsV1 converts the wire shape of modern client capabilities (where roots
 // is an object) to the SDK's.
-func capsV1(w *clientCapsV2) *mcp.ClientCapabilities {
+func capsV1(w *era.ClientCapsV2) *mcp.ClientCapabilities {
 	c := w.ClientCapabilities
 	c.RootsV2 = w.Roots
 	return &c
@@ -279,8 +252,8 @@ func relayRules(raw json.RawMessage, server string) (json.RawMessage, error) {
 // of a client with caps, by the relay rules (relayOptions): sampling without
 // its context sub-capability (includeContext is reduced to none), roots only
 // for a server whose process serves one client (isolation = "session").
-func upstreamCaps(caps *mcp.ClientCapabilities, b *backend) *clientCapsV2 {
-	out := &clientCapsV2{}
+func upstreamCaps(caps *mcp.ClientCapabilities, b *backend) *era.ClientCapsV2 {
+	out := &era.ClientCapsV2{}
 	if caps.Sampling != nil {
 		out.Sampling = &mcp.SamplingCapabilities{}
 		if caps.Sampling.Tools != nil {

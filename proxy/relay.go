@@ -104,7 +104,6 @@ var (
 	elicitMode          = relay.ElicitMode
 	noContext           = relay.NoContext
 	decodeProgressToken = relay.DecodeProgressToken
-	markProgressToken   = relay.MarkProgressToken
 )
 
 // relayCaps are the capabilities the downstream client declared, offered to

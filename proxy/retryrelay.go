@@ -49,7 +49,7 @@ type forwardedRetry struct {
 	Name      string                     `json:"name"`      // the exposed tool
 	Server    string                     `json:"server"`    // the upstream it routes to
 	Principal string                     `json:"principal"` // who asks (principal), as the forwarding replica authenticated it
-	Caps      *clientCapsV2              `json:"caps"`      // the client's capabilities, as the request declared them
+	Caps      *era.ClientCapsV2          `json:"caps"`      // the client's capabilities, as the request declared them
 	Client    string                     `json:"client"`    // the client as it names itself
 	Fields    map[string]json.RawMessage `json:"fields"`    // the params: requestState, inputResponses, arguments
 }
@@ -71,7 +71,7 @@ func (s *Server) elsewhere(st era.State) bool {
 // hands its answer to finish. The call's progress meanwhile goes to ss, the
 // retry's session, with the retry's own progress token (none without one).
 func (s *Server) forwardRetry(ctx context.Context, ss *mcp.ServerSession, replica string, e reqEra, name, server, principal string, fields map[string]json.RawMessage, finish func(json.RawMessage, error)) {
-	caps := &clientCapsV2{ClientCapabilities: *e.caps, Roots: e.caps.RootsV2}
+	caps := &era.ClientCapsV2{ClientCapabilities: *e.caps, Roots: e.caps.RootsV2}
 	msg, err := json.Marshal(forwardedRetry{Name: name, Server: server, Principal: principal, Caps: caps, Client: e.client, Fields: fields})
 	if err != nil {
 		finish(nil, err)

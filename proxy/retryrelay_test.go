@@ -48,7 +48,7 @@ func TestServeRetryRefuses(t *testing.T) {
 	}
 	retry := func(principal, state string) []byte {
 		st, _ := json.Marshal(state)
-		msg, _ := json.Marshal(forwardedRetry{Name: testBind.Name, Server: testBind.Upstream, Principal: principal, Caps: &clientCapsV2{ClientCapabilities: *elicitCaps()},
+		msg, _ := json.Marshal(forwardedRetry{Name: testBind.Name, Server: testBind.Upstream, Principal: principal, Caps: &era.ClientCapsV2{ClientCapabilities: *elicitCaps()},
 			Fields: map[string]json.RawMessage{"requestState": st, "inputResponses": json.RawMessage(`{"elicitation-1":{"action":"accept","content":{"a":"b"}}}`)}})
 		return msg
 	}

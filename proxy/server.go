@@ -21,19 +21,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// modernVersion is the first protocol version without initialize: a request
-// carries its version and client capabilities in _meta (2026-07-28).
-const modernVersion = "2026-07-28"
-
-// legacyVersions are the initialize-era versions served to clients, newest
-// first; downstreamVersions adds the modern one. The SDK picks the era per
-// request (ARCHITECTURE §3 "Protocol versions"): an initialize negotiates a
-// legacy version, a request whose _meta names 2026-07-28 is modern.
-var (
-	legacyVersions     = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
-	downstreamVersions = append([]string{modernVersion}, legacyVersions...)
-)
-
 // modernSession reports whether ss speaks 2026-07-28: over stdio once
 // server/discover or the first modern request set it up, over HTTP every
 // stateless per-request session of a modern request.
@@ -42,7 +29,7 @@ func modernSession(ss *mcp.ServerSession) bool {
 		return false
 	}
 	ip := ss.InitializeParams()
-	return ip != nil && ip.ProtocolVersion >= modernVersion
+	return ip != nil && ip.ProtocolVersion >= era.Version
 }
 
 // clientCapsOf returns the capabilities the client of ss declared: in
@@ -69,7 +56,7 @@ func (s *Server) newMCPServer() *mcp.Server {
 	srv := mcp.NewServer(implementation(), &mcp.ServerOptions{
 		Logger:                    slog.New(quietHandler{s.log.Handler(), slog.LevelWarn}).With("component", "mcp"),
 		Capabilities:              serverCapabilities(),
-		SupportedProtocolVersions: downstreamVersions,
+		SupportedProtocolVersions: era.Versions,
 		SetCacheable:              s.setCacheable,
 		CompletionHandler:         s.handleComplete,
 		RootsListChangedHandler:   s.relay.RootsChanged, //lint:ignore SA1019 roots are part of the protocol versions the proxy serves
@@ -206,7 +193,7 @@ func (s *Server) route(ctx context.Context, next mcp.MethodHandler, method strin
 			return res, err
 		}
 		lr = s.narrowResult(ctx, req, lr).(*mcp.ListToolsResult)
-		if v := sessionVersion(req.GetSession()); v < modernVersion {
+		if v := sessionVersion(req.GetSession()); v < era.Version {
 			lr = adaptToolList(lr, v)
 		} else {
 			lr = s.modernToolList(lr)
@@ -256,7 +243,7 @@ func (s *Server) modernResult(_ context.Context, _ string, _ mcp.Request, res mc
 	}
 	// The SDK sets resultType only on the results of its own tool and
 	// resource handlers; a call or read that the proxy answered is given it
-	// here, as the lean path does (modernCallResult): through the wire form,
+	// here, as the lean path does (era.CallResult): through the wire form,
 	// the only way to set it.
 	switch r := res.(type) {
 	case *mcp.CallToolResult:
@@ -282,7 +269,7 @@ func completed[R any, P interface {
 		return r
 	}
 	out := P(new(R))
-	if err := json.Unmarshal(modernCallResult(b, serverInfo), out); err != nil {
+	if err := json.Unmarshal(era.CallResult(b, serverInfo), out); err != nil {
 		return r
 	}
 	return out

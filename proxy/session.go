@@ -58,16 +58,16 @@ func (s *Server) learnClient(caps *mcp.ClientCapabilities, modern bool) {
 func sessionVersion(sess mcp.Session) string {
 	ss, ok := sess.(*mcp.ServerSession)
 	if !ok || ss == nil {
-		return legacyVersions[0]
+		return era.LegacyVersions[0]
 	}
 	ip := ss.InitializeParams()
 	if ip == nil {
-		return legacyVersions[0]
+		return era.LegacyVersions[0]
 	}
-	if slices.Contains(downstreamVersions, ip.ProtocolVersion) {
+	if slices.Contains(era.Versions, ip.ProtocolVersion) {
 		return ip.ProtocolVersion
 	}
-	return legacyVersions[0]
+	return era.LegacyVersions[0]
 }
 
 // adaptToolList removes from tool definitions the fields the session's
@@ -190,7 +190,7 @@ func relegacy[R any, P interface {
 // (2025-06-18): structuredContent is dropped, with its JSON added as a text
 // block if the result has no text, and resource links become text blocks.
 func adaptCallResult(raw json.RawMessage, version string) json.RawMessage {
-	if version < modernVersion {
+	if version < era.Version {
 		raw = legacyResultRaw(raw)
 	}
 	if version >= "2025-06-18" || (!jsonscan.Contains(raw, markStructured) && !jsonscan.Contains(raw, markResourceLink)) {

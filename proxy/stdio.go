@@ -7,8 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/manifold-mcp/manifold/proxy/serve/frame"
 	"io"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -32,7 +32,7 @@ import (
 // never decodes them. Everything else (initialize, lists, notifications, rare
 // requests) goes to the SDK session.
 //
-// Every line is checked first (checkFrame): a line that is not one JSON-RPC
+// Every line is checked first (frame.Check): a line that is not one JSON-RPC
 // message is answered with a parse error (-32700) or an invalid request
 // (-32600) and serving goes on; the SDK, which would end the session on it,
 // never sees it. Request ids the SDK would not echo byte for byte are swapped
@@ -315,7 +315,7 @@ func (l *lean) handle(ctx context.Context, line []byte, sdk io.Writer, limit int
 		l.writeError(wire.NullID, tooLarge(len(msg), limit))
 		return nil
 	}
-	f := checkFrame(line)
+	f := frame.Check(line)
 	switch f.Kind {
 	case wire.Bad:
 		if f.Bad == nil {
@@ -368,19 +368,6 @@ func (l *lean) handle(ctx context.Context, line []byte, sdk io.Writer, limit int
 	return err
 }
 
-// checkFrame classifies one line read from the downstream client
-// (wire.Check); a response the SDK cannot decode is dropped too, since the
-// SDK would end the session on it.
-func checkFrame(line []byte) wire.Frame {
-	f := wire.Check(line)
-	if f.Kind == wire.Response {
-		if _, err := jsonrpc.DecodeMessage(f.Msg); err != nil {
-			return f.Drop("a response that cannot be decoded: " + err.Error())
-		}
-	}
-	return f
-}
-
 func truncate(b []byte, n int) string {
 	if len(b) <= n {
 		return string(b)
@@ -401,7 +388,7 @@ func (l *lean) divert(ctx context.Context, f wire.Frame) bool {
 	}
 	switch {
 	case f.Kind == wire.Request && f.Method == "tools/call":
-		modern, ok := leanEra(f.Params)
+		modern, ok := era.Lean(f.Params)
 		if !ok {
 			return false
 		}
@@ -467,7 +454,7 @@ func (l *lean) divert(ctx context.Context, f wire.Frame) bool {
 				return
 			}
 			if modern {
-				raw = modernCallResult(raw, l.s.serverInfo)
+				raw = era.CallResult(raw, l.s.serverInfo)
 			}
 			l.writeResult(id, raw)
 		})
@@ -487,126 +474,6 @@ func (l *lean) divert(ctx context.Context, f wire.Frame) bool {
 		}
 	}
 	return false
-}
-
-// The era of a tools/call frame, as requestEra reads it.
-const (
-	eraLegacy = iota // no 2026 _meta: the session's (initialize) era
-	eraModern        // a valid 2026-07-28 _meta the lean path serves
-	eraSDK           // modern, but for the SDK to answer (see requestEra)
-)
-
-// leanEra reads the era of a lean frame's params (requestEra): modern, and
-// ok false for a frame the SDK must serve.
-func leanEra(params []byte) (modern, ok bool) {
-	switch requestEra(params) {
-	case eraModern:
-		return true, true
-	case eraSDK:
-		return false, false
-	}
-	return false, true
-}
-
-// requestEra reads the _meta of a request's params (raw JSON) as the SDK
-// does (validateRequestMeta), cheaply: a frame whose _meta names a protocol
-// version from 2026-07-28 on is modern. The lean path serves a modern frame
-// only when the SDK would accept it as it is: a supported version, client
-// capabilities and client info of the right shape, no per-request log level
-// (which only the SDK's request context carries to the log relay), nothing
-// escaped in _meta (which the scanner would read otherwise than the SDK).
-// Every other modern frame goes to the SDK, which answers or refuses it.
-func requestEra(params []byte) int {
-	meta := wire.Member(params, "_meta")
-	if len(meta) == 0 || meta[0] != '{' || !mayBeModern(meta) {
-		return eraLegacy
-	}
-	return requestEraMemo.Get(eraKey(meta), metaRequestEra)
-}
-
-var requestEraMemo wire.Memo[int]
-
-// metaRequestEra is requestEra of a request whose _meta is the object meta.
-func metaRequestEra(meta []byte) int {
-	if bytes.IndexByte(meta, '\\') >= 0 {
-		return eraSDK
-	}
-	pv := wire.Member(meta, era.KeyProtocolVersion)
-	if len(pv) == 0 || pv[0] != '"' {
-		return eraLegacy
-	}
-	var version string
-	if err := json.Unmarshal(pv, &version); err != nil || version < modernVersion {
-		return eraLegacy
-	}
-	if !slices.Contains(downstreamVersions, version) {
-		return eraSDK // -32022, with the versions served
-	}
-	if wire.Member(meta, era.KeyLogLevel) != nil {
-		return eraSDK
-	}
-	caps := wire.Member(meta, era.KeyClientCapabilities)
-	var c clientCapsV2
-	if len(caps) == 0 || caps[0] != '{' || json.Unmarshal(caps, &c) != nil {
-		return eraSDK // -32602: missing or invalid
-	}
-	if info := wire.Member(meta, era.KeyClientInfo); info != nil {
-		var impl mcp.Implementation
-		if info[0] != '{' || json.Unmarshal(info, &impl) != nil {
-			return eraSDK
-		}
-	}
-	return eraModern
-}
-
-// clientCapsV2 is the wire shape of 2026 client capabilities, as the SDK
-// decodes it (roots moved out of the legacy struct's shape).
-type clientCapsV2 struct {
-	mcp.ClientCapabilities
-	Roots *mcp.RootCapabilities `json:"roots,omitempty"` //lint:ignore SA1019 roots are part of the protocol versions served
-}
-
-// modernCallResult makes a raw tools/call result strict for a modern
-// client, as the SDK makes the results it encodes: Manifold's identity in
-// _meta serverInfo (in place of an upstream's), and resultType "complete"
-// unless the result already says what it is (an input_required result
-// passes through as it came). A result that is not a JSON object is left
-// alone. For a result without _meta the bytes are the SDK's own.
-func modernCallResult(raw json.RawMessage, serverInfo []byte) json.RawMessage {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) < 2 || raw[0] != '{' || raw[len(raw)-1] != '}' {
-		return raw
-	}
-	entry := append([]byte(`"`+era.KeyServerInfo+`":`), serverInfo...)
-	out := make([]byte, 0, len(raw)+len(entry)+64)
-	meta := wire.Member(raw, "_meta")
-	switch {
-	case meta == nil:
-		out = append(append(append(out, `{"_meta":{`...), entry...), '}')
-		if body := bytes.TrimSpace(raw[1 : len(raw)-1]); len(body) > 0 {
-			out = append(out, ',')
-		}
-		out = append(out, raw[1:]...)
-	case meta[0] != '{':
-		return raw // not an object: not a result the SDK would decode either
-	default:
-		at := cap(raw) - cap(meta) // meta is a slice of raw
-		var inner []byte
-		if old := wire.Member(meta, era.KeyServerInfo); old != nil {
-			oat := cap(meta) - cap(old)
-			inner = append(append(append(inner, meta[:oat]...), serverInfo...), meta[oat+len(old):]...)
-		} else {
-			inner = append(append(append(inner, '{'), entry...), meta[1:]...)
-			if body := bytes.TrimSpace(meta[1 : len(meta)-1]); len(body) > 0 {
-				inner = append(append(append([]byte{'{'}, entry...), ','), meta[1:]...)
-			}
-		}
-		out = append(append(append(out, raw[:at]...), inner...), raw[at+len(meta):]...)
-	}
-	if wire.Member(out, "resultType") == nil {
-		out = append(out[:len(out)-1], `,"resultType":"complete"}`...)
-	}
-	return out
 }
 
 // mapCancel returns the cancellation f as the SDK must see it: a requestId
@@ -638,9 +505,9 @@ func (l *lean) inUse(id []byte) bool {
 }
 
 func (l *lean) writeResult(id, result json.RawMessage) {
-	_, _ = l.out.Write(append(leanResponse(id, result, nil), '\n'))
+	_, _ = l.out.Write(append(frame.Response(id, result, nil), '\n'))
 }
 
 func (l *lean) writeError(id json.RawMessage, e *jsonrpc.Error) {
-	_, _ = l.out.Write(append(leanResponse(id, nil, e), '\n'))
+	_, _ = l.out.Write(append(frame.Response(id, nil, e), '\n'))
 }

@@ -258,7 +258,7 @@ func servedMetaVersion(ctx context.Context) string {
 	if !ok || len(raw) == 0 {
 		return ""
 	}
-	if m := metaClientMemo.Get(raw, metaClient); m.modern && slices.Contains(downstreamVersions, m.protocol) {
+	if m := metaClientMemo.Get(raw, metaClient); m.modern && slices.Contains(era.Versions, m.protocol) {
 		return m.protocol
 	}
 	return ""
@@ -276,9 +276,9 @@ func metaClient(raw []byte) metaClientInfo {
 	var m struct {
 		Version string              `json:"io.modelcontextprotocol/protocolVersion"`
 		Info    *mcp.Implementation `json:"io.modelcontextprotocol/clientInfo"`
-		Caps    *clientCapsV2       `json:"io.modelcontextprotocol/clientCapabilities"`
+		Caps    *era.ClientCapsV2   `json:"io.modelcontextprotocol/clientCapabilities"`
 	}
-	if json.Unmarshal(raw, &m) != nil || m.Version < modernVersion {
+	if json.Unmarshal(raw, &m) != nil || m.Version < era.Version {
 		return metaClientInfo{}
 	}
 	out := metaClientInfo{modern: true, protocol: m.Version}
@@ -894,7 +894,7 @@ func (s *Server) describeTools(c *catalog, args map[string]json.RawMessage, vers
 			continue
 		}
 		lr := &mcp.ListToolsResult{Tools: []*mcp.Tool{def}}
-		if version >= modernVersion {
+		if version >= era.Version {
 			lr = s.modernToolList(lr)
 		} else {
 			lr = adaptToolList(lr, version)

@@ -127,6 +127,9 @@ var rules = []rule{
 	// calls, their rounds of input; a room, given the state key, the
 	// replica's name and the relay's method names by the root.
 	{dir: "proxy/bridge", within: lower, forbidden: []string{toml, goPlugin, goJOSE, goRedis}},
+	// proxy/serve/frame is what the two faces share (the frame check, the lean
+	// response); below the faces, it reaches only the lowest rooms.
+	{dir: "proxy/serve/frame", within: lower, forbidden: []string{toml, goPlugin, goJOSE, goRedis}},
 	// upstream/supervise keeps one backend alive (start, restart, health,
 	// lazy and idle, the cached catalog) and reports to the proxy through
 	// the hooks the proxy sets: it knows one connection (upstream), not the
