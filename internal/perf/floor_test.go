@@ -30,6 +30,14 @@ var rounds = flag.Int("rounds", 5, "rounds of BenchmarkFloor, alternating which 
 // before/after comparison.
 var manifoldBin = flag.String("manifold", "", "manifold `binary` to benchmark instead of building ./cmd/manifold")
 
+// againstBin, if set, is a manifold binary (a build of another commit)
+// that takes the direct server's place in BenchmarkFloor: each case then
+// alternates that build and this one in one run, behind the same fixtures,
+// and its ratios are this build's over that one's (issue 41: "BenchmarkFloor
+// ratios, alternated old binary against new in one run"). The -floor cases,
+// which measure the relay, are left out.
+var againstBin = flag.String("against", "", "manifold `binary` that takes the direct side's place in BenchmarkFloor: ratios are then new/old, alternated in one run")
+
 // side is one end of a comparison: a client session and, for the proxy, the
 // pid whose memory is read.
 type side struct {
@@ -173,6 +181,9 @@ var floorCases = []floorCase{
 //	nice -n 10 go test -run '^$' -bench BenchmarkFloor -benchtime 400x ./internal/perf/
 func BenchmarkFloor(b *testing.B) {
 	for _, fc := range floorCases {
+		if *againstBin != "" && fc.relay {
+			continue
+		}
 		b.Run(fc.name, func(b *testing.B) { floor(b, fc) })
 	}
 }
@@ -195,6 +206,10 @@ func floor(b *testing.B, fc floorCase) {
 	var dp50, pp50 []time.Duration
 	var peak memory // the reading of highest VmRSS under load, all rounds
 	cpu0, err := cpuNS(p.pid)
+	if err != nil {
+		b.Fatal(err)
+	}
+	dcpu0, err := cpuNS(d.pid)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -248,6 +263,15 @@ func floor(b *testing.B, fc floorCase) {
 	// CPU time per call is far less sensitive to the machine's load than
 	// latency: the before/after figure of a change to the hot path.
 	b.ReportMetric(float64(cpu1-cpu0)/1e3/float64(2**rounds*b.N), "proxy-cpu-µs/call")
+	if *againstBin != "" {
+		// The direct side is the other build: its CPU per call, read the
+		// same way, is the before of this build's after.
+		dcpu1, err := cpuNS(d.pid)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(dcpu1-dcpu0)/1e3/float64(2**rounds*b.N), "against-cpu-µs/call")
+	}
 	report := func(vals []float64, unit string) {
 		slices.Sort(vals)
 		b.ReportMetric(vals[len(vals)/2], unit)
@@ -357,19 +381,30 @@ func (fc floorCase) start(b testing.TB) (direct, proxy side) {
 	if fc.relay {
 		bin, args, tool = bins.relay, []string{"--", bins.fixture, "-name", "s0", "-era", fc.era}, dtool
 	}
+	// The direct side: the fixture, or with -against the other build of
+	// Manifold in front of the same fixtures (a client of 2026-07-28 then
+	// reaches the bridge's legacy upstreams through it too).
+	dbin, dargs, dname := bins.fixture, []string{"-name", "s0", "-era", fc.era}, dtool
+	if *againstBin != "" && !fc.relay {
+		dbin, dargs, dname = *againstBin, []string{"serve", "--config", proxyConfig(b, 3, upEra)}, tool
+	}
 	if !fc.http {
-		d := connectAt(b, fc.version, bins.fixture, "-name", "s0", "-era", fc.era)
+		d := connectAt(b, fc.version, dbin, dargs...)
 		p := connectAt(b, fc.version, bin, args...)
-		direct, proxy = side{d.cs, d.cmd.Process.Pid, dtool, fc.progress, fc.big, fc.args}, side{p.cs, p.cmd.Process.Pid, tool, fc.progress, fc.big, fc.args}
+		direct, proxy = side{d.cs, d.cmd.Process.Pid, dname, fc.progress, fc.big, fc.args}, side{p.cs, p.cmd.Process.Pid, tool, fc.progress, fc.big, fc.args}
 	} else {
-		durl, dpid := startServing(b, bins.fixture, "-name", "s0", "-era", fc.era, "-http", "127.0.0.1:0")
+		dhttp := []string{"-http", "127.0.0.1:0"}
+		if dbin != bins.fixture {
+			dhttp = []string{"--http", "127.0.0.1:0"}
+		}
+		durl, dpid := startServing(b, dbin, append(dargs, dhttp...)...)
 		if fc.relay {
 			args = append([]string{"-http", "127.0.0.1:0"}, args...)
 		} else {
 			args = append(args, "--http", "127.0.0.1:0")
 		}
 		purl, ppid := startServing(b, bin, args...)
-		direct = side{connectURL(b, fc.version, durl, fc.caps), dpid, dtool, fc.progress, fc.big, fc.args}
+		direct = side{connectURL(b, fc.version, durl, fc.caps), dpid, dname, fc.progress, fc.big, fc.args}
 		proxy = side{connectURL(b, fc.version, purl, fc.caps), ppid, tool, fc.progress, fc.big, fc.args}
 	}
 	for _, s := range []side{direct, proxy} {
@@ -377,9 +412,14 @@ func (fc floorCase) start(b testing.TB) (direct, proxy side) {
 			b.Fatalf("negotiated %s, want %s", v, fc.version)
 		}
 	}
-	// Idle means connected, listed and every upstream up.
-	if _, err := proxy.cs.ListTools(context.Background(), nil); err != nil {
-		b.Fatal(err)
+	// Idle means connected, listed and every upstream up (on the other
+	// build too, with -against).
+	for _, s := range []side{direct, proxy} {
+		if s.pid == proxy.pid || *againstBin != "" {
+			if _, err := s.cs.ListTools(context.Background(), nil); err != nil {
+				b.Fatal(err)
+			}
+		}
 	}
 	return direct, proxy
 }
