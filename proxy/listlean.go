@@ -69,10 +69,10 @@ func (s *Server) leanList(ctx context.Context, ss *mcp.ServerSession, id, params
 	if meta != nil {
 		ctx = withRequestMeta(ctx, meta) // the client's info, for its catalog mode
 	}
+	// routingMiddleware's learnClient has nothing to do here: s.ready is
+	// closed only after Start, which with WaitForClient waits for the
+	// first client to be learned (and without it learnClient does nothing).
 	if ss != nil {
-		if modern {
-			s.learnClient(clientCapsOf(ss), true) // routingMiddleware
-		}
 		// As listing does: recorded before the catalog is read, so that
 		// a change made from now on is notified.
 		s.relay.MarkListed(ss, catTools)
