@@ -69,10 +69,10 @@ func (s *Server) leanList(ctx context.Context, ss *mcp.ServerSession, id, params
 	if meta != nil {
 		ctx = withRequestMeta(ctx, meta) // the client's info, for its catalog mode
 	}
+	// routingMiddleware's learnClient has nothing to do here: s.ready is
+	// closed only after Start, which with WaitForClient waits for the
+	// first client to be learned (and without it learnClient does nothing).
 	if ss != nil {
-		if modern {
-			s.learnClient(clientCapsOf(ss), true) // routingMiddleware
-		}
 		// As listing does: recorded before the catalog is read, so that
 		// a change made from now on is notified.
 		s.relay.MarkListed(ss, catTools)
@@ -209,7 +209,7 @@ func (m *mcpEndpoint) serveLeanList(w http.ResponseWriter, r *http.Request, e *h
 	f := frame.Check(body)
 	// The SDK writes the id it decoded: one it would spell otherwise
 	// (1.5, escapes) is its to answer.
-	if f.Kind != wire.Request || f.Method != "tools/list" || needsMapping(f.ID) || era.Of(f.Params) != era.Legacy {
+	if f.Kind != wire.Request || f.Method != "tools/list" || frame.NeedsMapping(f.ID) || era.Of(f.Params) != era.Legacy {
 		return false
 	}
 	resp, ok := m.s.leanList(r.Context(), ss, f.ID, f.Params, false, auth.TokenInfoFromContext(r.Context()))
@@ -244,7 +244,7 @@ func (m *mcpEndpoint) serveLeanModernList(w http.ResponseWriter, r *http.Request
 		return false
 	}
 	f := frame.Check(body)
-	if f.Kind != wire.Request || f.Method != "tools/list" || needsMapping(f.ID) || era.Of(f.Params) != era.Modern {
+	if f.Kind != wire.Request || f.Method != "tools/list" || frame.NeedsMapping(f.ID) || era.Of(f.Params) != era.Modern {
 		return false
 	}
 	meta := wire.Member(f.Params, "_meta") // era.Of: an object without escapes
@@ -261,21 +261,5 @@ func (m *mcpEndpoint) serveLeanModernList(w http.ResponseWriter, r *http.Request
 	out := make([]byte, 0, len(resp)+24)
 	out = append(append(append(out, "event: message\ndata: "...), resp...), "\n\n"...)
 	_, _ = w.Write(out)
-	return true
-}
-
-// list serves the stdio tools/list request f on the lean path if its answer
-// is prepared, and reports whether it did. The answer is written before the
-// next line is read; nothing of the line is kept.
-func (l *lean) list(ctx context.Context, f wire.Frame) bool {
-	modern, ok := era.Lean(f.Params)
-	if !ok {
-		return false
-	}
-	resp, ok := l.s.leanList(ctx, l.ss, f.ID, f.Params, modern, nil)
-	if !ok {
-		return false
-	}
-	_, _ = l.out.Write(append(resp, '\n'))
 	return true
 }

@@ -561,11 +561,6 @@ func (s *Server) Close() error {
 	return errors.Join(errs...)
 }
 
-// nopWriteCloser adapts an io.Writer that the proxy must not close.
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
-
 // quietHandler drops records below min: the SDK logs every session's
 // connection at info level, which is noise in the proxy's log.
 type quietHandler struct {

@@ -130,6 +130,13 @@ var rules = []rule{
 	// proxy/serve/frame is what the two faces share (the frame check, the lean
 	// response); below the faces, it reaches only the lowest rooms.
 	{dir: "proxy/serve/frame", within: lower, forbidden: []string{toml, goPlugin, goJOSE, goRedis}},
+	// proxy/serve/stdio is the stdio face (frame checks, the lean loop, the
+	// SDK splice): it reaches the rooms and what both faces share, never the
+	// root, which it reaches through its Core, nor the HTTP face.
+	{dir: "proxy/serve/stdio", forbiddenPkgs: []string{module + "/proxy"}, within: append([]string{
+		"proxy/serve/frame", "proxy/route", "proxy/surface", "proxy/relay", "proxy/bridge", "proxy/confirm", "proxy/guard",
+		"proxy/observe", "proxy/catalog", "proxy/session", "internal/telemetry",
+	}, withUpstream...), forbidden: []string{module + "/proxy/serve/streamable", toml, goPlugin, goJOSE, goRedis}},
 	// upstream/supervise keeps one backend alive (start, restart, health,
 	// lazy and idle, the cached catalog) and reports to the proxy through
 	// the hooks the proxy sets: it knows one connection (upstream), not the

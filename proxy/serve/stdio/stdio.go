@@ -1,4 +1,4 @@
-package proxy
+package stdio
 
 import (
 	"bufio"
@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/manifold-mcp/manifold/proxy/serve/frame"
 	"io"
 	"strconv"
 	"sync"
@@ -20,9 +19,10 @@ import (
 	"github.com/manifold-mcp/manifold/proxy/era"
 	"github.com/manifold-mcp/manifold/proxy/internal/wire"
 	"github.com/manifold-mcp/manifold/proxy/observe"
+	"github.com/manifold-mcp/manifold/proxy/serve/frame"
 )
 
-// ServeStdio serves one downstream client over newline-delimited JSON-RPC on r
+// Serve serves one downstream client of c over newline-delimited JSON-RPC on r
 // and w (the process's stdin and stdout in stdio mode) until r ends or ctx is
 // done. Nothing but protocol frames is ever written to w.
 //
@@ -37,19 +37,19 @@ import (
 // (-32600) and serving goes on; the SDK, which would end the session on it,
 // never sees it. Request ids the SDK would not echo byte for byte are swapped
 // for ids of the proxy's own on the way in and back on the way out. When r
-// ends, the requests already read are answered before ServeStdio returns.
-func (s *Server) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) error {
+// ends, the requests already read are answered before Serve returns.
+func Serve(ctx context.Context, c Core, opts Options, r io.Reader, w io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	out := &frameWriter{w: w}
 	pr, pw := io.Pipe()
 	ids := &sdkIDs{pending: make(map[string]int), mapped: make(map[string]json.RawMessage)}
-	t := &mcp.IOTransport{Reader: pr, Writer: nopWriteCloser{&sdkWriter{out: out, ids: ids}}, MaxLineLength: s.opts.MaxMessageBytes}
-	ss, err := s.server.Connect(ctx, t, nil)
+	t := &mcp.IOTransport{Reader: pr, Writer: nopWriteCloser{&sdkWriter{out: out, ids: ids}}, MaxLineLength: opts.MaxMessageBytes}
+	ss, err := c.Connect(ctx, t)
 	if err != nil {
 		return fmt.Errorf("serve stdio: %w", err)
 	}
-	ln := &lean{s: s, ss: ss, out: out, ids: ids, inflight: make(map[string]context.CancelFunc)}
+	ln := &lean{c: c, opts: opts, ss: ss, out: out, ids: ids, inflight: make(map[string]context.CancelFunc)}
 	readDone := make(chan error, 1)
 	go func() { readDone <- ln.readLoop(ctx, r, pw) }()
 	waitDone := make(chan error, 1)
@@ -86,7 +86,7 @@ const drainTimeout = 5 * time.Second
 // drain waits, at most drainTimeout, until every request read before the end
 // of input has been answered, on the lean path and by the SDK.
 func (l *lean) drain(ctx context.Context, sdkDone <-chan error) {
-	timer := time.NewTimer(min(drainTimeout, l.s.opts.CallTimeout))
+	timer := time.NewTimer(min(drainTimeout, l.opts.CallTimeout))
 	defer timer.Stop()
 	calls := make(chan struct{})
 	go func() { l.calls.Wait(); close(calls) }()
@@ -119,11 +119,6 @@ func (f *frameWriter) Write(p []byte) (int, error) {
 	return f.w.Write(p)
 }
 
-// mappedIDPrefix starts the ids the proxy gives the SDK in place of ids it
-// would not echo exactly. A client id that starts with it is mapped too, so
-// that the two can never meet.
-const mappedIDPrefix = `"~mf.`
-
 // sdkIDs keeps the ids of the requests handed to the SDK that are not yet
 // answered, and the client's own spelling of the ids it swapped.
 type sdkIDs struct {
@@ -134,25 +129,13 @@ type sdkIDs struct {
 	empty   chan struct{}              // closed when pending empties; guarded by mu
 }
 
-// needsMapping reports whether the SDK would answer id (a valid JSON string or
-// number) with different bytes: numbers that are not plain int64 integers
-// (1.5, 1e2, 30 digits, -0), strings with escapes or with U+2028 or U+2029
-// (which Go writes escaped), and strings in the proxy's own id space.
-func needsMapping(id []byte) bool {
-	if id[0] != '"' {
-		return !wire.ExactInt64(id)
-	}
-	return bytes.IndexByte(id, '\\') >= 0 || bytes.Contains(id, []byte("\u2028")) ||
-		bytes.Contains(id, []byte("\u2029")) || bytes.HasPrefix(id, []byte(mappedIDPrefix))
-}
-
 // add records a request for the SDK and returns the id to give it.
 func (m *sdkIDs) add(id []byte) []byte {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if needsMapping(id) {
+	if frame.NeedsMapping(id) {
 		m.next++
-		own := strconv.AppendUint([]byte(mappedIDPrefix), m.next, 10)
+		own := strconv.AppendUint([]byte(frame.MappedIDPrefix), m.next, 10)
 		own = append(own, '"')
 		m.mapped[string(own)] = bytes.Clone(id)
 		id = own
@@ -249,10 +232,11 @@ func (w *sdkWriter) Write(p []byte) (int, error) {
 
 // lean is the stdio hot path for tools/call.
 type lean struct {
-	s   *Server
-	ss  *mcp.ServerSession
-	out *frameWriter
-	ids *sdkIDs
+	c    Core
+	opts Options
+	ss   *mcp.ServerSession
+	out  *frameWriter
+	ids  *sdkIDs
 
 	calls    sync.WaitGroup
 	mu       sync.Mutex
@@ -264,7 +248,7 @@ type lean struct {
 // limit is discarded (its bytes are not kept) and answered with an error.
 func (l *lean) readLoop(ctx context.Context, r io.Reader, sdk io.Writer) error {
 	br := bufio.NewReaderSize(r, 256<<10)
-	limit := l.s.opts.MaxMessageBytes
+	limit := l.opts.MaxMessageBytes
 	var long []byte
 	over := 0 // bytes of the oversized line being discarded
 	for {
@@ -319,7 +303,7 @@ func (l *lean) handle(ctx context.Context, line []byte, sdk io.Writer, limit int
 	switch f.Kind {
 	case wire.Bad:
 		if f.Bad == nil {
-			l.s.log.Warn("dropped a downstream message", "why", f.Why, "line", truncate(f.Msg, 200))
+			l.c.Log().Warn("dropped a downstream message", "why", f.Why, "line", truncate(f.Msg, 200))
 		} else {
 			l.writeError(f.BadID, &jsonrpc.Error{Code: f.Bad.Code, Message: f.Bad.Message})
 		}
@@ -413,16 +397,16 @@ func (l *lean) divert(ctx context.Context, f wire.Frame) bool {
 		}
 		delete(fields, "name")
 		if meta, ok := fields["_meta"]; ok && modern {
-			ctx = withRequestMeta(ctx, meta) // the bridges read the request's own era (mrtr.go)
+			ctx = l.c.WithRequestMeta(ctx, meta) // the bridges read the request's own era
 			// The era's own keys describe this request, not the
 			// upstream's; the upstream face writes its own.
-			if meta = stripRequestMeta(meta); meta == nil {
+			if meta = l.c.StripRequestMeta(meta); meta == nil {
 				delete(fields, "_meta")
 			} else {
 				fields["_meta"] = meta
 			}
 		}
-		if l.s.obs.Tracing() {
+		if l.c.Observer().Tracing() {
 			ctx = observe.WithRequestID(ctx, string(id)) // jsonrpc.request.id of the span
 		}
 		cctx, cancel := context.WithCancel(ctx)
@@ -432,10 +416,10 @@ func (l *lean) divert(ctx context.Context, f wire.Frame) bool {
 		l.mu.Unlock()
 		l.calls.Add(1)
 		// The call is routed and sent on this goroutine unless it may
-		// wait (startCall); its answer is written by whoever completes
+		// wait (Core.StartCall); its answer is written by whoever completes
 		// it, for a child process the goroutine that reads the server's
 		// output.
-		l.s.startCall(cctx, l.ss, name, fields, func(raw json.RawMessage, err error) {
+		l.c.StartCall(cctx, l.ss, name, fields, func(raw json.RawMessage, err error) {
 			defer l.calls.Done()
 			l.mu.Lock()
 			delete(l.inflight, key)
@@ -454,7 +438,7 @@ func (l *lean) divert(ctx context.Context, f wire.Frame) bool {
 				return
 			}
 			if modern {
-				raw = era.CallResult(raw, l.s.serverInfo)
+				raw = era.CallResult(raw, l.c.ServerInfo())
 			}
 			l.writeResult(id, raw)
 		})
@@ -482,7 +466,7 @@ func (l *lean) divert(ctx context.Context, f wire.Frame) bool {
 // flight.
 func (l *lean) mapCancel(f wire.Frame) []byte {
 	rid := wire.Member(f.Params, "requestId")
-	if len(rid) == 0 || !needsMapping(rid) {
+	if len(rid) == 0 || !frame.NeedsMapping(rid) {
 		return f.Msg
 	}
 	own := l.ids.own(rid)
@@ -511,3 +495,8 @@ func (l *lean) writeResult(id, result json.RawMessage) {
 func (l *lean) writeError(id json.RawMessage, e *jsonrpc.Error) {
 	_, _ = l.out.Write(append(frame.Response(id, nil, e), '\n'))
 }
+
+// nopWriteCloser adapts an io.Writer that the proxy must not close.
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
