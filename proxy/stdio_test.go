@@ -232,6 +232,8 @@ var stdioAttackCases = []struct {
 	{"id 1.5", `{"jsonrpc":"2.0","id":1.5,"method":"ping"}`, []answer{okAns("1.5")}},
 	{"id with 30 digits", `{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"ping"}`, []answer{okAns("123456789012345678901234567890")}},
 	{"id 1e400", `{"jsonrpc":"2.0","id":1e400,"method":"ping"}`, []answer{okAns("1e400")}},
+	{"id 2^53+1", `{"jsonrpc":"2.0","id":9007199254740993,"method":"ping"}`, []answer{okAns("9007199254740993")}}, // the SDK alone answers 9007199254740992
+	{"id the largest int64", `{"jsonrpc":"2.0","id":9223372036854775807,"method":"ping"}`, []answer{okAns("9223372036854775807")}},
 	{"id -0", `{"jsonrpc":"2.0","id":-0,"method":"ping"}`, []answer{okAns("-0")}},
 	{"id 1E2", `{"jsonrpc":"2.0","id":1E2,"method":"ping"}`, []answer{okAns("1E2")}},
 	{"id with escapes", `{"jsonrpc":"2.0","id":"\u00e9\ud800","method":"ping"}`, []answer{okAns(`"\u00e9\ud800"`)}},

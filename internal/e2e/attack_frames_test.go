@@ -116,6 +116,8 @@ func TestAttackStdioFrames(t *testing.T) {
 		{"30-digit id (SDK path)", `{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"tools/list"}`, []attackAnswer{{"123456789012345678901234567890", 0}}},
 		{"30-digit id (lean path)", `{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"tools/call","params":{"name":"alpha__echo","arguments":{"message":"x"}}}`, []attackAnswer{{"123456789012345678901234567890", 0}}},
 		{"id 1e400", `{"jsonrpc":"2.0","id":1e400,"method":"ping"}`, []attackAnswer{{"1e400", 0}}},
+		{"id 2^53+1 (SDK path)", `{"jsonrpc":"2.0","id":9007199254740993,"method":"ping"}`, []attackAnswer{{"9007199254740993", 0}}},
+		{"largest int64 id (lean path)", `{"jsonrpc":"2.0","id":9223372036854775807,"method":"tools/call","params":{"name":"alpha__echo","arguments":{"message":"x"}}}`, []attackAnswer{{"9223372036854775807", 0}}},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

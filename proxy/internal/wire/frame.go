@@ -295,13 +295,15 @@ func envelopeKey(key []byte) int {
 
 // ExactInt64 reports whether raw, a JSON number, is an integer the SDK reads
 // back and writes out with the same digits: no fraction, no exponent, no
-// "-0", within int64.
+// "-0", and within ±2^53, since the SDK reads an id through float64 (it
+// answers 9007199254740993 as 9007199254740992, and the largest int64 as a
+// negative number).
 func ExactInt64(raw []byte) bool {
 	if string(raw) == "-0" {
 		return false
 	}
-	_, err := strconv.ParseInt(string(raw), 10, 64)
-	return err == nil
+	n, err := strconv.ParseInt(string(raw), 10, 64)
+	return err == nil && n <= 1<<53 && n >= -(1<<53)
 }
 
 // depth returns the deepest nesting of objects and arrays in msg, which must

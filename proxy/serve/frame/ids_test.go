@@ -29,10 +29,9 @@ func sdkEcho(t *testing.T, id string) []byte {
 // TestNeedsMapping checks NeedsMapping against what the SDK echoes: an id
 // it does not map is one the SDK answers with the same bytes, and ids in the
 // proxy's own id space, numbers the SDK would spell otherwise and strings
-// with escapes (which it may) are mapped. Integers beyond 2^53 are left
-// out: the SDK reads ids through float64 and echoes them rounded
-// (9007199254740993 as 9007199254740992), which NeedsMapping, reading them
-// as int64, does not map yet.
+// with escapes (which it may) are mapped, integers beyond 2^53 too: the
+// SDK reads ids through float64 and would echo them rounded
+// (9007199254740993 as 9007199254740992).
 func TestNeedsMapping(t *testing.T) {
 	for _, tc := range []struct {
 		id   string
@@ -40,6 +39,7 @@ func TestNeedsMapping(t *testing.T) {
 	}{
 		{`0`, false}, {`1`, false}, {`-7`, false}, {`9007199254740992`, false}, {`-9007199254740992`, false},
 		{`1.5`, true}, {`1e2`, true}, {`1.0`, true}, {`-0`, true}, {`123456789012345678901234567890`, true},
+		{`9007199254740993`, true}, {`-9007199254740993`, true}, {`9223372036854775807`, true}, {`-9223372036854775808`, true},
 		{`"a"`, false}, {`""`, false}, {`"héllo"`, false}, {`"a/b"`, false}, {`"~mf"`, false},
 		{`"a\"b"`, true}, {`"\u0041"`, true}, {`"a\/b"`, true}, {"\"a\u2028b\"", true}, {"\"a\u2029b\"", true},
 		{MappedIDPrefix + `1"`, true},
