@@ -293,10 +293,10 @@ type Server struct {
 	pinLogged   sync.Map                        // reviews already logged
 	bridge      *bridge.Bridges                 // sealed states and parked calls (proxy/bridge)
 	approver    *confirm.Approver               // a person's approval of calls, approve-call, URL-mode pages (proxy/confirm)
-	answerTo    atomic.Pointer[mcpEndpoint]     // receives the answers other replicas relay (answerrelay.go)
+	answerTo    atomic.Pointer[answerSink]      // receives the answers other replicas relay (face_http.go ListenAnswers)
 	guard       *guard.Guard
 	obs         *observe.Observer          // the audit log, metrics and traces of each request
-	resume      atomic.Pointer[eventStore] // the HTTP endpoint's, for the metrics; nil over stdio
+	resume      atomic.Pointer[eventStats] // the HTTP endpoint's event store's figures, for the metrics; nil over stdio
 
 	capsMu       sync.Mutex
 	clientCaps   *mcp.ClientCapabilities // guarded by capsMu; offered to upstreams
