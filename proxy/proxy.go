@@ -234,12 +234,12 @@ type Options struct {
 	// approvals go through ApprovalDir, for this process only.
 	Approvals ApprovalStore
 	// Sessions keeps the records of the initialize era's HTTP sessions, so
-	// that any replica serves a session another created (httpsession.go).
+	// that any replica serves a session another created (proxy/serve/streamable session.go).
 	// If nil, a session is known to the process that created it only.
 	Sessions SessionStore
 	// Answers carries a legacy HTTP client's answer to a server→client
 	// request to the replica that asked it, when the answer reaches another
-	// (answerrelay.go). If nil, such an answer is handed to this process's
+	// (proxy/serve/streamable answerrelay.go). If nil, such an answer is handed to this process's
 	// session as it came, and a question another replica asked is not
 	// answered.
 	Answers AnswerRelay

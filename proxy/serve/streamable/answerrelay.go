@@ -19,7 +19,8 @@ import (
 // (wire.TagRequests); a replica that receives an answer naming another
 // publishes it, and the replica named injects it into its copy of the session.
 // Implementations must be safe for concurrent use and authenticate what they
-// carry. If Options.Answers is nil, ids are written and read unchanged.
+// carry. If the proxy has none (its Options.Answers is nil), ids are written
+// and read unchanged.
 type AnswerRelay interface {
 	// Replica names this replica: lowercase letters and digits, at most 64,
 	// different for every process.

@@ -50,7 +50,7 @@ const (
 	unknownSession
 	otherOwner
 	streamOpen
-	sharedDown   // the shared session records cannot be read (Options.Sessions)
+	sharedDown   // the shared session records cannot be read (the root's Options.Sessions)
 	tooManyAdopt // a session to take over finds no place (max)
 )
 
@@ -187,11 +187,11 @@ func (h *httpSessions) reap(e *httpSession) {
 }
 
 // SessionStore keeps a record of each HTTP session of the initialize era
-// (sessionRecord), so that a replica can serve a session that
-// another created: the record names the session's owner and holds what the
-// client said at initialize. Implementations must be safe for concurrent
-// use. If the proxy has none (Options.Sessions nil), a session lives in the process that
-// created it only.
+// (sessionRecord), so that a replica can serve a session that another
+// created: the record names the session's owner and holds what the client
+// said at initialize. Implementations must be safe for concurrent use. If
+// the proxy has none (its Options.Sessions is nil), a session lives in the
+// process that created it only.
 type SessionStore interface {
 	// PutSession records session id as record, for ttl.
 	PutSession(ctx context.Context, id string, record []byte, ttl time.Duration) error
@@ -206,7 +206,7 @@ type SessionStore interface {
 }
 
 // sessionRecord is what a replica needs to serve an initialize-era session
-// that another created (Options.Sessions): who owns it, and what the client
+// that another created (the root's Options.Sessions): who owns it, and what the client
 // said at initialize (its version, info and capabilities). The SDK assigns
 // a session id before it reads initialize, so the id cannot carry this
 // itself; a record in the shared store also ends everywhere at once with a
