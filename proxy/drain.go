@@ -3,19 +3,14 @@ package proxy
 import (
 	"context"
 	"encoding/json"
-	"github.com/manifold-mcp/manifold/proxy/serve/frame"
-	"net/http"
 	"time"
-
-	"github.com/manifold-mcp/manifold/proxy/era"
-	"github.com/manifold-mcp/manifold/proxy/internal/wire"
 )
 
 // This file holds draining (README "Probes and draining"): on SIGTERM,
 // `serve --http` calls Drain, waits with WaitIdle for the requests in
 // flight, bounded by its grace, and then closes the listener and the
 // Server. While draining, /readyz answers 503 so that the load balancer
-// sends no more, and /mcp refuses what would start new work here — a new
+// sends no more, and /mcp refuses (proxy/serve/streamable drain.go) what would start new work here — a new
 // session, a 2026-07-28 request, a session's new GET stream — with 503 and
 // Retry-After, which a client retries on another replica. A session that
 // lives here keeps being served meanwhile: its calls in flight may need its
@@ -57,55 +52,6 @@ func (s *Server) WaitIdle(ctx context.Context) error {
 	}
 	return nil
 }
-
-// refuseDraining answers a request that would start new work while the
-// proxy drains, and reports whether it did.
-func (m *mcpEndpoint) refuseDraining(w http.ResponseWriter, r *http.Request) bool {
-	if !m.s.draining.Load() {
-		return false
-	}
-	if r.Header.Get("Mcp-Session-Id") != "" && r.Method != http.MethodGet {
-		return false // a session of this replica: its requests and answers go on
-	}
-	if mayBeRetry(r) {
-		return false // its body says (refuseNewWork), and then its state (resumeCall)
-	}
-	if r.ContentLength != 0 {
-		m.boundUnread(w)
-	}
-	writeDraining(w)
-	return true
-}
-
-// mayBeRetry reports whether r may be the retry of a 2026-07-28 call: a
-// POST without a session whose headers say tools/call at 2026-07-28.
-func mayBeRetry(r *http.Request) bool {
-	return r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" &&
-		r.Header.Get("Mcp-Method") == "tools/call" && r.Header.Get("Mcp-Protocol-Version") >= era.Version
-}
-
-// refuseNewWork answers a request that refuseDraining let through to its
-// body (mayBeRetry), while the proxy drains, unless the body is a
-// tools/call with a requestState, and reports whether it did.
-func (m *mcpEndpoint) refuseNewWork(w http.ResponseWriter, body []byte) bool {
-	if !m.s.draining.Load() {
-		return false
-	}
-	if f := frame.Check(body); f.Kind == wire.Request && f.Method == "tools/call" && wire.Member(f.Params, "requestState") != nil {
-		return false
-	}
-	writeDraining(w)
-	return true
-}
-
-// writeDraining answers with 503: this replica takes no new work.
-func writeDraining(w http.ResponseWriter) {
-	w.Header().Set("Retry-After", "1")
-	w.Header().Set("Connection", "close")
-	writeHTTPError(w, http.StatusServiceUnavailable, codeServerError, drainingMessage, nil)
-}
-
-const drainingMessage = "manifold: this replica is shutting down (draining) and takes no new sessions, streams or 2026-07-28 requests; retry, and the load balancer sends it to another replica"
 
 // stoppingResult is the tool error of a call that reached the proxy after
 // Close began.

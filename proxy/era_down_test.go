@@ -359,32 +359,6 @@ func TestStdioModernLearnsClient(t *testing.T) {
 	}
 }
 
-func TestBodyModern(t *testing.T) {
-	tests := []struct {
-		body         string
-		modern, list bool
-	}{
-		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`, true, false},
-		{`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`, true, true},
-		{` {"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01"}}}`, true, false},
-		{`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2026-07-28"}}`, false, false},
-		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25"}}}`, false, false},
-		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":20260728}}}`, false, false},
-		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":"2026-07-28"}}`, false, false},
-		{`[{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}]`, false, false},
-		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`, false, false},
-		{``, false, false},
-	}
-	for _, tc := range tests {
-		if got := bodyModern([]byte(tc.body)); got != tc.modern {
-			t.Errorf("bodyModern(%s) = %v, want %v", tc.body, got, tc.modern)
-		}
-		if got := isListen([]byte(tc.body)); got != tc.list {
-			t.Errorf("isListen(%s) = %v, want %v", tc.body, got, tc.list)
-		}
-	}
-}
-
 // TestLegacyResult: a result relayed from a 2026-07-28 upstream reaches a
 // legacy client without resultType "complete" and without the upstream's
 // serverInfo; anything else is kept, and a result without them is the same

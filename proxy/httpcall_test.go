@@ -196,7 +196,7 @@ func countSDK(s *Server, method string) *atomic.Int32 {
 func TestHTTPLeanCall(t *testing.T) {
 	// A quick call is answered with application/json whatever the load:
 	// the priming delay is far longer than any call here.
-	url, _, _, _, sdkCalls := serveWait(t, HTTPOptions{primeDelay: time.Hour})
+	url, _, _, _, sdkCalls := serveWait(t, HTTPOptions{}.WithPrimeDelay(time.Hour))
 	call := `{"jsonrpc":"2.0","id":"c1","method":"tools/call","params":{"name":"w__echo","arguments":{"a":"<&>"}}}`
 	tests := []struct {
 		name, version, caps, body, wantType string
@@ -270,8 +270,9 @@ func TestHTTPLeanCallResumable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The retry field is the face's sseRetry (proxy/serve/streamable).
 	events := parseSSE(prime.String() + string(rest))
-	if len(events) != 2 || events[0].Event != "prime" || events[0].Retry != sseRetry || events[0].Data != "" ||
+	if len(events) != 2 || events[0].Event != "prime" || events[0].Retry != "1000" || events[0].Data != "" ||
 		events[1].Event != "message" || events[1].ID == "" || !strings.Contains(events[1].Data, `"id":"h1"`) || !strings.Contains(events[1].Data, "held") {
 		t.Fatalf("stream %q: want a priming event with retry, then the response", prime.String()+string(rest))
 	}
@@ -842,31 +843,6 @@ func TestHTTPLeanProgress(t *testing.T) {
 				t.Errorf("body %s: the response lacks resultType", b)
 			}
 		})
-	}
-}
-
-// TestQueueProgress: a full queue of a lean call's progress keeps the
-// newest notifications, in order, and never blocks.
-func TestQueueProgress(t *testing.T) {
-	q := make(chan []byte, 3)
-	for i := 1; i <= 5; i++ {
-		queueProgress(q, &mcp.ProgressNotificationParams{ProgressToken: "t", Progress: float64(i)})
-	}
-	var got []string
-	for len(q) > 0 {
-		var m struct {
-			Method string `json:"method"`
-			Params struct {
-				Progress float64 `json:"progress"`
-			} `json:"params"`
-		}
-		if err := json.Unmarshal(<-q, &m); err != nil || m.Method != "notifications/progress" {
-			t.Fatalf("message %+v: %v", m, err)
-		}
-		got = append(got, fmt.Sprint(m.Params.Progress))
-	}
-	if want := []string{"3", "4", "5"}; !slices.Equal(got, want) {
-		t.Errorf("queued %q, want %q", got, want)
 	}
 }
 

@@ -162,7 +162,7 @@ func TestHTTPLeanCallLikeTyped(t *testing.T) {
 				t.Error("lean: with sampling and elicitation declared, no call went through the SDK, want them all there")
 			case !caps && len(got[false].types) != 0:
 				// An initialize-era session's calls never reach the SDK
-				// (httpcall.go), nor do a 2026-07-28 client's calls of a
+				// (proxy/serve/streamable call.go), nor do a 2026-07-28 client's calls of a
 				// shared server (here one of the initialize era, reached
 				// through Dial: the bridge; serveLeanModern).
 				t.Errorf("lean: %d calls went through the SDK, want none", len(got[false].types))

@@ -17,6 +17,3 @@ func (s *Server) identityMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		return next(ctx, method, req)
 	}
 }
-
-// peer is who is at the other end of an HTTP connection (session.Peer).
-type peer = session.Peer

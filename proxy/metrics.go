@@ -2,9 +2,9 @@ package proxy
 
 import (
 	"net/http"
-	"time"
 
 	"github.com/manifold-mcp/manifold/internal/telemetry"
+	"github.com/manifold-mcp/manifold/proxy/serve/streamable"
 )
 
 // newMetrics returns the proxy's registry, whose gauges read the upstreams'
@@ -36,12 +36,12 @@ func (s *Server) newMetrics() *telemetry.Metrics {
 			return n
 		},
 		Resume: func() (open, delivered, max int, ok bool) {
-			e := s.resume.Load()
-			if e == nil {
+			figures := s.resume.Load()
+			if figures == nil {
 				return 0, 0, 0, false
 			}
-			open, delivered = e.held()
-			return open, delivered, e.max, true
+			open, delivered, max = (*figures)()
+			return open, delivered, max, true
 		},
 	})
 }
@@ -61,13 +61,5 @@ func (s *Server) MetricsServer(opts HTTPOptions) *http.Server {
 	if m == nil {
 		return nil
 	}
-	opts.setDefaults()
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", m)
-	return &http.Server{
-		Handler:           checkHostOrigin(opts, mux),
-		ReadHeaderTimeout: opts.HeaderTimeout,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-	}
+	return streamable.MetricsServer(opts, m)
 }

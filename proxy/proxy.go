@@ -234,12 +234,12 @@ type Options struct {
 	// approvals go through ApprovalDir, for this process only.
 	Approvals ApprovalStore
 	// Sessions keeps the records of the initialize era's HTTP sessions, so
-	// that any replica serves a session another created (httpsession.go).
+	// that any replica serves a session another created (proxy/serve/streamable session.go).
 	// If nil, a session is known to the process that created it only.
 	Sessions SessionStore
 	// Answers carries a legacy HTTP client's answer to a server→client
 	// request to the replica that asked it, when the answer reaches another
-	// (answerrelay.go). If nil, such an answer is handed to this process's
+	// (proxy/serve/streamable answerrelay.go). If nil, such an answer is handed to this process's
 	// session as it came, and a question another replica asked is not
 	// answered.
 	Answers AnswerRelay
@@ -293,10 +293,10 @@ type Server struct {
 	pinLogged   sync.Map                        // reviews already logged
 	bridge      *bridge.Bridges                 // sealed states and parked calls (proxy/bridge)
 	approver    *confirm.Approver               // a person's approval of calls, approve-call, URL-mode pages (proxy/confirm)
-	answerTo    atomic.Pointer[mcpEndpoint]     // receives the answers other replicas relay (answerrelay.go)
+	answerTo    atomic.Pointer[answerSink]      // receives the answers other replicas relay (face_http.go ListenAnswers)
 	guard       *guard.Guard
 	obs         *observe.Observer          // the audit log, metrics and traces of each request
-	resume      atomic.Pointer[eventStore] // the HTTP endpoint's, for the metrics; nil over stdio
+	resume      atomic.Pointer[eventStats] // the HTTP endpoint's event store's figures, for the metrics; nil over stdio
 
 	capsMu       sync.Mutex
 	clientCaps   *mcp.ClientCapabilities // guarded by capsMu; offered to upstreams

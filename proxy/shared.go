@@ -1,13 +1,12 @@
 package proxy
 
 import (
-	"context"
 	"errors"
-	"time"
 
 	"github.com/manifold-mcp/manifold/proxy/confirm"
 	"github.com/manifold-mcp/manifold/proxy/guard"
 	"github.com/manifold-mcp/manifold/proxy/observe"
+	"github.com/manifold-mcp/manifold/proxy/serve/streamable"
 )
 
 // This file declares the state that replicas may share (issue 16: README
@@ -47,21 +46,7 @@ func spendLines(in []guard.AuditSpend) []observe.Spend {
 // between replicas (proxy/confirm).
 type ApprovalStore = confirm.Store
 
-// SessionStore keeps a record of each HTTP session of the initialize era
-// (httpsession.go sessionRecord), so that a replica can serve a session that
-// another created: the record names the session's owner and holds what the
-// client said at initialize. Implementations must be safe for concurrent
-// use. If Options.Sessions is nil, a session lives in the process that
-// created it only.
-type SessionStore interface {
-	// PutSession records session id as record, for ttl.
-	PutSession(ctx context.Context, id string, record []byte, ttl time.Duration) error
-	// GetSession returns the record of id, and false when there is none
-	// (it ended, expired, or never existed).
-	GetSession(ctx context.Context, id string) ([]byte, bool, error)
-	// TouchSession extends the life of id's record to ttl from now, and
-	// reports false when there is none.
-	TouchSession(ctx context.Context, id string, ttl time.Duration) (bool, error)
-	// DeleteSession removes id's record: no replica serves it from then on.
-	DeleteSession(ctx context.Context, id string) error
-}
+// SessionStore keeps a record of each HTTP session of the initialize era,
+// so that a replica can serve a session that another created
+// (proxy/serve/streamable).
+type SessionStore = streamable.SessionStore

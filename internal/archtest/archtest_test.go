@@ -137,6 +137,13 @@ var rules = []rule{
 		"proxy/serve/frame", "proxy/route", "proxy/surface", "proxy/relay", "proxy/bridge", "proxy/confirm", "proxy/guard",
 		"proxy/observe", "proxy/catalog", "proxy/session", "internal/telemetry",
 	}, withUpstream...), forbidden: []string{module + "/proxy/serve/streamable", toml, goPlugin, goJOSE, goRedis}},
+	// proxy/serve/streamable is the HTTP face (endpoint, lean calls and
+	// lists, sessions across replicas, event store): it reaches the proxy
+	// through its Core interface, the rooms, the frame and one connection
+	// (upstream), never the root or the stdio face.
+	{dir: "proxy/serve/streamable", within: append([]string{
+		"proxy/serve/frame", "proxy/observe", "proxy/relay", "proxy/session", "internal/telemetry",
+	}, withUpstream...), forbidden: []string{module + "/proxy/serve/stdio", toml, goPlugin, goJOSE, goRedis}},
 	// upstream/supervise keeps one backend alive (start, restart, health,
 	// lazy and idle, the cached catalog) and reports to the proxy through
 	// the hooks the proxy sets: it knows one connection (upstream), not the

@@ -1,6 +1,6 @@
 //lint:file-ignore SA1019 sampling and roots are deprecated as of protocol 2026-07-28, but the proxy serves them to clients of 2024-11-05 to 2025-11-25.
 
-package proxy
+package streamable
 
 import (
 	"bytes"
@@ -27,7 +27,6 @@ import (
 	"github.com/manifold-mcp/manifold/proxy/observe"
 	"github.com/manifold-mcp/manifold/proxy/relay"
 	"github.com/manifold-mcp/manifold/proxy/session"
-	"github.com/manifold-mcp/manifold/upstream"
 )
 
 // The lean HTTP path of tools/call (ARCHITECTURE §3 "The hot path is lean"):
@@ -44,7 +43,7 @@ import (
 // 2025-11-25, whose lean answer has no stream (from 2025-11-25 the progress
 // goes on the call's stream, runLean), one of a client that
 // declared sampling or elicitation (any server may ask it during the call,
-// on the call's stream: relay.go callerFor), and one of a client that
+// on the call's stream: the root's relay.go callerFor), and one of a client that
 // declared roots to a server of isolation = "session" (whose roots/list is
 // relayed during calls). So do
 // requests the SDK would refuse (headers, protocol version), and anything
@@ -94,7 +93,7 @@ func (lc *leanCalls) cancel(k leanKey) {
 // ids it does not know).
 func (m *mcpEndpoint) serveLean(w http.ResponseWriter, r *http.Request, e *httpSession, body []byte) bool {
 	ss := e.ss
-	if m.s.typed || ss == nil || modernSession(ss) || m.s.catalog.Load() == nil {
+	if !m.core.Lean() || ss == nil || modernSession(ss) {
 		return false
 	}
 	ip := ss.InitializeParams()
@@ -123,11 +122,10 @@ func (m *mcpEndpoint) serveLean(w http.ResponseWriter, r *http.Request, e *httpS
 	if !ok {
 		return false // the SDK answers what is wrong
 	}
-	if sharedAsks(caps) {
+	if m.core.MayAsk(caps) {
 		return false // the server may ask it, on the call's stream
 	} else if caps.RootsV2 != nil || caps.Roots.ListChanged {
-		c := m.s.catalog.Load()
-		if te, found := c.tools.Lookup(name); !found || c.gen.byName[te.Server] == nil || c.gen.byName[te.Server].PerSession() {
+		if m.core.PerSessionTool(name) {
 			return false
 		}
 	}
@@ -156,7 +154,7 @@ func (m *mcpEndpoint) serveLean(w http.ResponseWriter, r *http.Request, e *httpS
 		return true
 	}
 	defer m.lean.remove(key)
-	defer m.s.sessions.Calls.Add(e.id, cancel)() // a DELETE cancels it
+	defer m.core.Calls().Add(e.id, cancel)() // a DELETE cancels it
 	m.runLean(ctx, cancel, w, r, ss, f.ID, name, fields, stream, false)
 	return true
 }
@@ -172,7 +170,7 @@ func (m *mcpEndpoint) serveLean(w http.ResponseWriter, r *http.Request, e *httpS
 // to the SDK too, and so does a call of a tool whose server needs a process
 // of its own or a person's approval (sharedUp), and one to a shared server
 // of the initialize era by a client that declared what the server may ask
-// during the call (sharedAsks): the bridge parks it (mrtr.go).
+// during the call (MayAsk): the bridge parks it (the root's mrtr.go).
 //
 // The answer is one application/json response (an event stream of the
 // progress notifications and the response for a call that asks for
@@ -182,8 +180,7 @@ func (m *mcpEndpoint) serveLean(w http.ResponseWriter, r *http.Request, e *httpS
 // client's input (mrtr.go) lives on in its parked state, as on the SDK's
 // path.
 func (m *mcpEndpoint) serveLeanModern(w http.ResponseWriter, r *http.Request, body []byte) bool {
-	c := m.s.catalog.Load()
-	if m.s.typed || c == nil || len(r.Header.Values("Last-Event-ID")) > 0 || !leanContent(r) {
+	if !m.core.Lean() || len(r.Header.Values("Last-Event-ID")) > 0 || !leanContent(r) {
 		return false
 	}
 	f := frame.Check(body)
@@ -198,20 +195,20 @@ func (m *mcpEndpoint) serveLeanModern(w http.ResponseWriter, r *http.Request, bo
 		return false
 	}
 	fields, name, ok := leanFields(f.Params)
-	if !ok || r.Header.Get("Mcp-Name") != name || slices.Contains(metaTools, name) || c.headerBound(name) {
+	if !ok || r.Header.Get("Mcp-Name") != name || m.core.MetaTool(name) || m.core.HeaderBound(name) {
 		return false
 	}
-	if up, visible := c.sharedUp(name, httpCaller(r)); visible && up == nil {
+	if up, visible := m.core.SharedUp(name, httpCaller(r)); visible && up == nil {
 		return false
-	} else if up != nil && !up.Modern() && sharedAsks(callEra(nil, meta).caps) {
+	} else if up != nil && !up.Modern() && m.core.MayAsk(m.core.MetaCaps(meta)) {
 		return false // the bridge parks the call for the server's questions (mrtr.go)
 	}
 	ctx := r.Context()
 	if meta := fields["_meta"]; meta != nil {
-		ctx = withRequestMeta(ctx, meta) // the request's own era (mrtr.go)
+		ctx = m.core.WithRequestMeta(ctx, meta) // the request's own era (the root's mrtr.go)
 		// The era's own keys describe this request, not the upstream's;
 		// the upstream face writes its own.
-		if meta = stripRequestMeta(meta); meta == nil {
+		if meta = m.core.StripRequestMeta(meta); meta == nil {
 			delete(fields, "_meta")
 		} else {
 			fields["_meta"] = meta
@@ -242,25 +239,6 @@ func writeModernError(w http.ResponseWriter, msg []byte, code int64) {
 		w.WriteHeader(http.StatusBadRequest)
 	}
 	_, _ = w.Write(msg)
-}
-
-// sharedUp returns the process that serves a call of the exposed tool name
-// by who when it is a shared server's, up, without a person's approval
-// (nil otherwise: a server's own process, a confirm rule, a server that is
-// not up), and whether the name is a tool visible to who.
-func (c *catalog) sharedUp(name string, who policy.Identity) (up *upstream.Upstream, visible bool) {
-	e, d, ok := c.visibleTool(name, who)
-	if !ok {
-		return nil, false
-	}
-	b := c.gen.byName[e.Server]
-	if b == nil || b.PerSession() || b.PerIdentity() || d.Confirm {
-		return nil, true
-	}
-	if st, up, _ := b.Snapshot(); st == stateUp && up != nil {
-		return up, true
-	}
-	return nil, true
 }
 
 // httpCaller is the policy identity of r's authenticated caller (the
@@ -298,7 +276,7 @@ func (m *mcpEndpoint) runLean(ctx context.Context, cancel context.CancelFunc, w 
 	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
 		ctx = session.WithTokenInfo(ctx, ti)
 	}
-	if m.s.obs.Tracing() {
+	if m.core.Observer().Tracing() {
 		if tp := r.Header.Get("traceparent"); tp != "" {
 			ctx = observe.WithTraceHeader(ctx, tp, r.Header.Get("tracestate"))
 		}
@@ -316,7 +294,7 @@ func (m *mcpEndpoint) runLean(ctx context.Context, cancel context.CancelFunc, w 
 		err error
 	}
 	ch := make(chan answer, 1)
-	m.s.startCall(ctx, ss, name, fields, func(raw json.RawMessage, err error) { ch <- answer{raw, err} })
+	m.core.StartCall(ctx, ss, name, fields, func(raw json.RawMessage, err error) { ch <- answer{raw, err} })
 	// A resumable stream (one kept in the event store) starts only when
 	// the call needs it: when the answer has not come within primeDelay, or
 	// progress comes first. Then its priming event goes out first, so that
@@ -378,12 +356,8 @@ wait:
 			drained = true
 		}
 	}
-	if a.err == nil && !leanResult(a.raw) {
-		if res, err := typedCallResult(name, a.raw); err != nil {
-			a.err = err
-		} else if a.raw, err = json.Marshal(res); err != nil {
-			a.err = err
-		}
+	if a.err == nil {
+		a.raw, a.err = m.core.CallAnswer(name, a.raw)
 	}
 	if a.err != nil {
 		var rpcErr *jsonrpc.Error
@@ -401,7 +375,7 @@ wait:
 		return
 	}
 	if modern {
-		a.raw = era.CallResult(a.raw, m.s.serverInfo)
+		a.raw = era.CallResult(a.raw, m.core.ServerInfo())
 	}
 	stream.result(ctx, w, id, a.raw)
 }
@@ -629,27 +603,4 @@ func (ls *leanStream) send(ctx context.Context, w http.ResponseWriter, out []byt
 	ls.wrote = true
 	_, err := w.Write(out)
 	return err
-}
-
-// headerBound reports whether the input schema of the exposed tool name
-// binds a parameter to a header (x-mcp-header): the SDK checks such a
-// call's Mcp-Param-* headers against its arguments, so the lean path leaves
-// it to the SDK. The schemas are read once per catalog, and any mention of
-// the keyword counts.
-func (c *catalog) headerBound(name string) bool {
-	c.headerOnce.Do(func() {
-		for exposed, def := range c.toolDefs {
-			if def == nil || def.InputSchema == nil {
-				continue
-			}
-			b, err := json.Marshal(def.InputSchema)
-			if err != nil || bytes.Contains(b, []byte("x-mcp-header")) {
-				if c.headerTools == nil {
-					c.headerTools = make(map[string]bool)
-				}
-				c.headerTools[exposed] = true
-			}
-		}
-	})
-	return c.headerTools[name]
 }

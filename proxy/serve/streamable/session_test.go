@@ -1,7 +1,6 @@
-package proxy
+package streamable
 
 import (
-	"log/slog"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -14,8 +13,7 @@ import (
 func TestIdleSessionReaping(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
-		s := &Server{log: slog.New(slog.DiscardHandler)}
-		s.server = mcp.NewServer(&mcp.Implementation{Name: "test", Version: "0"}, nil)
+		s := newFakeCore()
 		st, ct := mcp.NewInMemoryTransports()
 		ss, err := s.server.Connect(ctx, st, nil)
 		if err != nil {
@@ -28,7 +26,7 @@ func TestIdleSessionReaping(t *testing.T) {
 		defer cs.Close()
 
 		const idle = time.Minute
-		h := &httpSessions{s: s, max: 10, idle: idle}
+		h := &httpSessions{core: s, max: 10, idle: idle}
 		if !h.reserve() {
 			t.Fatal("reserve refused below the cap")
 		}
@@ -51,7 +49,7 @@ func TestIdleSessionReaping(t *testing.T) {
 		h.leave(e, false)
 
 		// A call in flight whose request has gone keeps the session.
-		_, done := s.sessions.Calls.Track(ctx, e.id)
+		_, done := s.calls.Track(ctx, e.id)
 		time.Sleep(3 * idle)
 		synctest.Wait()
 		if !open() {

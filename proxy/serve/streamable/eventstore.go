@@ -1,4 +1,4 @@
-package proxy
+package streamable
 
 import (
 	"context"
@@ -329,6 +329,13 @@ func (e *eventStore) held() (open, done int) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.n, e.doneN
+}
+
+// figures are what the metrics show of the store: the bytes held by
+// streams open and by streams delivered, and the budget.
+func (e *eventStore) figures() (open, delivered, max int) {
+	open, delivered = e.held()
+	return open, delivered, e.max
 }
 
 // streamsOpened collects the streams the SDK opens as it serves one POST:

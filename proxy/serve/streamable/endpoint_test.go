@@ -1,4 +1,4 @@
-package proxy
+package streamable
 
 import (
 	"bytes"
@@ -129,7 +129,7 @@ func TestPeerOfLoopback(t *testing.T) {
 // stops counting once the SDK has read it.
 func TestBufferedBodies(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		opts := HTTPOptions{MaxRequestBytes: 4096, MaxBufferedBytes: 8192, BodyTimeout: time.Second}
+		opts := Options{MaxRequestBytes: 4096, MaxBufferedBytes: 8192, BodyTimeout: time.Second}
 		opts.setDefaults()
 		m := &mcpEndpoint{opts: opts, buffered: semaphore.NewWeighted(opts.MaxBufferedBytes)}
 		post := func(body io.Reader) (*httptest.ResponseRecorder, *http.Request, func(), bool) {
@@ -191,5 +191,31 @@ func TestReadAllSized(t *testing.T) {
 	got, err := readAllSized(iotest.TimeoutReader(bytes.NewReader(body)), int64(len(body)))
 	if !errors.Is(err, iotest.ErrTimeout) || !bytes.Equal(got, body[:len(got)]) || len(got) == 0 {
 		t.Errorf("a failing read: %d bytes, %v; want what came before the error and the error", len(got), err)
+	}
+}
+
+func TestBodyModern(t *testing.T) {
+	tests := []struct {
+		body         string
+		modern, list bool
+	}{
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`, true, false},
+		{`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`, true, true},
+		{` {"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01"}}}`, true, false},
+		{`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2026-07-28"}}`, false, false},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25"}}}`, false, false},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":20260728}}}`, false, false},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":"2026-07-28"}}`, false, false},
+		{`[{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}]`, false, false},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`, false, false},
+		{``, false, false},
+	}
+	for _, tc := range tests {
+		if got := bodyModern([]byte(tc.body)); got != tc.modern {
+			t.Errorf("bodyModern(%s) = %v, want %v", tc.body, got, tc.modern)
+		}
+		if got := isListen([]byte(tc.body)); got != tc.list {
+			t.Errorf("isListen(%s) = %v, want %v", tc.body, got, tc.list)
+		}
 	}
 }

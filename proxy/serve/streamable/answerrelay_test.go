@@ -1,7 +1,8 @@
-package proxy
+package streamable
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -35,6 +36,10 @@ func (pr *publishRelay) PublishAnswer(_ context.Context, replica, session string
 
 func (pr *publishRelay) ListenAnswers(context.Context, func(string, []byte)) {}
 
+// errSharedUnavailable stands for the root's ErrSharedUnavailable, which a
+// relay's error wraps when the shared store cannot be reached.
+var errSharedUnavailable = errors.New("the shared store is unavailable")
+
 // TestRelayAnswers: a POST whose answers all belong to another replica is
 // published with the session and answered 202; one of this replica's gets
 // its id back and goes on to the SDK; the relay down or the replica gone
@@ -56,13 +61,15 @@ func TestRelayAnswers(t *testing.T) {
 		{name: "this replica's", body: mine, sdkBody: `{"jsonrpc":"2.0","id":7,"result":{}}`},
 		{name: "no tagged id", body: `{"jsonrpc":"2.0","id":7,"method":"tools/list"}`, sdkBody: `{"jsonrpc":"2.0","id":7,"method":"tools/list"}`},
 		{name: "replica gone", body: other, err: ErrNoReplica, served: true, code: http.StatusServiceUnavailable, say: "does not listen"},
-		{name: "redis down", body: other, err: fmt.Errorf("%w: Redis at x: refused", ErrSharedUnavailable), served: true, code: http.StatusServiceUnavailable, say: "cannot be reached; retry shortly"},
+		{name: "redis down", body: other, err: fmt.Errorf("%w: Redis at x: refused", errSharedUnavailable), served: true, code: http.StatusServiceUnavailable, say: "cannot be reached; retry shortly"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			relay := &publishRelay{err: tt.err}
 			logs := &strings.Builder{}
-			m := &mcpEndpoint{s: &Server{opts: Options{Answers: relay}, log: slog.New(slog.NewTextHandler(logs, nil))}}
+			core := newFakeCore()
+			core.answers, core.log = relay, slog.New(slog.NewTextHandler(logs, nil))
+			m := &mcpEndpoint{core: core}
 			var served bool
 			var rec *httptest.ResponseRecorder
 			var sdkBody string

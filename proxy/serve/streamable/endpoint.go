@@ -1,4 +1,4 @@
-package proxy
+package streamable
 
 import (
 	"bytes"
@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -28,8 +27,8 @@ import (
 	"github.com/manifold-mcp/manifold/proxy/session"
 )
 
-// HTTPOptions configures the streamable HTTP endpoint.
-type HTTPOptions struct {
+// Options configures the streamable HTTP endpoint.
+type Options struct {
 	// AllowedHosts are Host header names accepted besides localhost,
 	// 127.0.0.1 and ::1 (any port). If empty, only those.
 	AllowedHosts []string
@@ -92,15 +91,23 @@ type HTTPOptions struct {
 	ApprovalBase string
 }
 
+// WithPrimeDelay returns o with the time a lean call of 2025-11-25 may take
+// to be answered with one application/json response set to d (primeDelay):
+// tests set it to keep a quick call off the timer.
+func (o Options) WithPrimeDelay(d time.Duration) Options {
+	o.primeDelay = d
+	return o
+}
+
 // Config keys of the limits, named in errors so that the operator knows what
-// to raise. cmd/manifold maps them to HTTPOptions.
+// to raise. cmd/manifold maps them to Options.
 const (
 	keyMaxBody     = "http.max_body_bytes"
 	keyBodyTimeout = "http.body_timeout"
 	keyMaxSessions = "http.max_sessions"
 )
 
-func (o *HTTPOptions) setDefaults() {
+func (o *Options) setDefaults() {
 	if o.SessionTimeout == 0 {
 		o.SessionTimeout = 10 * time.Minute
 	}
@@ -133,13 +140,13 @@ func (o *HTTPOptions) setDefaults() {
 // dropped waits before it resumes it.
 const sseRetry = "1000"
 
-// HTTPServer returns an http.Server for [Server.HTTPHandler]: it bounds the
+// Server returns an http.Server for [Handler]: it bounds the
 // time to read request headers and keeps per connection what a session is
 // bound to. Serve it on a listener of your choice.
-func (s *Server) HTTPServer(opts HTTPOptions) *http.Server {
+func Server(core Core, opts Options) *http.Server {
 	opts.setDefaults()
 	return &http.Server{
-		Handler:           s.HTTPHandler(opts),
+		Handler:           Handler(core, opts),
 		ReadHeaderTimeout: opts.HeaderTimeout,
 		IdleTimeout:       2 * time.Minute, // idle keep-alive connections
 		MaxHeaderBytes:    64 << 10,
@@ -147,23 +154,23 @@ func (s *Server) HTTPServer(opts HTTPOptions) *http.Server {
 	}
 }
 
-// HTTPHandler serves the proxy over HTTP: the streamable HTTP MCP endpoint
-// at /mcp and [Server.HealthHandler]'s /healthz, /readyz, /status and
+// Handler serves the proxy over HTTP: the streamable HTTP MCP endpoint
+// at /mcp and core's Health /healthz, /readyz, /status and
 // /status/clients. Every
 // request, to any path, passes the same Host and Origin checks against DNS
 // rebinding first: a browser page on another origin cannot drive or read the
 // proxy. Requests to /mcp are bounded (body size and read time, sessions
 // open at once), and a session can be used only by the peer (and, with
 // opts.Authenticate, the user) that created it (see peer).
-func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
+func Handler(core Core, opts Options) http.Handler {
 	opts.setDefaults()
 	guard := opts.Authenticate
 	if guard == nil {
 		guard = func(h http.Handler) http.Handler { return h }
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", guard(s.newMCPEndpoint(opts)))
-	health := s.HealthHandler()
+	mux.Handle("/mcp", guard(newMCPEndpoint(core, opts)))
+	health := core.Health()
 	mux.Handle("GET /healthz", health)
 	mux.Handle("GET /readyz", health)
 	mux.Handle("GET /status", guard(health)) // they show the catalog and the clients
@@ -171,9 +178,9 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 	if opts.ApprovalBase != "" {
 		// The pages of URL-mode approvals are opened in a browser, which has
 		// no bearer token: the unguessable token in the path is the secret.
-		mux.Handle("/approve/{token}", s.approver.ServePages(strings.TrimSuffix(opts.ApprovalBase, "/")))
+		mux.Handle("/approve/{token}", core.ApprovalPages(strings.TrimSuffix(opts.ApprovalBase, "/")))
 	}
-	if m := s.MetricsHandler(); m != nil {
+	if m := core.Metrics(); m != nil {
 		mux.Handle("GET /metrics", guard(m)) // behind [auth] as /mcp is
 	}
 	if len(opts.Public) == 0 {
@@ -188,9 +195,25 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 	return public
 }
 
+// MetricsServer returns an http.Server for a listener of the metrics' own
+// (stdio mode has no HTTP listener to serve them on): GET /metrics only, served
+// by metrics, behind the same Host and Origin checks as [Handler], so that a
+// browser page on another origin cannot read them.
+func MetricsServer(opts Options, metrics http.Handler) *http.Server {
+	opts.setDefaults()
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", metrics)
+	return &http.Server{
+		Handler:           checkHostOrigin(opts, mux),
+		ReadHeaderTimeout: opts.HeaderTimeout,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+	}
+}
+
 // checkHost refuses requests whose Host is not a loopback name or an
 // allowed host, before next sees them.
-func checkHost(opts HTTPOptions, next http.Handler) http.Handler {
+func checkHost(opts Options, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !hostAllowed(r.Host, opts.AllowedHosts) {
 			http.Error(w, "manifold: Host "+strconv.Quote(r.Host)+" is not allowed; add it to http.allowed_hosts in the proxy config", http.StatusForbidden)
@@ -201,7 +224,7 @@ func checkHost(opts HTTPOptions, next http.Handler) http.Handler {
 }
 
 // newMCPEndpoint returns /mcp, for options with their defaults set.
-func (s *Server) newMCPEndpoint(opts HTTPOptions) *mcpEndpoint {
+func newMCPEndpoint(core Core, opts Options) *mcpEndpoint {
 	// The events of the initialize era's streams, for resumption: keyed by
 	// session and stream, so a resume replays only its own session's events
 	// (and reaches a session only past the owner check, as every request
@@ -210,11 +233,12 @@ func (s *Server) newMCPEndpoint(opts HTTPOptions) *mcpEndpoint {
 	// (eventstore.go: the SDK's own store keeps a record per stream for as
 	// long as its session lives).
 	events := newEventStore(opts.MaxEventBytes)
-	s.resume.Store(events) // for the metrics
-	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.server }, &mcp.StreamableHTTPOptions{
+	core.KeepsEvents(events.figures) // for the metrics
+	server := core.MCPServer()
+	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, &mcp.StreamableHTTPOptions{
 		MaxRequestBodyBytes: opts.MaxRequestBytes,
 		EventStore:          events,
-		Logger:              slog.New(quietHandler{s.log.Handler(), slog.LevelWarn}).With("component", "http"),
+		Logger:              core.SDKLog().With("component", "http"),
 		// The checks below replace the SDK's loopback-only Host check, so that
 		// AllowedHosts can extend it, and its idle timeout, which would close
 		// a session whose only open request is its GET stream.
@@ -222,22 +246,22 @@ func (s *Server) newMCPEndpoint(opts HTTPOptions) *mcpEndpoint {
 	})
 	// 2026-07-28 requests have no session: the SDK serves them only in
 	// stateless mode, a temporary session per request, on the same server.
-	stateless := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.server }, &mcp.StreamableHTTPOptions{
+	stateless := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, &mcp.StreamableHTTPOptions{
 		Stateless:           true,
 		MaxRequestBodyBytes: opts.MaxRequestBytes,
 		// 2026-07-28: "the server MUST treat a client disconnect as
 		// cancellation of that request" (a call parked for the client's
 		// input lives on in its parked state, mrtr.go).
 		PropagateRequestCancellation: true,
-		Logger:                       slog.New(quietHandler{s.log.Handler(), slog.LevelWarn}).With("component", "http"),
+		Logger:                       core.SDKLog().With("component", "http"),
 		DisableLocalhostProtection:   true,
 	})
-	sessions := &httpSessions{s: s, max: opts.MaxSessions, idle: opts.SessionTimeout, store: s.opts.Sessions}
+	sessions := &httpSessions{core: core, max: opts.MaxSessions, idle: opts.SessionTimeout, store: core.Sessions()}
 	if sessions.store != nil {
-		s.server.AddReceivingMiddleware(sessions.initializeMiddleware) // httpsession.go
+		server.AddReceivingMiddleware(sessions.initializeMiddleware) // session.go
 	}
 	m := &mcpEndpoint{
-		s:         s,
+		core:      core,
 		opts:      opts,
 		sdk:       sdk,
 		stateless: stateless,
@@ -247,14 +271,14 @@ func (s *Server) newMCPEndpoint(opts HTTPOptions) *mcpEndpoint {
 		modern:    semaphore.NewWeighted(int64(modernRequestsPerSession * opts.MaxSessions)),
 		listens:   semaphore.NewWeighted(int64(opts.MaxSessions)),
 	}
-	s.startAnswers(m) // answerrelay.go
+	m.startAnswers() // answerrelay.go
 	return m
 }
 
 // checkHostOrigin refuses requests whose Host is not a loopback name or an
 // allowed host, and browser requests from an Origin that is not loopback or
 // allowed, before next sees them.
-func checkHostOrigin(opts HTTPOptions, next http.Handler) http.Handler {
+func checkHostOrigin(opts Options, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !hostAllowed(r.Host, opts.AllowedHosts) {
 			http.Error(w, "manifold: Host "+strconv.Quote(r.Host)+" is not allowed; add it to http.allowed_hosts in the proxy config", http.StatusForbidden)
@@ -271,8 +295,8 @@ func checkHostOrigin(opts HTTPOptions, next http.Handler) http.Handler {
 // mcpEndpoint is /mcp: the SDK's streamable HTTP handler behind the limits
 // and the session bookkeeping.
 type mcpEndpoint struct {
-	s         *Server
-	opts      HTTPOptions
+	core      Core
+	opts      Options
 	sdk       *mcp.StreamableHTTPHandler // stateful: the initialize era
 	stateless *mcp.StreamableHTTPHandler // 2026-07-28 requests
 	events    *eventStore                // the stateful handler's, for resumption
@@ -280,7 +304,7 @@ type mcpEndpoint struct {
 	buffered  *semaphore.Weighted // bytes of request bodies held, at most opts.MaxBufferedBytes
 	modern    *semaphore.Weighted // 2026-07-28 requests being served
 	listens   *semaphore.Weighted // open subscriptions/listen streams
-	lean      leanCalls           // tools/call served without the SDK (httpcall.go)
+	lean      leanCalls           // tools/call served without the SDK (call.go)
 
 	answersDown atomic.Bool // the last answer for another replica could not be relayed (logged once)
 }
@@ -297,8 +321,8 @@ func (m *mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.Method != http.MethodGet {
-		m.s.inflight.Add(1) // drain.go: WaitIdle
-		defer m.s.inflight.Add(-1)
+		m.core.InFlight(1) // the root's drain.go: WaitIdle
+		defer m.core.InFlight(-1)
 	}
 	id := r.Header.Get("Mcp-Session-Id")
 	if id == "" {
@@ -308,7 +332,7 @@ func (m *mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	stream := opensGETStream(r)
 	owner := session.OwnerOf(r)
 	e, res := m.sessions.enter(id, owner, stream)
-	e, res = m.crossReplica(r, id, owner, stream, e, res) // httpsession.go: sessions other replicas created
+	e, res = m.crossReplica(r, id, owner, stream, e, res) // session.go: sessions other replicas created
 	if res != entered && r.ContentLength != 0 {
 		m.boundUnread(w) // refused unread: the body must not hold the answer
 	}
@@ -343,7 +367,7 @@ func (m *mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if m.relayAnswers(w, r, id) { // answerrelay.go: answers to questions of other replicas
 			return
 		}
-		if m.serveLeanList(w, r, e, r.Body.(*heldBody).data) { // listlean.go
+		if m.serveLeanList(w, r, e, r.Body.(*heldBody).data) { // list.go
 			return
 		}
 		if m.serveLean(w, r, e, r.Body.(*heldBody).data) {
@@ -353,7 +377,7 @@ func (m *mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodDelete {
 		// The client ends its session: its calls in flight are cancelled
 		// upstream (the SDK would wait for them before closing it).
-		m.s.sessions.Calls.Cancel(id)
+		m.core.Calls().Cancel(id)
 	}
 	if r.Method == http.MethodDelete {
 		m.sessions.forget(r.Context(), id)
@@ -474,9 +498,9 @@ func (m *mcpEndpoint) serveModern(w http.ResponseWriter, r *http.Request, listen
 		defer m.listens.Release(1)
 		// A listen stream lasts as long as its client wants: not a
 		// request that draining waits for (ServeHTTP counted it).
-		m.s.inflight.Add(-1)
-		defer m.s.inflight.Add(1)
-	} else if body := r.Body.(*heldBody).data; m.serveLeanModern(w, r, body) || m.serveLeanModernList(w, r, body) { // httpcall.go, listlean.go
+		m.core.InFlight(-1)
+		defer m.core.InFlight(1)
+	} else if body := r.Body.(*heldBody).data; m.serveLeanModern(w, r, body) || m.serveLeanModernList(w, r, body) { // call.go, list.go
 		return
 	}
 	m.stateless.ServeHTTP(w, r)

@@ -1,4 +1,4 @@
-package proxy
+package streamable
 
 import (
 	"bytes"
@@ -19,7 +19,8 @@ import (
 // (wire.TagRequests); a replica that receives an answer naming another
 // publishes it, and the replica named injects it into its copy of the session.
 // Implementations must be safe for concurrent use and authenticate what they
-// carry. If Options.Answers is nil, ids are written and read unchanged.
+// carry. If the proxy has none (its Options.Answers is nil), ids are written
+// and read unchanged.
 type AnswerRelay interface {
 	// Replica names this replica: lowercase letters and digits, at most 64,
 	// different for every process.
@@ -43,24 +44,10 @@ var ErrNoReplica = errors.New("no replica of that name listens")
 const answerTimeout = 5 * time.Second
 
 // startAnswers makes m the endpoint that receives the answers published to
-// this replica, and starts listening for them (once per Server; the
-// Server owns the listener, which ends at Close).
-func (s *Server) startAnswers(m *mcpEndpoint) {
-	if s.opts.Answers == nil {
-		return
-	}
-	if s.answerTo.Swap(m) != nil {
-		return
-	}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		s.opts.Answers.ListenAnswers(s.life, func(session string, msg []byte) {
-			if m := s.answerTo.Load(); m != nil {
-				m.injectAnswer(session, msg)
-			}
-		})
-	}()
+// this replica, and starts listening for them (once per proxy, which owns
+// the listener: it ends when the proxy closes).
+func (m *mcpEndpoint) startAnswers() {
+	m.core.ListenAnswers(m.injectAnswer)
 }
 
 // relayAnswers sorts a legacy session's POST body (readBody held it):
@@ -70,10 +57,10 @@ func (s *Server) startAnswers(m *mcpEndpoint) {
 // SDK answers a POST of responses), or one could not be relayed (503).
 func (m *mcpEndpoint) relayAnswers(w http.ResponseWriter, r *http.Request, session string) bool {
 	hb, ok := r.Body.(*heldBody)
-	if !ok || m.s.opts.Answers == nil {
+	relay := m.core.Answers()
+	if !ok || relay == nil {
 		return false
 	}
-	relay := m.s.opts.Answers
 	rest, others := wire.RouteAnswers(hb.data, relay.Replica())
 	for _, a := range others {
 		ctx, cancel := context.WithTimeout(r.Context(), answerTimeout)
@@ -88,7 +75,7 @@ func (m *mcpEndpoint) relayAnswers(w http.ResponseWriter, r *http.Request, sessi
 			return true
 		}
 		if m.answersDown.CompareAndSwap(false, true) {
-			m.s.log.Warn("an answer to a question of another replica could not be relayed: the shared store ([cluster] redis) cannot be reached; such answers are refused with 503 until it is back", "err", err)
+			m.core.Log().Warn("an answer to a question of another replica could not be relayed: the shared store ([cluster] redis) cannot be reached; such answers are refused with 503 until it is back", "err", err)
 		}
 		writeHTTPError(w, http.StatusServiceUnavailable, codeServerError, "manifold: this answer belongs to a question of another replica, and the shared store ([cluster] redis) that carries it there cannot be reached; retry shortly", nil)
 		return true
@@ -115,7 +102,7 @@ func (m *mcpEndpoint) relayAnswers(w http.ResponseWriter, r *http.Request, sessi
 // replica does not hold, is dropped.
 func (m *mcpEndpoint) injectAnswer(session string, msg []byte) {
 	if int64(len(msg)) > m.opts.MaxRequestBytes || !wire.IsAnswer(msg) {
-		m.s.log.Warn("dropped a relayed answer that is not one JSON-RPC response within http.max_body_bytes")
+		m.core.Log().Warn("dropped a relayed answer that is not one JSON-RPC response within http.max_body_bytes")
 		return
 	}
 	h := m.sessions
@@ -123,10 +110,10 @@ func (m *mcpEndpoint) injectAnswer(session string, msg []byte) {
 	e := h.byID[session]
 	h.mu.Unlock()
 	if e == nil {
-		m.s.log.Info("dropped a relayed answer for a session this replica no longer holds (it ended or was closed idle)")
+		m.core.Log().Info("dropped a relayed answer for a session this replica no longer holds (it ended or was closed idle)")
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(m.s.life), answerTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(m.core.Life()), answerTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "/mcp", bytes.NewReader(msg))
 	if err != nil {
@@ -151,7 +138,7 @@ func (m *mcpEndpoint) injectAnswer(session string, msg []byte) {
 		m.sdk.ServeHTTP(w, req)
 	}
 	if w.code != http.StatusAccepted {
-		m.s.log.Warn("a relayed answer was not accepted by its session", "status", w.code)
+		m.core.Log().Warn("a relayed answer was not accepted by its session", "status", w.code)
 	}
 }
 
@@ -192,10 +179,11 @@ type tagWriter struct {
 
 // tagIDs returns w, wrapped to tag request ids when replicas relay answers.
 func (m *mcpEndpoint) tagIDs(w http.ResponseWriter) http.ResponseWriter {
-	if m.s.opts.Answers == nil {
+	relay := m.core.Answers()
+	if relay == nil {
 		return w
 	}
-	return &tagWriter{ResponseWriter: w, replica: m.s.opts.Answers.Replica()}
+	return &tagWriter{ResponseWriter: w, replica: relay.Replica()}
 }
 
 func (tw *tagWriter) Write(p []byte) (int, error) {

@@ -1,9 +1,8 @@
-package proxy
+package streamable
 
 import (
 	"context"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -101,14 +100,13 @@ func (c resumeClient) open() string {
 // a GET with Last-Event-ID replays what followed, to the session that owns
 // the stream only; and a session's events are dropped when it ends.
 func TestSSEResume(t *testing.T) {
-	s := &Server{log: slog.New(slog.DiscardHandler)}
-	s.server = mcp.NewServer(&mcp.Implementation{Name: "test", Version: "0"}, nil)
+	s := newFakeCore()
 	mcp.AddTool(s.server, &mcp.Tool{Name: "secret"}, func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "secret of " + req.Session.ID()}}}, nil, nil
 	})
-	opts := HTTPOptions{}
+	opts := Options{}
 	opts.setDefaults()
-	m := s.newMCPEndpoint(opts)
+	m := newMCPEndpoint(s, opts)
 	if got, want := m.events.max, 10<<20; got != want {
 		t.Errorf("event store bound = %d bytes, want the default %d", got, want)
 	}

@@ -1,4 +1,4 @@
-package proxy
+package streamable
 
 import (
 	"context"
@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/manifold-mcp/manifold/proxy/era"
+	"github.com/manifold-mcp/manifold/proxy/session"
 )
 
 // httpSessions is the proxy's view of the open HTTP sessions: who owns each,
@@ -16,10 +19,10 @@ import (
 // cap on how many exist. It closes a session that has been idle (no request
 // open, no call in flight) for the idle timeout.
 type httpSessions struct {
-	s     *Server
+	core  Core
 	max   int
 	idle  time.Duration
-	store SessionStore // Options.Sessions: the records replicas share; nil: this process only
+	store SessionStore // the root's Options.Sessions: the records replicas share; nil: this process only
 	adopt sync.Mutex   // serialises taking over sessions from their records (adopt)
 
 	mu      sync.Mutex
@@ -47,7 +50,7 @@ const (
 	unknownSession
 	otherOwner
 	streamOpen
-	sharedDown   // the shared session records cannot be read (Options.Sessions)
+	sharedDown   // the shared session records cannot be read (the root's Options.Sessions)
 	tooManyAdopt // a session to take over finds no place (max)
 )
 
@@ -76,7 +79,7 @@ func (h *httpSessions) unreserve() {
 // still reserved.
 func (h *httpSessions) register(id string, owner peer) *httpSession {
 	var ss *mcp.ServerSession
-	for c := range h.s.server.Sessions() {
+	for c := range h.core.MCPServer().Sessions() {
 		if c.ID() == id {
 			ss = c
 			break
@@ -172,19 +175,38 @@ func (h *httpSessions) reap(e *httpSession) {
 		h.mu.Unlock()
 		return
 	}
-	if h.s.sessions.Calls.Busy(e.id) {
+	if h.core.Calls().Busy(e.id) {
 		e.timer.Reset(h.idle)
 		h.mu.Unlock()
 		return
 	}
 	delete(h.byID, e.id) // a request from now on finds no session
 	h.mu.Unlock()
-	h.s.log.Info("closing idle HTTP session", "idle", h.idle.String(), "owner", e.owner.String())
+	h.core.Log().Info("closing idle HTTP session", "idle", h.idle.String(), "owner", e.owner.String())
 	_ = e.ss.Close()
 }
 
+// SessionStore keeps a record of each HTTP session of the initialize era
+// (sessionRecord), so that a replica can serve a session that another
+// created: the record names the session's owner and holds what the client
+// said at initialize. Implementations must be safe for concurrent use. If
+// the proxy has none (its Options.Sessions is nil), a session lives in the
+// process that created it only.
+type SessionStore interface {
+	// PutSession records session id as record, for ttl.
+	PutSession(ctx context.Context, id string, record []byte, ttl time.Duration) error
+	// GetSession returns the record of id, and false when there is none
+	// (it ended, expired, or never existed).
+	GetSession(ctx context.Context, id string) ([]byte, bool, error)
+	// TouchSession extends the life of id's record to ttl from now, and
+	// reports false when there is none.
+	TouchSession(ctx context.Context, id string, ttl time.Duration) (bool, error)
+	// DeleteSession removes id's record: no replica serves it from then on.
+	DeleteSession(ctx context.Context, id string) error
+}
+
 // sessionRecord is what a replica needs to serve an initialize-era session
-// that another created (Options.Sessions): who owns it, and what the client
+// that another created (the root's Options.Sessions): who owns it, and what the client
 // said at initialize (its version, info and capabilities). The SDK assigns
 // a session id before it reads initialize, so the id cannot carry this
 // itself; a record in the shared store also ends everywhere at once with a
@@ -228,7 +250,7 @@ func (h *httpSessions) share(e *httpSession) {
 		err = h.store.PutSession(context.Background(), e.id, raw, h.idle)
 	}
 	if err != nil {
-		h.s.log.Warn("HTTP session not shared with the other replicas: only this one can serve it", "err", err)
+		h.core.Log().Warn("HTTP session not shared with the other replicas: only this one can serve it", "err", err)
 	}
 }
 
@@ -312,10 +334,10 @@ func (m *mcpEndpoint) crossReplica(r *http.Request, id string, owner peer, strea
 		LogLevel:                  "info",
 	}
 	// The session outlives the request that takes it over.
-	ss, err := m.s.server.Connect(context.WithoutCancel(ctx), tr, &mcp.ServerSessionOptions{State: state})
+	ss, err := m.core.MCPServer().Connect(context.WithoutCancel(ctx), tr, &mcp.ServerSessionOptions{State: state})
 	if err != nil {
 		h.unreserve()
-		m.s.log.Warn("taking over an HTTP session from its shared record failed", "err", err)
+		m.core.Log().Warn("taking over an HTTP session from its shared record failed", "err", err)
 		return nil, sharedDown
 	}
 	ne := &httpSession{id: id, owner: owner, ss: ss, tr: tr, open: 1, stream: stream}
@@ -341,7 +363,7 @@ func (h *httpSessions) forget(ctx context.Context, id string) {
 		return
 	}
 	if err := h.store.DeleteSession(ctx, id); err != nil {
-		h.s.log.Warn("the shared record of an ended HTTP session could not be removed; other replicas serve it until it expires", "err", err)
+		h.core.Log().Warn("the shared record of an ended HTTP session could not be removed; other replicas serve it until it expires", "err", err)
 	}
 }
 
@@ -360,4 +382,18 @@ func (m *mcpEndpoint) serveAdopted(w http.ResponseWriter, r *http.Request, e *ht
 		w.Header().Set("Allow", "GET, POST, DELETE")
 		http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
 	}
+}
+
+// peer is who is at the other end of a connection (session.Peer).
+type peer = session.Peer
+
+// modernSession reports whether ss speaks 2026-07-28: over HTTP every
+// stateless per-request session of a modern request (as the root's
+// modernSession).
+func modernSession(ss *mcp.ServerSession) bool {
+	if ss == nil {
+		return false
+	}
+	ip := ss.InitializeParams()
+	return ip != nil && ip.ProtocolVersion >= era.Version
 }
