@@ -27,7 +27,6 @@ import (
 	"github.com/manifold-mcp/manifold/proxy/observe"
 	"github.com/manifold-mcp/manifold/proxy/relay"
 	"github.com/manifold-mcp/manifold/proxy/session"
-	"github.com/manifold-mcp/manifold/upstream"
 )
 
 // The lean HTTP path of tools/call (ARCHITECTURE §3 "The hot path is lean"):
@@ -127,7 +126,7 @@ func (m *mcpEndpoint) serveLean(w http.ResponseWriter, r *http.Request, e *httpS
 		return false // the server may ask it, on the call's stream
 	} else if caps.RootsV2 != nil || caps.Roots.ListChanged {
 		c := m.s.catalog.Load()
-		if te, found := c.tools.Lookup(name); !found || c.gen.byName[te.Server] == nil || c.gen.byName[te.Server].PerSession() {
+		if te, found := c.Tools.Lookup(name); !found || c.gen.byName[te.Server] == nil || c.gen.byName[te.Server].PerSession() {
 			return false
 		}
 	}
@@ -198,7 +197,7 @@ func (m *mcpEndpoint) serveLeanModern(w http.ResponseWriter, r *http.Request, bo
 		return false
 	}
 	fields, name, ok := leanFields(f.Params)
-	if !ok || r.Header.Get("Mcp-Name") != name || slices.Contains(metaTools, name) || c.headerBound(name) {
+	if !ok || r.Header.Get("Mcp-Name") != name || slices.Contains(metaTools, name) || c.HeaderBound(name) {
 		return false
 	}
 	if up, visible := c.sharedUp(name, httpCaller(r)); visible && up == nil {
@@ -242,25 +241,6 @@ func writeModernError(w http.ResponseWriter, msg []byte, code int64) {
 		w.WriteHeader(http.StatusBadRequest)
 	}
 	_, _ = w.Write(msg)
-}
-
-// sharedUp returns the process that serves a call of the exposed tool name
-// by who when it is a shared server's, up, without a person's approval
-// (nil otherwise: a server's own process, a confirm rule, a server that is
-// not up), and whether the name is a tool visible to who.
-func (c *catalog) sharedUp(name string, who policy.Identity) (up *upstream.Upstream, visible bool) {
-	e, d, ok := c.visibleTool(name, who)
-	if !ok {
-		return nil, false
-	}
-	b := c.gen.byName[e.Server]
-	if b == nil || b.PerSession() || b.PerIdentity() || d.Confirm {
-		return nil, true
-	}
-	if st, up, _ := b.Snapshot(); st == stateUp && up != nil {
-		return up, true
-	}
-	return nil, true
 }
 
 // httpCaller is the policy identity of r's authenticated caller (the
@@ -629,27 +609,4 @@ func (ls *leanStream) send(ctx context.Context, w http.ResponseWriter, out []byt
 	ls.wrote = true
 	_, err := w.Write(out)
 	return err
-}
-
-// headerBound reports whether the input schema of the exposed tool name
-// binds a parameter to a header (x-mcp-header): the SDK checks such a
-// call's Mcp-Param-* headers against its arguments, so the lean path leaves
-// it to the SDK. The schemas are read once per catalog, and any mention of
-// the keyword counts.
-func (c *catalog) headerBound(name string) bool {
-	c.headerOnce.Do(func() {
-		for exposed, def := range c.toolDefs {
-			if def == nil || def.InputSchema == nil {
-				continue
-			}
-			b, err := json.Marshal(def.InputSchema)
-			if err != nil || bytes.Contains(b, []byte("x-mcp-header")) {
-				if c.headerTools == nil {
-					c.headerTools = make(map[string]bool)
-				}
-				c.headerTools[exposed] = true
-			}
-		}
-	})
-	return c.headerTools[name]
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/manifold-mcp/manifold/internal/redact"
+	cat "github.com/manifold-mcp/manifold/proxy/catalog"
 	"github.com/manifold-mcp/manifold/proxy/naming"
 	"github.com/manifold-mcp/manifold/proxy/pin"
 )
@@ -32,59 +33,15 @@ const (
 	PinQuarantine PinMode = "quarantine"
 )
 
-// PinReview is one definition that awaits a person's review.
-type PinReview struct {
-	// Kind is "tool", "prompt", "template" or "instructions"; Name the
-	// server's own name (the URI template of a template, empty for
-	// instructions); Exposed the name clients would see, where there is one.
-	Kind    string `json:"kind"`
-	Name    string `json:"name,omitempty"`
-	Exposed string `json:"exposed,omitempty"`
-	// Change is "new" (the lock has other definitions of the server, not
-	// this one), "changed" (it has another fingerprint of it), or
-	// "flagged" (first sight of the server, but Findings need a look).
-	Change string `json:"change"`
-	// Findings say what in the text needs a close look (pin.Finding).
-	Findings []string `json:"findings,omitempty"`
-	// Diff shows the change against the approved definition (pin.Diff).
-	Diff string `json:"diff"`
-	// Held says the definition is hidden (pin = "quarantine"); under
-	// "warn" it is served and only flagged.
-	Held bool `json:"held"`
-	// Sum and Definition are what approving records: the fingerprint and
-	// canonical form of the definition as listed. Sum is over the true
-	// text; Definition has the config's secrets masked when Masked says so
-	// (then Sum cannot be checked against it).
-	Sum        string `json:"sum"`
-	Definition string `json:"definition"`
-	Masked     bool   `json:"masked,omitempty"`
-}
+// PinReview is one definition that awaits a person's review
+// (catalog.PinReview).
+type PinReview = cat.PinReview
 
 // secretFinding is the finding of a definition that holds a known secret
 // of the config: a server that echoes a credential it was given into what
 // the model reads is worth a person's look, and the lock file and every
 // output show the definition with it masked.
 const secretFinding = "contains a configured secret (a value of the config's env, headers, ${env:…} or ${file:…}), shown and stored as " + redact.Mask + "; the fingerprint is over the true text, so a change of the value is still a change"
-
-// Approve is the command that approves r of server.
-func (r PinReview) Approve(server string) string {
-	if r.Kind == string(pin.Instructions) {
-		return "manifold approve " + server + "/instructions"
-	}
-	return "manifold approve " + server + "/" + r.Name
-}
-
-// pinState is what the pin check of one rebuild found.
-type pinState struct {
-	held      map[pin.Key]string // key -> the error a call or get of it gets
-	reviews   map[string][]PinReview
-	heldInstr map[string]bool
-}
-
-func (p *pinState) isHeld(server string, kind pin.Kind, name string) (string, bool) {
-	msg, ok := p.held[pin.Key{Server: server, Kind: kind, Name: name}]
-	return msg, ok
-}
 
 // SetLock replaces the approved definitions (after `manifold approve`
 // rewrote the lock file); the catalog is rebuilt, so an approved
@@ -136,8 +93,8 @@ type pinSnapshot struct {
 // definitions of a server the lock has nothing of, once it is listed.
 // tools is the catalog's name table, for exposed names. Called with catMu
 // held.
-func (s *Server) checkPins(g *generation, snap map[string]lists, pinned map[string]pinSnapshot, tools *naming.Table) *pinState {
-	ps := &pinState{held: map[pin.Key]string{}, reviews: map[string][]PinReview{}, heldInstr: map[string]bool{}}
+func (s *Server) checkPins(g *generation, snap map[string]lists, pinned map[string]pinSnapshot, tools *naming.Table) *cat.Pins {
+	ps := &cat.Pins{Held: map[pin.Key]string{}, Reviews: map[string][]PinReview{}, HeldInstr: map[string]bool{}}
 	lock := s.pins.Load()
 	// The other servers' names are looked for only in a definition that is
 	// not approved as it is: made at the first such definition.
@@ -204,17 +161,17 @@ func (s *Server) checkPins(g *generation, snap map[string]lists, pinned map[stri
 			if d.def.Kind == pin.Tool {
 				r.Exposed, _ = tools.Exposed(b.name, d.def.Name)
 			}
-			ps.reviews[b.name] = append(ps.reviews[b.name], r)
+			ps.Reviews[b.name] = append(ps.Reviews[b.name], r)
 			s.logReview(b.name, r)
 			if r.Held {
 				if d.def.Kind == pin.Instructions {
-					ps.heldInstr[b.name] = true
+					ps.HeldInstr[b.name] = true
 				}
 				what := fmt.Sprintf("%s %q of server %q", d.def.Kind, cmpOr(r.Exposed, d.def.Name), b.name)
 				if d.def.Kind == pin.Instructions {
 					what = fmt.Sprintf("the instructions of server %q", b.name)
 				}
-				ps.held[key] = fmt.Sprintf("%s is %s since a person last approved its definition, and awaits review (pin = \"quarantine\"); nothing was executed. To review and accept it, run `%s` on the machine that runs manifold",
+				ps.Held[key] = fmt.Sprintf("%s is %s since a person last approved its definition, and awaits review (pin = \"quarantine\"); nothing was executed. To review and accept it, run `%s` on the machine that runs manifold",
 					what, r.Change, r.Approve(b.name))
 			}
 		}
@@ -352,21 +309,6 @@ func (s *Server) pinDefs(b *backend, l lists, ins string, prev *pinCache) []pinD
 		out[i] = pinDef{d.def.Mask(s.opts.Redactor.JSON), d.sum}
 	}
 	return out
-}
-
-// pinReviews returns the reviews of server in the catalog in force.
-func (c *catalog) pinReviews(server string) []PinReview {
-	if c.pin == nil {
-		return nil
-	}
-	return c.pin.reviews[server]
-}
-
-// heldMessage returns the error for a call or get of a held tool or prompt
-// (kind "tool" or "prompt") by exposed name.
-func (c *catalog) heldMessage(kind, exposed string) (string, bool) {
-	msg, ok := c.pinHeld[kind+"\x00"+exposed]
-	return msg, ok
 }
 
 // shadowNames returns, per server, the tool names of the other servers that

@@ -12,6 +12,7 @@ import (
 
 	"github.com/manifold-mcp/manifold/internal/redact"
 	"github.com/manifold-mcp/manifold/policy"
+	cat "github.com/manifold-mcp/manifold/proxy/catalog"
 	"github.com/manifold-mcp/manifold/proxy/naming"
 	"github.com/manifold-mcp/manifold/proxy/pin"
 	"github.com/manifold-mcp/manifold/upstream"
@@ -122,7 +123,7 @@ func TestPinCatalog(t *testing.T) {
 				}
 			}
 			c := s.catalog.Load()
-			if msg, held := c.heldMessage("tool", "up__read"); held != (mode == PinQuarantine) ||
+			if msg, held := c.HeldMessage("tool", "up__read"); held != (mode == PinQuarantine) ||
 				(held && !strings.Contains(msg, "awaits review") || held && !strings.Contains(msg, "manifold approve up/read")) {
 				t.Errorf("held message %q, %v", msg, held)
 			}
@@ -221,7 +222,7 @@ func TestPinFirstSightWaitsForListing(t *testing.T) {
 	b := &backend{name: "up", cfg: ServerConfig{Prefix: "up"}}
 	g := &generation{backends: []*backend{b}, byName: map[string]*backend{"up": b}, pin: map[string]PinMode{"up": PinQuarantine}}
 	tool := &mcp.Tool{Name: "read", Description: "Reads a file.", InputSchema: map[string]any{"type": "object"}}
-	check := func(l lists, snap pinSnapshot) *pinState {
+	check := func(l lists, snap pinSnapshot) *cat.Pins {
 		tools, _ := naming.BuildLimit([]naming.Group{{Server: "up", Prefix: "up", Names: toolNames(l)}}, 64)
 		s.catMu.Lock()
 		defer s.catMu.Unlock()
@@ -233,16 +234,16 @@ func TestPinFirstSightWaitsForListing(t *testing.T) {
 	mu.Lock()
 	got := strings.Join(trusted, "; ")
 	mu.Unlock()
-	if got != "" || s.Lock().Has("up") || len(ps.held) != 0 {
-		t.Fatalf("before the listing: trusted %q, lock has up %v, held %v", got, s.Lock().Has("up"), ps.held)
+	if got != "" || s.Lock().Has("up") || len(ps.Held) != 0 {
+		t.Fatalf("before the listing: trusted %q, lock has up %v, held %v", got, s.Lock().Has("up"), ps.Held)
 	}
 	// Listed: all of it is trusted at once, nothing held.
 	ps = check(lists{tools: []*mcp.Tool{tool}}, pinSnapshot{instructions: "Use up for files.", listed: true})
 	mu.Lock()
 	got = strings.Join(trusted, "; ")
 	mu.Unlock()
-	if got != `up tool "read"; up instructions` || len(ps.held) != 0 || len(ps.reviews["up"]) != 0 {
-		t.Fatalf("at the listing: trusted %q, held %v, reviews %+v", got, ps.held, ps.reviews["up"])
+	if got != `up tool "read"; up instructions` || len(ps.Held) != 0 || len(ps.Reviews["up"]) != 0 {
+		t.Fatalf("at the listing: trusted %q, held %v, reviews %+v", got, ps.Held, ps.Reviews["up"])
 	}
 }
 

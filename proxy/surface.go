@@ -168,7 +168,7 @@ func (c *catalog) modeForWho(name string, who policy.Identity) string {
 		if above == 0 {
 			above = DefaultSearchAbove
 		}
-		if len(c.toolDefs) > above {
+		if len(c.ToolDefs) > above {
 			return ModeSearch
 		}
 	}
@@ -201,7 +201,7 @@ func (c *catalog) listVaries() bool {
 				if above == 0 {
 					above = DefaultSearchAbove
 				}
-				if len(c.toolDefs) > above {
+				if len(c.ToolDefs) > above {
 					modes[ModeSearch] = true
 				}
 			}
@@ -370,7 +370,7 @@ type ClientStatus struct {
 // Names are shown with secrets hidden (Options.Redactor).
 func (s *Server) Clients() []ClientStatus {
 	c := s.catalog.Load()
-	full, searchList := len(c.toolDefs), len(c.surface().list)
+	full, searchList := len(c.ToolDefs), len(c.surface().list)
 	var out []ClientStatus
 	s.sessions.Clients.Each(func(e *session.ClientEntry, modern bool) {
 		st := ClientStatus{Name: printable(s.opts.Redactor.String(e.ID.Name)), Version: printable(s.opts.Redactor.String(e.ID.Version)),
@@ -398,7 +398,7 @@ func (s *Server) Clients() []ClientStatus {
 func (s *Server) ListedNames() (full, search []string) {
 	c := s.catalog.Load()
 	c.namesOnce.Do(func() {
-		c.fullNames = slices.Sorted(maps.Keys(c.toolDefs))
+		c.fullNames = slices.Sorted(maps.Keys(c.ToolDefs))
 		for _, t := range c.surface().list {
 			c.searchNames = append(c.searchNames, t.Name)
 		}
@@ -424,17 +424,17 @@ func (c *catalog) surface() *surface {
 func (c *catalog) buildSurface() *surface {
 	sf := &surface{meta: map[string]*mcp.Tool{}}
 	servers := map[string]bool{}
-	for name := range c.toolDefs {
-		e, _ := c.tools.Lookup(name)
+	for name := range c.ToolDefs {
+		e, _ := c.Tools.Lookup(name)
 		servers[e.Server] = true
 	}
 	sf.servers = slices.Sorted(maps.Keys(servers))
-	for _, def := range metaToolDefs(len(c.toolDefs), sf.servers) {
+	for _, def := range metaToolDefs(len(c.ToolDefs), sf.servers) {
 		sf.meta[def.Name] = def
 		sf.list = append(sf.list, def)
 	}
 	for _, name := range c.surfOpts.Always {
-		if def, ok := c.toolDefs[name]; ok && sf.meta[name] == nil {
+		if def, ok := c.ToolDefs[name]; ok && sf.meta[name] == nil {
 			sf.list = append(sf.list, def)
 		}
 	}
@@ -491,11 +491,11 @@ func (c *catalog) searchIndex() (*search.Index, string) {
 
 // indexDocs are c's visible tools as the search index sees them.
 func (c *catalog) indexDocs() []search.Doc {
-	names := slices.Sorted(maps.Keys(c.toolDefs))
+	names := slices.Sorted(maps.Keys(c.ToolDefs))
 	docs := make([]search.Doc, 0, len(names))
 	for _, name := range names {
-		def := c.toolDefs[name]
-		e, _ := c.tools.Lookup(name)
+		def := c.ToolDefs[name]
+		e, _ := c.Tools.Lookup(name)
 		d := search.Doc{ID: name, Name: name, Title: def.Title, Description: def.Description, Server: e.Server,
 			ServerText: c.serverText[e.Server]}
 		if d.Title == "" && def.Annotations != nil {
@@ -537,7 +537,7 @@ func (s *Server) warnAlways(c *catalog) {
 		at = "catalog.always"
 	}
 	for _, name := range c.surfOpts.Always {
-		_, visible := c.toolDefs[name]
+		_, visible := c.ToolDefs[name]
 		switch {
 		case slices.Contains(metaTools, name):
 			if _, warned := s.alwaysWarned.LoadOrStore(name, true); !warned {
@@ -824,7 +824,7 @@ func (s *Server) searchTools(c *catalog, args map[string]json.RawMessage, who po
 		limit = min(int(f), searchMaxLimit)
 	}
 	ix, ranker := c.searchIndex()
-	hits := ix.Search(query, c.searchDepth(limit))
+	hits := ix.Search(query, c.SearchDepth(limit))
 	out := struct {
 		Query  string      `json:"query"`
 		Tools  []searchHit `json:"tools"`
@@ -832,16 +832,16 @@ func (s *Server) searchTools(c *catalog, args map[string]json.RawMessage, who po
 	}{Query: query, Tools: []searchHit{}, Ranker: ranker}
 	var b strings.Builder
 	for _, h := range hits {
-		def, ok := c.toolDefs[h.ID]
+		def, ok := c.ToolDefs[h.ID]
 		if !ok || len(out.Tools) == limit {
 			continue // never a tool the catalog does not show
 		}
-		if _, _, visible := c.visibleTool(h.ID, who); !visible {
+		if _, _, visible := c.VisibleTool(h.ID, who); !visible {
 			continue // nor one hidden for the caller
 		}
-		e, _ := c.tools.Lookup(h.ID)
+		e, _ := c.Tools.Lookup(h.ID)
 		ps := schemaParams(def.InputSchema)
-		class := toolClass(c.toolAnn[h.ID])
+		class := toolClass(c.ToolAnn[h.ID])
 		hit := searchHit{Name: h.ID, Signature: signature(h.ID, ps), Summary: toolSummary(def.Description), Server: e.Server,
 			Class: class, CallWith: callToolOf(class)}
 		for _, p := range ps {
@@ -883,8 +883,8 @@ func (s *Server) describeTools(c *catalog, args map[string]json.RawMessage, vers
 	}{}
 	var text []string
 	for _, n := range names {
-		def, ok := c.toolDefs[n]
-		if _, _, visible := c.visibleTool(n, who); !visible {
+		def, ok := c.ToolDefs[n]
+		if _, _, visible := c.VisibleTool(n, who); !visible {
 			ok = false // hidden for the caller: unknown, as a call would say
 		}
 		if !ok {
@@ -899,7 +899,7 @@ func (s *Server) describeTools(c *catalog, args map[string]json.RawMessage, vers
 		} else {
 			lr = adaptToolList(lr, version)
 		}
-		call := callToolOf(toolClass(c.toolAnn[n]))
+		call := callToolOf(toolClass(c.ToolAnn[n]))
 		out.Tools = append(out.Tools, described{Name: n, Tool: lr.Tools[0], CallWith: call})
 		b, err := json.Marshal(lr.Tools[0])
 		if err != nil {
@@ -936,15 +936,15 @@ func (s *Server) callThrough(ctx context.Context, ss *mcp.ServerSession, via str
 	}
 	c := s.catalog.Load()
 	who := session.IdentityFrom(ctx).Policy()
-	if _, _, ok := c.visibleTool(target, who); !ok {
+	if _, _, ok := c.VisibleTool(target, who); !ok {
 		s.waitReady(ctx) // it may belong to a server still starting
 		c = s.catalog.Load()
 	}
-	if _, _, ok := c.visibleTool(target, who); ok {
-		class := toolClass(c.toolAnn[target])
+	if _, _, ok := c.VisibleTool(target, who); ok {
+		class := toolClass(c.ToolAnn[target])
 		if want := classOfCallTool[via]; class != want {
 			if s.obs.Audits() {
-				e, _ := c.tools.Lookup(target)
+				e, _ := c.Tools.Lookup(target)
 				rec := observe.Record{Method: "tools/call", Exposed: target, Original: e.Original, Server: e.Server,
 					Decision: "denied", Outcome: "wrong call tool", Via: via, Catalog: ModeSearch, Identity: session.IdentityFrom(ctx).Subject}
 				recordSession(&rec, ss)
@@ -984,7 +984,7 @@ func (s *Server) surfaceList(c *catalog) *mcp.ListToolsResult {
 // listCacheScope is era.ListCache for a modern tools/list on c.
 func (c *catalog) listCache(ready bool) (int, string) {
 	// A list that depends on who asks (who.go) is private too.
-	return era.ListCache(c.narrowed[catTools] || c.varies[catTools] || c.listVaries(), ready)
+	return era.ListCache(c.Narrowed[catTools] || c.Varies[catTools] || c.listVaries(), ready)
 }
 
 // serverTexts returns, per server of g, the text the search index knows it
@@ -1045,7 +1045,7 @@ func (s *Server) CatalogSize() CatalogSize {
 }
 
 func (c *catalog) size() CatalogSize {
-	names := slices.Sorted(maps.Keys(c.toolDefs))
+	names := slices.Sorted(maps.Keys(c.ToolDefs))
 	full := &mcp.ListToolsResult{Tools: make([]*mcp.Tool, 0, len(names))}
 	per := map[string]*ServerSize{}
 	var out CatalogSize
@@ -1054,9 +1054,9 @@ func (c *catalog) size() CatalogSize {
 		per[b.name] = ss
 	}
 	for _, n := range names {
-		def := c.toolDefs[n]
+		def := c.ToolDefs[n]
 		full.Tools = append(full.Tools, def)
-		e, _ := c.tools.Lookup(n)
+		e, _ := c.Tools.Lookup(n)
 		b, _ := json.Marshal(def)
 		if ss := per[e.Server]; ss != nil {
 			ss.Tools++
@@ -1072,7 +1072,7 @@ func (c *catalog) size() CatalogSize {
 			out.MetaBytes += len(b) + 1
 			continue
 		}
-		if e, ok := c.tools.Lookup(def.Name); ok && per[e.Server] != nil {
+		if e, ok := c.Tools.Lookup(def.Name); ok && per[e.Server] != nil {
 			per[e.Server].SearchBytes += len(b) + 1
 		}
 	}

@@ -524,7 +524,7 @@ func TestListCacheScope(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p := newSurfaceProxy(t, tt.pad, tt.opts)
 			c := p.s.catalog.Load()
-			c.narrowed[catTools] = false // the proxy's policy hides a tool; this is about the modes
+			c.Narrowed[catTools] = false // the proxy's policy hides a tool; this is about the modes
 			if _, scope := c.listCache(true); scope != tt.want {
 				t.Errorf("cacheScope %q; want %q", scope, tt.want)
 			}
