@@ -6,28 +6,26 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/manifold-mcp/manifold/policy"
 	cat "github.com/manifold-mcp/manifold/proxy/catalog"
-	"github.com/manifold-mcp/manifold/proxy/search"
 	"github.com/manifold-mcp/manifold/proxy/search/embedcache"
+	"github.com/manifold-mcp/manifold/proxy/surface"
 	"github.com/manifold-mcp/manifold/upstream"
 )
 
 // catalog is the catalog in force: the room's snapshot (proxy/catalog), with
 // the generation of backends it was built from, and the search surface's
-// state for it. It is immutable once built and swapped whole
+// state for it (proxy/surface). It is immutable once built and swapped whole
 // (Server.catalog). The generation stays here, not in the snapshot: a
 // backend is the root's, and the catalog room knows only plain values.
 type catalog struct {
 	*cat.Snapshot
 	gen *generation
 
-	lists    listCache // prepared tools/list answers (listbytes.go)
-	metaDefs sync.Map  // visible count and servers -> the meta-tools for them (who.go)
+	lists listCache // prepared tools/list answers (listbytes.go)
 
 	// sized and the listed names are worked out once per catalog (a
 	// catalog does not change once built, and the status file asks for
@@ -36,32 +34,20 @@ type catalog struct {
 	sized                  CatalogSize
 	fullNames, searchNames []string
 
-	// surfOpts are the catalog options this catalog was built with;
-	// serverText is each server's text for the search index (the first
-	// line of its instructions). The search surface and its index are
-	// built at their first use (surface.go).
-	surfOpts   CatalogOptions
-	serverText map[string]string
-	surfOnce   sync.Once
-	surf       *surface
-	indexOnce  sync.Once
-	index      *search.Index
-	// embeds are the search encoder's embeddings (nil when
-	// CatalogOptions.Encoder is off); encIndex is the index that ranks
-	// with them, built at the first search after they are all ready.
-	embeds     *embedcache.Cache
-	docs       []search.Doc
-	embedTexts []string
-	encOnce    sync.Once
-	encIndex   atomic.Pointer[search.Index]
+	// surf is the search surface of this catalog (proxy/surface): the
+	// catalog options it was built with, its surface and search index,
+	// built at their first use.
+	surf *surface.State
 }
 
 // The lists of the snapshot's Varies and Narrowed are relay's kinds.
 var _ = [1]struct{}{}[numCatalogKinds-cat.NumKinds]
 
 // newCatalog is the empty catalog of g, in force before the first rebuild.
-func newCatalog(g *generation) *catalog {
-	return &catalog{Snapshot: cat.Empty(g.uris), gen: g}
+func newCatalog(g *generation, o CatalogOptions, embeds *embedcache.Cache) *catalog {
+	c := &catalog{Snapshot: cat.Empty(g.uris), gen: g}
+	c.surf = surface.New(o, c.ToolDefs, c.Tools, nil, embeds)
+	return c
 }
 
 // Entry is one catalog item, for `manifold tools`, `manifold explain` and
@@ -195,8 +181,8 @@ func (s *Server) rebuildNow() {
 		Prev: s.derived, Warned: s.dupWarned})
 	defer func() { s.derived = bld.Derived() }()
 	c := &catalog{gen: g}
-	c.surfOpts = *s.catalogOptions()
-	c.embeds = s.embedCache(c.surfOpts)
+	opts := *s.catalogOptions()
+	embeds := s.embedCache(opts)
 	servers := make([]cat.Listing, 0, len(g.backends))
 	pinned := make(map[string]pinSnapshot, len(g.backends))
 	for _, b := range g.backends {
@@ -213,8 +199,9 @@ func (s *Server) rebuildNow() {
 	}
 	pins := s.checkPins(g, snap, pinned, tools)
 	s.heldInstr.Store(&pins.HeldInstr)
-	c.serverText = s.serverTexts(g)
+	serverText := s.serverTexts(g)
 	c.Snapshot = bld.Build(pins, s.checkHeaderTool)
+	c.surf = surface.New(opts, c.ToolDefs, c.Tools, serverText, embeds)
 	s.catalog.Store(c)
 	s.register(c)
 	s.warnAlways(c)
@@ -341,17 +328,4 @@ func catchPanic(f func()) (err error) {
 	}()
 	f()
 	return nil
-}
-
-func toMap(v any) (map[string]any, error) {
-	if v == nil {
-		return nil, nil
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	var m map[string]any
-	err = json.Unmarshal(b, &m)
-	return m, err
 }

@@ -378,10 +378,7 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.gen.Store(g)
-	c := newCatalog(g)
-	c.surfOpts = opts.Catalog
-	c.embeds = s.embedCache(c.surfOpts)
-	s.catalog.Store(c)
+	s.catalog.Store(newCatalog(g, opts.Catalog, s.embedCache(opts.Catalog)))
 	s.server = s.newMCPServer()
 	// The servers listed by an earlier run are in the catalog before any
 	// client can list it.

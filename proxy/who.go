@@ -4,8 +4,6 @@ import (
 	"context"
 	"maps"
 	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -89,18 +87,7 @@ func (c *catalog) metaFor(v *cat.View) map[string]*mcp.Tool {
 				}
 			}
 		}
-		list := slices.Sorted(maps.Keys(servers))
-		key := strconv.Itoa(n) + "\x00" + strings.Join(list, "\x00")
-		if m, ok := c.metaDefs.Load(key); ok {
-			v.Meta = m.(map[string]*mcp.Tool)
-			return
-		}
-		m := map[string]*mcp.Tool{}
-		for _, d := range metaToolDefs(n, list) {
-			m[d.Name] = d
-		}
-		actual, _ := c.metaDefs.LoadOrStore(key, m)
-		v.Meta = actual.(map[string]*mcp.Tool)
+		v.Meta = c.surf.MetaDefs(n, slices.Sorted(maps.Keys(servers)))
 	})
 	return v.Meta
 }

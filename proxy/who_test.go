@@ -10,6 +10,7 @@ import (
 	"github.com/manifold-mcp/manifold/policy"
 	cat "github.com/manifold-mcp/manifold/proxy/catalog"
 	"github.com/manifold-mcp/manifold/proxy/naming"
+	"github.com/manifold-mcp/manifold/proxy/surface"
 	"github.com/manifold-mcp/manifold/upstream/supervise"
 )
 
@@ -39,6 +40,7 @@ func TestNarrowLists(t *testing.T) {
 		{Name: "b", Prefix: "b", Lists: supervise.Lists{Tools: []*mcp.Tool{tool("three")}}},
 	})
 	c := &catalog{Snapshot: bld.Build(nil, nil)}
+	c.surf = surface.New(CatalogOptions{}, c.ToolDefs, c.Tools, nil, nil)
 	view := func(user string) *cat.View { return c.ViewOf("user:"+user, policy.Identity{User: user}) }
 	v := view("alice")
 	tools := []*mcp.Tool{{Name: "search_tools"}, c.ToolDefs["a__one"], c.ToolDefs["a__two"], {Name: "unknown__x"}, c.ToolDefs["b__three"]}

@@ -132,6 +132,10 @@ var rules = []rule{
 	// listing as plain values (upstream/supervise's Lists); a room, it
 	// never reaches the root's backends.
 	{dir: "proxy/catalog", within: withUpstream, forbidden: []string{toml, goPlugin, goJOSE, goRedis}},
+	// proxy/surface decides each client's catalog mode and holds a
+	// catalog's search surface and index (proxy/search); a room, handed a
+	// catalog's visible tools as plain values by the root.
+	{dir: "proxy/surface", within: lower, forbidden: []string{toml, goPlugin, goJOSE, goRedis}},
 	// proxy/serve/frame is what the two faces share (the frame check, the lean
 	// response); below the faces, it reaches only the lowest rooms.
 	{dir: "proxy/serve/frame", within: lower, forbidden: []string{toml, goPlugin, goJOSE, goRedis}},
