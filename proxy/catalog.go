@@ -174,12 +174,9 @@ func (s *Server) rebuildNow() {
 	}
 	g := s.gen.Load()
 	rules := s.rules.Load()
-	if s.dupWarned == nil {
-		s.dupWarned = make(map[string]bool)
-	}
 	bld := cat.NewBuilder(cat.Options{Rules: rules, URIs: g.uris, MaxNameLength: s.opts.MaxNameLength, Log: s.log,
 		Prev: s.derived, Warned: s.dupWarned})
-	defer func() { s.derived = bld.Derived() }()
+	defer func() { s.derived, s.dupWarned = bld.Derived(), bld.Warned() }()
 	c := &catalog{gen: g}
 	opts := *s.catalogOptions()
 	embeds := s.embedCache(opts)
@@ -193,11 +190,7 @@ func (s *Server) rebuildNow() {
 		servers = append(servers, cat.Listing{Name: b.name, Prefix: b.cfg.Prefix, Lists: sl})
 	}
 	tools := bld.Names(servers)
-	snap := make(map[string]lists, len(g.backends))
-	for _, b := range g.backends {
-		snap[b.name] = listsOf(bld.Lists(b.name))
-	}
-	pins := s.checkPins(g, snap, pinned, tools)
+	pins := s.checkPins(g, bld.Lists(), pinned, tools)
 	s.heldInstr.Store(&pins.HeldInstr)
 	serverText := s.serverTexts(g)
 	c.Snapshot = bld.Build(pins, s.checkHeaderTool)

@@ -12,6 +12,7 @@ import (
 	cat "github.com/manifold-mcp/manifold/proxy/catalog"
 	"github.com/manifold-mcp/manifold/proxy/naming"
 	"github.com/manifold-mcp/manifold/proxy/pin"
+	"github.com/manifold-mcp/manifold/upstream/supervise"
 )
 
 // This file pins the servers' definitions (README "Pinned definitions"):
@@ -93,7 +94,7 @@ type pinSnapshot struct {
 // definitions of a server the lock has nothing of, once it is listed.
 // tools is the catalog's name table, for exposed names. Called with catMu
 // held.
-func (s *Server) checkPins(g *generation, snap map[string]lists, pinned map[string]pinSnapshot, tools *naming.Table) *cat.Pins {
+func (s *Server) checkPins(g *generation, snap map[string]supervise.Lists, pinned map[string]pinSnapshot, tools *naming.Table) *cat.Pins {
 	ps := &cat.Pins{Held: map[pin.Key]string{}, Reviews: map[string][]PinReview{}, HeldInstr: map[string]bool{}}
 	lock := s.pins.Load()
 	// The other servers' names are looked for only in a definition that is
@@ -122,7 +123,7 @@ func (s *Server) checkPins(g *generation, snap map[string]lists, pinned map[stri
 		if !known && !pinned[b.name].listed {
 			continue // nothing to trust yet, and nothing approved to hold against
 		}
-		for _, d := range s.pinDefs(b, snap[b.name], pinned[b.name].instructions, prevDefs[b]) {
+		for _, d := range s.pinDefs(b, listsOf(snap[b.name]), pinned[b.name].instructions, prevDefs[b]) {
 			key := pin.Key{Server: b.name, Kind: d.def.Kind, Name: d.def.Name}
 			entry, approved := lock.Lookup(key)
 			if approved && entry.Sum == d.sum {
@@ -319,14 +320,14 @@ func (s *Server) pinDefs(b *backend, l lists, ins string, prev *pinCache) []pinD
 // own names, and another server having a tool of the same name is a
 // coincidence of common names (two servers' "search"), not a copy of what
 // clients see; such a name counts as an original one, only when distinctive.
-func shadowNames(servers []string, snap map[string]lists, tools *naming.Table) (map[string]pin.Names, map[string]map[string]bool) {
+func shadowNames(servers []string, snap map[string]supervise.Lists, tools *naming.Table) (map[string]pin.Names, map[string]map[string]bool) {
 	type owned struct{ name, whose, server string }
 	var exposedNames, originalNames []owned
 	own := map[string]map[string]bool{}
 	for _, server := range servers {
 		names := map[string]bool{}
 		own[server] = names
-		for _, t := range snap[server].tools {
+		for _, t := range snap[server].Tools {
 			if t == nil {
 				continue
 			}

@@ -50,8 +50,8 @@ type Options struct {
 	// nil for the first build.
 	Prev Derived
 	// Warned holds the names a server listed twice that were logged, by
-	// server, kind and name; the build adds to it. If nil, every build
-	// logs them again.
+	// server, kind and name; the build adds to it (Builder.Warned), and
+	// makes it at the first one if nil.
 	Warned map[string]bool
 }
 
@@ -80,9 +80,13 @@ func NewBuilder(o Options) *Builder {
 // Derived returns what this build derived, for the next one's Options.Prev.
 func (bld *Builder) Derived() Derived { return bld.derived }
 
-// Lists returns server's lists as the build reads them (Names made them
-// canonical and without duplicates).
-func (bld *Builder) Lists(server string) supervise.Lists { return bld.snap[server] }
+// Lists returns each server's lists as the build reads them (Names made
+// them canonical and without duplicates), by server.
+func (bld *Builder) Lists() map[string]supervise.Lists { return bld.snap }
+
+// Warned returns Options.Warned with what this build logged (made at the
+// first name logged when it was nil).
+func (bld *Builder) Warned() map[string]bool { return bld.o.Warned }
 
 // Build exposes and decides every server's items, with pins what the pin
 // check found (nil: nothing held), and returns the catalog. check, if not
@@ -372,9 +376,10 @@ func (bld *Builder) dropDuplicates(server string, l supervise.Lists) supervise.L
 			if bld.o.Warned[key] {
 				return
 			}
-			if bld.o.Warned != nil {
-				bld.o.Warned[key] = true
+			if bld.o.Warned == nil {
+				bld.o.Warned = make(map[string]bool)
 			}
+			bld.o.Warned[key] = true
 			bld.o.Log.Warn("the server listed a "+kind+" twice under one name; one of them is served", "upstream", server, kind, name)
 		}
 	}
