@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -15,38 +13,6 @@ import (
 	"github.com/manifold-mcp/manifold/policy"
 	"github.com/manifold-mcp/manifold/proxy/naming"
 )
-
-// unknownTool is the protocol error for a tool that does not exist for the
-// caller: unknown and hidden tools get the same answer. It suggests visible
-// tools that name could have meant (an original name without its server's
-// prefix, another case, "-" for "_"), never a hidden one, and says how the
-// names are formed.
-func (c *catalog) unknownTool(name string) *jsonrpc.Error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "unknown tool %q", name)
-	visible := slices.Sorted(maps.Keys(c.toolDefs))
-	var near []string
-	for _, exposed := range visible {
-		e, _ := c.tools.Lookup(exposed)
-		if e.Original == name || looseName(exposed) == looseName(name) || looseName(e.Original) == looseName(name) {
-			near = append(near, strconv.Quote(exposed))
-		}
-	}
-	if len(near) > 0 {
-		fmt.Fprintf(&b, "; did you mean %s?", strings.Join(near[:min(len(near), 5)], " or "))
-	}
-	b.WriteString(". Tools are named <server>__<tool>")
-	if len(visible) > 0 {
-		fmt.Fprintf(&b, " (for example %q)", visible[0])
-	}
-	b.WriteString("; tools/list shows them")
-	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: b.String()}
-}
-
-// looseName folds case and "-" into "_", as clients do (Codex rewrites "-").
-func looseName(s string) string {
-	return strings.ReplaceAll(strings.ToLower(s), "-", "_")
-}
 
 // downServer returns the server whose namespace holds name (by prefix: an
 // error message's guess, never a route) when that server is not up and has
@@ -143,34 +109,6 @@ var (
 	markRequestState  = []byte(`"requestState"`)
 	markInputRequired = []byte(`"input_required"`)
 )
-
-// filterResultResources rewrites the resource URIs in a raw result (resource
-// links and embedded resources) outward for server, and withholds those
-// whose read the policy would refuse (see catalog.upstreamResource). The
-// lean path and the SDK path both come through here.
-func (c *catalog) filterResultResources(server string, raw json.RawMessage, who policy.Identity) json.RawMessage {
-	if !c.filtersResources(server) { // unprefixed and unguarded: URIs are kept
-		return raw
-	}
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		if c.rules.GuardsResources(server) {
-			return toolError("the result of server %q could not be decoded to apply the resource policy, so it was withheld: %v", server, err)
-		}
-		return raw
-	}
-	if !naming.FilterContentResources(v, func(u string) (string, bool) { return c.upstreamResource(server, u, who) }) {
-		return raw
-	}
-	out, err := json.Marshal(v)
-	if err != nil {
-		if c.rules.GuardsResources(server) {
-			return toolError("the result of server %q could not be encoded after applying the resource policy, so it was withheld: %v", server, err)
-		}
-		return raw
-	}
-	return out
-}
 
 // handleCallTool is the typed tools/call handler the SDK registers for every
 // exposed tool. The routing middleware answers tools/call first (serveCallTool,

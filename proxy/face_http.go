@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -120,11 +119,11 @@ func (c httpCore) Lean() bool { return !c.s.typed && c.s.catalog.Load() != nil }
 
 func (c httpCore) PerSessionTool(name string) bool {
 	cat := c.s.catalog.Load()
-	te, found := cat.tools.Lookup(name)
+	te, found := cat.Tools.Lookup(name)
 	return !found || cat.gen.byName[te.Server] == nil || cat.gen.byName[te.Server].PerSession()
 }
 
-func (c httpCore) HeaderBound(name string) bool { return c.s.catalog.Load().headerBound(name) }
+func (c httpCore) HeaderBound(name string) bool { return c.s.catalog.Load().HeaderBound(name) }
 
 func (c httpCore) SharedUp(name string, who policy.Identity) (*upstream.Upstream, bool) {
 	return c.s.catalog.Load().sharedUp(name, who)
@@ -167,46 +166,4 @@ func (c httpCore) ServerInfo() []byte { return c.s.serverInfo }
 
 func (c httpCore) LeanList(ctx context.Context, ss *mcp.ServerSession, id, params []byte, modern bool, ti *auth.TokenInfo) ([]byte, bool) {
 	return c.s.leanList(ctx, ss, id, params, modern, ti)
-}
-
-// sharedUp returns the process that serves a call of the exposed tool name
-// by who when it is a shared server's, up, without a person's approval
-// (nil otherwise: a server's own process, a confirm rule, a server that is
-// not up), and whether the name is a tool visible to who.
-func (c *catalog) sharedUp(name string, who policy.Identity) (up *upstream.Upstream, visible bool) {
-	e, d, ok := c.visibleTool(name, who)
-	if !ok {
-		return nil, false
-	}
-	b := c.gen.byName[e.Server]
-	if b == nil || b.PerSession() || b.PerIdentity() || d.Confirm {
-		return nil, true
-	}
-	if st, up, _ := b.Snapshot(); st == stateUp && up != nil {
-		return up, true
-	}
-	return nil, true
-}
-
-// headerBound reports whether the input schema of the exposed tool name
-// binds a parameter to a header (x-mcp-header): the SDK checks such a
-// call's Mcp-Param-* headers against its arguments, so the lean path leaves
-// it to the SDK. The schemas are read once per catalog, and any mention of
-// the keyword counts.
-func (c *catalog) headerBound(name string) bool {
-	c.headerOnce.Do(func() {
-		for exposed, def := range c.toolDefs {
-			if def == nil || def.InputSchema == nil {
-				continue
-			}
-			b, err := json.Marshal(def.InputSchema)
-			if err != nil || bytes.Contains(b, []byte("x-mcp-header")) {
-				if c.headerTools == nil {
-					c.headerTools = make(map[string]bool)
-				}
-				c.headerTools[exposed] = true
-			}
-		}
-	})
-	return c.headerTools[name]
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	cat "github.com/manifold-mcp/manifold/proxy/catalog"
 	"github.com/manifold-mcp/manifold/proxy/era"
 	"github.com/manifold-mcp/manifold/proxy/session"
 )
@@ -34,10 +35,10 @@ type listCache struct {
 
 // listKey is what a tools/list answer depends on besides the catalog.
 type listKey struct {
-	gen     uint64 // Server.regGen when the list was made
-	view    *view  // the caller's view (who.go); nil when no rule narrows by identity
-	version string // the session's protocol version
-	search  bool   // the session's catalog mode is search
+	gen     uint64    // Server.regGen when the list was made
+	view    *cat.View // the caller's view (who.go); nil when no rule narrows by identity
+	version string    // the session's protocol version
+	search  bool      // the session's catalog mode is search
 	cursor  string
 	ready   bool // the upstreams' first start is over (it settles ttlMs)
 }
@@ -76,10 +77,11 @@ func (s *Server) listKeyFor(ctx context.Context, req mcp.Request, c *catalog, se
 			k.version = v
 		}
 	}
-	if c.who {
+	if c.Who {
 		id := session.RequestIdentity(ctx, req)
-		k.view = c.viewOf(id)
-		if kept, ok := c.views.Load(id.Key()); !ok || kept != k.view {
+		key := id.Key()
+		k.view = c.ViewOf(key, id.Policy())
+		if !c.KeptView(key, k.view) {
 			return k, false // computed for this list alone
 		}
 	}

@@ -95,8 +95,8 @@ func (s *Server) relayListChanged(b *backend, kinds listKind) {
 	}
 	if kinds&kindTools != 0 {
 		for _, t := range l.tools {
-			exposed, ok := c.tools.Exposed(b.name, t.Name)
-			if def := c.toolDefs[exposed]; ok && def != nil &&
+			exposed, ok := c.Tools.Exposed(b.name, t.Name)
+			if def := c.ToolDefs[exposed]; ok && def != nil &&
 				again("tool", exposed, s.reg.tools, s.notifyToolsChanged) {
 				break
 			}
@@ -104,8 +104,8 @@ func (s *Server) relayListChanged(b *backend, kinds listKind) {
 	}
 	if kinds&kindPrompts != 0 {
 		for _, p := range l.prompts {
-			exposed, ok := c.prompts.Exposed(b.name, p.Name)
-			if def := c.promptDefs[exposed]; ok && def != nil &&
+			exposed, ok := c.Prompts.Exposed(b.name, p.Name)
+			if def := c.PromptDefs[exposed]; ok && def != nil &&
 				again("prompt", exposed, s.reg.prompts, func() { s.server.AddPrompt(def, s.handleGetPrompt) }) {
 				break
 			}
@@ -113,18 +113,18 @@ func (s *Server) relayListChanged(b *backend, kinds listKind) {
 	}
 	if kinds&(kindResources|kindTemplates) != 0 {
 		done := false
-		for _, uri := range slices.Sorted(maps.Keys(c.resOwner)) {
-			if def := c.resources[uri]; c.resOwner[uri] == b.name && def != nil &&
+		for _, uri := range slices.Sorted(maps.Keys(c.ResOwner)) {
+			if def := c.Resources[uri]; c.ResOwner[uri] == b.name && def != nil &&
 				again("resource", uri, s.reg.resources, func() { s.server.AddResource(def, s.handleReadResource) }) {
 				done = true
 				break
 			}
 		}
-		for _, tmpl := range slices.Sorted(maps.Keys(c.tmplOwner)) {
+		for _, tmpl := range slices.Sorted(maps.Keys(c.TmplOwner)) {
 			if done {
 				break
 			}
-			if def := c.templates[tmpl]; c.tmplOwner[tmpl] == b.name && def != nil &&
+			if def := c.Templates[tmpl]; c.TmplOwner[tmpl] == b.name && def != nil &&
 				again("resource template", tmpl, s.reg.templates, func() { s.server.AddResourceTemplate(def, s.handleReadResource) }) {
 				done = true
 			}

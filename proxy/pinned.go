@@ -9,8 +9,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/manifold-mcp/manifold/internal/redact"
+	cat "github.com/manifold-mcp/manifold/proxy/catalog"
 	"github.com/manifold-mcp/manifold/proxy/naming"
 	"github.com/manifold-mcp/manifold/proxy/pin"
+	"github.com/manifold-mcp/manifold/upstream/supervise"
 )
 
 // This file pins the servers' definitions (README "Pinned definitions"):
@@ -32,59 +34,15 @@ const (
 	PinQuarantine PinMode = "quarantine"
 )
 
-// PinReview is one definition that awaits a person's review.
-type PinReview struct {
-	// Kind is "tool", "prompt", "template" or "instructions"; Name the
-	// server's own name (the URI template of a template, empty for
-	// instructions); Exposed the name clients would see, where there is one.
-	Kind    string `json:"kind"`
-	Name    string `json:"name,omitempty"`
-	Exposed string `json:"exposed,omitempty"`
-	// Change is "new" (the lock has other definitions of the server, not
-	// this one), "changed" (it has another fingerprint of it), or
-	// "flagged" (first sight of the server, but Findings need a look).
-	Change string `json:"change"`
-	// Findings say what in the text needs a close look (pin.Finding).
-	Findings []string `json:"findings,omitempty"`
-	// Diff shows the change against the approved definition (pin.Diff).
-	Diff string `json:"diff"`
-	// Held says the definition is hidden (pin = "quarantine"); under
-	// "warn" it is served and only flagged.
-	Held bool `json:"held"`
-	// Sum and Definition are what approving records: the fingerprint and
-	// canonical form of the definition as listed. Sum is over the true
-	// text; Definition has the config's secrets masked when Masked says so
-	// (then Sum cannot be checked against it).
-	Sum        string `json:"sum"`
-	Definition string `json:"definition"`
-	Masked     bool   `json:"masked,omitempty"`
-}
+// PinReview is one definition that awaits a person's review
+// (catalog.PinReview).
+type PinReview = cat.PinReview
 
 // secretFinding is the finding of a definition that holds a known secret
 // of the config: a server that echoes a credential it was given into what
 // the model reads is worth a person's look, and the lock file and every
 // output show the definition with it masked.
 const secretFinding = "contains a configured secret (a value of the config's env, headers, ${env:…} or ${file:…}), shown and stored as " + redact.Mask + "; the fingerprint is over the true text, so a change of the value is still a change"
-
-// Approve is the command that approves r of server.
-func (r PinReview) Approve(server string) string {
-	if r.Kind == string(pin.Instructions) {
-		return "manifold approve " + server + "/instructions"
-	}
-	return "manifold approve " + server + "/" + r.Name
-}
-
-// pinState is what the pin check of one rebuild found.
-type pinState struct {
-	held      map[pin.Key]string // key -> the error a call or get of it gets
-	reviews   map[string][]PinReview
-	heldInstr map[string]bool
-}
-
-func (p *pinState) isHeld(server string, kind pin.Kind, name string) (string, bool) {
-	msg, ok := p.held[pin.Key{Server: server, Kind: kind, Name: name}]
-	return msg, ok
-}
 
 // SetLock replaces the approved definitions (after `manifold approve`
 // rewrote the lock file); the catalog is rebuilt, so an approved
@@ -136,8 +94,8 @@ type pinSnapshot struct {
 // definitions of a server the lock has nothing of, once it is listed.
 // tools is the catalog's name table, for exposed names. Called with catMu
 // held.
-func (s *Server) checkPins(g *generation, snap map[string]lists, pinned map[string]pinSnapshot, tools *naming.Table) *pinState {
-	ps := &pinState{held: map[pin.Key]string{}, reviews: map[string][]PinReview{}, heldInstr: map[string]bool{}}
+func (s *Server) checkPins(g *generation, snap map[string]supervise.Lists, pinned map[string]pinSnapshot, tools *naming.Table) *cat.Pins {
+	ps := &cat.Pins{Held: map[pin.Key]string{}, Reviews: map[string][]PinReview{}, HeldInstr: map[string]bool{}}
 	lock := s.pins.Load()
 	// The other servers' names are looked for only in a definition that is
 	// not approved as it is: made at the first such definition.
@@ -165,7 +123,7 @@ func (s *Server) checkPins(g *generation, snap map[string]lists, pinned map[stri
 		if !known && !pinned[b.name].listed {
 			continue // nothing to trust yet, and nothing approved to hold against
 		}
-		for _, d := range s.pinDefs(b, snap[b.name], pinned[b.name].instructions, prevDefs[b]) {
+		for _, d := range s.pinDefs(b, listsOf(snap[b.name]), pinned[b.name].instructions, prevDefs[b]) {
 			key := pin.Key{Server: b.name, Kind: d.def.Kind, Name: d.def.Name}
 			entry, approved := lock.Lookup(key)
 			if approved && entry.Sum == d.sum {
@@ -204,17 +162,17 @@ func (s *Server) checkPins(g *generation, snap map[string]lists, pinned map[stri
 			if d.def.Kind == pin.Tool {
 				r.Exposed, _ = tools.Exposed(b.name, d.def.Name)
 			}
-			ps.reviews[b.name] = append(ps.reviews[b.name], r)
+			ps.Reviews[b.name] = append(ps.Reviews[b.name], r)
 			s.logReview(b.name, r)
 			if r.Held {
 				if d.def.Kind == pin.Instructions {
-					ps.heldInstr[b.name] = true
+					ps.HeldInstr[b.name] = true
 				}
 				what := fmt.Sprintf("%s %q of server %q", d.def.Kind, cmpOr(r.Exposed, d.def.Name), b.name)
 				if d.def.Kind == pin.Instructions {
 					what = fmt.Sprintf("the instructions of server %q", b.name)
 				}
-				ps.held[key] = fmt.Sprintf("%s is %s since a person last approved its definition, and awaits review (pin = \"quarantine\"); nothing was executed. To review and accept it, run `%s` on the machine that runs manifold",
+				ps.Held[key] = fmt.Sprintf("%s is %s since a person last approved its definition, and awaits review (pin = \"quarantine\"); nothing was executed. To review and accept it, run `%s` on the machine that runs manifold",
 					what, r.Change, r.Approve(b.name))
 			}
 		}
@@ -354,21 +312,6 @@ func (s *Server) pinDefs(b *backend, l lists, ins string, prev *pinCache) []pinD
 	return out
 }
 
-// pinReviews returns the reviews of server in the catalog in force.
-func (c *catalog) pinReviews(server string) []PinReview {
-	if c.pin == nil {
-		return nil
-	}
-	return c.pin.reviews[server]
-}
-
-// heldMessage returns the error for a call or get of a held tool or prompt
-// (kind "tool" or "prompt") by exposed name.
-func (c *catalog) heldMessage(kind, exposed string) (string, bool) {
-	msg, ok := c.pinHeld[kind+"\x00"+exposed]
-	return msg, ok
-}
-
 // shadowNames returns, per server, the tool names of the other servers that
 // pin.Shadows looks for, and the server's own names (original and exposed),
 // which never count. An exposed name counts as the name clients see only
@@ -377,14 +320,14 @@ func (c *catalog) heldMessage(kind, exposed string) (string, bool) {
 // own names, and another server having a tool of the same name is a
 // coincidence of common names (two servers' "search"), not a copy of what
 // clients see; such a name counts as an original one, only when distinctive.
-func shadowNames(servers []string, snap map[string]lists, tools *naming.Table) (map[string]pin.Names, map[string]map[string]bool) {
+func shadowNames(servers []string, snap map[string]supervise.Lists, tools *naming.Table) (map[string]pin.Names, map[string]map[string]bool) {
 	type owned struct{ name, whose, server string }
 	var exposedNames, originalNames []owned
 	own := map[string]map[string]bool{}
 	for _, server := range servers {
 		names := map[string]bool{}
 		own[server] = names
-		for _, t := range snap[server].tools {
+		for _, t := range snap[server].Tools {
 			if t == nil {
 				continue
 			}

@@ -227,7 +227,7 @@ func (k *toolCall) refuseStopping() bool {
 func (k *toolCall) resolve() bool {
 	s := k.s
 	c := s.catalog.Load()
-	e, d, ok := c.visibleTool(k.name, k.who)
+	e, d, ok := c.VisibleTool(k.name, k.who)
 	if !ok {
 		select {
 		case <-s.ready:
@@ -237,7 +237,7 @@ func (k *toolCall) resolve() bool {
 		// Upstreams are still starting: the tool may be about to appear.
 		s.waitReady(k.ctx)
 		c = s.catalog.Load()
-		if e, d, ok = c.visibleTool(k.name, k.who); !ok {
+		if e, d, ok = c.VisibleTool(k.name, k.who); !ok {
 			return k.notFound(c)
 		}
 	}
@@ -258,21 +258,21 @@ func (k *toolCall) resolve() bool {
 // down, or unknown.
 func (k *toolCall) notFound(c *catalog) bool {
 	name, rec := k.name, &k.rec
-	if msg, held := c.heldMessage("tool", name); held { // awaits review (pinned.go): say so
-		he, _ := c.tools.Lookup(name)
+	if msg, held := c.HeldMessage("tool", name); held { // awaits review (pinned.go): say so
+		he, _ := c.Tools.Lookup(name)
 		rec.Server, rec.Original, rec.Outcome, rec.Rule = he.Server, he.Original, "awaits review", "pin"
 		return k.fail(&jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: msg})
 	}
-	if he, found := c.tools.Lookup(name); found { // hidden: audited with its rule
+	if he, found := c.Tools.Lookup(name); found { // hidden: audited with its rule
 		rec.Server, rec.Original = he.Server, he.Original
 		rec.Outcome = "hidden"
-		_, rec.Rule = observe.DecisionWords(c.decision("tool\x00"+name, k.who))
+		_, rec.Rule = observe.DecisionWords(c.Decision("tool\x00"+name, k.who))
 	} else if b := c.downServer(name); b != nil {
 		rec.Server, rec.Outcome = b.name, "unavailable"
 		k.end(toolError("%s", b.Unavailable()), nil)
 		return false
 	}
-	return k.fail(c.unknownTool(name))
+	return k.fail(c.UnknownTool(name))
 }
 
 // retried takes a modern client's retry of a call with the input a server
@@ -550,7 +550,7 @@ func (k *toolCall) countSpend(raw json.RawMessage) (json.RawMessage, bool) {
 // client knows them.
 func (k *toolCall) rewriteURIs(raw json.RawMessage) (json.RawMessage, bool) {
 	if naming.MayContainURIs(raw) {
-		raw = k.cat.filterResultResources(k.b.name, raw, k.who)
+		raw = k.cat.FilterResultResources(k.b.name, raw, k.who)
 	}
 	return raw, true
 }

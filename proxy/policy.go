@@ -4,6 +4,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/manifold-mcp/manifold/policy"
+	cat "github.com/manifold-mcp/manifold/proxy/catalog"
 )
 
 // This file applies the policy (ARCHITECTURE §4): one decision function,
@@ -24,27 +25,8 @@ func (s *Server) SetPolicy(r *policy.Rules) {
 	s.rebuild()
 }
 
-// toPolicyAnnotations converts an upstream tool's annotations; nil when it
-// sent none (so the tool is not read-only).
+// toPolicyAnnotations converts an upstream tool's annotations
+// (catalog.ToPolicyAnnotations).
 func toPolicyAnnotations(a *mcp.ToolAnnotations) *policy.Annotations {
-	if a == nil {
-		return nil
-	}
-	ro, idem := a.ReadOnlyHint, a.IdempotentHint
-	return &policy.Annotations{Title: a.Title, ReadOnly: &ro, Idempotent: &idem, Destructive: a.DestructiveHint, OpenWorld: a.OpenWorldHint}
-}
-
-// toMCPAnnotations converts effective annotations back for clients.
-func toMCPAnnotations(a *policy.Annotations) *mcp.ToolAnnotations {
-	if a == nil {
-		return nil
-	}
-	out := &mcp.ToolAnnotations{Title: a.Title, DestructiveHint: a.Destructive, OpenWorldHint: a.OpenWorld}
-	if a.ReadOnly != nil {
-		out.ReadOnlyHint = *a.ReadOnly
-	}
-	if a.Idempotent != nil {
-		out.IdempotentHint = *a.Idempotent
-	}
-	return out
+	return cat.ToPolicyAnnotations(a)
 }

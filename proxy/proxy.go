@@ -26,6 +26,7 @@ import (
 	"github.com/manifold-mcp/manifold/internal/telemetry"
 	"github.com/manifold-mcp/manifold/policy"
 	"github.com/manifold-mcp/manifold/proxy/bridge"
+	cat "github.com/manifold-mcp/manifold/proxy/catalog"
 	"github.com/manifold-mcp/manifold/proxy/confirm"
 	"github.com/manifold-mcp/manifold/proxy/guard"
 	"github.com/manifold-mcp/manifold/proxy/observe"
@@ -269,11 +270,11 @@ type Server struct {
 	// made at the first catalog that wants them and kept across rebuilds.
 	embedsMu sync.Mutex
 	embeds   *embedcache.Cache
-	rebuilds rebuildQueue   // coalesces rebuild requests (catalog.go)
-	catMu    sync.Mutex     // serialises catalog rebuilds and SDK registration
-	reg      registered     // what is registered with the SDK server; guarded by catMu
-	scratch  *mcp.Server    // guarded by catMu; checks tool schemas as the SDK would (checkHeaderTools)
-	derived  map[defKey]any // guarded by catMu; the exposed definitions of the last rebuild (catalog.go)
+	rebuilds rebuildQueue // coalesces rebuild requests (catalog.go)
+	catMu    sync.Mutex   // serialises catalog rebuilds and SDK registration
+	reg      registered   // what is registered with the SDK server; guarded by catMu
+	scratch  *mcp.Server  // guarded by catMu; checks tool schemas as the SDK would (checkHeaderTools)
+	derived  cat.Derived  // guarded by catMu; the exposed definitions of the last rebuild (catalog.go)
 	// dupWarned are the names a server listed twice that were logged
 	// (dropDuplicates), by server, kind and name; guarded by catMu.
 	dupWarned map[string]bool
@@ -361,7 +362,7 @@ func New(opts Options) (*Server, error) {
 	s.catOpts.Store(&opts.Catalog)
 	s.leftOut.Store(&opts.LeftOut)
 	obsOpts := observe.Options{AuditArguments: opts.AuditArguments, Tracer: opts.Tracer, Listed: func(tool string) bool {
-		_, _, ok := s.catalog.Load().visibleTool(tool, policy.Widest)
+		_, _, ok := s.catalog.Load().VisibleTool(tool, policy.Widest)
 		return ok
 	}}
 	if opts.Audit != nil {
@@ -377,10 +378,7 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.gen.Store(g)
-	c := newCatalog(g)
-	c.surfOpts = opts.Catalog
-	c.embeds = s.embedCache(c.surfOpts)
-	s.catalog.Store(c)
+	s.catalog.Store(newCatalog(g, opts.Catalog, s.embedCache(opts.Catalog)))
 	s.server = s.newMCPServer()
 	// The servers listed by an earlier run are in the catalog before any
 	// client can list it.

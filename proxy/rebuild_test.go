@@ -308,7 +308,7 @@ func TestRebuildReusesDefinitions(t *testing.T) {
 		for k, e := range s.reg.tools {
 			reg[k] = e.def
 		}
-		return pins, s.catalog.Load().toolDefs, reg
+		return pins, s.catalog.Load().ToolDefs, reg
 	}
 	pins1, defs1, reg1 := state()
 	putLists(t, s, "b", lists{tools: []*mcp.Tool{tool("t", "B.")}}) // a re-listing: new values, equal
@@ -358,7 +358,7 @@ func TestRebuildCoalesces(t *testing.T) {
 	for range n {
 		wg.Go(func() {
 			s.rebuild()
-			if _, ok := s.catalog.Load().toolDefs["a__t"]; !ok {
+			if _, ok := s.catalog.Load().ToolDefs["a__t"]; !ok {
 				missing.Add(1)
 			}
 		})

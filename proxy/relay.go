@@ -47,17 +47,17 @@ func (s *Server) newRelay() *relay.Relay {
 		NeedCap: bridge.NeedCap,
 		Subscribable: func(ctx context.Context, req *mcp.SubscribeRequest) (string, string, string, error) {
 			c := s.catalog.Load()
-			server, original, uri, ok, err := c.resolveResource(req.Params.URI)
+			server, original, uri, ok, err := c.ResolveResource(req.Params.URI)
 			if err != nil {
 				return "", "", "", err
 			}
-			if !ok || !c.resourceAllowed(server, original, uri, session.RequestIdentity(ctx, req).Policy()).Visible {
+			if !ok || !c.ResourceAllowed(server, original, uri, session.RequestIdentity(ctx, req).Policy()).Visible {
 				return "", "", "", mcp.ResourceNotFoundError(req.Params.URI)
 			}
 			return server, original, uri, nil
 		},
-		Resolve: func(uri string) (string, string, string, bool, error) { return s.catalog.Load().resolveResource(uri) },
-		Owners:  func() func(string) (string, string, bool) { return s.catalog.Load().resourceOwner },
+		Resolve: func(uri string) (string, string, string, bool, error) { return s.catalog.Load().ResolveResource(uri) },
+		Owners:  func() func(string) (string, string, bool) { return s.catalog.Load().ResourceOwner },
 		Upstream: func(ctx context.Context, server string) (*mcp.ClientSession, relay.Backend, error) {
 			cs, b, err := s.upFor(ctx, server)
 			if b == nil {

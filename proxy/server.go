@@ -178,7 +178,7 @@ func (s *Server) route(ctx context.Context, next mcp.MethodHandler, method strin
 			if r, ok := req.(*mcp.ListToolsRequest); ok && r.Params != nil {
 				cursor = r.Params.Cursor
 			}
-			lr, err := c.toolPage(cursor)
+			lr, err := c.ToolPage(cursor)
 			if err != nil {
 				return nil, err
 			}
@@ -299,11 +299,11 @@ func (s *Server) setCacheable(_ context.Context, req mcp.Request, c *mcp.Cacheab
 		// no shared cache's to serve.
 		c.TTLMs, c.CacheScope = cat.listCache(ready)
 	case *mcp.ListPromptsRequest:
-		c.TTLMs, c.CacheScope = era.ListCache(cat.narrowed[catPrompts] || cat.varies[catPrompts], ready)
+		c.TTLMs, c.CacheScope = era.ListCache(cat.Narrowed[catPrompts] || cat.Varies[catPrompts], ready)
 	case *mcp.ListResourcesRequest:
-		c.TTLMs, c.CacheScope = era.ListCache(cat.narrowedResources || cat.variesResources, ready)
+		c.TTLMs, c.CacheScope = era.ListCache(cat.NarrowedResources || cat.VariesResources, ready)
 	case *mcp.ListResourceTemplatesRequest:
-		c.TTLMs, c.CacheScope = era.ListCache(cat.narrowedTemplates || cat.variesTemplates, ready)
+		c.TTLMs, c.CacheScope = era.ListCache(cat.NarrowedTemplates || cat.VariesTemplates, ready)
 	case *mcp.ReadResourceRequest:
 		// The upstream's answer says how long its content keeps; an
 		// upstream of the legacy era says nothing (0: re-read).
@@ -362,7 +362,7 @@ func (s *Server) readResource(ctx context.Context, ss *mcp.ServerSession, p *mcp
 	}
 	s.waitReady(ctx)
 	c := s.catalog.Load()
-	server, original, uri, ok, err := c.resolveResource(p.URI)
+	server, original, uri, ok, err := c.ResolveResource(p.URI)
 	if err != nil {
 		rec.Outcome = "refused: no canonical URI"
 		return nil, err
@@ -371,7 +371,7 @@ func (s *Server) readResource(ctx context.Context, ss *mcp.ServerSession, p *mcp
 		return nil, mcp.ResourceNotFoundError(p.URI)
 	}
 	who := session.IdentityFrom(ctx).Policy()
-	d := c.resourceAllowed(server, original, uri, who)
+	d := c.ResourceAllowed(server, original, uri, who)
 	rec.Exposed, rec.Server, rec.Original = uri, server, original
 	if rec.Decision, rec.Rule = observe.DecisionWords(d); !d.Visible {
 		rec.Outcome = "denied"
@@ -411,7 +411,7 @@ func (s *Server) readResource(ctx context.Context, ss *mcp.ServerSession, p *mcp
 		if rc == nil {
 			continue
 		}
-		out, ok := c.upstreamResource(server, rc.URI, who)
+		out, ok := c.UpstreamResource(server, rc.URI, who)
 		if !ok {
 			continue
 		}
@@ -427,7 +427,7 @@ func (s *Server) readResource(ctx context.Context, ss *mcp.ServerSession, p *mcp
 		rec.Outcome = "denied"
 		return nil, mcp.ResourceNotFoundError(p.URI)
 	}
-	if modernSession(ss) && (len(kept) < len(res.Contents) || c.rules.GuardsResources(server)) {
+	if modernSession(ss) && (len(kept) < len(res.Contents) || c.Rules.GuardsResources(server)) {
 		// What this read shows depends on the policy, as a narrowed list
 		// does: no shared cache may serve it to another client.
 		res.CacheScope = era.ScopePrivate
@@ -468,10 +468,10 @@ func (s *Server) handleGetPrompt(ctx context.Context, req *mcp.GetPromptRequest)
 		}()
 	}
 	c := s.catalog.Load()
-	e, d, ok := c.visiblePrompt(req.Params.Name, who)
+	e, d, ok := c.VisiblePrompt(req.Params.Name, who)
 	if !ok {
 		rec.Decision = "denied"
-		if msg, held := c.heldMessage("prompt", req.Params.Name); held {
+		if msg, held := c.HeldMessage("prompt", req.Params.Name); held {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: msg}
 		}
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", req.Params.Name)}
@@ -517,10 +517,10 @@ func (s *Server) handleGetPrompt(ctx context.Context, req *mcp.GetPromptRequest)
 	if err != nil {
 		return nil, rpcError(e.Server, err)
 	}
-	if c.filtersResources(e.Server) {
+	if c.FiltersResources(e.Server) {
 		for _, m := range res.Messages {
 			if m != nil {
-				m.Content = filterContent(m.Content, func(u string) (string, bool) { return c.upstreamResource(e.Server, u, who) })
+				m.Content = filterContent(m.Content, func(u string) (string, bool) { return c.UpstreamResource(e.Server, u, who) })
 			}
 		}
 	}
@@ -567,21 +567,21 @@ func (s *Server) handleComplete(ctx context.Context, req *mcp.CompleteRequest) (
 	var server string
 	switch ref.Type {
 	case "ref/prompt":
-		e, _, ok := c.visiblePrompt(ref.Name, session.RequestIdentity(ctx, req).Policy())
+		e, _, ok := c.VisiblePrompt(ref.Name, session.RequestIdentity(ctx, req).Policy())
 		if !ok {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", ref.Name)}
 		}
 		server, ref.Name = e.Server, e.Original
 	case "ref/resource":
-		srv, original, ok := c.uris.Inward(ref.URI)
+		srv, original, ok := c.URIs.Inward(ref.URI)
 		if !ok {
-			if owner, found := c.tmplOwner[ref.URI]; found {
+			if owner, found := c.TmplOwner[ref.URI]; found {
 				srv, original, ok = owner, ref.URI, true
-			} else if owner, found := c.resOwner[ref.URI]; found {
+			} else if owner, found := c.ResOwner[ref.URI]; found {
 				srv, original, ok = owner, ref.URI, true
 			}
 		}
-		if !ok || !c.rules.Decide(policy.Item{Kind: policy.Template, Server: srv, Original: original, Exposed: ref.URI, Who: session.RequestIdentity(ctx, req).Policy()}).Visible {
+		if !ok || !c.Rules.Decide(policy.Item{Kind: policy.Template, Server: srv, Original: original, Exposed: ref.URI, Who: session.RequestIdentity(ctx, req).Policy()}).Visible {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown resource template %q", ref.URI)}
 		}
 		server, ref.URI = srv, original
@@ -612,5 +612,5 @@ func (s *Server) resourceUpdated(ctx context.Context, b *backend, uri string) {
 	if canon, err := policy.CanonicalURI(uri); err == nil {
 		uri = canon // as the subscription was recorded
 	}
-	_ = s.server.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: c.uris.Outward(b.name, uri)})
+	_ = s.server.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: c.URIs.Outward(b.name, uri)})
 }

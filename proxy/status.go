@@ -80,7 +80,7 @@ func (s *Server) Status() []ServerStatus {
 	out := make([]ServerStatus, 0, len(g.backends))
 	for _, b := range g.backends {
 		st := ServerStatus{Name: b.name, Pin: string(g.pin[b.name])}
-		for _, r := range c.pinReviews(b.name) {
+		for _, r := range c.PinReviews(b.name) {
 			r.Diff = s.opts.Redactor.String(r.Diff)
 			findings := make([]string, len(r.Findings))
 			for i, f := range r.Findings {

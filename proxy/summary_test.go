@@ -236,13 +236,13 @@ func TestCatalogIgnoresListingOrder(t *testing.T) {
 		c := s.catalog.Load()
 		var out strings.Builder
 		for _, name := range []string{"s__t", "s__u"} {
-			fmt.Fprintf(&out, "%s=%s ", name, c.toolDefs[name].Description)
+			fmt.Fprintf(&out, "%s=%s ", name, c.ToolDefs[name].Description)
 		}
-		fmt.Fprintf(&out, "prompt=%s ", c.promptDefs["s__p"].Description)
-		for uri, r := range c.resources {
+		fmt.Fprintf(&out, "prompt=%s ", c.PromptDefs["s__p"].Description)
+		for uri, r := range c.Resources {
 			fmt.Fprintf(&out, "%s=%s ", uri, r.Description)
 		}
-		for tmpl, r := range c.templates {
+		for tmpl, r := range c.Templates {
 			fmt.Fprintf(&out, "%s=%s ", tmpl, r.Description)
 		}
 		return out.String()

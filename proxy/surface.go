@@ -18,9 +18,9 @@ import (
 	"github.com/manifold-mcp/manifold/proxy/era"
 	"github.com/manifold-mcp/manifold/proxy/internal/wire"
 	"github.com/manifold-mcp/manifold/proxy/observe"
-	"github.com/manifold-mcp/manifold/proxy/search"
 	"github.com/manifold-mcp/manifold/proxy/search/embedcache"
 	"github.com/manifold-mcp/manifold/proxy/session"
+	"github.com/manifold-mcp/manifold/proxy/surface"
 )
 
 // This file holds the search surface: which tool list each client gets
@@ -36,80 +36,56 @@ import (
 // startCall, so routing, policy, limits, progress, cancellation and audit are
 // those of a direct call.
 
-// Catalog modes.
+// Catalog modes (surface.ModeAuto, ModeFull, ModeSearch).
 const (
-	ModeAuto   = "auto"
-	ModeFull   = "full"
-	ModeSearch = "search"
+	ModeAuto   = surface.ModeAuto
+	ModeFull   = surface.ModeFull
+	ModeSearch = surface.ModeSearch
 )
 
 // DefaultSearchAbove is CatalogOptions.SearchAbove's default.
-const DefaultSearchAbove = 40
+const DefaultSearchAbove = surface.DefaultSearchAbove
 
-// The meta-tools' names. They are fixed: models and tests know them.
+// The meta-tools' names and limits, and the annotation classes (proxy/surface).
 const (
-	toolSearch           = "search_tools"
-	toolDescribe         = "describe_tools"
-	toolCallRead         = "call_tool_read"
-	toolCallWrite        = "call_tool_write"
-	toolCallDestructive  = "call_tool_destructive"
-	searchDefaultLimit   = 8
-	searchMaxLimit       = 20
-	describeMaxNames     = 5
-	searchMaxQueryLength = 1000
+	toolSearch           = surface.ToolSearch
+	toolDescribe         = surface.ToolDescribe
+	toolCallRead         = surface.ToolCallRead
+	toolCallWrite        = surface.ToolCallWrite
+	toolCallDestructive  = surface.ToolCallDestructive
+	searchDefaultLimit   = surface.SearchDefaultLimit
+	searchMaxLimit       = surface.SearchMaxLimit
+	describeMaxNames     = surface.DescribeMaxNames
+	searchMaxQueryLength = surface.SearchMaxQueryLength
+	classRead            = surface.ClassRead
+	classWrite           = surface.ClassWrite
+	classDestructive     = surface.ClassDestructive
+	rankerLexical        = surface.RankerLexical
+	rankerEncoder        = surface.RankerEncoder
 )
 
 // metaTools are the meta-tools in the order they are listed.
-var metaTools = []string{toolSearch, toolDescribe, toolCallRead, toolCallWrite, toolCallDestructive}
+var metaTools = surface.MetaTools
 
-// deferringClients are the clientInfo names of clients known to defer MCP
-// tools behind a search of their own: auto gives them the full list.
-// Codex sends "codex-mcp-client" (its rmcp client's clientInfo).
-var deferringClients = []string{"claude-code", "codex-mcp-client"}
-
-// CatalogOptions says which tool list each client gets.
-type CatalogOptions struct {
-	// Mode is ModeAuto, ModeFull or ModeSearch. If empty, ModeFull: every
-	// client gets every visible tool.
-	Mode string
-	// SearchAbove: ModeAuto serves the search surface only when more
-	// tools than this are visible. If zero, DefaultSearchAbove; if
-	// negative, at any size.
-	SearchAbove int
-	// Always are exposed tool names listed beside the meta-tools in search
-	// mode. A name that is not a visible tool is left out and logged once,
-	// naming AlwaysAt (where the list is configured, "proxy.toml:12:
-	// catalog.always"; if empty, "catalog.always").
-	Always   []string
-	AlwaysAt string
-	// Clients give a mode per client, by clientInfo name (case-insensitive;
-	// a glob of package policy); the first match wins. A client that
-	// matches none gets Mode.
-	Clients []ClientMode
-	// Identities give a mode per HTTP identity (policy.ParsePrincipal's
-	// "group:eng", "user:…", "key:…"); the first the caller is wins, over
-	// Clients. The anonymous identity is none of them.
-	Identities []IdentityMode
-	// Encoder: search also ranks with the sentence encoder
-	// (proxy/search/embedcache). The tools' embeddings are built in the
-	// background from a catalog's first search on; until they are all
-	// ready, search is lexical, and never waits. EncoderCache is the
-	// folder they are cached in ("" keeps them in memory only).
-	Encoder      bool
-	EncoderCache string
-}
+// CatalogOptions says which tool list each client gets (surface.Options).
+type CatalogOptions = surface.Options
 
 // IdentityMode is one entry of CatalogOptions.Identities.
-type IdentityMode struct {
-	Who  policy.Principal
-	Mode string // ModeAuto, ModeFull or ModeSearch
-}
+type IdentityMode = surface.IdentityMode
 
 // ClientMode is one entry of CatalogOptions.Clients.
-type ClientMode struct {
-	Name string // a clientInfo name or glob, compared case-insensitively
-	Mode string // ModeAuto, ModeFull or ModeSearch
-}
+type ClientMode = surface.ClientMode
+
+// toolClass, callToolOf, classOfCallTool and schemaParams are the
+// surface's (proxy/surface).
+var (
+	toolClass       = surface.ToolClass
+	callToolOf      = surface.CallToolOf
+	classOfCallTool = surface.ClassOfCallTool
+	schemaParams    = surface.SchemaParams
+)
+
+type param = surface.Param
 
 // SetCatalog applies new catalog options (after a reload); sessions keep the
 // mode they were given, new ones get the new rules, and the catalog is
@@ -126,90 +102,6 @@ func (s *Server) catalogOptions() *CatalogOptions {
 		return o
 	}
 	return &CatalogOptions{}
-}
-
-// modeFor returns the catalog mode (ModeFull or ModeSearch) of client name
-// against catalog c, by the options c was built with.
-func (c *catalog) modeFor(name string) string {
-	return c.modeForWho(name, policy.Identity{})
-}
-
-// modeForWho is modeFor for a client of the identity who: the mode given
-// to the identity, if any, else to the client name, else the default.
-func (c *catalog) modeForWho(name string, who policy.Identity) string {
-	o := c.surfOpts
-	mode := o.Mode
-	lname := strings.ToLower(name)
-	byWho := false
-	for _, im := range o.Identities {
-		if who.In([]policy.Principal{im.Who}) {
-			mode, byWho = im.Mode, true
-			break
-		}
-	}
-	for _, cm := range o.Clients {
-		if byWho {
-			break
-		}
-		p := strings.ToLower(cm.Name)
-		if p == lname || policy.Match(p, lname) {
-			mode = cm.Mode
-			break
-		}
-	}
-	switch mode {
-	case ModeSearch:
-		return ModeSearch
-	case ModeAuto:
-		if slices.Contains(deferringClients, lname) {
-			return ModeFull
-		}
-		above := o.SearchAbove
-		if above == 0 {
-			above = DefaultSearchAbove
-		}
-		if len(c.toolDefs) > above {
-			return ModeSearch
-		}
-	}
-	return ModeFull
-}
-
-// listVaries reports whether two clients may get different tool lists from
-// c: a modern client's list is then cacheScope "private".
-func (c *catalog) listVaries() bool {
-	o := c.surfOpts
-	modes := map[string]bool{c.modeFor(""): true}
-	if o.Mode == ModeAuto {
-		for _, n := range deferringClients {
-			modes[c.modeFor(n)] = true
-		}
-	}
-	given := make([]string, 0, len(o.Clients)+len(o.Identities))
-	for _, cm := range o.Clients {
-		given = append(given, cm.Mode)
-	}
-	for _, im := range o.Identities {
-		given = append(given, im.Mode)
-	}
-	for _, m := range given {
-		switch m {
-		case ModeAuto:
-			modes[ModeFull] = true
-			if c.modeFor("") == ModeFull { // auto may give search to an eager client
-				above := o.SearchAbove
-				if above == 0 {
-					above = DefaultSearchAbove
-				}
-				if len(c.toolDefs) > above {
-					modes[ModeSearch] = true
-				}
-			}
-		default:
-			modes[m] = true
-		}
-	}
-	return len(modes) > 1
 }
 
 // clientIdent is who sent a request (session.Client).
@@ -304,7 +196,7 @@ func (s *Server) sessionMode(ctx context.Context, ss *mcp.ServerSession, meta mc
 			return mode
 		}
 	}
-	mode := c.modeForWho(id.Name, session.IdentityFrom(ctx).Policy())
+	mode := c.surf.ModeForWho(id.Name, session.IdentityFrom(ctx).Policy())
 	if decide {
 		// Until every server's initial start is over the catalog may
 		// still grow past search_above: the mode is kept from then on.
@@ -370,7 +262,7 @@ type ClientStatus struct {
 // Names are shown with secrets hidden (Options.Redactor).
 func (s *Server) Clients() []ClientStatus {
 	c := s.catalog.Load()
-	full, searchList := len(c.toolDefs), len(c.surface().list)
+	full, searchList := len(c.ToolDefs), len(c.surf.Surface().List)
 	var out []ClientStatus
 	s.sessions.Clients.Each(func(e *session.ClientEntry, modern bool) {
 		st := ClientStatus{Name: printable(s.opts.Redactor.String(e.ID.Name)), Version: printable(s.opts.Redactor.String(e.ID.Version)),
@@ -398,115 +290,12 @@ func (s *Server) Clients() []ClientStatus {
 func (s *Server) ListedNames() (full, search []string) {
 	c := s.catalog.Load()
 	c.namesOnce.Do(func() {
-		c.fullNames = slices.Sorted(maps.Keys(c.toolDefs))
-		for _, t := range c.surface().list {
+		c.fullNames = slices.Sorted(maps.Keys(c.ToolDefs))
+		for _, t := range c.surf.Surface().List {
 			c.searchNames = append(c.searchNames, t.Name)
 		}
 	})
 	return slices.Clone(c.fullNames), slices.Clone(c.searchNames)
-}
-
-// surface is the search surface of one catalog: the list and the meta-tools'
-// definitions. Built at the first need, once per catalog; the index apart
-// (searchIndex), at the first search.
-type surface struct {
-	list    []*mcp.Tool          // the meta-tools, then the always tools
-	meta    map[string]*mcp.Tool // meta-tool name -> definition
-	servers []string             // the servers with visible tools, sorted
-}
-
-// surface returns c's search surface, building it once.
-func (c *catalog) surface() *surface {
-	c.surfOnce.Do(func() { c.surf = c.buildSurface() })
-	return c.surf
-}
-
-func (c *catalog) buildSurface() *surface {
-	sf := &surface{meta: map[string]*mcp.Tool{}}
-	servers := map[string]bool{}
-	for name := range c.toolDefs {
-		e, _ := c.tools.Lookup(name)
-		servers[e.Server] = true
-	}
-	sf.servers = slices.Sorted(maps.Keys(servers))
-	for _, def := range metaToolDefs(len(c.toolDefs), sf.servers) {
-		sf.meta[def.Name] = def
-		sf.list = append(sf.list, def)
-	}
-	for _, name := range c.surfOpts.Always {
-		if def, ok := c.toolDefs[name]; ok && sf.meta[name] == nil {
-			sf.list = append(sf.list, def)
-		}
-	}
-	return sf
-}
-
-// Rankers a search reports with the encoder on (searchIndex).
-const (
-	rankerLexical = "lexical" // the encoder's embeddings are not all ready yet
-	rankerEncoder = "encoder"
-)
-
-// searchIndex returns the index of c's visible tools, building it once,
-// and with the encoder on, which ranker it is: the lexical index until the
-// embeddings of all c's tools are ready (asking for them starts their
-// background build), then one that also ranks with them.
-func (c *catalog) searchIndex() (*search.Index, string) {
-	c.indexOnce.Do(func() {
-		c.docs = c.indexDocs()
-		// The word-vector signal ranks some requests better whose words the
-		// catalog does not use; its table is decoded at the first search.
-		c.index = search.NewWith(c.docs, search.Options{Semantic: true})
-		if c.embeds != nil {
-			for _, d := range c.docs {
-				c.embedTexts = append(c.embedTexts, search.EmbedText(d))
-			}
-		}
-	})
-	if c.embeds == nil {
-		return c.index, ""
-	}
-	if ix := c.encIndex.Load(); ix != nil {
-		return ix, rankerEncoder
-	}
-	vecs, ok := c.embeds.Lookup(c.embedTexts)
-	if !ok {
-		return c.index, rankerLexical
-	}
-	c.encOnce.Do(func() {
-		byText := make(map[string][]float32, len(vecs))
-		for i, t := range c.embedTexts {
-			byText[t] = vecs[i]
-		}
-		embeds := c.embeds
-		c.encIndex.Store(search.NewWith(c.docs, search.Options{Semantic: true, Embed: func(text string) []float32 {
-			if v, ok := byText[text]; ok {
-				return v
-			}
-			return embeds.Encode(text) // a query
-		}}))
-	})
-	return c.encIndex.Load(), rankerEncoder
-}
-
-// indexDocs are c's visible tools as the search index sees them.
-func (c *catalog) indexDocs() []search.Doc {
-	names := slices.Sorted(maps.Keys(c.toolDefs))
-	docs := make([]search.Doc, 0, len(names))
-	for _, name := range names {
-		def := c.toolDefs[name]
-		e, _ := c.tools.Lookup(name)
-		d := search.Doc{ID: name, Name: name, Title: def.Title, Description: def.Description, Server: e.Server,
-			ServerText: c.serverText[e.Server]}
-		if d.Title == "" && def.Annotations != nil {
-			d.Title = def.Annotations.Title
-		}
-		for _, p := range schemaParams(def.InputSchema) {
-			d.Params = append(d.Params, search.Param{Name: p.name, Description: p.description})
-		}
-		docs = append(docs, d)
-	}
-	return docs
 }
 
 // embedCache returns the server's embedding cache when o turns the encoder
@@ -532,12 +321,12 @@ func (s *Server) warnAlways(c *catalog) {
 	default:
 		return
 	}
-	at := c.surfOpts.AlwaysAt
+	at := c.surf.Options().AlwaysAt
 	if at == "" {
 		at = "catalog.always"
 	}
-	for _, name := range c.surfOpts.Always {
-		_, visible := c.toolDefs[name]
+	for _, name := range c.surf.Options().Always {
+		_, visible := c.ToolDefs[name]
 		switch {
 		case slices.Contains(metaTools, name):
 			if _, warned := s.alwaysWarned.LoadOrStore(name, true); !warned {
@@ -551,162 +340,6 @@ func (s *Server) warnAlways(c *catalog) {
 			s.alwaysWarned.Delete(name) // warn again should it go away
 		}
 	}
-}
-
-// metaToolDefs are the meta-tools' definitions for a catalog of n visible
-// tools from servers.
-func metaToolDefs(n int, servers []string) []*mcp.Tool {
-	from := strings.Join(servers, ", ")
-	if len(servers) > 12 {
-		from = strings.Join(servers[:12], ", ") + fmt.Sprintf(" and %d more", len(servers)-12)
-	}
-	if from == "" {
-		from = "none yet"
-	}
-	t, f := true, false
-	callSchema := func(kind string) map[string]any {
-		return map[string]any{
-			"type": "object",
-			"properties": map[string]any{
-				"name":      map[string]any{"type": "string", "description": "the tool's name, as search_tools gave it (a " + kind + " tool)"},
-				"arguments": map[string]any{"type": "object", "description": "the tool's arguments, as its parameters say (describe_tools gives them in full)"},
-			},
-			"required": []any{"name"},
-		}
-	}
-	return []*mcp.Tool{
-		{
-			Name:  toolSearch,
-			Title: "Search tools",
-			Description: fmt.Sprintf("Find the tool for a task among %d tools from the servers %s. Describe the task in a few words "+
-				"(\"read a file\", \"open a pull request\"); each match comes back as name(parameters, * = required) — what it does [read|write|destructive] → the call tool to use. "+
-				"Then call it with that call tool (call_tool_read, call_tool_write or call_tool_destructive), giving its name and arguments; use describe_tools first when you need its parameters in full.", n, from),
-			InputSchema: map[string]any{
-				"type": "object",
-				"properties": map[string]any{
-					"query": map[string]any{"type": "string", "description": "the task, in a few words"},
-					"limit": map[string]any{"type": "integer", "minimum": 1, "maximum": searchMaxLimit, "description": fmt.Sprintf("how many tools to return at most (default %d)", searchDefaultLimit)},
-				},
-				"required": []any{"query"},
-			},
-			Annotations: &mcp.ToolAnnotations{Title: "Search tools", ReadOnlyHint: true, DestructiveHint: &f, IdempotentHint: true, OpenWorldHint: &f},
-		},
-		{
-			Name:        toolDescribe,
-			Title:       "Describe tools",
-			Description: "Give the full definitions (parameters, output, annotations) of up to 5 tools that search_tools found, by name. Call them with the call tool search_tools named.",
-			InputSchema: map[string]any{
-				"type": "object",
-				"properties": map[string]any{
-					"names": map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "minItems": 1, "maxItems": describeMaxNames, "description": "tool names, as search_tools gave them"},
-				},
-				"required": []any{"names"},
-			},
-			Annotations: &mcp.ToolAnnotations{Title: "Describe tools", ReadOnlyHint: true, DestructiveHint: &f, IdempotentHint: true, OpenWorldHint: &f},
-		},
-		{
-			Name:        toolCallRead,
-			Title:       "Call a read-only tool",
-			Description: "Call a read-only tool that search_tools marked [read]: it only reads and changes nothing. Give its name and its arguments.",
-			InputSchema: callSchema("read"),
-			Annotations: &mcp.ToolAnnotations{Title: "Call a read-only tool", ReadOnlyHint: true, DestructiveHint: &f, OpenWorldHint: &t},
-		},
-		{
-			Name:        toolCallWrite,
-			Title:       "Call a tool that changes something",
-			Description: "Call a tool that search_tools marked [write]: it creates or changes something but deletes or overwrites nothing. Give its name and its arguments.",
-			InputSchema: callSchema("write"),
-			Annotations: &mcp.ToolAnnotations{Title: "Call a tool that changes something", ReadOnlyHint: false, DestructiveHint: &f, OpenWorldHint: &t},
-		},
-		{
-			Name:        toolCallDestructive,
-			Title:       "Call a destructive tool",
-			Description: "Call a tool that search_tools marked [destructive]: it may delete or overwrite (tools that say nothing of what they do count here). Give its name and its arguments.",
-			InputSchema: callSchema("destructive"),
-			Annotations: &mcp.ToolAnnotations{Title: "Call a destructive tool", ReadOnlyHint: false, DestructiveHint: &t, OpenWorldHint: &t},
-		},
-	}
-}
-
-// Annotation classes of a tool, for the call tools.
-const (
-	classRead        = "read"
-	classWrite       = "write"
-	classDestructive = "destructive"
-)
-
-// toolClass is the class of a tool by its effective annotations (after the
-// operator's overrides): read-only, else destructive when it says so or
-// says nothing (the protocol's default), else write.
-func toolClass(a *policy.Annotations) string {
-	switch {
-	case a.ReadOnlyHint():
-		return classRead
-	case a == nil || a.Destructive == nil || *a.Destructive:
-		return classDestructive
-	default:
-		return classWrite
-	}
-}
-
-// callToolOf is the call tool of a class.
-func callToolOf(class string) string {
-	switch class {
-	case classRead:
-		return toolCallRead
-	case classWrite:
-		return toolCallWrite
-	}
-	return toolCallDestructive
-}
-
-// classOfCallTool is the class a call tool runs.
-var classOfCallTool = map[string]string{toolCallRead: classRead, toolCallWrite: classWrite, toolCallDestructive: classDestructive}
-
-type param struct {
-	name, description string
-	required          bool
-}
-
-// schemaParams lists the top-level parameters of an input schema: the
-// required ones in the schema's order, then the others by name.
-func schemaParams(schema any) []param {
-	m, ok := schema.(map[string]any)
-	if !ok {
-		var err error
-		if m, err = toMap(schema); err != nil {
-			return nil
-		}
-	}
-	props, _ := m["properties"].(map[string]any)
-	req := map[string]bool{}
-	var out []param
-	if rs, ok := m["required"].([]any); ok {
-		for _, r := range rs {
-			if n, ok := r.(string); ok && props[n] != nil && !req[n] {
-				req[n] = true
-				out = append(out, param{name: n, required: true})
-			}
-		}
-	} else if rs, ok := m["required"].([]string); ok {
-		for _, n := range rs {
-			if props[n] != nil && !req[n] {
-				req[n] = true
-				out = append(out, param{name: n, required: true})
-			}
-		}
-	}
-	for _, n := range slices.Sorted(maps.Keys(props)) {
-		if !req[n] {
-			out = append(out, param{name: n})
-		}
-	}
-	for i := range out {
-		if p, ok := props[out[i].name].(map[string]any); ok {
-			out[i].description, _ = p["description"].(string)
-		}
-	}
-	return out
 }
 
 // toolSummary is the first sentence of a description, on one line, at
@@ -741,10 +374,10 @@ type searchHit struct {
 func signature(name string, ps []param) string {
 	parts := make([]string, len(ps))
 	for i, p := range ps {
-		if p.required {
-			parts[i] = p.name + "*"
+		if p.Required {
+			parts[i] = p.Name + "*"
 		} else {
-			parts[i] = p.name + "?"
+			parts[i] = p.Name + "?"
 		}
 	}
 	return name + "(" + strings.Join(parts, ", ") + ")"
@@ -823,8 +456,8 @@ func (s *Server) searchTools(c *catalog, args map[string]json.RawMessage, who po
 		}
 		limit = min(int(f), searchMaxLimit)
 	}
-	ix, ranker := c.searchIndex()
-	hits := ix.Search(query, c.searchDepth(limit))
+	ix, ranker := c.surf.SearchIndex()
+	hits := ix.Search(query, c.SearchDepth(limit))
 	out := struct {
 		Query  string      `json:"query"`
 		Tools  []searchHit `json:"tools"`
@@ -832,23 +465,23 @@ func (s *Server) searchTools(c *catalog, args map[string]json.RawMessage, who po
 	}{Query: query, Tools: []searchHit{}, Ranker: ranker}
 	var b strings.Builder
 	for _, h := range hits {
-		def, ok := c.toolDefs[h.ID]
+		def, ok := c.ToolDefs[h.ID]
 		if !ok || len(out.Tools) == limit {
 			continue // never a tool the catalog does not show
 		}
-		if _, _, visible := c.visibleTool(h.ID, who); !visible {
+		if _, _, visible := c.VisibleTool(h.ID, who); !visible {
 			continue // nor one hidden for the caller
 		}
-		e, _ := c.tools.Lookup(h.ID)
+		e, _ := c.Tools.Lookup(h.ID)
 		ps := schemaParams(def.InputSchema)
-		class := toolClass(c.toolAnn[h.ID])
+		class := toolClass(c.ToolAnn[h.ID])
 		hit := searchHit{Name: h.ID, Signature: signature(h.ID, ps), Summary: toolSummary(def.Description), Server: e.Server,
 			Class: class, CallWith: callToolOf(class)}
 		for _, p := range ps {
-			if p.required {
-				hit.Required = append(hit.Required, p.name)
+			if p.Required {
+				hit.Required = append(hit.Required, p.Name)
 			} else {
-				hit.Parameters = append(hit.Parameters, p.name)
+				hit.Parameters = append(hit.Parameters, p.Name)
 			}
 		}
 		out.Tools = append(out.Tools, hit)
@@ -883,8 +516,8 @@ func (s *Server) describeTools(c *catalog, args map[string]json.RawMessage, vers
 	}{}
 	var text []string
 	for _, n := range names {
-		def, ok := c.toolDefs[n]
-		if _, _, visible := c.visibleTool(n, who); !visible {
+		def, ok := c.ToolDefs[n]
+		if _, _, visible := c.VisibleTool(n, who); !visible {
 			ok = false // hidden for the caller: unknown, as a call would say
 		}
 		if !ok {
@@ -899,7 +532,7 @@ func (s *Server) describeTools(c *catalog, args map[string]json.RawMessage, vers
 		} else {
 			lr = adaptToolList(lr, version)
 		}
-		call := callToolOf(toolClass(c.toolAnn[n]))
+		call := callToolOf(toolClass(c.ToolAnn[n]))
 		out.Tools = append(out.Tools, described{Name: n, Tool: lr.Tools[0], CallWith: call})
 		b, err := json.Marshal(lr.Tools[0])
 		if err != nil {
@@ -936,15 +569,15 @@ func (s *Server) callThrough(ctx context.Context, ss *mcp.ServerSession, via str
 	}
 	c := s.catalog.Load()
 	who := session.IdentityFrom(ctx).Policy()
-	if _, _, ok := c.visibleTool(target, who); !ok {
+	if _, _, ok := c.VisibleTool(target, who); !ok {
 		s.waitReady(ctx) // it may belong to a server still starting
 		c = s.catalog.Load()
 	}
-	if _, _, ok := c.visibleTool(target, who); ok {
-		class := toolClass(c.toolAnn[target])
+	if _, _, ok := c.VisibleTool(target, who); ok {
+		class := toolClass(c.ToolAnn[target])
 		if want := classOfCallTool[via]; class != want {
 			if s.obs.Audits() {
-				e, _ := c.tools.Lookup(target)
+				e, _ := c.Tools.Lookup(target)
 				rec := observe.Record{Method: "tools/call", Exposed: target, Original: e.Original, Server: e.Server,
 					Decision: "denied", Outcome: "wrong call tool", Via: via, Catalog: ModeSearch, Identity: session.IdentityFrom(ctx).Subject}
 				recordSession(&rec, ss)
@@ -978,13 +611,13 @@ func (s *Server) callThrough(ctx context.Context, ss *mcp.ServerSession, via str
 
 // surfaceList is a search-mode session's tools/list answer.
 func (s *Server) surfaceList(c *catalog) *mcp.ListToolsResult {
-	return &mcp.ListToolsResult{Tools: slices.Clone(c.surface().list)}
+	return &mcp.ListToolsResult{Tools: slices.Clone(c.surf.Surface().List)}
 }
 
 // listCacheScope is era.ListCache for a modern tools/list on c.
 func (c *catalog) listCache(ready bool) (int, string) {
 	// A list that depends on who asks (who.go) is private too.
-	return era.ListCache(c.narrowed[catTools] || c.varies[catTools] || c.listVaries(), ready)
+	return era.ListCache(c.Narrowed[catTools] || c.Varies[catTools] || c.surf.ListVaries(), ready)
 }
 
 // serverTexts returns, per server of g, the text the search index knows it
@@ -1045,7 +678,7 @@ func (s *Server) CatalogSize() CatalogSize {
 }
 
 func (c *catalog) size() CatalogSize {
-	names := slices.Sorted(maps.Keys(c.toolDefs))
+	names := slices.Sorted(maps.Keys(c.ToolDefs))
 	full := &mcp.ListToolsResult{Tools: make([]*mcp.Tool, 0, len(names))}
 	per := map[string]*ServerSize{}
 	var out CatalogSize
@@ -1054,9 +687,9 @@ func (c *catalog) size() CatalogSize {
 		per[b.name] = ss
 	}
 	for _, n := range names {
-		def := c.toolDefs[n]
+		def := c.ToolDefs[n]
 		full.Tools = append(full.Tools, def)
-		e, _ := c.tools.Lookup(n)
+		e, _ := c.Tools.Lookup(n)
 		b, _ := json.Marshal(def)
 		if ss := per[e.Server]; ss != nil {
 			ss.Tools++
@@ -1064,15 +697,15 @@ func (c *catalog) size() CatalogSize {
 		}
 	}
 	fb, _ := json.Marshal(full)
-	sf := c.surface()
-	sb, _ := json.Marshal(&mcp.ListToolsResult{Tools: sf.list})
-	for _, def := range sf.list {
+	sf := c.surf.Surface()
+	sb, _ := json.Marshal(&mcp.ListToolsResult{Tools: sf.List})
+	for _, def := range sf.List {
 		b, _ := json.Marshal(def)
-		if sf.meta[def.Name] == def {
+		if sf.Meta[def.Name] == def {
 			out.MetaBytes += len(b) + 1
 			continue
 		}
-		if e, ok := c.tools.Lookup(def.Name); ok && per[e.Server] != nil {
+		if e, ok := c.Tools.Lookup(def.Name); ok && per[e.Server] != nil {
 			per[e.Server].SearchBytes += len(b) + 1
 		}
 	}
@@ -1112,7 +745,7 @@ const searchLead = "This one entry serves the tools of several servers behind a 
 // search one when it would get the search surface (the mode is decided at
 // its first list; this is what that list would be now).
 func (s *Server) leadFor(client string) string {
-	if s.catalog.Load().modeFor(client) == ModeSearch {
+	if s.catalog.Load().surf.ModeFor(client) == ModeSearch {
 		return searchLead
 	}
 	return summaryLead

@@ -231,7 +231,7 @@ func TestSearchSurface(t *testing.T) {
 		}
 	}
 	// The index knows the server by its description.
-	if got := p.s.catalog.Load().serverText["files"]; got != "Quokka archive of documents" {
+	if got := p.s.catalog.Load().surf.ServerText("files"); got != "Quokka archive of documents" {
 		t.Errorf("the search index's text of server files = %q; want its description", got)
 	}
 	if r, err := call(t, cs, "search_tools", map[string]any{"query": "qqqq zzzz"}); err != nil || r.IsError || !strings.HasPrefix(textOf(r), `No tool matches "qqqq zzzz".`) {
@@ -524,7 +524,7 @@ func TestListCacheScope(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p := newSurfaceProxy(t, tt.pad, tt.opts)
 			c := p.s.catalog.Load()
-			c.narrowed[catTools] = false // the proxy's policy hides a tool; this is about the modes
+			c.Narrowed[catTools] = false // the proxy's policy hides a tool; this is about the modes
 			if _, scope := c.listCache(true); scope != tt.want {
 				t.Errorf("cacheScope %q; want %q", scope, tt.want)
 			}

@@ -127,6 +127,15 @@ var rules = []rule{
 	// calls, their rounds of input; a room, given the state key, the
 	// replica's name and the relay's method names by the root.
 	{dir: "proxy/bridge", within: lower, forbidden: []string{toml, goPlugin, goJOSE, goRedis}},
+	// proxy/catalog is the immutable merged snapshot (names, decisions,
+	// views per identity, pins, tools/list pages), built from each server's
+	// listing as plain values (upstream/supervise's Lists); a room, it
+	// never reaches the root's backends.
+	{dir: "proxy/catalog", within: withUpstream, forbidden: []string{toml, goPlugin, goJOSE, goRedis}},
+	// proxy/surface decides each client's catalog mode and holds a
+	// catalog's search surface and index (proxy/search); a room, handed a
+	// catalog's visible tools as plain values by the root.
+	{dir: "proxy/surface", within: lower, forbidden: []string{toml, goPlugin, goJOSE, goRedis}},
 	// proxy/serve/frame is what the two faces share (the frame check, the lean
 	// response); below the faces, it reaches only the lowest rooms.
 	{dir: "proxy/serve/frame", within: lower, forbidden: []string{toml, goPlugin, goJOSE, goRedis}},
