@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/manifold-mcp/manifold/policy"
+	"github.com/manifold-mcp/manifold/proxy/internal/wire"
 	"github.com/manifold-mcp/manifold/proxy/naming"
 )
 
@@ -68,13 +69,9 @@ func (c *catalog) downServer(name string) *backend {
 }
 
 // toolError builds an isError result whose text tells the model what happened
-// and what to do.
+// and what to do (wire.ToolError).
 func toolError(format string, args ...any) json.RawMessage {
-	b, _ := json.Marshal(struct {
-		Content []mcp.TextContent `json:"content"`
-		IsError bool              `json:"isError"`
-	}{[]mcp.TextContent{{Text: fmt.Sprintf(format, args...)}}, true})
-	return b
+	return wire.ToolError(format, args...)
 }
 
 // callTool forwards one tools/call for the exposed tool name. fields holds the
