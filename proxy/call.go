@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/manifold-mcp/manifold/policy"
+	"github.com/manifold-mcp/manifold/proxy/era"
 	"github.com/manifold-mcp/manifold/proxy/internal/wire"
 	"github.com/manifold-mcp/manifold/proxy/naming"
 )
@@ -119,11 +120,11 @@ func (s *Server) startCall(ctx context.Context, ss *mcp.ServerSession, name stri
 // mayWait reports whether the rest of a call of a visible tool, decided d on
 // backend b, may wait for something else than writing to its server: then
 // it does not run on the caller's goroutine (startCall).
-func (s *Server) mayWait(b *backend, d policy.Decision, re reqEra, fields map[string]json.RawMessage) bool {
+func (s *Server) mayWait(b *backend, d policy.Decision, re era.Request, fields map[string]json.RawMessage) bool {
 	if b == nil || d.Confirm || b.PerIdentity() || b.PerSession() {
 		return true // a person's approval, a connection or process of its own
 	}
-	if _, retry := fields["requestState"]; retry && re.modern {
+	if _, retry := fields["requestState"]; retry && re.Modern {
 		return true // a parked call may be resumed
 	}
 	if s.guard.MayWait(d.Limits) {
@@ -133,7 +134,7 @@ func (s *Server) mayWait(b *backend, d policy.Decision, re reqEra, fields map[st
 	if st != stateUp || up == nil {
 		return true // a lazy server starts first
 	}
-	return re.modern && !up.Modern() // parked on a legacy server (mrtr.go)
+	return re.Modern && !up.Modern() // parked on a legacy server (proxy/bridge)
 }
 
 var (

@@ -203,12 +203,12 @@ func (m *mcpEndpoint) serveLeanModern(w http.ResponseWriter, r *http.Request, bo
 	}
 	if up, visible := c.sharedUp(name, httpCaller(r)); visible && up == nil {
 		return false
-	} else if up != nil && !up.Modern() && sharedAsks(callEra(nil, meta).caps) {
+	} else if up != nil && !up.Modern() && sharedAsks(era.OfRequest(nil, meta).Caps) {
 		return false // the bridge parks the call for the server's questions (mrtr.go)
 	}
 	ctx := r.Context()
 	if meta := fields["_meta"]; meta != nil {
-		ctx = withRequestMeta(ctx, meta) // the request's own era (mrtr.go)
+		ctx = withRequestMeta(ctx, meta) // the request's own era (era.OfRequest)
 		// The era's own keys describe this request, not the upstream's;
 		// the upstream face writes its own.
 		if meta = stripRequestMeta(meta); meta == nil {

@@ -283,7 +283,7 @@ func metaClient(raw []byte) metaClientInfo {
 	}
 	out := metaClientInfo{modern: true, protocol: m.Version}
 	if m.Caps != nil {
-		out.caps = capNames(capsV1(m.Caps))
+		out.caps = capNames(era.CapsV1(m.Caps))
 	}
 	if m.Info != nil {
 		out.hasInfo, out.name, out.version = true, m.Info.Name, m.Info.Version

@@ -1,6 +1,4 @@
-//lint:file-ignore SA1019 sampling and roots are deprecated as of protocol 2026-07-28, and bridging them is what is tested.
-
-package proxy
+package era
 
 import (
 	"bytes"
@@ -8,26 +6,7 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/manifold-mcp/manifold/proxy/era"
 )
-
-var testBind = era.Binding{Method: "tools/call", Name: "fx__ask", Upstream: "fx", Principal: "anonymous:t/1"}
-
-// outcomes collects what a parked call delivers to its requests.
-type outcomes chan callOutcome
-
-// callOutcome is one delivery of a parked call to its request.
-type callOutcome struct {
-	raw json.RawMessage
-	err error
-}
-
-func (o outcomes) finish(raw json.RawMessage, err error) { o <- callOutcome{raw, err} }
-
-func elicitCaps() *mcp.ClientCapabilities {
-	return &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}}
-}
 
 // TestDeclareCaps: the capabilities set in a raw _meta read back as the
 // decoded and re-encoded _meta would: added where absent, replacing a
@@ -39,7 +18,7 @@ func TestDeclareCaps(t *testing.T) {
 		`{"io.modelcontextprotocol/clientCapabilities":{"sampling":{}},"a":1}`,
 		`{"io.modelcontextprotocol/clientCapabilit\u0069es":{"sampling":{}}}`,
 		`{"a":1,"a":2}`} {
-		got, err := declareCaps(json.RawMessage(meta), caps)
+		got, err := DeclareCaps(json.RawMessage(meta), caps)
 		if err != nil {
 			t.Errorf("%s: %v", meta, err)
 			continue
@@ -62,7 +41,7 @@ func TestDeclareCaps(t *testing.T) {
 			t.Errorf("%s: declared %s, reads as %s, want %s", meta, got, gb, wb)
 		}
 	}
-	if _, err := declareCaps(json.RawMessage(`[1]`), caps); err == nil {
+	if _, err := DeclareCaps(json.RawMessage(`[1]`), caps); err == nil {
 		t.Error("a _meta that is not an object: no error")
 	}
 }
