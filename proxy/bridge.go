@@ -27,14 +27,12 @@ type RetryRelay = bridge.RetryRelay
 func (s *Server) newBridges() *bridge.Bridges {
 	return bridge.New(bridge.Options{StateKey: s.opts.StateKey, Methods: relay.Methods, Digest: confirm.Digest,
 		Retries: s.opts.Retries, ErrNoReplica: ErrNoReplica, ErrUnreachable: ErrSharedUnavailable,
-		MaxInputRounds: s.opts.MaxInputRounds, Relay: s.relay})
+		MaxInputRounds: s.opts.MaxInputRounds, Relay: s.relay, Principal: s.principal})
 }
 
-// resumeCall serves the retry of a modern client's call (bridge.Retry), for
-// the principal the session says asks.
-func (s *Server) resumeCall(ctx context.Context, ss *mcp.ServerSession, e era.Request, name, server string, fields map[string]json.RawMessage, finish func(json.RawMessage, error)) (handled bool) {
-	principal := session.Principal(ctx, ss, s.opts.WaitForClient, e.Client)
-	return s.bridge.Retry(ctx, ss, e, principal, name, server, fields, finish)
+// principal names who asks a request of ctx on ss (session.Principal).
+func (s *Server) principal(ctx context.Context, ss *mcp.ServerSession, client string) string {
+	return session.Principal(ctx, ss, s.opts.WaitForClient, client)
 }
 
 // startRetries serves the retries other replicas forward here, until Close.

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/manifold-mcp/manifold/policy"
+	"github.com/manifold-mcp/manifold/proxy/bridge"
 	"github.com/manifold-mcp/manifold/proxy/era"
 	"github.com/manifold-mcp/manifold/proxy/internal/wire"
 	"github.com/manifold-mcp/manifold/proxy/naming"
@@ -124,9 +125,6 @@ func (s *Server) mayWait(b *backend, d policy.Decision, re era.Request, fields m
 	if b == nil || d.Confirm || b.PerIdentity() || b.PerSession() {
 		return true // a person's approval, a connection or process of its own
 	}
-	if _, retry := fields["requestState"]; retry && re.Modern {
-		return true // a parked call may be resumed
-	}
 	if s.guard.MayWait(d.Limits) {
 		return true // a round trip to the shared store
 	}
@@ -134,13 +132,10 @@ func (s *Server) mayWait(b *backend, d policy.Decision, re era.Request, fields m
 	if st != stateUp || up == nil {
 		return true // a lazy server starts first
 	}
-	return re.Modern && !up.Modern() // parked on a legacy server (proxy/bridge)
+	return bridge.MayWait(re, fields, up.Modern()) // a parked call resumed, or one parked on a legacy server
 }
 
-var (
-	markRequestState  = []byte(`"requestState"`)
-	markInputRequired = []byte(`"input_required"`)
-)
+var markInputRequired = []byte(`"input_required"`)
 
 // filterResultResources rewrites the resource URIs in a raw result (resource
 // links and embedded resources) outward for server, and withholds those

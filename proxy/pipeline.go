@@ -275,17 +275,10 @@ func (k *toolCall) notFound(c *catalog) bool {
 	return k.fail(c.unknownTool(name))
 }
 
-// retried takes a modern client's retry of a call with the input a server
-// asked for (proxy/bridge); a legacy client's fields of those names are not the
-// proxy's to pass on raw.
+// retried takes the retry of a call with the input a server asked for
+// (bridge.Retried).
 func (k *toolCall) retried() bool {
-	if !k.re.Modern {
-		delete(k.fields, "requestState")
-		delete(k.fields, "inputResponses")
-		return true
-	}
-	_, retry := k.fields["requestState"]
-	return !retry || !k.s.resumeCall(k.ctx, k.ss, k.re, k.name, k.e.Server, k.fields, k.finish)
+	return !k.s.bridge.Retried(k.ctx, k.ss, k.re, k.name, k.e.Server, k.fields, k.finish)
 }
 
 // admit refuses a call whose arguments or budgets its limits refuse.
@@ -352,17 +345,17 @@ func (k *toolCall) bindLimits() bool {
 }
 
 // confirm has a person approve the exact call first (proxy/confirm); a
-// modern client is asked through a parked call, as for a server's input.
+// modern client is asked through a parked call, as for a server's input
+// (bridge.ForApproval).
 func (k *toolCall) confirm() bool {
 	if !k.d.Confirm {
 		return true
 	}
 	s := k.s
-	if k.re.Modern {
-		var err error
-		if k.callCtx, k.pc, err = s.bridge.Park(k.ctx, k.bind, k.re.Caps, max(k.ttl, s.approver.TTL()), k.finish); err != nil {
-			return k.fail(err)
-		}
+	var err error
+	if k.callCtx, k.pc, err = s.bridge.ForApproval(k.ctx, k.re, k.bind, max(k.ttl, s.approver.TTL()), k.finish); err != nil {
+		return k.fail(err)
+	} else if k.pc != nil {
 		k.finish = k.pc.Finish
 	}
 	ok, ans := s.approver.Confirm(k.callCtx, confirm.Call{Session: k.ss, Caps: k.re.Caps, Principal: k.bind.Principal,
@@ -376,29 +369,23 @@ func (k *toolCall) confirm() bool {
 	return true
 }
 
-// park bridges a modern client's call on a legacy server (proxy/bridge): the
-// server's requests during the call become input the client is asked for,
-// through a parked call; with no session to tie them to, the call gets a
-// process of its own.
+// park bridges a modern client's call on a legacy server (bridge.OnLegacy):
+// the server's requests during the call become input the client is asked
+// for, through a parked call; with no session to tie them to, the call gets
+// a process of its own.
 func (k *toolCall) park() bool {
-	if !k.re.Modern || k.ss == nil || k.up.Modern() {
-		return true
-	}
 	s, b := k.s, k.b
+	callCtx, pc, bridged, err := s.bridge.OnLegacy(k.ctx, k.callCtx, k.ss, k.re, k.up.Modern(), b.name, k.bind, k.ttl, k.pc, k.finish)
 	switch {
-	case k.pc != nil:
-	case !bridge.MayAsk(k.re.Caps):
-		// Nothing the server may ask could be answered: no call is
-		// parked, and its questions get the error a parked call
-		// would give (askParked).
-		k.callCtx = context.WithValue(k.ctx, bridge.NoInputKey{}, b.name)
-	default:
-		var err error
-		if k.callCtx, k.pc, err = s.bridge.Park(k.ctx, k.bind, k.re.Caps, k.ttl, k.finish); err != nil {
-			return k.fail(err)
-		}
-		k.finish = k.pc.Finish
+	case err != nil:
+		k.callCtx, k.pc = callCtx, pc
+		return k.fail(err)
+	case !bridged:
+		return true
+	case pc != k.pc:
+		k.finish = pc.Finish
 	}
+	k.callCtx, k.pc = callCtx, pc
 	if k.fixed == nil && s.perCall(b, k.ss, k.up) {
 		// No session to tie the server's requests to: a process
 		// for this call alone, stopped when it ends.
@@ -420,19 +407,10 @@ func (k *toolCall) upstreamParams() bool {
 	s, b, fields := k.s, k.b, k.fields
 	var err error
 	fields["name"] = wire.AppendString(nil, k.e.Original)
-	if k.re.Modern {
-		// The era's own keys describe this request, not the upstream's.
-		era.StripCallMeta(fields)
-	}
-	if k.up.Modern() {
-		// A modern server sees the capabilities of the client that asks.
-		var caps json.RawMessage
-		if caps, err = b.capsJSON.JSON(k.re.Caps, b.PerSession()); err == nil {
-			fields["_meta"], err = era.DeclareCaps(fields["_meta"], caps)
-		}
-		if err != nil {
-			return k.fail(&jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid _meta: %v", err)})
-		}
+	// The era's own keys describe this request, not the upstream's; a
+	// modern server sees the capabilities of the client that asks.
+	if err = era.ForUpstream(fields, k.re, k.up.Modern(), &b.capsJSON, b.PerSession()); err != nil {
+		return k.fail(&jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid _meta: %v", err)})
 	}
 	if meta, ok := fields["_meta"]; ok {
 		var release func()
@@ -465,7 +443,7 @@ func (k *toolCall) upstreamParams() bool {
 // take a person's time, not on the goroutine that reads the server's
 // output).
 func (k *toolCall) onResult(raw json.RawMessage, err error) {
-	if err != nil || k.re.Modern || k.ss == nil || !jsonscan.Contains(raw, markInputRequired) {
+	if err != nil || !bridge.AsksInput(k.re, k.ss, raw) {
 		k.settle(raw, err)
 		return
 	}
@@ -582,12 +560,9 @@ func (k *toolCall) capResult(raw json.RawMessage) (json.RawMessage, bool) {
 }
 
 // sealState seals a modern server's requestState for a modern client
-// (proxy/bridge), bound to this call.
+// (bridge.Seal), bound to this call.
 func (k *toolCall) sealState(raw json.RawMessage) (json.RawMessage, bool) {
-	if !k.re.Modern || !jsonscan.Contains(raw, markRequestState) {
-		return raw, true
-	}
-	raw, err := k.s.bridge.Wrap(raw, k.bind, k.ttl)
+	raw, err := k.s.bridge.Seal(raw, k.re, k.bind, k.ttl)
 	if err != nil {
 		k.rec.Outcome = "error"
 		k.end(nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()})

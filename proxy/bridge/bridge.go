@@ -45,6 +45,10 @@ type Options struct {
 	// MaxInputRounds bounds the rounds of input a legacy client gives a
 	// modern server in one call; if zero, 10.
 	MaxInputRounds int
+	// Principal names who asks a request of ctx on ss, by a client that
+	// names itself client (the root's session.Principal): a retry must be
+	// asked by the principal its state is bound to.
+	Principal func(ctx context.Context, ss *mcp.ServerSession, client string) string
 	// Relay is the relay (proxy/relay) by whose rules a bridged call's
 	// questions reach the client, and its progress the retry that waits.
 	Relay Relay

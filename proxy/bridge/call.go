@@ -41,11 +41,12 @@ import (
 const defaultMaxInputRounds = 10 // as the SDK's own client
 
 // Retry serves the retry of a modern client's call (a tools/call with
-// requestState) of the exposed name routed to server, asked by principal.
-// It returns false when the state is not the proxy's parked state (a
+// requestState) of the exposed name routed to server, asked by the
+// principal Options.Principal names. It returns false when the state is not the proxy's parked state (a
 // wrapped upstream state, which it unwraps into fields for the caller to
 // forward). A call parked on another replica is served there (retries.go).
-func (br *Bridges) Retry(ctx context.Context, ss *mcp.ServerSession, e era.Request, principal, name, server string, fields map[string]json.RawMessage, finish func(json.RawMessage, error)) (handled bool) {
+func (br *Bridges) Retry(ctx context.Context, ss *mcp.ServerSession, e era.Request, name, server string, fields map[string]json.RawMessage, finish func(json.RawMessage, error)) (handled bool) {
+	principal := br.opts.Principal(ctx, ss, e.Client)
 	st, err := br.OpenRetry(name, server, principal, fields)
 	if err != nil {
 		finish(nil, err)

@@ -217,3 +217,23 @@ func StripCallMeta(fields map[string]json.RawMessage) {
 		fields["_meta"] = out
 	}
 }
+
+// ForUpstream writes in a tools/call's fields what its upstream request
+// carries of the era: a modern request's own keys taken out of _meta (they
+// describe this request, not the upstream's: StripCallMeta), and for a
+// modern server (upModern) the capabilities of the client that asks
+// (UpstreamCaps, encoded once per caps in memo, oneClient as there). An
+// error is a _meta that could not be read.
+func ForUpstream(fields map[string]json.RawMessage, e Request, upModern bool, memo *CapsMemo, oneClient bool) error {
+	if e.Modern {
+		StripCallMeta(fields)
+	}
+	if !upModern {
+		return nil
+	}
+	caps, err := memo.JSON(e.Caps, oneClient)
+	if err == nil {
+		fields["_meta"], err = DeclareCaps(fields["_meta"], caps)
+	}
+	return err
+}

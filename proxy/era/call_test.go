@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 roots are deprecated as of protocol 2026-07-28, and what a modern server is told of them is what is tested.
+
 package era
 
 import (
@@ -43,5 +45,33 @@ func TestDeclareCaps(t *testing.T) {
 	}
 	if _, err := DeclareCaps(json.RawMessage(`[1]`), caps); err == nil {
 		t.Error("a _meta that is not an object: no error")
+	}
+}
+
+// TestForUpstream: a legacy request to a legacy server is forwarded as it
+// came; a modern request loses the era's own keys; a modern server is told
+// the client's capabilities (roots only when its process serves one client).
+func TestForUpstream(t *testing.T) {
+	meta := json.RawMessage(`{"progressToken":1,"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`)
+	caps := &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}, RootsV2: &mcp.RootCapabilities{}}
+	for _, tc := range []struct {
+		name      string
+		e         Request
+		upModern  bool
+		oneClient bool
+		want      string
+	}{
+		{name: "legacy to legacy", e: Request{Caps: caps}, want: string(meta)},
+		{name: "modern to legacy", e: Request{Modern: true, Caps: caps}, want: `{"progressToken":1}`},
+		{name: "modern to modern", e: Request{Modern: true, Caps: caps}, upModern: true,
+			want: `{"io.modelcontextprotocol/clientCapabilities":{"elicitation":{}},"progressToken":1}`},
+		{name: "modern to modern, one client", e: Request{Modern: true, Caps: caps}, upModern: true, oneClient: true,
+			want: `{"io.modelcontextprotocol/clientCapabilities":{"elicitation":{},"roots":{}},"progressToken":1}`},
+	} {
+		fields := map[string]json.RawMessage{"_meta": meta}
+		var memo CapsMemo
+		if err := ForUpstream(fields, tc.e, tc.upModern, &memo, tc.oneClient); err != nil || string(fields["_meta"]) != tc.want {
+			t.Errorf("%s: _meta = %s, %v; want %s", tc.name, fields["_meta"], err, tc.want)
+		}
 	}
 }
