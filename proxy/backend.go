@@ -4,11 +4,11 @@ import (
 	"context"
 	"log/slog"
 	"path/filepath"
-	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/manifold-mcp/manifold/proxy/era"
 	"github.com/manifold-mcp/manifold/upstream"
 	"github.com/manifold-mcp/manifold/upstream/supervise"
 )
@@ -63,7 +63,7 @@ type backend struct {
 	name string
 	log  *slog.Logger
 
-	capsJSON atomic.Pointer[capsEncoding] // upstreamCapsJSON's last reading (mrtr.go)
+	capsJSON era.CapsMemo // the capabilities declared to it for a call (era.UpstreamCaps)
 }
 
 // newBackend returns the backend of the server sc (CallTimeout already
@@ -136,7 +136,7 @@ func (s *Server) sharedOptions(b *backend, opts *upstream.Options) {
 	// initialize era, in which such a server's requests reach its one
 	// caller (relay.go callerFor) whether it sends them itself or returns
 	// input_required (the SDK sends those for it), and a 2026-07-28
-	// client's calls are bridged (mrtr.go); the shared process of a server
+	// client's calls are bridged (proxy/bridge); the shared process of a server
 	// whose calls run elsewhere (isolation = "session", credentials =
 	// "identity") speaks 2026-07-28, whose input requests are tied to the
 	// call that asks.

@@ -11,6 +11,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/manifold-mcp/manifold/policy"
+	"github.com/manifold-mcp/manifold/proxy/bridge"
+	"github.com/manifold-mcp/manifold/proxy/era"
+	"github.com/manifold-mcp/manifold/proxy/internal/wire"
 	"github.com/manifold-mcp/manifold/proxy/naming"
 )
 
@@ -34,13 +37,9 @@ func (c *catalog) downServer(name string) *backend {
 }
 
 // toolError builds an isError result whose text tells the model what happened
-// and what to do.
+// and what to do (wire.ToolError).
 func toolError(format string, args ...any) json.RawMessage {
-	b, _ := json.Marshal(struct {
-		Content []mcp.TextContent `json:"content"`
-		IsError bool              `json:"isError"`
-	}{[]mcp.TextContent{{Text: fmt.Sprintf(format, args...)}}, true})
-	return b
+	return wire.ToolError(format, args...)
 }
 
 // callTool forwards one tools/call for the exposed tool name. fields holds the
@@ -88,12 +87,9 @@ func (s *Server) startCall(ctx context.Context, ss *mcp.ServerSession, name stri
 // mayWait reports whether the rest of a call of a visible tool, decided d on
 // backend b, may wait for something else than writing to its server: then
 // it does not run on the caller's goroutine (startCall).
-func (s *Server) mayWait(b *backend, d policy.Decision, re reqEra, fields map[string]json.RawMessage) bool {
+func (s *Server) mayWait(b *backend, d policy.Decision, re era.Request, fields map[string]json.RawMessage) bool {
 	if b == nil || d.Confirm || b.PerIdentity() || b.PerSession() {
 		return true // a person's approval, a connection or process of its own
-	}
-	if _, retry := fields["requestState"]; retry && re.modern {
-		return true // a parked call may be resumed
 	}
 	if s.guard.MayWait(d.Limits) {
 		return true // a round trip to the shared store
@@ -102,13 +98,10 @@ func (s *Server) mayWait(b *backend, d policy.Decision, re reqEra, fields map[st
 	if st != stateUp || up == nil {
 		return true // a lazy server starts first
 	}
-	return re.modern && !up.Modern() // parked on a legacy server (mrtr.go)
+	return bridge.MayWait(re, fields, up.Modern()) // a parked call resumed, or one parked on a legacy server
 }
 
-var (
-	markRequestState  = []byte(`"requestState"`)
-	markInputRequired = []byte(`"input_required"`)
-)
+var markInputRequired = []byte(`"input_required"`)
 
 // handleCallTool is the typed tools/call handler the SDK registers for every
 // exposed tool. The routing middleware answers tools/call first (serveCallTool,

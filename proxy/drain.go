@@ -33,12 +33,12 @@ func (s *Server) Draining() bool { return s.draining.Load() }
 func (s *Server) InFlight() int { return int(s.inflight.Load()) }
 
 // Parked returns how many 2026-07-28 calls are parked here, waiting for
-// their clients' retries (mrtr.go).
+// their clients' retries (proxy/bridge).
 func (s *Server) Parked() int { return s.bridge.Count() }
 
 // WaitIdle waits until no HTTP request to /mcp is in flight (GET streams
 // left out) and no call is parked here (its retry may still come, through
-// another replica: retryrelay.go), or ctx ends, and returns ctx's error
+// another replica: proxy/bridge), or ctx ends, and returns ctx's error
 // then.
 func (s *Server) WaitIdle(ctx context.Context) error {
 	t := time.NewTicker(20 * time.Millisecond)

@@ -133,18 +133,6 @@ func (c httpCore) MetaTool(name string) bool { return slices.Contains(metaTools,
 
 func (c httpCore) MayAsk(caps *mcp.ClientCapabilities) bool { return sharedAsks(caps) }
 
-func (c httpCore) MetaCaps(meta json.RawMessage) *mcp.ClientCapabilities {
-	return callEra(nil, meta).caps
-}
-
-func (c httpCore) WithRequestMeta(ctx context.Context, meta json.RawMessage) context.Context {
-	return withRequestMeta(ctx, meta)
-}
-
-func (c httpCore) StripRequestMeta(meta json.RawMessage) json.RawMessage {
-	return stripRequestMeta(meta)
-}
-
 func (c httpCore) StartCall(ctx context.Context, ss *mcp.ServerSession, name string, fields map[string]json.RawMessage, done func(json.RawMessage, error)) {
 	c.s.startCall(ctx, ss, name, fields, done)
 }

@@ -49,14 +49,6 @@ func (c stdioCore) LeanList(ctx context.Context, ss *mcp.ServerSession, id, para
 	return c.s.leanList(ctx, ss, id, params, modern, nil)
 }
 
-func (c stdioCore) WithRequestMeta(ctx context.Context, meta json.RawMessage) context.Context {
-	return withRequestMeta(ctx, meta) // mrtr.go
-}
-
-func (stdioCore) StripRequestMeta(meta json.RawMessage) json.RawMessage {
-	return stripRequestMeta(meta)
-}
-
 func (c stdioCore) ServerInfo() []byte          { return c.s.serverInfo }
 func (c stdioCore) Observer() *observe.Observer { return c.s.obs }
 func (c stdioCore) Log() *slog.Logger           { return c.s.log }

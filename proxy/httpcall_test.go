@@ -866,7 +866,7 @@ func TestMayBeModern(t *testing.T) {
 		`{"io.modelcontextprotocol/protocolVersion":"` + era.Version + `","io.modelcontextprotocol/clientCapabilities":[],"progressToken":8}`,
 	} {
 		b := []byte(meta)
-		if got, want := callEra(nil, b).modern, metaEra(b).modern; got != want {
+		if got, want := era.OfRequest(nil, b).Modern, era.OfRequestMeta(b).Modern; got != want {
 			t.Errorf("callEra(%s).modern = %v, want %v", meta, got, want)
 		}
 		params := []byte(`{"name":"x","_meta":` + meta + `}`)
@@ -889,7 +889,7 @@ func BenchmarkRequestEraProgress(b *testing.B) {
 	for b.Loop() {
 		params := metas[i%len(metas)]
 		i++
-		if era.Of(params) != era.Modern || !callEra(nil, wire.Member(params, "_meta")).modern {
+		if era.Of(params) != era.Modern || !era.OfRequest(nil, wire.Member(params, "_meta")).Modern {
 			b.Fatal("not modern")
 		}
 	}

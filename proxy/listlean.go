@@ -63,7 +63,7 @@ func (s *Server) leanList(ctx context.Context, ss *mcp.ServerSession, id, params
 	}
 	ctx = session.WithIdentity(ctx, req) // identityMiddleware
 	if meta != nil {
-		ctx = withRequestMeta(ctx, meta) // the client's info, for its catalog mode
+		ctx = era.WithRequestMeta(ctx, meta) // the client's info, for its catalog mode
 	}
 	// routingMiddleware's learnClient has nothing to do here: s.ready is
 	// closed only after Start, which with WaitForClient waits for the

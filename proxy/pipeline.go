@@ -58,7 +58,7 @@ type toolCall struct {
 	cat *catalog
 	e   naming.Entry
 	d   policy.Decision
-	re  reqEra
+	re  era.Request
 
 	// Set by connect and bind.
 	b       *backend
@@ -245,11 +245,11 @@ func (k *toolCall) resolve() bool {
 	k.b = c.gen.byName[e.Server]
 	k.rec.Original, k.rec.Server, k.rec.Outcome = e.Original, e.Server, ""
 	k.rec.Decision, k.rec.Rule = observe.DecisionWords(d)
-	meta, ok := k.ctx.Value(requestMetaKey{}).(json.RawMessage)
+	meta, ok := era.RequestMeta(k.ctx)
 	if !ok {
 		meta = k.fields["_meta"]
 	}
-	k.re = callEra(k.ss, meta)
+	k.re = era.OfRequest(k.ss, meta)
 	return true
 }
 
@@ -275,17 +275,10 @@ func (k *toolCall) notFound(c *catalog) bool {
 	return k.fail(c.UnknownTool(name))
 }
 
-// retried takes a modern client's retry of a call with the input a server
-// asked for (mrtr.go); a legacy client's fields of those names are not the
-// proxy's to pass on raw.
+// retried takes the retry of a call with the input a server asked for
+// (bridge.Retried).
 func (k *toolCall) retried() bool {
-	if !k.re.modern {
-		delete(k.fields, "requestState")
-		delete(k.fields, "inputResponses")
-		return true
-	}
-	_, retry := k.fields["requestState"]
-	return !retry || !k.s.resumeCall(k.ctx, k.ss, k.re, k.name, k.e.Server, k.fields, k.finish)
+	return !k.s.bridge.Retried(k.ctx, k.ss, k.re, k.name, k.e.Server, k.fields, k.finish)
 }
 
 // admit refuses a call whose arguments or budgets its limits refuse.
@@ -346,26 +339,26 @@ func (k *toolCall) bindLimits() bool {
 	if k.ttl <= 0 || k.ttl > k.timeout {
 		k.ttl = k.timeout
 	}
-	k.bind = era.Binding{Method: "tools/call", Name: k.name, Upstream: k.b.name, Principal: session.Principal(k.ctx, k.ss, s.opts.WaitForClient, k.re.client)}
+	k.bind = era.Binding{Method: "tools/call", Name: k.name, Upstream: k.b.name, Principal: session.Principal(k.ctx, k.ss, s.opts.WaitForClient, k.re.Client)}
 	k.callCtx = k.ctx
 	return true
 }
 
 // confirm has a person approve the exact call first (proxy/confirm); a
-// modern client is asked through a parked call, as for a server's input.
+// modern client is asked through a parked call, as for a server's input
+// (bridge.ForApproval).
 func (k *toolCall) confirm() bool {
 	if !k.d.Confirm {
 		return true
 	}
 	s := k.s
-	if k.re.modern {
-		var err error
-		if k.callCtx, k.pc, err = s.bridge.Park(k.ctx, k.bind, k.re.caps, max(k.ttl, s.approver.TTL()), k.finish); err != nil {
-			return k.fail(err)
-		}
+	var err error
+	if k.callCtx, k.pc, err = s.bridge.ForApproval(k.ctx, k.re, k.bind, max(k.ttl, s.approver.TTL()), k.finish); err != nil {
+		return k.fail(err)
+	} else if k.pc != nil {
 		k.finish = k.pc.Finish
 	}
-	ok, ans := s.approver.Confirm(k.callCtx, confirm.Call{Session: k.ss, Caps: k.re.caps, Principal: k.bind.Principal,
+	ok, ans := s.approver.Confirm(k.callCtx, confirm.Call{Session: k.ss, Caps: k.re.Caps, Principal: k.bind.Principal,
 		Server: k.b.name, Exposed: k.name, Original: k.e.Original, Decision: k.d}, k.fields)
 	k.rec.Confirm, k.rec.Approval = ans.Confirm, ans.Approval
 	if !ok {
@@ -376,29 +369,23 @@ func (k *toolCall) confirm() bool {
 	return true
 }
 
-// park bridges a modern client's call on a legacy server (mrtr.go): the
-// server's requests during the call become input the client is asked for,
-// through a parked call; with no session to tie them to, the call gets a
-// process of its own.
+// park bridges a modern client's call on a legacy server (bridge.OnLegacy):
+// the server's requests during the call become input the client is asked
+// for, through a parked call; with no session to tie them to, the call gets
+// a process of its own.
 func (k *toolCall) park() bool {
-	if !k.re.modern || k.ss == nil || k.up.Modern() {
-		return true
-	}
 	s, b := k.s, k.b
+	callCtx, pc, bridged, err := s.bridge.OnLegacy(k.ctx, k.callCtx, k.ss, k.re, k.up.Modern(), b.name, k.bind, k.ttl, k.pc, k.finish)
 	switch {
-	case k.pc != nil:
-	case !bridge.MayAsk(k.re.caps):
-		// Nothing the server may ask could be answered: no call is
-		// parked, and its questions get the error a parked call
-		// would give (askParked).
-		k.callCtx = context.WithValue(k.ctx, bridge.NoInputKey{}, b.name)
-	default:
-		var err error
-		if k.callCtx, k.pc, err = s.bridge.Park(k.ctx, k.bind, k.re.caps, k.ttl, k.finish); err != nil {
-			return k.fail(err)
-		}
-		k.finish = k.pc.Finish
+	case err != nil:
+		k.callCtx, k.pc = callCtx, pc
+		return k.fail(err)
+	case !bridged:
+		return true
+	case pc != k.pc:
+		k.finish = pc.Finish
 	}
+	k.callCtx, k.pc = callCtx, pc
 	if k.fixed == nil && s.perCall(b, k.ss, k.up) {
 		// No session to tie the server's requests to: a process
 		// for this call alone, stopped when it ends.
@@ -420,19 +407,10 @@ func (k *toolCall) upstreamParams() bool {
 	s, b, fields := k.s, k.b, k.fields
 	var err error
 	fields["name"] = wire.AppendString(nil, k.e.Original)
-	if k.re.modern {
-		// The era's own keys describe this request, not the upstream's.
-		stripEraMeta(fields)
-	}
-	if k.up.Modern() {
-		// A modern server sees the capabilities of the client that asks.
-		var caps json.RawMessage
-		if caps, err = upstreamCapsJSON(k.re.caps, b); err == nil {
-			fields["_meta"], err = declareCaps(fields["_meta"], caps)
-		}
-		if err != nil {
-			return k.fail(&jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid _meta: %v", err)})
-		}
+	// The era's own keys describe this request, not the upstream's; a
+	// modern server sees the capabilities of the client that asks.
+	if err = era.ForUpstream(fields, k.re, k.up.Modern(), &b.capsJSON, b.PerSession()); err != nil {
+		return k.fail(&jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid _meta: %v", err)})
 	}
 	if meta, ok := fields["_meta"]; ok {
 		var release func()
@@ -460,28 +438,28 @@ func (k *toolCall) upstreamParams() bool {
 }
 
 // onResult gets the upstream's answer. A modern server may ask a legacy
-// client for input (cell 4, mrtr.go): the client is asked, then the server
+// client for input (cell 4, proxy/bridge): the client is asked, then the server
 // called again with its answers, on a goroutine of its own (the client may
 // take a person's time, not on the goroutine that reads the server's
 // output).
 func (k *toolCall) onResult(raw json.RawMessage, err error) {
-	if err != nil || k.re.modern || k.ss == nil || !jsonscan.Contains(raw, markInputRequired) {
+	if err != nil || !bridge.AsksInput(k.re, k.ss, raw) {
 		k.settle(raw, err)
 		return
 	}
 	go func() {
 		s, b := k.s, k.b
-		next, final := s.inputRound(k.cctx, k.ss, b, k.re, raw, k.fields, &k.rounds)
+		next, final := s.bridge.InputRound(k.cctx, k.ss, b, k.re.Caps, raw, k.fields, &k.rounds)
 		switch {
 		case final:
 			k.settle(raw, nil)
-		case next.err != nil:
-			k.settle(nil, next.err)
-		case next.raw != nil:
-			k.up.CallToolRawAsync(k.cctx, next.raw, k.onResult)
+		case next.Err != nil:
+			k.settle(nil, next.Err)
+		case next.Raw != nil:
+			k.up.CallToolRawAsync(k.cctx, next.Raw, k.onResult)
 		default:
 			k.refuse("input rounds exceeded", "upstream %q asked for input more than %d times in one call of %q (max_input_rounds); the call was stopped and may have partly run. Retry, or raise max_input_rounds in [protocol]",
-				b.name, s.maxInputRounds(), k.e.Original)
+				b.name, s.bridge.MaxInputRounds(), k.e.Original)
 		}
 	}()
 }
@@ -582,12 +560,9 @@ func (k *toolCall) capResult(raw json.RawMessage) (json.RawMessage, bool) {
 }
 
 // sealState seals a modern server's requestState for a modern client
-// (mrtr.go), bound to this call.
+// (bridge.Seal), bound to this call.
 func (k *toolCall) sealState(raw json.RawMessage) (json.RawMessage, bool) {
-	if !k.re.modern || !jsonscan.Contains(raw, markRequestState) {
-		return raw, true
-	}
-	raw, err := k.s.wrapState(raw, k.bind, k.ttl)
+	raw, err := k.s.bridge.Seal(raw, k.re, k.bind, k.ttl)
 	if err != nil {
 		k.rec.Outcome = "error"
 		k.end(nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()})

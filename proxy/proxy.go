@@ -246,7 +246,7 @@ type Options struct {
 	Answers AnswerRelay
 	// Retries carries the retry of a 2026-07-28 client's call parked on a
 	// legacy server to the replica that holds the call, when the retry
-	// reaches another (retryrelay.go). If nil, such a retry is refused.
+	// reaches another (proxy/bridge). If nil, such a retry is refused.
 	Retries RetryRelay
 }
 
@@ -351,7 +351,6 @@ func New(opts Options) (*Server, error) {
 		called:   make(chan struct{}),
 		closed:   make(chan struct{}),
 		clientUp: make(chan struct{}),
-		bridge:   newBridges(opts),
 		guard:    guard.New(guard.Options{Rates: opts.RateStore, Ledger: opts.SpendLedger, Redactor: opts.Redactor}),
 		approver: confirm.New(confirm.Options{TTL: opts.ConfirmTTL, Dir: opts.ApprovalDir, Store: opts.Approvals,
 			Redactor: opts.Redactor, Logger: log, Parked: confirmParked()}),
@@ -373,6 +372,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s.obs = observe.New(obsOpts)
 	s.relay = s.newRelay()
+	s.bridge = s.newBridges()
 	g, err := s.newGeneration(opts.Servers, nil)
 	if err != nil {
 		return nil, err
@@ -414,7 +414,7 @@ func (s *Server) Start(ctx context.Context) error {
 	var required errgroup.Group
 	var all, listable sync.WaitGroup
 	s.startOnce.Do(func() {
-		s.startRetries() // retryrelay.go
+		s.startRetries() // bridge.go
 		s.reloadMu.Lock()
 		defer s.reloadMu.Unlock()
 		for _, b := range s.gen.Load().backends {

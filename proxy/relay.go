@@ -98,14 +98,6 @@ func (b *backend) CallTimeout() time.Duration { return b.cfg.CallTimeout }
 // Unsolicited is what b may ask outside any call of its client.
 func (b *backend) Unsolicited() Unsolicited { return b.cfg.AllowUnsolicited }
 
-// What the root's bridge (mrtr.go, retryrelay.go) shares with the relay.
-var (
-	relayMethods        = relay.Methods
-	elicitMode          = relay.ElicitMode
-	noContext           = relay.NoContext
-	decodeProgressToken = relay.DecodeProgressToken
-)
-
 // relayCaps are the capabilities the downstream client declared, offered to
 // the shared upstream processes: set in stdio mode, where one client is
 // served (Options.WaitForClient), nil over HTTP.

@@ -124,7 +124,7 @@ func clientOf(ctx context.Context, ss *mcp.ServerSession, meta mcp.Meta) clientI
 	id.Modern = modernSession(ss)
 	id.Identity = session.IdentityFrom(ctx).Subject
 	var raw json.RawMessage
-	if m, ok := ctx.Value(requestMetaKey{}).(json.RawMessage); ok {
+	if m, ok := era.RequestMeta(ctx); ok {
 		raw = m
 	} else if meta != nil {
 		raw, _ = json.Marshal(meta)
@@ -143,10 +143,10 @@ func clientOf(ctx context.Context, ss *mcp.ServerSession, meta mcp.Meta) clientI
 var metaClientMemo wire.Memo[metaClientInfo]
 
 // servedMetaVersion returns the protocol version the _meta recorded on ctx
-// (withRequestMeta) names, if it is a 2026-07-28 request's and one the
+// (era.WithRequestMeta) names, if it is a 2026-07-28 request's and one the
 // proxy serves; else "".
 func servedMetaVersion(ctx context.Context) string {
-	raw, ok := ctx.Value(requestMetaKey{}).(json.RawMessage)
+	raw, ok := era.RequestMeta(ctx)
 	if !ok || len(raw) == 0 {
 		return ""
 	}
@@ -175,7 +175,7 @@ func metaClient(raw []byte) metaClientInfo {
 	}
 	out := metaClientInfo{modern: true, protocol: m.Version}
 	if m.Caps != nil {
-		out.caps = capNames(capsV1(m.Caps))
+		out.caps = capNames(era.CapsV1(m.Caps))
 	}
 	if m.Info != nil {
 		out.hasInfo, out.name, out.version = true, m.Info.Name, m.Info.Version
@@ -221,7 +221,7 @@ func requestCaps(ctx context.Context, ss *mcp.ServerSession, meta mcp.Meta) []st
 		return capNames(clientCapsOf(ss))
 	}
 	var raw json.RawMessage
-	if m, ok := ctx.Value(requestMetaKey{}).(json.RawMessage); ok {
+	if m, ok := era.RequestMeta(ctx); ok {
 		raw = m
 	} else if meta != nil {
 		raw, _ = json.Marshal(meta)
@@ -411,7 +411,7 @@ func (s *Server) serveSurface(ctx context.Context, ss *mcp.ServerSession, name s
 		return false // a full-mode session: the name is an upstream's, or unknown
 	}
 	version := sessionVersion(ss)
-	if m, ok := ctx.Value(requestMetaKey{}).(json.RawMessage); ok && len(m) > 0 {
+	if m, ok := era.RequestMeta(ctx); ok && len(m) > 0 {
 		if id := clientOf(ctx, ss, nil); id.Modern {
 			version = id.Protocol
 		}

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"github.com/manifold-mcp/manifold/proxy/era"
 	"reflect"
 	"strings"
 	"time"
@@ -115,7 +116,7 @@ func metaTrace(m map[string]any) (traceparent, tracestate string) {
 func startCallSpan(obs *observe.Observer, ctx context.Context, ss *mcp.ServerSession, name string, fields map[string]json.RawMessage, finish func(json.RawMessage, error)) (context.Context, func(json.RawMessage, error)) {
 	r := spanRequest(ss, "tools/call")
 	r.Target = name
-	meta, _ := ctx.Value(requestMetaKey{}).(json.RawMessage)
+	meta, _ := era.RequestMeta(ctx)
 	return obs.StartCall(ctx, r, meta, fields["_meta"], finish)
 }
 

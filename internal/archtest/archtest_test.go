@@ -124,9 +124,19 @@ var rules = []rule{
 	// first-list wait; a room, handed the SDK's requests by the root.
 	{dir: "proxy/session", within: lower, forbidden: []string{toml, goPlugin, goJOSE, goRedis}},
 	// proxy/bridge carries a call across eras: sealed states, parked
-	// calls, their rounds of input; a room, given the state key, the
-	// replica's name and the relay's method names by the root.
-	{dir: "proxy/bridge", within: lower, forbidden: []string{toml, goPlugin, goJOSE, goRedis}},
+	// calls, their rounds of input, retries across replicas; a room, given
+	// the state key, the retry relay and the relay by the root. It reaches
+	// proxy/relay (and so what the relay reads: upstream): a server's
+	// questions that a bridged call carries to a client follow the relay's
+	// rules (the server named, includeContext reduced, roots only to a
+	// server of one client, a URL elicitation remembered for its
+	// completion), which the bridge applies through the relay rather than
+	// copy them, and a bridged call's progress goes where the relay routes
+	// it. The edge runs one way: proxy/relay reaches only withUpstream.
+	{dir: "proxy/bridge", within: append([]string{"proxy/relay"}, withUpstream...), forbidden: []string{toml, goPlugin, goJOSE, goRedis}},
+	// proxy/era is pure era translation: it reaches only the raw bytes
+	// (wire, jsonscan) and the SDK's types.
+	{dir: "proxy/era", within: []string{"proxy/internal/wire", "internal/jsonscan"}, forbidden: []string{toml, goPlugin, goJOSE, goRedis}},
 	// proxy/catalog is the immutable merged snapshot (names, decisions,
 	// views per identity, pins, tools/list pages), built from each server's
 	// listing as plain values (upstream/supervise's Lists); a room, it

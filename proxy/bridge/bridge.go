@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/manifold-mcp/manifold/proxy/era"
+	"github.com/manifold-mcp/manifold/proxy/relay"
 )
 
 // Defaults of the bridge.
@@ -32,9 +33,25 @@ type Options struct {
 	StateKey []byte
 	// MaxParked bounds the calls parked at once; if zero, 1024.
 	MaxParked int
-	// Replica returns this replica's name, when replicas forward retries
-	// (the root's Options.Retries); nil when they do not.
-	Replica func() string
+	// Retries carries a retry to the replica that holds its call, and
+	// names this replica (the root's Options.Retries); nil when replicas
+	// do not forward retries.
+	Retries RetryRelay
+	// ErrNoReplica and ErrUnreachable are the errors by which Retries says
+	// that no replica of that name listens, and that the shared store that
+	// carries retries cannot be reached (the root's ErrNoReplica and
+	// ErrSharedUnavailable).
+	ErrNoReplica, ErrUnreachable error
+	// MaxInputRounds bounds the rounds of input a legacy client gives a
+	// modern server in one call; if zero, 10.
+	MaxInputRounds int
+	// Principal names who asks a request of ctx on ss, by a client that
+	// names itself client (the root's session.Principal): a retry must be
+	// asked by the principal its state is bound to.
+	Principal func(ctx context.Context, ss *mcp.ServerSession, client string) string
+	// Relay is the relay (proxy/relay) by whose rules a bridged call's
+	// questions reach the client, and its progress the retry that waits.
+	Relay Relay
 	// Methods names the server->client requests in the keys of input
 	// requests (relay.Methods).
 	Methods map[string]string
@@ -42,6 +59,16 @@ type Options struct {
 	// (confirm.Digest): a retry of a parked call awaiting approval must
 	// carry the same.
 	Digest func(principal, tool string, args json.RawMessage) (string, error)
+}
+
+// Relay is what the bridge asks of the relay (proxy/relay's *Relay): the
+// progress of a parked call sent to the retry that resumed it, here or on
+// the replica that forwarded it, and the session a URL-mode elicitation
+// went to, for its completion.
+type Relay interface {
+	Rebind(route string, ctx context.Context, ss *mcp.ServerSession, meta json.RawMessage)
+	RebindRemote(route string, send func(*mcp.ProgressNotificationParams))
+	RememberElicitation(id string, b relay.Backend, ss *mcp.ServerSession)
 }
 
 // New returns the bridges of a proxy.
@@ -163,7 +190,7 @@ type Call struct {
 	id      string
 	bind    era.Binding
 	server  string
-	replica string // this replica's name, when replicas forward retries (retryrelay.go)
+	replica string // this replica's name, when replicas forward retries (retries.go)
 	ttl     time.Duration
 	cancel  context.CancelFunc // cancels the upstream call
 
@@ -228,8 +255,8 @@ func (br *Bridges) Park(ctx context.Context, bind era.Binding, caps *mcp.ClientC
 		br: br, sealer: sealer, id: "pc-" + rand.Text(),
 		bind: bind, server: bind.Upstream, ttl: ttl, cancel: cancel, caps: caps,
 	}
-	if br.opts.Replica != nil {
-		pc.replica = br.opts.Replica()
+	if br.opts.Retries != nil {
+		pc.replica = br.opts.Retries.Replica()
 	}
 	pc.attached = finish
 	pc.detach = context.AfterFunc(ctx, cancel)

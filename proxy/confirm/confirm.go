@@ -22,6 +22,7 @@ import (
 
 	"github.com/manifold-mcp/manifold/internal/redact"
 	"github.com/manifold-mcp/manifold/policy"
+	"github.com/manifold-mcp/manifold/proxy/internal/wire"
 )
 
 // This file holds approval bound to the call (README "Approval bound to
@@ -290,7 +291,7 @@ func (ar *Approver) Confirm(ctx context.Context, c Call, fields map[string]json.
 	canonical, err := canonicalArgs(fields["arguments"])
 	if err != nil {
 		rec.Outcome = "invalid arguments"
-		done(toolError("%s; the call of %q needs a person's approval of its exact arguments, so nothing was executed. Call it again with the arguments as one JSON object", err, exposed), nil)
+		done(wire.ToolError("%s; the call of %q needs a person's approval of its exact arguments, so nothing was executed. Call it again with the arguments as one JSON object", err, exposed), nil)
 		return false, rec
 	}
 	ttl := ar.TTL()
@@ -318,7 +319,7 @@ func (ar *Approver) Confirm(ctx context.Context, c Call, fields map[string]json.
 		return true, rec
 	case err == nil:
 		rec.Confirm, rec.Outcome = confirmDeclined, "declined by the person"
-		done(toolError("The person did not approve this call of %q (approval %s); nothing was executed. Do not retry it unless the person asks you to.", exposed, id), nil)
+		done(wire.ToolError("The person did not approve this call of %q (approval %s); nothing was executed. Do not retry it unless the person asks you to.", exposed, id), nil)
 	case ctx.Err() != nil:
 		if why := ar.aborted(ctx); why != "" {
 			rec.Confirm, rec.Outcome = confirmDeclined, why
@@ -329,10 +330,10 @@ func (ar *Approver) Confirm(ctx context.Context, c Call, fields map[string]json.
 		done(nil, ctx.Err())
 	case actx.Err() != nil:
 		rec.Confirm, rec.Outcome = confirmTimeout, "approval timed out"
-		done(toolError("No one approved this call of %q within %s (approval %s); nothing was executed. Call it again to ask the person again.", exposed, ttl, id), nil)
+		done(wire.ToolError("No one approved this call of %q within %s (approval %s); nothing was executed. Call it again to ask the person again.", exposed, ttl, id), nil)
 	default:
 		rec.Confirm, rec.Outcome = confirmUnavailable, "approval not asked"
-		done(toolError("This call of %q needs a person's approval, but asking for it failed: %v; nothing was executed.", exposed, err), nil)
+		done(wire.ToolError("This call of %q needs a person's approval, but asking for it failed: %v; nothing was executed.", exposed, err), nil)
 	}
 	return false, rec
 }
@@ -440,20 +441,20 @@ func (ar *Approver) approveByCommand(server, exposed, original string, d policy.
 	}
 	if dir == "" {
 		rec.Confirm, rec.Outcome = confirmUnavailable, "needs approval"
-		done(toolError("This call of %q needs a person's approval, and this client cannot ask for it (it declared no elicitation), and this manifold takes no approval from the command line (it has no status folder); nothing was executed. Use a client that supports elicitation.", exposed), nil)
+		done(wire.ToolError("This call of %q needs a person's approval, and this client cannot ask for it (it declared no elicitation), and this manifold takes no approval from the command line (it has no status folder); nothing was executed. Use a client that supports elicitation.", exposed), nil)
 		return false, rec
 	}
 	if a == nil {
 		if len(ap.pending) >= maxPendingApprovals {
 			rec.Confirm, rec.Outcome = confirmUnavailable, "too many approvals waiting"
-			done(toolError("This call of %q needs a person's approval, and %d approvals are already waiting; nothing was executed. Retry later.", exposed, len(ap.pending)), nil)
+			done(wire.ToolError("This call of %q needs a person's approval, and %d approvals are already waiting; nothing was executed. Retry later.", exposed, len(ap.pending)), nil)
 			return false, rec
 		}
 		a = &approval{id: newApprovalID(), expires: now.Add(ttl)}
 		if err := writeApproval(dir, ar.view(a.id, server, exposed, original, d, canonical, a.expires)); err != nil {
 			ar.log.Error("approval: cannot write the approval file for approve-call", "dir", dir, "err", err)
 			rec.Confirm, rec.Outcome = confirmUnavailable, "needs approval"
-			done(toolError("This call of %q needs a person's approval, which could not be prepared (%v); nothing was executed.", exposed, err), nil)
+			done(wire.ToolError("This call of %q needs a person's approval, which could not be prepared (%v); nothing was executed.", exposed, err), nil)
 			return false, rec
 		}
 		if ap.pending == nil {
@@ -465,7 +466,7 @@ func (ar *Approver) approveByCommand(server, exposed, original string, d policy.
 	if expired {
 		rec.Confirm = confirmExpired
 	}
-	done(toolError("This call of %q needs a person's approval before it runs, and this client cannot ask for it (it declared no elicitation); nothing was executed. "+
+	done(wire.ToolError("This call of %q needs a person's approval before it runs, and this client cannot ask for it (it declared no elicitation); nothing was executed. "+
 		"Approval id: %s. Ask the person to run, in a terminal on the machine where manifold runs:\n\n    manifold approve-call %s\n\n"+
 		"It shows them the server, the tool and these exact arguments. Once they approved, call %s again with exactly the same arguments before %s: it will run once. "+
 		"No tool can give this approval; only the person can.",
@@ -485,7 +486,7 @@ func (ar *Approver) approveShared(ctx context.Context, server, exposed, original
 	st := ar.opts.Store
 	unavailable := func(err error) (bool, Answer) {
 		rec.Confirm, rec.Outcome = confirmUnavailable, "approvals unavailable"
-		done(toolError("This call of %q needs a person's approval, and the approvals shared by the replicas could not be checked (%v); nothing was executed. Retry in a few seconds; if it persists, the operator should check the [cluster] Redis.", exposed, err), nil)
+		done(wire.ToolError("This call of %q needs a person's approval, and the approvals shared by the replicas could not be checked (%v); nothing was executed. Retry in a few seconds; if it persists, the operator should check the [cluster] Redis.", exposed, err), nil)
 		return false, rec
 	}
 	id, ok, err := st.Redeem(ctx, digest)
@@ -507,7 +508,7 @@ func (ar *Approver) approveShared(ctx context.Context, server, exposed, original
 		return unavailable(err)
 	}
 	rec.Confirm, rec.Approval, rec.Outcome = confirmUnavailable, id, "needs approval"
-	done(toolError("This call of %q needs a person's approval before it runs, and this client cannot ask for it (it declared no elicitation); nothing was executed. "+
+	done(wire.ToolError("This call of %q needs a person's approval before it runs, and this client cannot ask for it (it declared no elicitation); nothing was executed. "+
 		"Approval id: %s. Ask the person to run, where manifold runs (any replica, with the same config):\n\n    manifold approve-call %s\n\n"+
 		"It shows them the server, the tool and these exact arguments. Once they approved, call %s again with exactly the same arguments before %s: it will run once. "+
 		"No tool can give this approval; only the person can.",
@@ -571,14 +572,4 @@ func (ar *Approver) Close() {
 		removeApproval(ar.opts.Dir, a.id)
 		delete(ap.pending, dg)
 	}
-}
-
-// toolError builds an isError result whose text tells the model what happened
-// and what to do (as proxy's toolError).
-func toolError(format string, args ...any) json.RawMessage {
-	b, _ := json.Marshal(struct {
-		Content []mcp.TextContent `json:"content"`
-		IsError bool              `json:"isError"`
-	}{[]mcp.TextContent{{Text: fmt.Sprintf(format, args...)}}, true})
-	return b
 }

@@ -6,9 +6,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/manifold-mcp/manifold/policy"
+	"github.com/manifold-mcp/manifold/proxy/internal/wire"
 )
 
 // This file cuts a tools/call result to the policy's max_result_bytes
@@ -38,7 +37,7 @@ func capResult(raw json.RawMessage, max int, d policy.Decision) (json.RawMessage
 	}
 	var res map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &res); err != nil {
-		return toolError("the result (%d bytes) is over the limit of %d bytes (max_result_bytes, %s) and could not be cut; ask for a smaller part", len(raw), max, d.Limits.MaxResultBytesSource), true
+		return wire.ToolError("the result (%d bytes) is over the limit of %d bytes (max_result_bytes, %s) and could not be cut; ask for a smaller part", len(raw), max, d.Limits.MaxResultBytesSource), true
 	}
 	var content []json.RawMessage
 	_ = json.Unmarshal(res["content"], &content) // not an array: no block to keep
@@ -154,14 +153,4 @@ func cutText(m map[string]any, text string, room int) ([]byte, int, bool) {
 		n = n * (room - len(empty)) / (len(b) - len(empty))
 	}
 	return nil, 0, false
-}
-
-// toolError builds an isError result whose text tells the model what happened
-// and what to do (as proxy's toolError).
-func toolError(format string, args ...any) json.RawMessage {
-	b, _ := json.Marshal(struct {
-		Content []mcp.TextContent `json:"content"`
-		IsError bool              `json:"isError"`
-	}{[]mcp.TextContent{{Text: fmt.Sprintf(format, args...)}}, true})
-	return b
 }

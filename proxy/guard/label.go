@@ -8,6 +8,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/manifold-mcp/manifold/proxy/internal/wire"
 )
 
 // This file labels the text that a server returns as data (label_results):
@@ -201,7 +203,7 @@ func (g *Guard) LabelText(text, server, what, name string, preamble bool) string
 // says so): its text would otherwise reach the model unlabelled.
 func (l labeler) labelResult(raw json.RawMessage, server, tool string) json.RawMessage {
 	withheld := func(err error) json.RawMessage {
-		return toolError("the result of server %q could not be decoded to label it as data (label_results), so it was withheld: %v", server, err)
+		return wire.ToolError("the result of server %q could not be decoded to label it as data (label_results), so it was withheld: %v", server, err)
 	}
 	var res map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &res); err != nil {

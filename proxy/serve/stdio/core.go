@@ -19,10 +19,6 @@ type Core interface {
 	StartCall(ctx context.Context, ss *mcp.ServerSession, name string, fields map[string]json.RawMessage, finish func(json.RawMessage, error))
 	// LeanList returns the response to id, a tools/list of ss with params, from the prepared list, or false for the SDK to answer.
 	LeanList(ctx context.Context, ss *mcp.ServerSession, id, params []byte, modern bool) ([]byte, bool)
-	// WithRequestMeta records a modern request's own _meta on ctx, for the bridges that read its era.
-	WithRequestMeta(ctx context.Context, meta json.RawMessage) context.Context
-	// StripRequestMeta returns meta without the era's own keys (nil when nothing is left), the caller's own copy.
-	StripRequestMeta(meta json.RawMessage) json.RawMessage
 	// ServerInfo is the proxy's identity as JSON, for the _meta serverInfo of modern results.
 	ServerInfo() []byte
 	// Observer is the proxy's audit, metrics and traces.

@@ -397,10 +397,10 @@ func (l *lean) divert(ctx context.Context, f wire.Frame) bool {
 		}
 		delete(fields, "name")
 		if meta, ok := fields["_meta"]; ok && modern {
-			ctx = l.c.WithRequestMeta(ctx, meta) // the bridges read the request's own era
+			ctx = era.WithRequestMeta(ctx, meta) // the bridges read the request's own era
 			// The era's own keys describe this request, not the
 			// upstream's; the upstream face writes its own.
-			if meta = l.c.StripRequestMeta(meta); meta == nil {
+			if meta = era.StripRequestMeta(meta); meta == nil {
 				delete(fields, "_meta")
 			} else {
 				fields["_meta"] = meta

@@ -41,13 +41,9 @@ func (c *fakeCore) LeanList(context.Context, *mcp.ServerSession, []byte, []byte,
 	return nil, false
 }
 
-func (c *fakeCore) WithRequestMeta(ctx context.Context, _ json.RawMessage) context.Context {
-	return ctx
-}
-func (c *fakeCore) StripRequestMeta(meta json.RawMessage) json.RawMessage { return meta }
-func (c *fakeCore) ServerInfo() []byte                                    { return []byte(`{"name":"fake","version":"0"}`) }
-func (c *fakeCore) Observer() *observe.Observer                           { return nil }
-func (c *fakeCore) Log() *slog.Logger                                     { return slog.New(slog.DiscardHandler) }
+func (c *fakeCore) ServerInfo() []byte          { return []byte(`{"name":"fake","version":"0"}`) }
+func (c *fakeCore) Observer() *observe.Observer { return nil }
+func (c *fakeCore) Log() *slog.Logger           { return slog.New(slog.DiscardHandler) }
 
 // TestServeThroughCore drives the face alone, its root a fakeCore: a line
 // that is not JSON is answered -32700, initialize is answered by the SDK, a

@@ -200,15 +200,15 @@ func (m *mcpEndpoint) serveLeanModern(w http.ResponseWriter, r *http.Request, bo
 	}
 	if up, visible := m.core.SharedUp(name, httpCaller(r)); visible && up == nil {
 		return false
-	} else if up != nil && !up.Modern() && m.core.MayAsk(m.core.MetaCaps(meta)) {
+	} else if up != nil && !up.Modern() && m.core.MayAsk(era.OfRequest(nil, meta).Caps) {
 		return false // the bridge parks the call for the server's questions (mrtr.go)
 	}
 	ctx := r.Context()
 	if meta := fields["_meta"]; meta != nil {
-		ctx = m.core.WithRequestMeta(ctx, meta) // the request's own era (the root's mrtr.go)
+		ctx = era.WithRequestMeta(ctx, meta) // the request's own era (era.OfRequest)
 		// The era's own keys describe this request, not the upstream's;
 		// the upstream face writes its own.
-		if meta = m.core.StripRequestMeta(meta); meta == nil {
+		if meta = era.StripRequestMeta(meta); meta == nil {
 			delete(fields, "_meta")
 		} else {
 			fields["_meta"] = meta

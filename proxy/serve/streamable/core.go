@@ -60,12 +60,6 @@ type Core interface {
 	MetaTool(name string) bool
 	// MayAsk reports whether a client that declared caps may be asked during a call (sampling, elicitation).
 	MayAsk(caps *mcp.ClientCapabilities) bool
-	// MetaCaps returns the client capabilities a 2026-07-28 request's _meta declares.
-	MetaCaps(meta json.RawMessage) *mcp.ClientCapabilities
-	// WithRequestMeta carries a request's _meta (its era) on ctx.
-	WithRequestMeta(ctx context.Context, meta json.RawMessage) context.Context
-	// StripRequestMeta returns meta without the era's own keys (nil if nothing is left).
-	StripRequestMeta(meta json.RawMessage) json.RawMessage
 	// StartCall routes one tools/call (ss nil for a 2026-07-28 request) and calls done with its outcome.
 	StartCall(ctx context.Context, ss *mcp.ServerSession, name string, fields map[string]json.RawMessage, done func(json.RawMessage, error))
 	// CallAnswer returns a call's raw result as the client gets it: as it is, or checked as the typed path does.

@@ -31,35 +31,29 @@ func newFakeCore() *fakeCore {
 	}
 }
 
-func (f *fakeCore) MCPServer() *mcp.Server                             { return f.server }
-func (f *fakeCore) Log() *slog.Logger                                  { return f.log }
-func (f *fakeCore) SDKLog() *slog.Logger                               { return f.log }
-func (f *fakeCore) Life() context.Context                              { return context.Background() }
-func (f *fakeCore) Observer() *observe.Observer                        { return nil }
-func (f *fakeCore) Calls() *session.Calls                              { return &f.calls }
-func (f *fakeCore) Sessions() SessionStore                             { return nil }
-func (f *fakeCore) Answers() AnswerRelay                               { return f.answers }
-func (f *fakeCore) ListenAnswers(func(string, []byte))                 {}
-func (f *fakeCore) KeepsEvents(func() (int, int, int))                 {}
-func (f *fakeCore) InFlight(int64)                                     {}
-func (f *fakeCore) Draining() bool                                     { return false }
-func (f *fakeCore) Health() http.Handler                               { return http.NotFoundHandler() }
-func (f *fakeCore) Metrics() http.Handler                              { return nil }
-func (f *fakeCore) ApprovalPages(string) http.Handler                  { return http.NotFoundHandler() }
-func (f *fakeCore) Lean() bool                                         { return false }
-func (f *fakeCore) PerSessionTool(string) bool                         { return true }
-func (f *fakeCore) HeaderBound(string) bool                            { return false }
-func (f *fakeCore) MetaTool(string) bool                               { return false }
-func (f *fakeCore) MayAsk(*mcp.ClientCapabilities) bool                { return false }
-func (f *fakeCore) MetaCaps(json.RawMessage) *mcp.ClientCapabilities   { return nil }
-func (f *fakeCore) StripRequestMeta(m json.RawMessage) json.RawMessage { return m }
-func (f *fakeCore) ServerInfo() []byte                                 { return nil }
+func (f *fakeCore) MCPServer() *mcp.Server              { return f.server }
+func (f *fakeCore) Log() *slog.Logger                   { return f.log }
+func (f *fakeCore) SDKLog() *slog.Logger                { return f.log }
+func (f *fakeCore) Life() context.Context               { return context.Background() }
+func (f *fakeCore) Observer() *observe.Observer         { return nil }
+func (f *fakeCore) Calls() *session.Calls               { return &f.calls }
+func (f *fakeCore) Sessions() SessionStore              { return nil }
+func (f *fakeCore) Answers() AnswerRelay                { return f.answers }
+func (f *fakeCore) ListenAnswers(func(string, []byte))  {}
+func (f *fakeCore) KeepsEvents(func() (int, int, int))  {}
+func (f *fakeCore) InFlight(int64)                      {}
+func (f *fakeCore) Draining() bool                      { return false }
+func (f *fakeCore) Health() http.Handler                { return http.NotFoundHandler() }
+func (f *fakeCore) Metrics() http.Handler               { return nil }
+func (f *fakeCore) ApprovalPages(string) http.Handler   { return http.NotFoundHandler() }
+func (f *fakeCore) Lean() bool                          { return false }
+func (f *fakeCore) PerSessionTool(string) bool          { return true }
+func (f *fakeCore) HeaderBound(string) bool             { return false }
+func (f *fakeCore) MetaTool(string) bool                { return false }
+func (f *fakeCore) MayAsk(*mcp.ClientCapabilities) bool { return false }
+func (f *fakeCore) ServerInfo() []byte                  { return nil }
 
 func (f *fakeCore) SharedUp(string, policy.Identity) (*upstream.Upstream, bool) { return nil, false }
-
-func (f *fakeCore) WithRequestMeta(ctx context.Context, _ json.RawMessage) context.Context {
-	return ctx
-}
 
 func (f *fakeCore) StartCall(_ context.Context, _ *mcp.ServerSession, _ string, _ map[string]json.RawMessage, done func(json.RawMessage, error)) {
 	done(nil, context.Canceled)

@@ -1,29 +1,41 @@
-package proxy
+package bridge
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/manifold-mcp/manifold/proxy/era"
+	"github.com/manifold-mcp/manifold/proxy/relay"
 )
 
-// namedRelay is a RetryRelay that only has a name: serveRetry is called
+var errNoReplica = errors.New("no replica of that name listens")
+
+// namedRelay is a RetryRelay that only has a name: ServeRetry is called
 // directly.
 type namedRelay string
 
 func (n namedRelay) Replica() string { return string(n) }
 func (namedRelay) ForwardRetry(context.Context, string, []byte, func([]byte)) ([]byte, error) {
-	return nil, ErrNoReplica
+	return nil, errNoReplica
 }
 func (namedRelay) ServeRetries(context.Context, func(context.Context, []byte, func([]byte)) []byte) {}
 
 // nowhere drops a forwarded retry's progress.
 func nowhere([]byte) {}
+
+// quietRelay is a Relay that sends progress nowhere.
+type quietRelay struct{}
+
+func (quietRelay) Rebind(string, context.Context, *mcp.ServerSession, json.RawMessage) {}
+func (quietRelay) RebindRemote(string, func(*mcp.ProgressNotificationParams))          {}
+func (quietRelay) RememberElicitation(string, relay.Backend, *mcp.ServerSession)       {}
 
 // TestServeRetryRefuses: a forwarded retry is served only when its state
 // opens here, bound to the request the forwarding replica describes, and
@@ -32,10 +44,9 @@ func nowhere([]byte) {}
 // and a message that is not a retry are each answered with -32602, and a
 // parked call is resumed.
 func TestServeRetryRefuses(t *testing.T) {
-	opts := Options{Retries: namedRelay("aaaa"), StateKey: []byte(strings.Repeat("k", 32))}
-	s := &Server{opts: opts, bridge: newBridges(opts)}
-	s.relay = s.newRelay() // the forwarded retry's progress is rebound on it
-	sealer, err := s.bridge.Sealer()
+	br := New(Options{Retries: namedRelay("aaaa"), ErrNoReplica: errNoReplica, StateKey: []byte(strings.Repeat("k", 32)),
+		Methods: relay.Methods, Relay: quietRelay{}}) // the forwarded retry's progress is rebound on it
+	sealer, err := br.Sealer()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,15 +71,15 @@ func TestServeRetryRefuses(t *testing.T) {
 		}
 	}
 	ctx := t.Context()
-	refused("another principal", s.serveRetry(ctx, retry("anonymous:other/1", seal("aaaa", "pc-1")), nowhere), "belongs to another request")
-	refused("another replica's call", s.serveRetry(ctx, retry(testBind.Principal, seal("bbbb", "pc-1")), nowhere), "not one this proxy issued")
-	refused("a call that is gone", s.serveRetry(ctx, retry(testBind.Principal, seal("aaaa", "pc-gone")), nowhere), "no longer waiting")
-	refused("not a retry", s.serveRetry(ctx, []byte(`[1,2]`), nowhere), "could not be read")
+	refused("another principal", br.ServeRetry(ctx, retry("anonymous:other/1", seal("aaaa", "pc-1")), nowhere), "belongs to another request")
+	refused("another replica's call", br.ServeRetry(ctx, retry(testBind.Principal, seal("bbbb", "pc-1")), nowhere), "not one this proxy issued")
+	refused("a call that is gone", br.ServeRetry(ctx, retry(testBind.Principal, seal("aaaa", "pc-gone")), nowhere), "no longer waiting")
+	refused("not a retry", br.ServeRetry(ctx, []byte(`[1,2]`), nowhere), "could not be read")
 
 	// A call parked here, asked one question: the forwarded retry's
 	// answer reaches the server's question, and its result comes back.
 	out := make(outcomes, 4)
-	callCtx, pc, err := s.bridge.Park(ctx, testBind, elicitCaps(), time.Minute, out.finish)
+	callCtx, pc, err := br.Park(ctx, testBind, elicitCaps(), time.Minute, out.finish)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +96,7 @@ func TestServeRetryRefuses(t *testing.T) {
 		t.Fatalf("first round = %s, %v", first.raw, first.err)
 	}
 	served := make(chan []byte, 1)
-	go func() { served <- s.serveRetry(ctx, retry(testBind.Principal, ir.RequestState), nowhere) }()
+	go func() { served <- br.ServeRetry(ctx, retry(testBind.Principal, ir.RequestState), nowhere) }()
 	select {
 	case got := <-asked:
 		if string(got) != `{"action":"accept","content":{"a":"b"}}` {

@@ -1,6 +1,6 @@
 //lint:file-ignore SA1019 roots are deprecated as of protocol 2026-07-28, but a forwarded retry carries the capabilities the client declared, roots among them.
 
-package proxy
+package bridge
 
 import (
 	"context"
@@ -11,12 +11,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/manifold-mcp/manifold/proxy/bridge"
 	"github.com/manifold-mcp/manifold/proxy/era"
+	"github.com/manifold-mcp/manifold/proxy/relay"
 )
 
 // RetryRelay carries the retry of a 2026-07-28 client's call that the bridge
-// parked on a legacy server (mrtr.go) to the replica that holds the call,
+// parked on a legacy server (call.go) to the replica that holds the call,
 // when the retry reaches another, and brings back what that replica answers
 // (README "Several replicas"). The upstream call lives in one replica's
 // memory, with the server's questions waiting in it; the retry is served
@@ -32,8 +32,9 @@ type RetryRelay interface {
 	// sent meanwhile (best effort: some may be lost). It returns ctx's
 	// error when ctx ends first (and tells the replica to stop serving it),
 	// ErrNoReplica when no replica of that name listens or it stopped
-	// answering, and an error wrapping ErrSharedUnavailable when the relay
-	// cannot be reached.
+	// answering (Options.ErrNoReplica), and an error wrapping
+	// ErrSharedUnavailable when the relay cannot be reached
+	// (Options.ErrUnreachable).
 	ForwardRetry(ctx context.Context, replica string, retry []byte, progress func([]byte)) ([]byte, error)
 	// ServeRetries calls serve, each time on a goroutine of its own, with
 	// each retry forwarded to this replica that it could authenticate, until
@@ -61,18 +62,21 @@ type retryAnswer struct {
 	Error  *jsonrpc.Error  `json:"error,omitempty"`
 }
 
+// codeServerError is JSON-RPC's implementation-defined server error.
+const codeServerError = -32000
+
 // elsewhere reports whether a parked state st, whose call is not here,
 // names another replica that retries can be forwarded to.
-func (s *Server) elsewhere(st era.State) bool {
-	return s.opts.Retries != nil && st.Replica != "" && st.Replica != s.opts.Retries.Replica()
+func (br *Bridges) elsewhere(st era.State) bool {
+	return br.opts.Retries != nil && st.Replica != "" && st.Replica != br.opts.Retries.Replica()
 }
 
 // forwardRetry serves the retry of a call parked on replica there, and
 // hands its answer to finish. The call's progress meanwhile goes to ss, the
 // retry's session, with the retry's own progress token (none without one).
-func (s *Server) forwardRetry(ctx context.Context, ss *mcp.ServerSession, replica string, e reqEra, name, server, principal string, fields map[string]json.RawMessage, finish func(json.RawMessage, error)) {
-	caps := &era.ClientCapsV2{ClientCapabilities: *e.caps, Roots: e.caps.RootsV2}
-	msg, err := json.Marshal(forwardedRetry{Name: name, Server: server, Principal: principal, Caps: caps, Client: e.client, Fields: fields})
+func (br *Bridges) forwardRetry(ctx context.Context, ss *mcp.ServerSession, replica string, e era.Request, name, server, principal string, fields map[string]json.RawMessage, finish func(json.RawMessage, error)) {
+	caps := &era.ClientCapsV2{ClientCapabilities: *e.Caps, Roots: e.Caps.RootsV2}
+	msg, err := json.Marshal(forwardedRetry{Name: name, Server: server, Principal: principal, Caps: caps, Client: e.Client, Fields: fields})
 	if err != nil {
 		finish(nil, err)
 		return
@@ -86,16 +90,16 @@ func (s *Server) forwardRetry(ctx context.Context, ss *mcp.ServerSession, replic
 		p.ProgressToken = token // the retry's own, whatever the other replica says
 		_ = ss.NotifyProgress(ctx, &p)
 	}
-	out, err := s.opts.Retries.ForwardRetry(ctx, replica, msg, progress)
+	out, err := br.opts.Retries.ForwardRetry(ctx, replica, msg, progress)
 	switch {
 	case err == nil:
 	case ctx.Err() != nil:
 		finish(nil, ctx.Err())
 		return
-	case errors.Is(err, ErrNoReplica):
-		finish(nil, bridge.StateError(name, errors.New("the replica that holds the call it names stopped, and the call ended with it")))
+	case br.opts.ErrNoReplica != nil && errors.Is(err, br.opts.ErrNoReplica):
+		finish(nil, StateError(name, errors.New("the replica that holds the call it names stopped, and the call ended with it")))
 		return
-	case errors.Is(err, ErrSharedUnavailable):
+	case br.opts.ErrUnreachable != nil && errors.Is(err, br.opts.ErrUnreachable):
 		finish(nil, &jsonrpc.Error{Code: codeServerError, Message: fmt.Sprintf(
 			"the call of %q waits on another replica, and the shared store ([cluster] redis) that carries its retry there cannot be reached (%v); send the same retry again shortly", name, err)})
 		return
@@ -116,23 +120,11 @@ func (s *Server) forwardRetry(ctx context.Context, ss *mcp.ServerSession, replic
 	finish(a.Result, nil)
 }
 
-// startRetries serves the retries other replicas forward here, until Close.
-func (s *Server) startRetries() {
-	if s.opts.Retries == nil {
-		return
-	}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		s.opts.Retries.ServeRetries(s.life, s.serveRetry)
-	}()
-}
-
-// serveRetry serves a retry another replica forwarded (forwardedRetry): its
+// ServeRetry serves a retry another replica forwarded (forwardedRetry): its
 // state is opened again here, bound to the same request, and must name a
 // call parked here; the answer is the call's next event, as for a retry
 // that arrives here. Nil when ctx ended first (the other replica gave up).
-func (s *Server) serveRetry(ctx context.Context, msg []byte, notify func([]byte)) []byte {
+func (br *Bridges) ServeRetry(ctx context.Context, msg []byte, notify func([]byte)) []byte {
 	answer := func(raw json.RawMessage, err error) []byte {
 		var a retryAnswer
 		if err != nil {
@@ -151,25 +143,25 @@ func (s *Server) serveRetry(ctx context.Context, msg []byte, notify func([]byte)
 	if err := json.Unmarshal(msg, &fr); err != nil || fr.Fields == nil || fr.Caps == nil {
 		return answer(nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "a forwarded retry that could not be read"})
 	}
-	st, err := s.bridge.OpenRetry(fr.Name, fr.Server, fr.Principal, fr.Fields)
+	st, err := br.OpenRetry(fr.Name, fr.Server, fr.Principal, fr.Fields)
 	if err != nil {
 		return answer(nil, err)
 	}
-	if st.Kind != era.Parked || st.Replica != s.opts.Retries.Replica() {
-		return answer(nil, bridge.StateError(fr.Name, era.ErrMalformed))
+	if st.Kind != era.Parked || br.opts.Retries == nil || st.Replica != br.opts.Retries.Replica() {
+		return answer(nil, StateError(fr.Name, era.ErrMalformed))
 	}
 	done := make(chan []byte, 1)
 	finish := func(raw json.RawMessage, err error) { done <- answer(raw, err) }
 	// The call's progress goes back to the replica that forwarded the
 	// retry, which sends it with the retry's own token.
 	rebind := func(route string) {
-		s.relay.RebindRemote(route, func(p *mcp.ProgressNotificationParams) {
+		br.opts.Relay.RebindRemote(route, func(p *mcp.ProgressNotificationParams) {
 			if raw, err := json.Marshal(p); err == nil {
 				notify(raw)
 			}
 		})
 	}
-	s.bridge.ResumeParked(ctx, s.bridge.Get(st.Call), st, capsV1(fr.Caps), fr.Principal, fr.Name, fr.Fields, finish, rebind)
+	br.ResumeParked(ctx, br.Get(st.Call), st, era.CapsV1(fr.Caps), fr.Principal, fr.Name, fr.Fields, finish, rebind)
 	select {
 	case out := <-done:
 		return out
@@ -189,7 +181,7 @@ func progressTokenOf(meta json.RawMessage) any {
 	if len(meta) == 0 || json.Unmarshal(meta, &m) != nil || len(m.Token) == 0 {
 		return nil
 	}
-	tok, err := decodeProgressToken(m.Token)
+	tok, err := relay.DecodeProgressToken(m.Token)
 	if err != nil {
 		return nil
 	}
