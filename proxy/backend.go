@@ -88,8 +88,10 @@ func (s *Server) newBackend(name string, sc ServerConfig) *backend {
 		Connected: func(ctx context.Context, up *upstream.Upstream, caps *mcp.ServerCapabilities) {
 			s.relay.ApplyLogLevel(ctx, b, up, caps)
 		},
-		Up: func(ctx context.Context, up *upstream.Upstream) {
-			s.rebuild()
+		Up: func(ctx context.Context, up *upstream.Upstream, changed bool) {
+			if changed { // else the catalog in force was built from what it listed
+				s.rebuild()
+			}
 			s.relay.Resubscribe(ctx, b, up.Session())
 		},
 		Adopted: s.rebuild,

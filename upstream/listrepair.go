@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 
@@ -103,6 +104,9 @@ func repairList(method string, result json.RawMessage, drop func(method, item st
 	if json.Unmarshal(result, &members) != nil {
 		return result
 	}
+	if decodesWhole(method, members[key]) {
+		return result
+	}
 	var items []json.RawMessage
 	if json.Unmarshal(members[key], &items) != nil {
 		return result
@@ -135,6 +139,37 @@ func repairList(method string, result json.RawMessage, drop func(method, item st
 		return result
 	}
 	return out
+}
+
+// decodesWhole reports whether list, the list of a list result, decodes as
+// a whole into the SDK's items with none null and none nested too deep:
+// then each item decodes alone too (encoding/json reports an item's error
+// at the end of the array, not at the item), and repairList has nothing to
+// leave out. One decoding of the array is most of the cost of splitting it
+// and decoding each item: a thousand tools are listed at every start.
+func decodesWhole(method string, list json.RawMessage) bool {
+	var ok bool
+	switch method {
+	case "tools/list":
+		ok = decodesAll[mcp.Tool](list)
+	case "prompts/list":
+		ok = decodesAll[mcp.Prompt](list)
+	case "resources/list":
+		ok = decodesAll[mcp.Resource](list)
+	default:
+		ok = decodesAll[mcp.ResourceTemplate](list)
+	}
+	// An array nests one deeper than its deepest item.
+	return ok && nesting(list) <= maxItemDepth+1
+}
+
+// decodesAll reports whether list decodes as an array of T with no null.
+func decodesAll[T any](list json.RawMessage) bool {
+	var v []*T
+	if json.Unmarshal(list, &v) != nil {
+		return false
+	}
+	return !slices.Contains(v, nil)
 }
 
 // itemName returns what names a list item: its URI, URI template or name,

@@ -232,3 +232,34 @@ func FuzzRepairList(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodesWhole: when a list decodes as a whole (repairList's way for a
+// list with nothing to leave out), each of its items decodes alone, is not
+// null and is not nested too deep: the item by item way would have left
+// nothing out either.
+func FuzzDecodesWhole(f *testing.F) {
+	f.Add("tools/list", `[{"name":"bad","annotations":"x"},null,{"name":"a"}]`)
+	f.Add("tools/list", `[{"name":"a","inputSchema":{"type":"object"}},{"name":"b","annotations":{"readOnlyHint":true}}]`)
+	f.Add("prompts/list", `[{"name":"p","arguments":"x"},{"name":"q"}]`)
+	f.Add("resources/list", `[{"uri":"x://a","size":"x"},7]`)
+	f.Add("resources/templates/list", `[[],{"uriTemplate":"x://{a}"}]`)
+	f.Add("tools/list", `null`)
+	f.Add("tools/list", `[]`)
+	f.Fuzz(func(t *testing.T, method, list string) {
+		if _, ok := listMembers[method]; !ok {
+			method = "tools/list"
+		}
+		if !decodesWhole(method, json.RawMessage(list)) {
+			return
+		}
+		var items []json.RawMessage
+		if err := json.Unmarshal([]byte(list), &items); err != nil {
+			t.Fatalf("%s %s decodes whole, but not as an array: %v", method, list, err)
+		}
+		for _, it := range items {
+			if err := decodeItem(method, it); err != nil || string(bytes.TrimSpace(it)) == "null" || nesting(it) > maxItemDepth {
+				t.Fatalf("%s %s decodes whole, but item %s does not (%v)", method, list, it, err)
+			}
+		}
+	})
+}

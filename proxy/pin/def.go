@@ -98,9 +98,22 @@ func NewDef(kind Kind, name string, raw []byte) (Def, error) {
 	if !kind.valid() {
 		return Def{}, fmt.Errorf("unknown kind %q", kind)
 	}
+	c, ok := pinnedMembers(kind, raw)
+	if !ok {
+		var err error
+		if c, err = pinnedDecoded(kind, raw); err != nil {
+			return Def{}, fmt.Errorf("%s %q: %w", kind, name, err)
+		}
+	}
+	return Def{Kind: kind, Name: name, Canonical: c}, nil
+}
+
+// pinnedDecoded is the canonical form of raw's pinned members, by decoding
+// raw and encoding what is kept: NewDef's general way.
+func pinnedDecoded(kind Kind, raw []byte) (string, error) {
 	var all map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &all); err != nil {
-		return Def{}, fmt.Errorf("%s %q: %w", kind, name, err)
+		return "", err
 	}
 	keep := make(map[string]json.RawMessage)
 	for _, f := range fields[kind] {
@@ -109,11 +122,102 @@ func NewDef(kind Kind, name string, raw []byte) (Def, error) {
 		}
 	}
 	b, _ := json.Marshal(keep)
-	c, err := Canonical(b)
-	if err != nil {
-		return Def{}, fmt.Errorf("%s %q: %w", kind, name, err)
+	return Canonical(b)
+}
+
+// pinnedMembers is NewDef's canonical form of raw without decoding the
+// whole definition into a map and encoding it again (the pin check of a
+// start fingerprints every definition of every server, a thousand with
+// twenty servers of fifty tools): it walks raw's top-level object, keeps
+// the pinned members and canonicalises only their values, each on its own
+// (Canonical of an object is its members' canonical values under sorted
+// keys). It handles only the common shape, an object without whitespace
+// between its members, whose keys are plain and whose pinned members each
+// appear once, and every value of which is valid JSON; for anything else
+// ok is false and NewDef takes its general way, so the answer is never a
+// different one (FuzzNewDefFast).
+func pinnedMembers(kind Kind, raw []byte) (string, bool) {
+	want := fields[kind]
+	var kept [8]struct{ key, value []byte }
+	n, seen := 0, 0 // seen: a bit per member of want
+	sc := canonicalScanner{b: raw}
+	if !sc.next('{') {
+		return "", false
 	}
-	return Def{Kind: kind, Name: name, Canonical: c}, nil
+	if !sc.next('}') {
+		for {
+			key, ok := sc.str()
+			if !ok || !sc.next(':') {
+				return "", false
+			}
+			start := sc.i
+			if !sc.skip() {
+				return "", false
+			}
+			value := raw[start:sc.i]
+			if f := slices.Index(want, string(key)); f >= 0 {
+				if seen&(1<<f) != 0 {
+					return "", false // twice: the last one counts, left to the decoder
+				}
+				seen |= 1 << f
+				if string(value) != "null" {
+					kept[n] = struct{ key, value []byte }{key, value}
+					n++
+				}
+			} else if !canonicalAlready(value) && !json.Valid(value) {
+				return "", false
+			}
+			if sc.next('}') {
+				break
+			}
+			if !sc.next(',') {
+				return "", false
+			}
+		}
+	}
+	if sc.i != len(raw) {
+		return "", false
+	}
+	slices.SortFunc(kept[:n], func(a, b struct{ key, value []byte }) int { return bytes.Compare(a.key, b.key) })
+	var b strings.Builder
+	b.Grow(len(raw))
+	b.WriteByte('{')
+	for i, m := range kept[:n] {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('"')
+		b.Write(m.key)
+		b.WriteString(`":`)
+		if canonicalAlready(m.value) {
+			b.Write(m.value)
+			continue
+		}
+		c, ok := canonicalValue(m.value)
+		if !ok {
+			return "", false
+		}
+		b.WriteString(c)
+	}
+	b.WriteByte('}')
+	return b.String(), true
+}
+
+// canonicalValue is canonicalDecoded of raw when raw is exactly one JSON
+// value and nothing else (no space around it either); ok is false
+// otherwise.
+func canonicalValue(raw []byte) (string, bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil || dec.InputOffset() != int64(len(raw)) {
+		return "", false
+	}
+	var b strings.Builder
+	if encode(&b, v) != nil {
+		return "", false
+	}
+	return b.String(), true
 }
 
 // InstructionsDef is a server's instructions as a definition.
@@ -321,6 +425,59 @@ func (sc *canonicalScanner) str() ([]byte, bool) {
 		}
 	}
 	return nil, false
+}
+
+// maxSkipDepth bounds the nesting that skip follows, far below the
+// decoder's own bound, so that a value it reads is never valid alone and
+// too deep as a member.
+const maxSkipDepth = 1000
+
+// skip reads one value of any spelling and reports whether it ended where
+// a value can end; it only delimits the value (strings, with their escapes,
+// and nesting are followed), the caller checks what it read.
+func (sc *canonicalScanner) skip() bool {
+	depth := 0
+	for sc.i < len(sc.b) {
+		switch c := sc.b[sc.i]; c {
+		case '"':
+			sc.i++
+			for {
+				if sc.i >= len(sc.b) {
+					return false
+				}
+				c := sc.b[sc.i]
+				sc.i++
+				if c == '\\' {
+					sc.i++
+				} else if c == '"' {
+					break
+				}
+			}
+			if depth == 0 {
+				return true
+			}
+			continue
+		case '{', '[':
+			if depth++; depth > maxSkipDepth {
+				return false
+			}
+		case '}', ']':
+			if depth == 0 {
+				return true // the enclosing object's end: a scalar ended
+			}
+			depth--
+			if depth == 0 {
+				sc.i++
+				return true
+			}
+		case ',':
+			if depth == 0 {
+				return true
+			}
+		}
+		sc.i++
+	}
+	return false
 }
 
 // number reads a number of JSON's grammar spelt as number spells it.

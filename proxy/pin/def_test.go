@@ -182,3 +182,39 @@ func FuzzCanonical(f *testing.F) {
 		}
 	})
 }
+
+// FuzzNewDefFast: NewDef's way for the common shape (pinnedMembers) gives
+// what its general way gives, for every input it takes: the same canonical
+// form, and never a form where the general way has an error.
+func FuzzNewDefFast(f *testing.F) {
+	for _, s := range []string{
+		`{"name":"echo_many_17","description":"Echoes its text back.","inputSchema":{"type":"object","properties":{"text":{"type":"string","description":"What to echo."}},"required":["text"]},"annotations":{"readOnlyHint":true,"openWorldHint":false}}`,
+		`{"name":"read","title":null,"description":"<IMPORTANT>&","_meta":{"x":[1,2.50]},"icons":[{"src":"a"}]}`,
+		`{"name":"a","name":"b"}`, `{"title":"a","title":null}`, `{"title":null,"title":"a"}`, `{"_meta":1,"_meta":[}`,
+		`{}`, `{ "name":"a"}`, `{"name": "a" }`, `{"name":"a",}`, `{"name":"a"`, `{"name":"a"}x`, `[]`, `"a"`, ``,
+		`{"name":"\u0061","inputSchema":{"b":1,"a":1e1}}`, `{"na\u006de":"a"}`, `{"description":"é\"\\"}`,
+		`{"inputSchema":{"a":[1}}}`, `{"inputSchema":[1}`, `{"_meta":{"a":[1}}`, `{"annotations":tru}`, `{"annotations":01}`,
+		`{"uriTemplate":"file:///{path}","mimeType":"text/plain","arguments":[{"name":"x"}]}`,
+	} {
+		for _, kind := range []Kind{Tool, Prompt, Template, Instructions} {
+			f.Add(string(kind), []byte(s))
+		}
+	}
+	f.Fuzz(func(t *testing.T, kind string, raw []byte) {
+		k := Kind(kind)
+		if !k.valid() {
+			return
+		}
+		fast, ok := pinnedMembers(k, raw)
+		if !ok {
+			return
+		}
+		want, err := pinnedDecoded(k, raw)
+		if err != nil {
+			t.Fatalf("pinnedMembers(%s, %q) = %q, but the general way fails: %v", k, raw, fast, err)
+		}
+		if fast != want {
+			t.Fatalf("pinnedMembers(%s, %q) = %q, want %q", k, raw, fast, want)
+		}
+	})
+}

@@ -125,8 +125,12 @@ type Hooks struct {
 	// what the server declared (the proxy sets the client's log level).
 	Connected func(ctx context.Context, up *upstream.Upstream, caps *mcp.ServerCapabilities)
 	// Up runs once a start has listed and the backend serves (the proxy
-	// rebuilds its catalog and renews the resource subscriptions).
-	Up func(ctx context.Context, up *upstream.Upstream)
+	// rebuilds its catalog and renews the resource subscriptions). changed
+	// is false when the start listed the very definitions b had, and said
+	// of itself what b knew (a start after the cached catalog was adopted,
+	// a restart of a server that lists the same): what the catalog was
+	// built from is unchanged, and a rebuild would build it again.
+	Up func(ctx context.Context, up *upstream.Upstream, changed bool)
 	// ProcOptions returns the options of a process of b's own: for the
 	// client session ss (kind "session") or for one call ("call").
 	ProcOptions func(ss *mcp.ServerSession, kind string) upstream.Options
@@ -442,6 +446,12 @@ func (b *Backend) start(ctx context.Context) (*upstream.Upstream, error) {
 		}()
 	}
 	b.mu.Lock()
+	// The proxy's catalog was built from b's lists and about as they are
+	// before this start (every change of them is followed by a hook that
+	// rebuilds it: Adopted, Up, ListChanged); a start that lists the very
+	// definitions again (keepSame: the cached catalog, or the last start's)
+	// leaves it as it is.
+	changed := !b.listed || !sameLists(b.lists, l) || !sameAbout(b.about, about)
 	b.lists = l
 	b.listed = b.listed || err == nil
 	b.about = about
@@ -453,7 +463,7 @@ func (b *Backend) start(ctx context.Context) (*upstream.Upstream, error) {
 	b.log.Info("server up", "pid", up.PID(), "tools", len(l.Tools), "prompts", len(l.Prompts),
 		"resources", len(l.Resources), "templates", len(l.Templates))
 	if b.hooks.Up != nil {
-		b.hooks.Up(ctx, up)
+		b.hooks.Up(ctx, up, changed)
 	}
 	return up, nil
 }

@@ -1,6 +1,9 @@
 package supervise
 
-import "reflect"
+import (
+	"reflect"
+	"slices"
+)
 
 // keepSame returns next with each definition that equals the one at the
 // same place in prev replaced by prev's: a server that lists what it listed
@@ -37,4 +40,17 @@ func keepSameDefs[T any](prev, next []*T) []*T {
 		}
 	}
 	return out
+}
+
+// sameLists reports whether a and b hold the same definitions, by identity
+// (keepSame gives a listing that lists the same the previous values).
+func sameLists(a, b Lists) bool {
+	return slices.Equal(a.Tools, b.Tools) && slices.Equal(a.Prompts, b.Prompts) &&
+		slices.Equal(a.Resources, b.Resources) && slices.Equal(a.Templates, b.Templates)
+}
+
+// sameAbout reports whether a and b say the same of their server.
+func sameAbout(a, b About) bool {
+	return a.Title == b.Title && a.Name == b.Name && a.Instructions == b.Instructions &&
+		a.Known == b.Known && slices.Equal(a.Tools, b.Tools)
 }
