@@ -8,7 +8,6 @@ import (
 
 	cat "github.com/manifold-mcp/manifold/proxy/catalog"
 	"github.com/manifold-mcp/manifold/proxy/era"
-	"github.com/manifold-mcp/manifold/proxy/observe"
 	"github.com/manifold-mcp/manifold/proxy/route"
 	"github.com/manifold-mcp/manifold/upstream"
 )
@@ -64,10 +63,12 @@ func (h *routeHost) WaitReady(ctx context.Context) { (*Server)(h).waitReady(ctx)
 
 func (h *routeHost) Catalog() route.Generation { return h.catalog.Load() }
 
-func (h *routeHost) Mode(ctx context.Context, ss *mcp.ServerSession) string {
+func (h *routeHost) Mode(ctx context.Context, ss *mcp.ServerSession, decide bool) string {
 	s := (*Server)(h)
-	return s.sessionMode(ctx, ss, nil, s.catalog.Load(), true)
+	return s.sessionMode(ctx, ss, nil, s.catalog.Load(), decide)
 }
+
+func (h *routeHost) Modern(ss *mcp.ServerSession) bool { return modernSession(ss) }
 
 func (h *routeHost) CallSpan(ctx context.Context, ss *mcp.ServerSession, name string, fields map[string]json.RawMessage, finish func(json.RawMessage, error)) (context.Context, func(json.RawMessage, error)) {
 	return startCallSpan(h.obs, ctx, ss, name, fields, finish)
@@ -82,11 +83,14 @@ func (h *routeHost) Via(ctx context.Context) string {
 	return via
 }
 
-func (h *routeHost) RecordClient(ctx context.Context, ss *mcp.ServerSession, rec *observe.Record) {
-	if ss == nil { // a 2026-07-28 request over HTTP: the client names itself
-		rec.Client = clientOf(ctx, nil, nil).Name
+func (h *routeHost) ClientName(ctx context.Context) string { return clientOf(ctx, nil, nil).Name }
+
+func (h *routeHost) UpFor(ctx context.Context, server string) (*mcp.ClientSession, route.Server, error) {
+	cs, b, err := (*Server)(h).upFor(ctx, server)
+	if b == nil {
+		return cs, nil, err
 	}
-	recordSession(rec, ss)
+	return cs, b, err
 }
 
 func (h *routeHost) IdentityUpstream(ctx context.Context, b route.Server) (*upstream.Upstream, error) {

@@ -107,7 +107,7 @@ func (r *Route) Call(ctx context.Context, ss *mcp.ServerSession, name string, fi
 	k.rec.Identity = k.id.Subject
 	// A client that calls before (or without) listing is a client too: its
 	// mode is decided here as a list would decide it, and status shows it.
-	k.rec.Catalog = s.Mode(ctx, ss)
+	k.rec.Catalog = s.Mode(ctx, ss, true)
 	for _, step := range r.pipe.Steps {
 		if !step(k) {
 			return
@@ -161,7 +161,10 @@ func (k *ToolCall) end(raw json.RawMessage, err error) {
 			}
 		}
 		rec.ResultBytes = len(raw)
-		r.host.RecordClient(k.ctx, k.ss, rec)
+		if k.ss == nil { // a 2026-07-28 request over HTTP: the client names itself
+			rec.Client = r.host.ClientName(k.ctx)
+		}
+		RecordSession(rec, k.ss)
 		r.obs.Record(*rec, k.start, k.fields["arguments"])
 	}
 	k.finish(raw, err)

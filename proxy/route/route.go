@@ -81,9 +81,11 @@ type Host interface {
 	WaitReady(ctx context.Context)
 	// Catalog is the catalog in force.
 	Catalog() Generation
-	// Mode decides (as a list would) and returns the catalog mode of the
-	// client of a request on ss.
-	Mode(ctx context.Context, ss *mcp.ServerSession) string
+	// Mode returns the catalog mode of the client of a request on ss,
+	// deciding it first (as a list would) if decide.
+	Mode(ctx context.Context, ss *mcp.ServerSession, decide bool) string
+	// Modern reports whether ss speaks 2026-07-28.
+	Modern(ss *mcp.ServerSession) bool
 	// CallSpan starts the SERVER span of a tools/call of name and returns
 	// finish wrapped to end it.
 	CallSpan(ctx context.Context, ss *mcp.ServerSession, name string, fields map[string]json.RawMessage, finish func(json.RawMessage, error)) (context.Context, func(json.RawMessage, error))
@@ -92,8 +94,13 @@ type Host interface {
 	ServeSurface(ctx context.Context, ss *mcp.ServerSession, name string, fields map[string]json.RawMessage, finish func(json.RawMessage, error)) bool
 	// Via names the call tool that made this call, if one did.
 	Via(ctx context.Context) string
-	// RecordClient fills what rec says of the request's session and client.
-	RecordClient(ctx context.Context, ss *mcp.ServerSession, rec *observe.Record)
+	// ClientName is the name a request without a session (a 2026-07-28
+	// request over HTTP) gives its client.
+	ClientName(ctx context.Context) string
+	// UpFor returns the running upstream session of the server of that
+	// name in the current generation, or an error that says why there is
+	// none (and the server, if there is one).
+	UpFor(ctx context.Context, server string) (*mcp.ClientSession, Server, error)
 	// IdentityUpstream is b's connection that carries the caller's own
 	// credential; SessionUpstream ss's own process of b (nil when b is
 	// shared), or the caller's own connection for a per-identity b.
@@ -157,6 +164,18 @@ func (r *Route) mayWait(b Server, d policy.Decision, re era.Request, fields map[
 // the call.
 func (r *Route) perCall(b Server, ss *mcp.ServerSession, up *upstream.Upstream) bool {
 	return b.PerSession() && ss != nil && ss.ID() == "" && !r.waitForClient && !up.Modern()
+}
+
+// RecordSession fills what rec says of ss, the request's session (nil for
+// a 2026-07-28 request over HTTP): its id, and its client's name when the
+// client gave one at initialize.
+func RecordSession(rec *observe.Record, ss *mcp.ServerSession) {
+	if ss != nil {
+		rec.Session = ss.ID()
+		if ip := ss.InitializeParams(); ip != nil && ip.ClientInfo != nil {
+			rec.Client = ip.ClientInfo.Name
+		}
+	}
 }
 
 // spendLines are guard's spend lines as the audit record's.
