@@ -10,9 +10,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/manifold-mcp/manifold/policy"
-	"github.com/manifold-mcp/manifold/proxy/bridge"
-	"github.com/manifold-mcp/manifold/proxy/era"
 	"github.com/manifold-mcp/manifold/proxy/internal/wire"
 	"github.com/manifold-mcp/manifold/proxy/naming"
 )
@@ -76,29 +73,12 @@ func (s *Server) startCall(ctx context.Context, ss *mcp.ServerSession, name stri
 	select {
 	case <-s.ready:
 		if !slices.Contains(metaTools, name) || ctx.Value(innerCallKey{}) != nil {
-			s.routeCall(ctx, ss, name, fields, finish)
+			s.pipeline.Call(ctx, ss, name, fields, finish)
 			return
 		}
 	default:
 	}
-	go s.routeCall(ctx, ss, name, fields, finish)
-}
-
-// mayWait reports whether the rest of a call of a visible tool, decided d on
-// backend b, may wait for something else than writing to its server: then
-// it does not run on the caller's goroutine (startCall).
-func (s *Server) mayWait(b *backend, d policy.Decision, re era.Request, fields map[string]json.RawMessage) bool {
-	if b == nil || d.Confirm || b.PerIdentity() || b.PerSession() {
-		return true // a person's approval, a connection or process of its own
-	}
-	if s.guard.MayWait(d.Limits) {
-		return true // a round trip to the shared store
-	}
-	st, up, _ := b.Snapshot()
-	if st != stateUp || up == nil {
-		return true // a lazy server starts first
-	}
-	return bridge.MayWait(re, fields, up.Modern()) // a parked call resumed, or one parked on a legacy server
+	go s.pipeline.Call(ctx, ss, name, fields, finish)
 }
 
 var markInputRequired = []byte(`"input_required"`)

@@ -27,15 +27,6 @@ func (s *Server) sessionUpstream(ctx context.Context, b *backend, ss *mcp.Server
 	return b.SessionUpstream(ctx, ss)
 }
 
-// perCall reports whether a call of a modern client on session ss to b
-// (whose shared process is up) runs in a process of its own: over HTTP (the
-// request has no session) for a server with isolation = "session" that
-// speaks the initialize era, whose requests could otherwise not be tied to
-// the call.
-func (s *Server) perCall(b *backend, ss *mcp.ServerSession, up *upstream.Upstream) bool {
-	return b.PerSession() && ss != nil && ss.ID() == "" && !s.opts.WaitForClient && !up.Modern()
-}
-
 // procOptions are the options of b's own process for ss: a session's
 // (kind "session") or a single call's ("call").
 func (s *Server) procOptions(b *backend, ss *mcp.ServerSession, kind string) upstream.Options {

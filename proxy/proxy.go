@@ -32,6 +32,7 @@ import (
 	"github.com/manifold-mcp/manifold/proxy/observe"
 	"github.com/manifold-mcp/manifold/proxy/pin"
 	"github.com/manifold-mcp/manifold/proxy/relay"
+	"github.com/manifold-mcp/manifold/proxy/route"
 	"github.com/manifold-mcp/manifold/proxy/search/embedcache"
 	"github.com/manifold-mcp/manifold/proxy/session"
 	"github.com/manifold-mcp/manifold/upstream"
@@ -296,6 +297,7 @@ type Server struct {
 	approver    *confirm.Approver               // a person's approval of calls, approve-call, URL-mode pages (proxy/confirm)
 	answerTo    atomic.Pointer[answerSink]      // receives the answers other replicas relay (face_http.go ListenAnswers)
 	guard       *guard.Guard
+	pipeline    *route.Route               // the call pipeline (proxy/route)
 	obs         *observe.Observer          // the audit log, metrics and traces of each request
 	resume      atomic.Pointer[eventStats] // the HTTP endpoint's event store's figures, for the metrics; nil over stdio
 
@@ -373,6 +375,7 @@ func New(opts Options) (*Server, error) {
 	s.obs = observe.New(obsOpts)
 	s.relay = s.newRelay()
 	s.bridge = s.newBridges()
+	s.pipeline = s.newRoute()
 	g, err := s.newGeneration(opts.Servers, nil)
 	if err != nil {
 		return nil, err

@@ -5,7 +5,6 @@ import (
 
 	"github.com/manifold-mcp/manifold/proxy/confirm"
 	"github.com/manifold-mcp/manifold/proxy/guard"
-	"github.com/manifold-mcp/manifold/proxy/observe"
 	"github.com/manifold-mcp/manifold/proxy/serve/streamable"
 )
 
@@ -32,15 +31,6 @@ type SpendLedger = guard.SpendLedger
 
 // Spend is one call's spend under one budget.
 type Spend = guard.Spend
-
-// spendLines are guard's spend lines as the audit record's.
-func spendLines(in []guard.AuditSpend) []observe.Spend {
-	out := make([]observe.Spend, len(in))
-	for i, sp := range in {
-		out[i] = observe.Spend(sp)
-	}
-	return out
-}
 
 // ApprovalStore shares the approvals of calls of clients that cannot elicit
 // between replicas (proxy/confirm).

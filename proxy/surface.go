@@ -18,6 +18,7 @@ import (
 	"github.com/manifold-mcp/manifold/proxy/era"
 	"github.com/manifold-mcp/manifold/proxy/internal/wire"
 	"github.com/manifold-mcp/manifold/proxy/observe"
+	"github.com/manifold-mcp/manifold/proxy/route"
 	"github.com/manifold-mcp/manifold/proxy/search/embedcache"
 	"github.com/manifold-mcp/manifold/proxy/session"
 	"github.com/manifold-mcp/manifold/proxy/surface"
@@ -580,7 +581,7 @@ func (s *Server) callThrough(ctx context.Context, ss *mcp.ServerSession, via str
 				e, _ := c.Tools.Lookup(target)
 				rec := observe.Record{Method: "tools/call", Exposed: target, Original: e.Original, Server: e.Server,
 					Decision: "denied", Outcome: "wrong call tool", Via: via, Catalog: ModeSearch, Identity: session.IdentityFrom(ctx).Subject}
-				recordSession(&rec, ss)
+				route.RecordSession(&rec, ss)
 				s.obs.Audit(rec, time.Now(), nil)
 			}
 			answer(toolError("%q is a %s tool, so %s does not run it (each call tool runs one kind, so that your client can approve reads, changes and deletions apart); call it with %s. Nothing was executed.",

@@ -119,15 +119,3 @@ func startCallSpan(obs *observe.Observer, ctx context.Context, ss *mcp.ServerSes
 	meta, _ := era.RequestMeta(ctx)
 	return obs.StartCall(ctx, r, meta, fields["_meta"], finish)
 }
-
-// recordSession fills what rec says of ss, the request's session (nil for
-// a 2026-07-28 request over HTTP): its id, and its client's name when the
-// client gave one at initialize.
-func recordSession(rec *observe.Record, ss *mcp.ServerSession) {
-	if ss != nil {
-		rec.Session = ss.ID()
-		if ip := ss.InitializeParams(); ip != nil && ip.ClientInfo != nil {
-			rec.Client = ip.ClientInfo.Name
-		}
-	}
-}

@@ -146,6 +146,15 @@ var rules = []rule{
 	// catalog's search surface and index (proxy/search); a room, handed a
 	// catalog's visible tools as plain values by the root.
 	{dir: "proxy/surface", within: lower, forbidden: []string{toml, goPlugin, goJOSE, goRedis}},
+	// proxy/route is the one call pipeline (resolve, admit, connect,
+	// bridge, send, filters), in the order the composition gives it: it
+	// reaches the rooms below it and one connection (upstream, kept alive by
+	// upstream/supervise), never the root, which it reaches through its
+	// Host, nor a face.
+	{dir: "proxy/route", forbiddenPkgs: []string{module + "/proxy"}, within: append([]string{
+		"proxy/surface", "proxy/relay", "proxy/bridge", "proxy/confirm", "proxy/guard", "proxy/observe",
+		"proxy/catalog", "proxy/session", "upstream/supervise", "internal/telemetry",
+	}, withUpstream...), forbidden: []string{module + "/proxy/serve", toml, goPlugin, goJOSE, goRedis}},
 	// proxy/serve/frame is what the two faces share (the frame check, the lean
 	// response); below the faces, it reaches only the lowest rooms.
 	{dir: "proxy/serve/frame", within: lower, forbidden: []string{toml, goPlugin, goJOSE, goRedis}},
