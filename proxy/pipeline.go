@@ -537,7 +537,7 @@ func (k *toolCall) rewriteURIs(raw json.RawMessage) (json.RawMessage, bool) {
 // does not have.
 func (k *toolCall) adaptResult(raw json.RawMessage) (json.RawMessage, bool) {
 	if k.ss != nil {
-		raw = adaptCallResult(raw, sessionVersion(k.ss))
+		raw = era.AdaptCallResult(raw, era.SessionVersion(k.ss))
 	}
 	return raw, true
 }

@@ -410,7 +410,7 @@ func (s *Server) serveSurface(ctx context.Context, ss *mcp.ServerSession, name s
 	if s.sessionMode(ctx, ss, nil, c, true) != ModeSearch {
 		return false // a full-mode session: the name is an upstream's, or unknown
 	}
-	version := sessionVersion(ss)
+	version := era.SessionVersion(ss)
 	if m, ok := era.RequestMeta(ctx); ok && len(m) > 0 {
 		if id := clientOf(ctx, ss, nil); id.Modern {
 			version = id.Protocol
@@ -418,7 +418,7 @@ func (s *Server) serveSurface(ctx context.Context, ss *mcp.ServerSession, name s
 	}
 	answer := func(raw json.RawMessage) {
 		if ss != nil {
-			raw = adaptCallResult(raw, version)
+			raw = era.AdaptCallResult(raw, version)
 		}
 		finish(raw, nil)
 	}
@@ -527,11 +527,7 @@ func (s *Server) describeTools(c *catalog, args map[string]json.RawMessage, vers
 			continue
 		}
 		lr := &mcp.ListToolsResult{Tools: []*mcp.Tool{def}}
-		if version >= era.Version {
-			lr = s.modernToolList(lr)
-		} else {
-			lr = adaptToolList(lr, version)
-		}
+		lr = era.ToolList(lr, version, s.modernToolList)
 		call := callToolOf(toolClass(c.ToolAnn[n]))
 		out.Tools = append(out.Tools, described{Name: n, Tool: lr.Tools[0], CallWith: call})
 		b, err := json.Marshal(lr.Tools[0])
@@ -550,7 +546,7 @@ func (s *Server) describeTools(c *catalog, args map[string]json.RawMessage, vers
 func (s *Server) callThrough(ctx context.Context, ss *mcp.ServerSession, via string, args map[string]json.RawMessage, fields map[string]json.RawMessage, version string, finish func(json.RawMessage, error)) {
 	answer := func(raw json.RawMessage) {
 		if ss != nil {
-			raw = adaptCallResult(raw, version)
+			raw = era.AdaptCallResult(raw, version)
 		}
 		finish(raw, nil)
 	}
