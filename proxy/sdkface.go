@@ -3,10 +3,14 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"maps"
+	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/manifold-mcp/manifold/proxy/era"
+	"github.com/manifold-mcp/manifold/proxy/internal/wire"
+	"github.com/manifold-mcp/manifold/proxy/session"
 )
 
 // The SDK path's era translation: the only root file that branches on the
@@ -15,8 +19,12 @@ import (
 // request of either era is made era-neutral before routingMiddleware sees
 // it, and its result is given what the client's era has (proxy/era knows
 // how), so that route, the catalog, listing and the call pipeline never ask
-// which era a client speaks. The lean paths carry the same translation on
-// bytes (listlean.go's head, the faces' era.CallResult).
+// which era a client speaks; they pass on a version (era.SessionVersion,
+// requestVersion) to the era functions that need one. Here too: who the
+// client of a request is (clientOf: its session's initialize, or a modern
+// request's own _meta), and the lean list's copies of the SDK path's era
+// decisions (leanEra, versionOfEra, preparedList.head). The faces' lean
+// calls make their results strict themselves (era.CallResult).
 
 // modernSession reports whether ss speaks 2026-07-28: over stdio once
 // server/discover or the first modern request set it up, over HTTP every
@@ -27,6 +35,94 @@ func modernSession(ss *mcp.ServerSession) bool {
 	}
 	ip := ss.InitializeParams()
 	return ip != nil && ip.ProtocolVersion >= era.Version
+}
+
+// clientOf returns the client of a request on ss: a modern request's own
+// _meta clientInfo (a request carries it, and over stdio each may differ),
+// else the session's (initialize, or the request that set a modern session
+// up).
+func clientOf(ctx context.Context, ss *mcp.ServerSession, meta mcp.Meta) clientIdent {
+	var id clientIdent
+	if ss != nil {
+		if ip := ss.InitializeParams(); ip != nil {
+			id.Protocol = ip.ProtocolVersion
+			if ip.ClientInfo != nil {
+				id.Name, id.Version = ip.ClientInfo.Name, ip.ClientInfo.Version
+			}
+		}
+	}
+	id.Modern = modernSession(ss)
+	id.Identity = session.IdentityFrom(ctx).Subject
+	var raw json.RawMessage
+	if m, ok := era.RequestMeta(ctx); ok {
+		raw = m
+	} else if meta != nil {
+		raw, _ = json.Marshal(meta)
+	}
+	if len(raw) > 0 {
+		if m := metaClientMemo.Get(raw, metaClient); m.modern {
+			id.Modern, id.Protocol = true, m.protocol
+			if m.hasInfo {
+				id.Name, id.Version = m.name, m.version
+			}
+		}
+	}
+	return id
+}
+
+var metaClientMemo wire.Memo[metaClientInfo]
+
+// servedMetaVersion returns the protocol version the _meta recorded on ctx
+// (era.WithRequestMeta) names, if it is a 2026-07-28 request's and one the
+// proxy serves; else "".
+func servedMetaVersion(ctx context.Context) string {
+	raw, ok := era.RequestMeta(ctx)
+	if !ok || len(raw) == 0 {
+		return ""
+	}
+	if m := metaClientMemo.Get(raw, metaClient); m.modern && slices.Contains(era.Versions, m.protocol) {
+		return m.protocol
+	}
+	return ""
+}
+
+// metaClientInfo is what clientOf reads of a raw _meta.
+type metaClientInfo struct {
+	modern                  bool
+	protocol, name, version string
+	hasInfo                 bool
+	caps                    []string // capNames of the capabilities it declares
+}
+
+func metaClient(raw []byte) metaClientInfo {
+	var m struct {
+		Version string              `json:"io.modelcontextprotocol/protocolVersion"`
+		Info    *mcp.Implementation `json:"io.modelcontextprotocol/clientInfo"`
+		Caps    *era.ClientCapsV2   `json:"io.modelcontextprotocol/clientCapabilities"`
+	}
+	if json.Unmarshal(raw, &m) != nil || m.Version < era.Version {
+		return metaClientInfo{}
+	}
+	out := metaClientInfo{modern: true, protocol: m.Version}
+	if m.Caps != nil {
+		out.caps = capNames(era.CapsV1(m.Caps))
+	}
+	if m.Info != nil {
+		out.hasInfo, out.name, out.version = true, m.Info.Name, m.Info.Version
+	}
+	return out
+}
+
+// requestVersion is the protocol version of a request on ss: a modern
+// request's own (its _meta), else its session's (era.SessionVersion).
+func requestVersion(ctx context.Context, ss *mcp.ServerSession) string {
+	version := era.SessionVersion(ss)
+	if m, ok := era.RequestMeta(ctx); ok && len(m) > 0 {
+		if id := clientOf(ctx, ss, nil); id.Modern {
+			version = id.Protocol
+		}
+	}
+	return version
 }
 
 // eraMiddleware translates one request on the SDK path between the client's
@@ -92,6 +188,52 @@ func (s *Server) setCacheable(_ context.Context, req mcp.Request, c *mcp.Cacheab
 		return
 	}
 	s.cacheFields(req, c)
+}
+
+// leanEra reports whether the lean list (listlean.go) may answer a request
+// of the era modern says on ss: only one of its session's era, and over HTTP
+// (ss nil) only a modern one; the SDK answers any other.
+func leanEra(ss *mcp.ServerSession, modern bool) bool {
+	return !(ss == nil && !modern || ss != nil && (ss.InitializeParams() == nil || modernSession(ss) != modern))
+}
+
+// versionOfEra reports whether version is of the era modern says.
+func versionOfEra(version string, modern bool) bool {
+	return (version >= era.Version) == modern
+}
+
+// head returns the result p is, encoded as the SDK encodes it for a client
+// of the initialize era, or for a 2026-07-28 client (modern: resultType
+// "complete" and Manifold's identity in _meta serverInfo, in place of any
+// other, as eraMiddleware's era.ModernResult and then the SDK's own
+// annotation make it), up to its tools (rawToolList.head). Made once per
+// prepared list and era.
+func (p *preparedList) head(modern bool) ([]byte, bool) {
+	at := &p.legacyHead
+	if modern {
+		at = &p.modernHead
+	}
+	if b := at.Load(); b != nil {
+		return *b, true
+	}
+	r := &rawToolList{ListToolsResult: p.res, tools: p.tools, cacheless: !modern}
+	if modern {
+		meta := maps.Clone(r.Meta)
+		if meta == nil {
+			meta = mcp.Meta{}
+		}
+		meta[era.KeyServerInfo] = implementation()
+		r.Meta = meta
+		r.ResultType = "complete"
+	}
+	b, err := r.head()
+	if err != nil {
+		return nil, false // the SDK says what is wrong
+	}
+	if !at.CompareAndSwap(nil, &b) {
+		b = *at.Load() // the first one made: every list the same bytes
+	}
+	return b, true
 }
 
 // legacyCacheMiddleware takes the 2026-07-28 cache fields (ttlMs,

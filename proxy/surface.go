@@ -16,7 +16,6 @@ import (
 
 	"github.com/manifold-mcp/manifold/policy"
 	"github.com/manifold-mcp/manifold/proxy/era"
-	"github.com/manifold-mcp/manifold/proxy/internal/wire"
 	"github.com/manifold-mcp/manifold/proxy/observe"
 	"github.com/manifold-mcp/manifold/proxy/search/embedcache"
 	"github.com/manifold-mcp/manifold/proxy/session"
@@ -107,82 +106,6 @@ func (s *Server) catalogOptions() *CatalogOptions {
 // clientIdent is who sent a request (session.Client).
 type clientIdent = session.Client
 
-// clientOf returns the client of a request on ss: a modern request's own
-// _meta clientInfo (a request carries it, and over stdio each may differ),
-// else the session's (initialize, or the request that set a modern session
-// up).
-func clientOf(ctx context.Context, ss *mcp.ServerSession, meta mcp.Meta) clientIdent {
-	var id clientIdent
-	if ss != nil {
-		if ip := ss.InitializeParams(); ip != nil {
-			id.Protocol = ip.ProtocolVersion
-			if ip.ClientInfo != nil {
-				id.Name, id.Version = ip.ClientInfo.Name, ip.ClientInfo.Version
-			}
-		}
-	}
-	id.Modern = modernSession(ss)
-	id.Identity = session.IdentityFrom(ctx).Subject
-	var raw json.RawMessage
-	if m, ok := era.RequestMeta(ctx); ok {
-		raw = m
-	} else if meta != nil {
-		raw, _ = json.Marshal(meta)
-	}
-	if len(raw) > 0 {
-		if m := metaClientMemo.Get(raw, metaClient); m.modern {
-			id.Modern, id.Protocol = true, m.protocol
-			if m.hasInfo {
-				id.Name, id.Version = m.name, m.version
-			}
-		}
-	}
-	return id
-}
-
-var metaClientMemo wire.Memo[metaClientInfo]
-
-// servedMetaVersion returns the protocol version the _meta recorded on ctx
-// (era.WithRequestMeta) names, if it is a 2026-07-28 request's and one the
-// proxy serves; else "".
-func servedMetaVersion(ctx context.Context) string {
-	raw, ok := era.RequestMeta(ctx)
-	if !ok || len(raw) == 0 {
-		return ""
-	}
-	if m := metaClientMemo.Get(raw, metaClient); m.modern && slices.Contains(era.Versions, m.protocol) {
-		return m.protocol
-	}
-	return ""
-}
-
-// metaClientInfo is what clientOf reads of a raw _meta.
-type metaClientInfo struct {
-	modern                  bool
-	protocol, name, version string
-	hasInfo                 bool
-	caps                    []string // capNames of the capabilities it declares
-}
-
-func metaClient(raw []byte) metaClientInfo {
-	var m struct {
-		Version string              `json:"io.modelcontextprotocol/protocolVersion"`
-		Info    *mcp.Implementation `json:"io.modelcontextprotocol/clientInfo"`
-		Caps    *era.ClientCapsV2   `json:"io.modelcontextprotocol/clientCapabilities"`
-	}
-	if json.Unmarshal(raw, &m) != nil || m.Version < era.Version {
-		return metaClientInfo{}
-	}
-	out := metaClientInfo{modern: true, protocol: m.Version}
-	if m.Caps != nil {
-		out.caps = capNames(era.CapsV1(m.Caps))
-	}
-	if m.Info != nil {
-		out.hasInfo, out.name, out.version = true, m.Info.Name, m.Info.Version
-	}
-	return out
-}
-
 // sessionMode returns the catalog mode of the client of a request on ss,
 // deciding it at the session's first list or call (decide): a legacy
 // session keeps the mode it was given; a modern request is decided from its
@@ -191,10 +114,8 @@ func metaClient(raw []byte) metaClientInfo {
 // listed says what it would get).
 func (s *Server) sessionMode(ctx context.Context, ss *mcp.ServerSession, meta mcp.Meta, c *catalog, decide bool) string {
 	id := clientOf(ctx, ss, meta)
-	if !id.Modern && ss != nil {
-		if mode, ok := s.sessions.Clients.ModeOf(ss); ok {
-			return mode
-		}
+	if mode, ok := s.sessions.Clients.KeptMode(ss, id); ok {
+		return mode
 	}
 	mode := c.surf.ModeForWho(id.Name, session.IdentityFrom(ctx).Policy())
 	if decide {
@@ -271,7 +192,7 @@ func (s *Server) Clients() []ClientStatus {
 		if e.Mode == ModeSearch {
 			st.Tools = searchList
 		}
-		if modern {
+		if modern { // a client kept per request: a status field, no decision on a request
 			st.LastSeen = e.LastSeen.UTC()
 		}
 		out = append(out, st)
@@ -410,12 +331,7 @@ func (s *Server) serveSurface(ctx context.Context, ss *mcp.ServerSession, name s
 	if s.sessionMode(ctx, ss, nil, c, true) != ModeSearch {
 		return false // a full-mode session: the name is an upstream's, or unknown
 	}
-	version := era.SessionVersion(ss)
-	if m, ok := era.RequestMeta(ctx); ok && len(m) > 0 {
-		if id := clientOf(ctx, ss, nil); id.Modern {
-			version = id.Protocol
-		}
-	}
+	version := requestVersion(ctx, ss)
 	answer := func(raw json.RawMessage) {
 		if ss != nil {
 			raw = era.AdaptCallResult(raw, version)
