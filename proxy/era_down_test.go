@@ -359,43 +359,6 @@ func TestStdioModernLearnsClient(t *testing.T) {
 	}
 }
 
-// TestLegacyResult: a result relayed from a 2026-07-28 upstream reaches a
-// legacy client without resultType "complete" and without the upstream's
-// serverInfo; anything else is kept, and a result without them is the same
-// bytes.
-func TestLegacyResult(t *testing.T) {
-	info := `"io.modelcontextprotocol/serverInfo":{"name":"up","version":"1"}`
-	tests := []struct{ in, want string }{
-		{`{"content":[{"type":"text","text":"x"}]}`, `{"content":[{"type":"text","text":"x"}]}`},
-		{`{"_meta":{` + info + `},"content":[],"resultType":"complete"}`, `{"content":[]}`},
-		{`{"_meta":{` + info + `,"progressToken":1},"content":[]}`, `{"_meta":{"progressToken":1},"content":[]}`},
-		{`{"content":[],"resultType":"input_required"}`, `{"content":[],"resultType":"input_required"}`},
-		{`{"content":[{"type":"text","text":"resultType"}]}`, `{"content":[{"type":"text","text":"resultType"}]}`},
-	}
-	for _, tc := range tests {
-		if got := string(legacyResultRaw([]byte(tc.in))); got != tc.want {
-			t.Errorf("legacyResultRaw(%s) = %s, want %s", tc.in, got, tc.want)
-		}
-		if got := string(adaptCallResult([]byte(tc.in), "2025-11-25")); got != tc.want {
-			t.Errorf("adaptCallResult for a 2025-11-25 session: %s, want %s", got, tc.want)
-		}
-		if got := string(adaptCallResult([]byte(tc.in), era.Version)); got != tc.in {
-			t.Errorf("adaptCallResult for a modern session changed %s to %s", tc.in, got)
-		}
-	}
-	var rr mcp.ReadResourceResult
-	if err := json.Unmarshal([]byte(`{"_meta":{`+info+`},"contents":[{"uri":"a://b","text":"t"}],"resultType":"complete","ttlMs":5,"cacheScope":"public"}`), &rr); err != nil {
-		t.Fatal(err)
-	}
-	got, err := json.Marshal(legacyResult(&rr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := `{"ttlMs":5,"cacheScope":"public","contents":[{"uri":"a://b","text":"t"}]}`; string(got) != want {
-		t.Errorf("legacy read = %s, want %s", got, want)
-	}
-}
-
 // TestModernListOrder: a modern client gets every list in the same order
 // (by name) on every request and after a restart of the proxy.
 func TestModernListOrder(t *testing.T) {

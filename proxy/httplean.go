@@ -8,7 +8,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/manifold-mcp/manifold/internal/jsonscan"
-	"github.com/manifold-mcp/manifold/proxy/era"
 	"github.com/manifold-mcp/manifold/proxy/internal/wire"
 )
 
@@ -50,10 +49,7 @@ func (s *Server) serveCallTool(ctx context.Context, req *mcp.CallToolRequest) (m
 		}
 		return res, nil
 	}
-	if modernSession(req.Session) {
-		raw = era.CallResult(raw, s.serverInfo)
-	}
-	return &rawCallResult{raw: raw}, nil
+	return &rawCallResult{raw: raw}, nil // made strict for a modern client by eraMiddleware
 }
 
 // leanResult reports whether raw, a result from callTool, can be answered

@@ -69,7 +69,7 @@ func (s *Server) listKeyFor(ctx context.Context, req mcp.Request, c *catalog, se
 		k.cursor = r.Params.Cursor
 	}
 	ss, _ := req.GetSession().(*mcp.ServerSession)
-	k.version = sessionVersion(ss)
+	k.version = era.SessionVersion(ss)
 	if ss == nil {
 		// A 2026-07-28 request over HTTP on the lean path: its _meta
 		// names its version, as the SDK's per-request session has it.

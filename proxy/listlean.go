@@ -3,7 +3,6 @@ package proxy
 import (
 	"bytes"
 	"context"
-	"maps"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -44,7 +43,7 @@ func (s *Server) leanList(ctx context.Context, ss *mcp.ServerSession, id, params
 	if s.typed || s.obs.Tracing() {
 		return nil, false
 	}
-	if ss == nil && !modern || ss != nil && (ss.InitializeParams() == nil || modernSession(ss) != modern) {
+	if !leanEra(ss, modern) {
 		return nil, false
 	}
 	select {
@@ -65,7 +64,7 @@ func (s *Server) leanList(ctx context.Context, ss *mcp.ServerSession, id, params
 	if meta != nil {
 		ctx = era.WithRequestMeta(ctx, meta) // the client's info, for its catalog mode
 	}
-	// routingMiddleware's learnClient has nothing to do here: s.ready is
+	// eraMiddleware's learnClient has nothing to do here: s.ready is
 	// closed only after Start, which with WaitForClient waits for the
 	// first client to be learned (and without it learnClient does nothing).
 	if ss != nil {
@@ -79,7 +78,7 @@ func (s *Server) leanList(ctx context.Context, ss *mcp.ServerSession, id, params
 	}
 	search := s.sessionMode(ctx, ss, nil, c, true) == ModeSearch
 	key, keep := s.listKeyFor(ctx, req, c, search)
-	if !keep || !key.ready || (key.version >= era.Version) != modern {
+	if !keep || !key.ready || !versionOfEra(key.version, modern) {
 		return nil, false
 	}
 	v, ok := c.lists.m.Load(key)
@@ -106,40 +105,6 @@ func (s *Server) leanList(ctx context.Context, ss *mcp.ServerSession, id, params
 	}
 	s.obs.Metrics().Request("tools/list", "", "", "ok", "", time.Since(start)) // telemetryMiddleware
 	return resp, true
-}
-
-// head returns the result p is, encoded as the SDK encodes it for a client
-// of the initialize era, or for a 2026-07-28 client (modern: resultType
-// "complete" and Manifold's identity in _meta serverInfo, in place of any
-// other, as routingMiddleware's modernResult and then the SDK's own
-// annotation make it), up to its tools (rawToolList.head). Made once per
-// prepared list and era.
-func (p *preparedList) head(modern bool) ([]byte, bool) {
-	at := &p.legacyHead
-	if modern {
-		at = &p.modernHead
-	}
-	if b := at.Load(); b != nil {
-		return *b, true
-	}
-	r := &rawToolList{ListToolsResult: p.res, tools: p.tools, cacheless: !modern}
-	if modern {
-		meta := maps.Clone(r.Meta)
-		if meta == nil {
-			meta = mcp.Meta{}
-		}
-		meta[era.KeyServerInfo] = implementation()
-		r.Meta = meta
-		r.ResultType = "complete"
-	}
-	b, err := r.head()
-	if err != nil {
-		return nil, false // the SDK says what is wrong
-	}
-	if !at.CompareAndSwap(nil, &b) {
-		b = *at.Load() // the first one made: every list the same bytes
-	}
-	return b, true
 }
 
 // leanListParams reads the params of a tools/list request (raw JSON, nil

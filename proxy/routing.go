@@ -68,8 +68,6 @@ func (h *routeHost) Mode(ctx context.Context, ss *mcp.ServerSession, decide bool
 	return s.sessionMode(ctx, ss, nil, s.catalog.Load(), decide)
 }
 
-func (h *routeHost) Modern(ss *mcp.ServerSession) bool { return modernSession(ss) }
-
 func (h *routeHost) CallSpan(ctx context.Context, ss *mcp.ServerSession, name string, fields map[string]json.RawMessage, finish func(json.RawMessage, error)) (context.Context, func(json.RawMessage, error)) {
 	return startCallSpan(h.obs, ctx, ss, name, fields, finish)
 }
@@ -103,11 +101,6 @@ func (h *routeHost) SessionUpstream(ctx context.Context, b route.Server, ss *mcp
 
 func (h *routeHost) ForgetIdentity(ctx context.Context, b route.Server, err error) {
 	b.(*backend).forgetIdentity(ctx, err)
-}
-
-// AdaptResult calls adaptCallResult (session.go).
-func (h *routeHost) AdaptResult(raw json.RawMessage, ss *mcp.ServerSession) json.RawMessage {
-	return adaptCallResult(raw, sessionVersion(ss))
 }
 
 // The catalog is a route.Generation.

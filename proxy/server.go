@@ -6,24 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 
 	"github.com/manifold-mcp/manifold/policy"
 	"github.com/manifold-mcp/manifold/proxy/era"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-// modernSession reports whether ss speaks 2026-07-28: over stdio once
-// server/discover or the first modern request set it up, over HTTP every
-// stateless per-request session of a modern request.
-func modernSession(ss *mcp.ServerSession) bool {
-	if ss == nil {
-		return false
-	}
-	ip := ss.InitializeParams()
-	return ip != nil && ip.ProtocolVersion >= era.Version
-}
 
 // clientCapsOf returns the capabilities the client of ss declared: in
 // initialize (legacy), or in the _meta of the request that set the session
@@ -56,7 +44,7 @@ func (s *Server) newMCPServer() *mcp.Server {
 		SubscribeHandler:          s.relay.Subscribe,
 		UnsubscribeHandler:        s.relay.Unsubscribe,
 	})
-	srv.AddReceivingMiddleware(s.identityMiddleware, s.routingMiddleware)
+	srv.AddReceivingMiddleware(s.identityMiddleware, s.eraMiddleware, s.routingMiddleware)
 	srv.AddSendingMiddleware(s.relay.ListChangedMiddleware)
 	if s.obs.Tracing() || s.obs.Metrics() != nil {
 		srv.AddReceivingMiddleware(s.telemetryMiddleware)
@@ -64,7 +52,7 @@ func (s *Server) newMCPServer() *mcp.Server {
 	// Outermost (added last): what reaches a client is masked last.
 	srv.AddReceivingMiddleware(s.guard.MaskingMiddleware)
 	srv.AddSendingMiddleware(s.guard.MaskingSender)
-	srv.AddReceivingMiddleware(s.legacyCacheMiddleware) // cacheless.go: encoding only
+	srv.AddReceivingMiddleware(s.legacyCacheMiddleware) // sdkface.go: encoding only
 	return srv
 }
 
@@ -73,44 +61,23 @@ func (s *Server) newMCPServer() *mcp.Server {
 // requests by name wait (FirstListTimeout) for a name that may be about to
 // appear, and routes resources/read
 // by URI so that URIs which no list announced (resource links in tool results)
-// reach their server.
+// reach their server. It sees requests and results of no era: eraMiddleware
+// (sdkface.go), outside it, translates them.
 func (s *Server) routingMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		ss, _ := req.GetSession().(*mcp.ServerSession)
-		if !modernSession(ss) {
-			res, err := s.route(ctx, next, method, req)
-			if err != nil || res == nil {
-				return res, err
-			}
-			switch method {
-			case "resources/read", "prompts/get":
-				// A modern upstream's answer, relayed: a legacy client
-				// gets it without the 2026-07-28 fields.
-				return legacyResult(res), nil
-			}
-			return res, nil
-		}
-		// A modern client declares its capabilities on every request; over
-		// stdio the first one fixes what upstreams are offered, as
-		// initialize does for a legacy client.
-		s.learnClient(clientCapsOf(ss), true)
-		res, err := s.route(ctx, next, method, req)
-		if err != nil {
-			return res, err
-		}
-		return s.modernResult(ctx, method, req, res), nil
+		return s.route(ctx, next, method, req)
 	}
 }
 
-// route is routingMiddleware for one request of either era.
+// route is routingMiddleware for one request.
 func (s *Server) route(ctx context.Context, next mcp.MethodHandler, method string, req mcp.Request) (mcp.Result, error) {
 	switch method {
 	case "server/discover":
 		res, err := next(ctx, method, req)
 		if dr, ok := res.(*mcp.DiscoverResult); ok && err == nil {
 			// discover set the session up: learn the client now.
-			s.learnClient(clientCapsOf(req.GetSession().(*mcp.ServerSession)), true)
 			ss, _ := req.GetSession().(*mcp.ServerSession)
+			s.learnDiscovered(ss)
 			if text := s.instructions(ctx, ss, clientOf(ctx, ss, nil).Name); text != "" {
 				out := *dr
 				out.Instructions = text
@@ -126,13 +93,6 @@ func (s *Server) route(ctx context.Context, next mcp.MethodHandler, method strin
 		// it has not registered (unknown, hidden, or of a server still
 		// starting) itself, unaudited.
 		if r, ok := req.(*mcp.CallToolRequest); ok && r.Params != nil {
-			if modernSession(r.Session) {
-				// The era's own _meta keys describe this request, not
-				// the upstream's; the upstream face writes its own.
-				p := *r.Params
-				p.Meta = era.StripMeta(p.Meta)
-				r = &mcp.CallToolRequest{Session: r.Session, Params: &p, Extra: r.Extra}
-			}
 			return s.serveCallTool(ctx, r)
 		}
 	case "prompts/get":
@@ -186,11 +146,7 @@ func (s *Server) route(ctx context.Context, next mcp.MethodHandler, method strin
 			return res, err
 		}
 		lr = s.narrowResult(ctx, req, lr).(*mcp.ListToolsResult)
-		if v := sessionVersion(req.GetSession()); v < era.Version {
-			lr = adaptToolList(lr, v)
-		} else {
-			lr = s.modernToolList(lr)
-		}
+		lr = era.ToolList(lr, era.SessionVersion(req.GetSession()), s.modernToolList)
 		if !keep {
 			return lr, nil
 		}
@@ -219,64 +175,10 @@ func (s *Server) route(ctx context.Context, next mcp.MethodHandler, method strin
 	return next(ctx, method, req)
 }
 
-// modernResult finishes a result for a modern request: the SDK adds
-// resultType and the server's identity (_meta serverInfo) but keeps one that
-// is already there, so an upstream's own identity is taken out first: the
-// client talks to Manifold.
-func (s *Server) modernResult(_ context.Context, _ string, _ mcp.Request, res mcp.Result) mcp.Result {
-	if res == nil {
-		return res
-	}
-	if m := res.GetMeta(); m != nil {
-		if _, ok := m[era.KeyServerInfo]; ok {
-			out := maps.Clone(m)
-			delete(out, era.KeyServerInfo)
-			res.SetMeta(out)
-		}
-	}
-	// The SDK sets resultType only on the results of its own tool and
-	// resource handlers; a call or read that the proxy answered is given it
-	// here, as the lean path does (era.CallResult): through the wire form,
-	// the only way to set it.
-	switch r := res.(type) {
-	case *mcp.CallToolResult:
-		if !r.NeedsInput() {
-			return completed(r, s.serverInfo)
-		}
-	case *mcp.ReadResourceResult:
-		if !r.NeedsInput() {
-			return completed(r, s.serverInfo)
-		}
-	}
-	return res
-}
-
-// completed returns r with resultType "complete" (and Manifold's
-// serverInfo), or r itself if it cannot be re-encoded.
-func completed[R any, P interface {
-	*R
-	mcp.Result
-}](r P, serverInfo []byte) mcp.Result {
-	b, err := json.Marshal(r)
-	if err != nil {
-		return r
-	}
-	out := P(new(R))
-	if err := json.Unmarshal(era.CallResult(b, serverInfo), out); err != nil {
-		return r
-	}
-	return out
-}
-
-// setCacheable decides ttlMs and cacheScope for a modern request's list,
-// read and discover answers (ServerOptions.SetCacheable; it runs under the SDK
-// server's lock, so it reads only the catalog). Legacy clients get what the
-// SDK gives them today, untouched.
-func (s *Server) setCacheable(_ context.Context, req mcp.Request, c *mcp.Cacheable) {
-	ss, _ := req.GetSession().(*mcp.ServerSession)
-	if !modernSession(ss) {
-		return
-	}
+// cacheFields decides ttlMs and cacheScope for a list, read and discover
+// answer (setCacheable gives them to a modern request's; it runs under the SDK
+// server's lock, so this reads only the catalog).
+func (s *Server) cacheFields(req mcp.Request, c *mcp.Cacheable) {
 	// Cacheable once every server's catalog is known, cached or live: a
 	// later change is announced (list_changed) like any other.
 	ready := false

@@ -16,7 +16,6 @@ import (
 
 	"github.com/manifold-mcp/manifold/policy"
 	"github.com/manifold-mcp/manifold/proxy/era"
-	"github.com/manifold-mcp/manifold/proxy/internal/wire"
 	"github.com/manifold-mcp/manifold/proxy/observe"
 	"github.com/manifold-mcp/manifold/proxy/route"
 	"github.com/manifold-mcp/manifold/proxy/search/embedcache"
@@ -108,82 +107,6 @@ func (s *Server) catalogOptions() *CatalogOptions {
 // clientIdent is who sent a request (session.Client).
 type clientIdent = session.Client
 
-// clientOf returns the client of a request on ss: a modern request's own
-// _meta clientInfo (a request carries it, and over stdio each may differ),
-// else the session's (initialize, or the request that set a modern session
-// up).
-func clientOf(ctx context.Context, ss *mcp.ServerSession, meta mcp.Meta) clientIdent {
-	var id clientIdent
-	if ss != nil {
-		if ip := ss.InitializeParams(); ip != nil {
-			id.Protocol = ip.ProtocolVersion
-			if ip.ClientInfo != nil {
-				id.Name, id.Version = ip.ClientInfo.Name, ip.ClientInfo.Version
-			}
-		}
-	}
-	id.Modern = modernSession(ss)
-	id.Identity = session.IdentityFrom(ctx).Subject
-	var raw json.RawMessage
-	if m, ok := era.RequestMeta(ctx); ok {
-		raw = m
-	} else if meta != nil {
-		raw, _ = json.Marshal(meta)
-	}
-	if len(raw) > 0 {
-		if m := metaClientMemo.Get(raw, metaClient); m.modern {
-			id.Modern, id.Protocol = true, m.protocol
-			if m.hasInfo {
-				id.Name, id.Version = m.name, m.version
-			}
-		}
-	}
-	return id
-}
-
-var metaClientMemo wire.Memo[metaClientInfo]
-
-// servedMetaVersion returns the protocol version the _meta recorded on ctx
-// (era.WithRequestMeta) names, if it is a 2026-07-28 request's and one the
-// proxy serves; else "".
-func servedMetaVersion(ctx context.Context) string {
-	raw, ok := era.RequestMeta(ctx)
-	if !ok || len(raw) == 0 {
-		return ""
-	}
-	if m := metaClientMemo.Get(raw, metaClient); m.modern && slices.Contains(era.Versions, m.protocol) {
-		return m.protocol
-	}
-	return ""
-}
-
-// metaClientInfo is what clientOf reads of a raw _meta.
-type metaClientInfo struct {
-	modern                  bool
-	protocol, name, version string
-	hasInfo                 bool
-	caps                    []string // capNames of the capabilities it declares
-}
-
-func metaClient(raw []byte) metaClientInfo {
-	var m struct {
-		Version string              `json:"io.modelcontextprotocol/protocolVersion"`
-		Info    *mcp.Implementation `json:"io.modelcontextprotocol/clientInfo"`
-		Caps    *era.ClientCapsV2   `json:"io.modelcontextprotocol/clientCapabilities"`
-	}
-	if json.Unmarshal(raw, &m) != nil || m.Version < era.Version {
-		return metaClientInfo{}
-	}
-	out := metaClientInfo{modern: true, protocol: m.Version}
-	if m.Caps != nil {
-		out.caps = capNames(era.CapsV1(m.Caps))
-	}
-	if m.Info != nil {
-		out.hasInfo, out.name, out.version = true, m.Info.Name, m.Info.Version
-	}
-	return out
-}
-
 // sessionMode returns the catalog mode of the client of a request on ss,
 // deciding it at the session's first list or call (decide): a legacy
 // session keeps the mode it was given; a modern request is decided from its
@@ -192,10 +115,8 @@ func metaClient(raw []byte) metaClientInfo {
 // listed says what it would get).
 func (s *Server) sessionMode(ctx context.Context, ss *mcp.ServerSession, meta mcp.Meta, c *catalog, decide bool) string {
 	id := clientOf(ctx, ss, meta)
-	if !id.Modern && ss != nil {
-		if mode, ok := s.sessions.Clients.ModeOf(ss); ok {
-			return mode
-		}
+	if mode, ok := s.sessions.Clients.KeptMode(ss, id); ok {
+		return mode
 	}
 	mode := c.surf.ModeForWho(id.Name, session.IdentityFrom(ctx).Policy())
 	if decide {
@@ -272,7 +193,7 @@ func (s *Server) Clients() []ClientStatus {
 		if e.Mode == ModeSearch {
 			st.Tools = searchList
 		}
-		if modern {
+		if modern { // a client kept per request: a status field, no decision on a request
 			st.LastSeen = e.LastSeen.UTC()
 		}
 		out = append(out, st)
@@ -411,15 +332,10 @@ func (s *Server) serveSurface(ctx context.Context, ss *mcp.ServerSession, name s
 	if s.sessionMode(ctx, ss, nil, c, true) != ModeSearch {
 		return false // a full-mode session: the name is an upstream's, or unknown
 	}
-	version := sessionVersion(ss)
-	if m, ok := era.RequestMeta(ctx); ok && len(m) > 0 {
-		if id := clientOf(ctx, ss, nil); id.Modern {
-			version = id.Protocol
-		}
-	}
+	version := requestVersion(ctx, ss)
 	answer := func(raw json.RawMessage) {
 		if ss != nil {
-			raw = adaptCallResult(raw, version)
+			raw = era.AdaptCallResult(raw, version)
 		}
 		finish(raw, nil)
 	}
@@ -528,11 +444,7 @@ func (s *Server) describeTools(c *catalog, args map[string]json.RawMessage, vers
 			continue
 		}
 		lr := &mcp.ListToolsResult{Tools: []*mcp.Tool{def}}
-		if version >= era.Version {
-			lr = s.modernToolList(lr)
-		} else {
-			lr = adaptToolList(lr, version)
-		}
+		lr = era.ToolList(lr, version, s.modernToolList)
 		call := callToolOf(toolClass(c.ToolAnn[n]))
 		out.Tools = append(out.Tools, described{Name: n, Tool: lr.Tools[0], CallWith: call})
 		b, err := json.Marshal(lr.Tools[0])
@@ -551,7 +463,7 @@ func (s *Server) describeTools(c *catalog, args map[string]json.RawMessage, vers
 func (s *Server) callThrough(ctx context.Context, ss *mcp.ServerSession, via string, args map[string]json.RawMessage, fields map[string]json.RawMessage, version string, finish func(json.RawMessage, error)) {
 	answer := func(raw json.RawMessage) {
 		if ss != nil {
-			raw = adaptCallResult(raw, version)
+			raw = era.AdaptCallResult(raw, version)
 		}
 		finish(raw, nil)
 	}

@@ -512,7 +512,7 @@ func (k *ToolCall) RewriteURIs(raw json.RawMessage) (json.RawMessage, bool) {
 // does not have.
 func (k *ToolCall) AdaptResult(raw json.RawMessage) (json.RawMessage, bool) {
 	if k.ss != nil {
-		raw = k.r.host.AdaptResult(raw, k.ss)
+		raw = era.AdaptCallResult(raw, era.SessionVersion(k.ss))
 	}
 	return raw, true
 }

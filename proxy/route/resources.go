@@ -125,9 +125,10 @@ func (s *Route) ReadResource(ctx context.Context, ss *mcp.ServerSession, p *mcp.
 		rec.Outcome = "denied"
 		return nil, mcp.ResourceNotFoundError(p.URI)
 	}
-	if s.host.Modern(ss) && (len(kept) < len(res.Contents) || c.Rules.GuardsResources(server)) {
+	if len(kept) < len(res.Contents) || c.Rules.GuardsResources(server) {
 		// What this read shows depends on the policy, as a narrowed list
-		// does: no shared cache may serve it to another client.
+		// does: no shared cache may serve it to another client. (A client
+		// of the initialize era gets no cache fields: legacyCacheMiddleware.)
 		res.CacheScope = era.ScopePrivate
 	}
 	res.Contents = kept

@@ -84,8 +84,6 @@ type Host interface {
 	// Mode returns the catalog mode of the client of a request on ss,
 	// deciding it first (as a list would) if decide.
 	Mode(ctx context.Context, ss *mcp.ServerSession, decide bool) string
-	// Modern reports whether ss speaks 2026-07-28.
-	Modern(ss *mcp.ServerSession) bool
 	// CallSpan starts the SERVER span of a tools/call of name and returns
 	// finish wrapped to end it.
 	CallSpan(ctx context.Context, ss *mcp.ServerSession, name string, fields map[string]json.RawMessage, finish func(json.RawMessage, error)) (context.Context, func(json.RawMessage, error))
@@ -109,9 +107,6 @@ type Host interface {
 	// ForgetIdentity drops the caller's connection of b after err, when err
 	// says its credential is no good.
 	ForgetIdentity(ctx context.Context, b Server, err error)
-	// AdaptResult leaves out of a result what the protocol version of ss
-	// does not have.
-	AdaptResult(raw json.RawMessage, ss *mcp.ServerSession) json.RawMessage
 }
 
 // Generation is one catalog as the route reads it: the snapshot and the

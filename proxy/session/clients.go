@@ -51,6 +51,16 @@ func (r *Clients) ModeOf(ss *mcp.ServerSession) (string, bool) {
 	return "", false
 }
 
+// KeptMode is the final mode the session ss was given, if its client is
+// kept per session (a legacy session, ModeOf); a modern request's client is
+// decided from its own clientInfo every time.
+func (r *Clients) KeptMode(ss *mcp.ServerSession, id Client) (string, bool) {
+	if id.Modern || ss == nil {
+		return "", false
+	}
+	return r.ModeOf(ss)
+}
+
 // Record notes that the client id got mode, on ss; a legacy session keeps
 // a final mode, and is to be forgotten (Forget) when it ends: Record
 // reports whether ss is new here. caps is called for the capabilities of a

@@ -62,3 +62,24 @@ func TestClientsLegacy(t *testing.T) {
 		t.Error("a forgotten session keeps its mode")
 	}
 }
+
+// TestKeptMode: a legacy session keeps the final mode it was given; a modern
+// request's client, or a request without a session, is decided anew.
+func TestKeptMode(t *testing.T) {
+	var r Clients
+	ss := new(mcp.ServerSession)
+	legacy := Client{Name: "a", Protocol: "2025-11-25"}
+	if _, ok := r.KeptMode(ss, legacy); ok {
+		t.Error("a mode kept before any was recorded")
+	}
+	r.Record(ss, legacy, "search", true, func() []string { return nil })
+	if mode, ok := r.KeptMode(ss, legacy); !ok || mode != "search" {
+		t.Errorf("KeptMode = %q, %v; want search, true", mode, ok)
+	}
+	if _, ok := r.KeptMode(ss, Client{Name: "a", Modern: true}); ok {
+		t.Error("a modern request on the session got the session's mode")
+	}
+	if _, ok := r.KeptMode(nil, legacy); ok {
+		t.Error("a request without a session got a kept mode")
+	}
+}
