@@ -76,7 +76,7 @@ func (s *Server) newBackend(name string, sc ServerConfig) *backend {
 	if s.opts.CacheDir != "" {
 		cfg.CacheKey = fingerprint(sc)
 	}
-	rt := supervise.Runtime{Life: s.life, Closed: s.closed, WG: &s.wg, CacheDir: s.opts.CacheDir}
+	rt := supervise.Runtime{Life: s.run.life, Closed: s.run.closed, WG: &s.run.wg, CacheDir: s.opts.CacheDir}
 	b.Backend = supervise.New(name, cfg, b.log, rt, supervise.Hooks{
 		Options: func(opts *upstream.Options) { s.sharedOptions(b, opts) },
 		ProcOptions: func(ss *mcp.ServerSession, kind string) upstream.Options {
@@ -123,7 +123,7 @@ func (s *Server) sharedOptions(b *backend, opts *upstream.Options) {
 	opts.ClientInfo = &mcp.Implementation{Name: "manifold", Version: Version}
 	opts.Client, opts.Middleware = s.clientOptions(b, nil)
 	opts.Progress = func(p *mcp.ProgressNotificationParams) { s.relay.ForwardProgress(b, nil, p) }
-	opts.Log = func(p *mcp.LoggingMessageParams) { s.relay.ForwardLog(s.life, b, nil, p) } //lint:ignore SA1019 logging is part of the protocol versions the proxy serves
+	opts.Log = func(p *mcp.LoggingMessageParams) { s.relay.ForwardLog(s.run.life, b, nil, p) } //lint:ignore SA1019 logging is part of the protocol versions the proxy serves
 	if opts.Reaper == nil {
 		opts.Reaper = s.opts.Reaper
 	}
@@ -143,7 +143,7 @@ func (s *Server) sharedOptions(b *backend, opts *upstream.Options) {
 	// "identity") speaks 2026-07-28, whose input requests are tied to the
 	// call that asks.
 	if s.opts.WaitForClient {
-		opts.PreferLegacy = !s.clientModern.Load()
+		opts.PreferLegacy = !s.client.clientModern.Load()
 	} else {
 		opts.PreferLegacy = !b.PerSession() && !b.PerIdentity()
 	}
@@ -151,7 +151,7 @@ func (s *Server) sharedOptions(b *backend, opts *upstream.Options) {
 
 func (s *Server) isClosed() bool {
 	select {
-	case <-s.closed:
+	case <-s.run.closed:
 		return true
 	default:
 		return false

@@ -38,9 +38,9 @@ func (s *Server) startRetries() {
 	if s.opts.Retries == nil {
 		return
 	}
-	s.wg.Add(1)
+	s.run.wg.Add(1)
 	go func() {
-		defer s.wg.Done()
-		s.opts.Retries.ServeRetries(s.life, s.bridge.ServeRetry)
+		defer s.run.wg.Done()
+		s.opts.Retries.ServeRetries(s.run.life, s.bridge.ServeRetry)
 	}()
 }

@@ -69,9 +69,9 @@ func (s *Server) callTool(ctx context.Context, ss *mcp.ServerSession, name strin
 // goroutine of its own (mayWait). finish may be called before startCall
 // returns.
 func (s *Server) startCall(ctx context.Context, ss *mcp.ServerSession, name string, fields map[string]json.RawMessage, finish func(json.RawMessage, error)) {
-	s.calledOnce.Do(func() { close(s.called) })
+	s.run.calledOnce.Do(func() { close(s.run.called) })
 	select {
-	case <-s.ready:
+	case <-s.run.ready:
 		if !slices.Contains(metaTools, name) || ctx.Value(innerCallKey{}) != nil {
 			s.pipeline.Call(ctx, ss, name, fields, finish)
 			return

@@ -134,7 +134,7 @@ type rebuildQueue struct {
 // the call, as if it had rebuilt alone; calls made while a rebuild runs share
 // the next one (rebuildQueue).
 func (s *Server) rebuild() {
-	q := &s.rebuilds
+	q := &s.builder.rebuilds
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.cond.L == nil {
@@ -167,16 +167,16 @@ func (s *Server) rebuildFor(q *rebuildQueue, upTo uint64) {
 
 // rebuildNow is one rebuild (see rebuild); only rebuildFor calls it.
 func (s *Server) rebuildNow() {
-	s.catMu.Lock()
-	defer s.catMu.Unlock()
+	s.builder.catMu.Lock()
+	defer s.builder.catMu.Unlock()
 	if s.isClosed() {
 		return
 	}
 	g := s.gen.Load()
 	rules := s.rules.Load()
 	bld := cat.NewBuilder(cat.Options{Rules: rules, URIs: g.uris, MaxNameLength: s.opts.MaxNameLength, Log: s.log,
-		Prev: s.derived, Warned: s.dupWarned})
-	defer func() { s.derived, s.dupWarned = bld.Derived(), bld.Warned() }()
+		Prev: s.builder.derived, Warned: s.builder.dupWarned})
+	defer func() { s.builder.derived, s.builder.dupWarned = bld.Derived(), bld.Warned() }()
 	c := &catalog{gen: g}
 	opts := *s.catalogOptions()
 	embeds := s.embedCache(opts)
@@ -191,7 +191,7 @@ func (s *Server) rebuildNow() {
 	}
 	tools := bld.Names(servers)
 	pins := s.checkPins(g, bld.Lists(), pinned, tools)
-	s.heldInstr.Store(&pins.HeldInstr)
+	s.builder.heldInstr.Store(&pins.HeldInstr)
 	serverText := s.serverTexts(g)
 	c.Snapshot = bld.Build(pins, s.checkHeaderTool)
 	c.surf = surface.New(opts, c.ToolDefs, c.Tools, serverText, embeds)
@@ -206,14 +206,14 @@ func (s *Server) rebuildNow() {
 // sent as the upstream wrote it and logged once per process
 // (catalog.Snapshot.ModernToolList).
 func (s *Server) modernToolList(res *mcp.ListToolsResult) *mcp.ListToolsResult {
-	return s.catalog.Load().ModernToolList(res, &s.schemaWarned, s.log)
+	return s.catalog.Load().ModernToolList(res, &s.builder.schemaWarned, s.log)
 }
 
 // register applies the difference between the registered set and c to the SDK
 // server. Called with catMu held.
 func (s *Server) register(c *catalog) {
-	if s.reg.tools == nil {
-		s.reg = registered{tools: map[string]regEntry{}, prompts: map[string]regEntry{}, resources: map[string]regEntry{}, templates: map[string]regEntry{}}
+	if s.builder.reg.tools == nil {
+		s.builder.reg = registered{tools: map[string]regEntry{}, prompts: map[string]regEntry{}, resources: map[string]regEntry{}, templates: map[string]regEntry{}}
 	}
 	var touched [numCatalogKinds]bool // kinds whose registered set changed: the SDK notifies them
 	defer func() {
@@ -277,7 +277,7 @@ func (s *Server) register(c *catalog) {
 	// bind a parameter to a header are registered with the SDK, and a
 	// change of the listed set registers the beacon that makes the SDK
 	// notify.
-	sync("tool", catTools, s.reg.tools, anyMap(c.ToolDefs), func(name string, def any) error {
+	sync("tool", catTools, s.builder.reg.tools, anyMap(c.ToolDefs), func(name string, def any) error {
 		t := def.(*mcp.Tool)
 		if err := c.Unlisted(name); err != nil {
 			return err
@@ -290,16 +290,16 @@ func (s *Server) register(c *catalog) {
 	if touched[catTools] {
 		s.notifyToolsChanged()
 	}
-	sync("prompt", catPrompts, s.reg.prompts, anyMap(c.PromptDefs), func(_ string, def any) error {
+	sync("prompt", catPrompts, s.builder.reg.prompts, anyMap(c.PromptDefs), func(_ string, def any) error {
 		return catchPanic(func() { s.server.AddPrompt(def.(*mcp.Prompt), s.handleGetPrompt) })
 	}, s.server.RemovePrompts)
-	sync("resource", catResources, s.reg.resources, anyMap(c.Resources), func(_ string, def any) error {
+	sync("resource", catResources, s.builder.reg.resources, anyMap(c.Resources), func(_ string, def any) error {
 		return catchPanic(func() { s.server.AddResource(def.(*mcp.Resource), s.handleReadResource) })
 	}, s.server.RemoveResources)
-	sync("resource template", catResources, s.reg.templates, anyMap(c.Templates), func(_ string, def any) error {
+	sync("resource template", catResources, s.builder.reg.templates, anyMap(c.Templates), func(_ string, def any) error {
 		return catchPanic(func() { s.server.AddResourceTemplate(def.(*mcp.ResourceTemplate), s.handleReadResource) })
 	}, s.server.RemoveResourceTemplates)
-	s.regGen.Add(1) // the lists prepared before are of another registry (listbytes.go)
+	s.builder.regGen.Add(1) // the lists prepared before are of another registry (listbytes.go)
 }
 
 func anyMap[V any](m map[string]V) map[string]any {

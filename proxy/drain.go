@@ -23,14 +23,14 @@ import (
 
 // Drain makes the proxy refuse new work over HTTP and report not ready;
 // what is in flight goes on. It is idempotent.
-func (s *Server) Drain() { s.draining.Store(true) }
+func (s *Server) Drain() { s.run.draining.Store(true) }
 
 // Draining reports whether Drain was called.
-func (s *Server) Draining() bool { return s.draining.Load() }
+func (s *Server) Draining() bool { return s.run.draining.Load() }
 
 // InFlight returns how many HTTP requests to /mcp are being served, GET
 // streams left out (they last as long as their session).
-func (s *Server) InFlight() int { return int(s.inflight.Load()) }
+func (s *Server) InFlight() int { return int(s.run.inflight.Load()) }
 
 // Parked returns how many 2026-07-28 calls are parked here, waiting for
 // their clients' retries (proxy/bridge).
@@ -43,7 +43,7 @@ func (s *Server) Parked() int { return s.bridge.Count() }
 func (s *Server) WaitIdle(ctx context.Context) error {
 	t := time.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
-	for s.inflight.Load() > 0 || s.bridge.Count() > 0 {
+	for s.run.inflight.Load() > 0 || s.bridge.Count() > 0 {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()

@@ -60,7 +60,7 @@ func (c httpCore) SDKLog() *slog.Logger {
 	return slog.New(quietHandler{c.s.log.Handler(), slog.LevelWarn})
 }
 
-func (c httpCore) Life() context.Context { return c.s.life }
+func (c httpCore) Life() context.Context { return c.s.run.life }
 
 func (c httpCore) Observer() *observe.Observer { return c.s.obs }
 
@@ -82,10 +82,10 @@ func (c httpCore) ListenAnswers(deliver func(session string, msg []byte)) {
 	if s.answerTo.Swap(&sink) != nil {
 		return
 	}
-	s.wg.Add(1)
+	s.run.wg.Add(1)
 	go func() {
-		defer s.wg.Done()
-		s.opts.Answers.ListenAnswers(s.life, func(session string, msg []byte) {
+		defer s.run.wg.Done()
+		s.opts.Answers.ListenAnswers(s.run.life, func(session string, msg []byte) {
 			if deliver := s.answerTo.Load(); deliver != nil {
 				(*deliver)(session, msg)
 			}
@@ -105,9 +105,9 @@ type answerSink func(session string, msg []byte)
 // the metrics (KeepsEvents).
 type eventStats func() (open, delivered, max int)
 
-func (c httpCore) InFlight(delta int64) { c.s.inflight.Add(delta) }
+func (c httpCore) InFlight(delta int64) { c.s.run.inflight.Add(delta) }
 
-func (c httpCore) Draining() bool { return c.s.draining.Load() }
+func (c httpCore) Draining() bool { return c.s.run.draining.Load() }
 
 func (c httpCore) Health() http.Handler { return c.s.HealthHandler() }
 

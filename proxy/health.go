@@ -28,7 +28,7 @@ func (s *Server) HealthHandler() http.Handler {
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		if s.draining.Load() {
+		if s.run.draining.Load() {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			fmt.Fprintln(w, "draining: this replica is shutting down")
 			return

@@ -88,7 +88,7 @@ func (s *Server) identityOptions(b *backend, who string, subject func() string) 
 	} else { // a process of this identity's own, with its environment
 		opts.Env = append(slices.Clone(opts.Env), b.cfg.IdentityEnv[who]...)
 		opts.Progress = func(p *mcp.ProgressNotificationParams) { s.relay.ForwardProgress(b, nil, p) }
-		opts.Log = func(p *mcp.LoggingMessageParams) { s.relay.ForwardLog(s.life, b, nil, p) } //lint:ignore SA1019 logging is part of the protocol versions the proxy serves
+		opts.Log = func(p *mcp.LoggingMessageParams) { s.relay.ForwardLog(s.run.life, b, nil, p) } //lint:ignore SA1019 logging is part of the protocol versions the proxy serves
 		if opts.Reaper == nil {
 			opts.Reaper = s.opts.Reaper
 		}

@@ -39,7 +39,7 @@ func (s *Server) procOptions(b *backend, ss *mcp.ServerSession, kind string) ups
 	opts.ClientInfo = &mcp.Implementation{Name: "manifold", Version: Version}
 	opts.Client, opts.Middleware = s.clientOptions(b, ss)
 	opts.Progress = func(p *mcp.ProgressNotificationParams) { s.relay.ForwardProgress(b, ss, p) }
-	opts.Log = func(p *mcp.LoggingMessageParams) { s.relay.ForwardLog(s.life, b, ss, p) } //lint:ignore SA1019 logging is part of the protocol versions the proxy serves
+	opts.Log = func(p *mcp.LoggingMessageParams) { s.relay.ForwardLog(s.run.life, b, ss, p) } //lint:ignore SA1019 logging is part of the protocol versions the proxy serves
 	if opts.Reaper == nil {
 		opts.Reaper = s.opts.Reaper
 	}

@@ -59,9 +59,9 @@ type preparedList struct {
 // listKeyFor returns the key of the tools/list req on c, and false when the
 // answer must not be kept (an identity whose view c does not keep).
 func (s *Server) listKeyFor(ctx context.Context, req mcp.Request, c *catalog, search bool) (listKey, bool) {
-	k := listKey{gen: s.regGen.Load(), search: search}
+	k := listKey{gen: s.builder.regGen.Load(), search: search}
 	select {
-	case <-s.ready:
+	case <-s.run.ready:
 		k.ready = true
 	default:
 	}

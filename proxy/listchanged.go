@@ -46,15 +46,15 @@ func (s *Server) listing(ctx context.Context, req mcp.Request, k catalogKind) {
 // whenSessionEnds runs f once ss has ended, unless the proxy closes first
 // (then its state goes with it).
 func (s *Server) whenSessionEnds(ss *mcp.ServerSession, f func()) {
-	s.wg.Add(1)
+	s.run.wg.Add(1)
 	go func() {
-		defer s.wg.Done()
+		defer s.run.wg.Done()
 		done := make(chan struct{})
 		go func() { _ = ss.Wait(); close(done) }()
 		select {
 		case <-done:
 			f()
-		case <-s.closed:
+		case <-s.run.closed:
 		}
 	}()
 }
@@ -69,8 +69,8 @@ func (s *Server) whenSessionEnds(ss *mcp.ServerSession, f func()) {
 // hold nothing of b's to change.
 func (s *Server) relayListChanged(b *backend, kinds listKind) {
 	l := listsOf(b.Lists())
-	s.catMu.Lock()
-	defer s.catMu.Unlock()
+	s.builder.catMu.Lock()
+	defer s.builder.catMu.Unlock()
 	c := s.catalog.Load()
 	if c == nil || s.isClosed() {
 		return
@@ -97,7 +97,7 @@ func (s *Server) relayListChanged(b *backend, kinds listKind) {
 		for _, t := range l.tools {
 			exposed, ok := c.Tools.Exposed(b.name, t.Name)
 			if def := c.ToolDefs[exposed]; ok && def != nil &&
-				again("tool", exposed, s.reg.tools, s.notifyToolsChanged) {
+				again("tool", exposed, s.builder.reg.tools, s.notifyToolsChanged) {
 				break
 			}
 		}
@@ -106,7 +106,7 @@ func (s *Server) relayListChanged(b *backend, kinds listKind) {
 		for _, p := range l.prompts {
 			exposed, ok := c.Prompts.Exposed(b.name, p.Name)
 			if def := c.PromptDefs[exposed]; ok && def != nil &&
-				again("prompt", exposed, s.reg.prompts, func() { s.server.AddPrompt(def, s.handleGetPrompt) }) {
+				again("prompt", exposed, s.builder.reg.prompts, func() { s.server.AddPrompt(def, s.handleGetPrompt) }) {
 				break
 			}
 		}
@@ -115,7 +115,7 @@ func (s *Server) relayListChanged(b *backend, kinds listKind) {
 		done := false
 		for _, uri := range slices.Sorted(maps.Keys(c.ResOwner)) {
 			if def := c.Resources[uri]; c.ResOwner[uri] == b.name && def != nil &&
-				again("resource", uri, s.reg.resources, func() { s.server.AddResource(def, s.handleReadResource) }) {
+				again("resource", uri, s.builder.reg.resources, func() { s.server.AddResource(def, s.handleReadResource) }) {
 				done = true
 				break
 			}
@@ -125,7 +125,7 @@ func (s *Server) relayListChanged(b *backend, kinds listKind) {
 				break
 			}
 			if def := c.Templates[tmpl]; c.TmplOwner[tmpl] == b.name && def != nil &&
-				again("resource template", tmpl, s.reg.templates, func() { s.server.AddResourceTemplate(def, s.handleReadResource) }) {
+				again("resource template", tmpl, s.builder.reg.templates, func() { s.server.AddResourceTemplate(def, s.handleReadResource) }) {
 				done = true
 			}
 		}

@@ -47,7 +47,7 @@ func (s *Server) leanList(ctx context.Context, ss *mcp.ServerSession, id, params
 		return nil, false
 	}
 	select {
-	case <-s.ready:
+	case <-s.run.ready:
 	default:
 		return nil, false // the SDK's path waits for the start (listing)
 	}
@@ -64,7 +64,7 @@ func (s *Server) leanList(ctx context.Context, ss *mcp.ServerSession, id, params
 	if meta != nil {
 		ctx = era.WithRequestMeta(ctx, meta) // the client's info, for its catalog mode
 	}
-	// eraMiddleware's learnClient has nothing to do here: s.ready is
+	// eraMiddleware's learnClient has nothing to do here: s.run.ready is
 	// closed only after Start, which with WaitForClient waits for the
 	// first client to be learned (and without it learnClient does nothing).
 	if ss != nil {

@@ -57,11 +57,11 @@ const secretFinding = "contains a configured secret (a value of the config's env
 // new. Once a lock with the entry was set, one without it drops it (a
 // person deleted the line).
 func (s *Server) SetLock(l *pin.Lock) {
-	s.catMu.Lock()
+	s.builder.catMu.Lock()
 	var keep []pin.Entry
-	for k, e := range s.unconfirmed {
+	for k, e := range s.builder.unconfirmed {
 		if _, ok := l.Lookup(k); ok {
-			delete(s.unconfirmed, k)
+			delete(s.builder.unconfirmed, k)
 		} else {
 			keep = append(keep, e)
 		}
@@ -69,14 +69,14 @@ func (s *Server) SetLock(l *pin.Lock) {
 	if len(keep) > 0 {
 		l = l.With(keep...)
 	}
-	s.pins.Store(l)
-	s.catMu.Unlock()
+	s.builder.pins.Store(l)
+	s.builder.catMu.Unlock()
 	s.rebuild()
 }
 
 // Lock returns the approved definitions in force, with those trusted on
 // first use since.
-func (s *Server) Lock() *pin.Lock { return s.pins.Load() }
+func (s *Server) Lock() *pin.Lock { return s.builder.pins.Load() }
 
 // pinSnapshot is what the pin check needs of a server besides its lists,
 // taken in the same critical section as them.
@@ -96,7 +96,7 @@ type pinSnapshot struct {
 // held.
 func (s *Server) checkPins(g *generation, snap map[string]supervise.Lists, pinned map[string]pinSnapshot, tools *naming.Table) *cat.Pins {
 	ps := &cat.Pins{Held: map[pin.Key]string{}, Reviews: map[string][]PinReview{}, HeldInstr: map[string]bool{}}
-	lock := s.pins.Load()
+	lock := s.builder.pins.Load()
 	// The other servers' names are looked for only in a definition that is
 	// not approved as it is: made at the first such definition.
 	var othersOf map[string]pin.Names
@@ -111,8 +111,8 @@ func (s *Server) checkPins(g *generation, snap map[string]supervise.Lists, pinne
 		}
 		othersOf, ownNames = shadowNames(servers, snap, tools)
 	}
-	prevDefs := s.pinCache
-	s.pinCache = make(map[*backend]*pinCache, len(prevDefs))
+	prevDefs := s.builder.pinCache
+	s.builder.pinCache = make(map[*backend]*pinCache, len(prevDefs))
 	var trusted []pin.Entry
 	for _, b := range g.backends {
 		mode := g.pin[b.name] // the mode of this generation (a kept backend's cfg is older)
@@ -179,12 +179,12 @@ func (s *Server) checkPins(g *generation, snap map[string]supervise.Lists, pinne
 	}
 	if len(trusted) > 0 {
 		lock = lock.With(trusted...)
-		s.pins.Store(lock)
-		if s.unconfirmed == nil {
-			s.unconfirmed = make(map[pin.Key]pin.Entry)
+		s.builder.pins.Store(lock)
+		if s.builder.unconfirmed == nil {
+			s.builder.unconfirmed = make(map[pin.Key]pin.Entry)
 		}
 		for _, e := range trusted {
-			s.unconfirmed[e.Key] = e
+			s.builder.unconfirmed[e.Key] = e
 		}
 		servers := map[string]bool{}
 		for _, e := range trusted {
@@ -210,7 +210,7 @@ func cmpOr(a, b string) string {
 // logReview logs a review once per definition and fingerprint, at warn,
 // with its diff.
 func (s *Server) logReview(server string, r PinReview) {
-	if _, seen := s.pinLogged.LoadOrStore(server+"\x00"+r.Kind+"\x00"+r.Name+"\x00"+r.Sum, true); seen {
+	if _, seen := s.builder.pinLogged.LoadOrStore(server+"\x00"+r.Kind+"\x00"+r.Name+"\x00"+r.Sum, true); seen {
 		return
 	}
 	what := "served, flagged (pin = \"warn\")"
@@ -262,7 +262,7 @@ func (c *pinCache) of(l lists, ins string) bool {
 // definition that cannot be encoded is logged and left out of the check, not
 // trusted: it is not in the lock, so it is held as new once the server has
 // entries. prev is what the last rebuild made of b, reused when l and ins
-// are what it was made of; what is made is kept in s.pinCache for the next.
+// are what it was made of; what is made is kept in s.builder.pinCache for the next.
 // Called with catMu held.
 func (s *Server) pinDefs(b *backend, l lists, ins string, prev *pinCache) []pinDef {
 	c := prev
@@ -299,7 +299,7 @@ func (s *Server) pinDefs(b *backend, l lists, ins string, prev *pinCache) []pinD
 			c.defs = append(c.defs, pinDef{d, d.Sum()})
 		}
 	}
-	s.pinCache[b] = c
+	s.builder.pinCache[b] = c
 	for _, f := range c.failed {
 		s.log.Warn("pinned definitions: cannot fingerprint a definition", "server", b.name, "kind", f.kind, "name", s.opts.Redactor.Known(f.name), "err", s.opts.Redactor.KnownError(f.err))
 	}

@@ -225,8 +225,8 @@ func TestPinFirstSightWaitsForListing(t *testing.T) {
 	tool := &mcp.Tool{Name: "read", Description: "Reads a file.", InputSchema: map[string]any{"type": "object"}}
 	check := func(l lists, snap pinSnapshot) *cat.Pins {
 		tools, _ := naming.BuildLimit([]naming.Group{{Server: "up", Prefix: "up", Names: toolNames(l)}}, 64)
-		s.catMu.Lock()
-		defer s.catMu.Unlock()
+		s.builder.catMu.Lock()
+		defer s.builder.catMu.Unlock()
 		return s.checkPins(g, map[string]supervise.Lists{"up": l.supervised()}, map[string]pinSnapshot{"up": snap}, tools)
 	}
 

@@ -19,9 +19,9 @@ func (s *Server) SetPolicy(r *policy.Rules) {
 	s.rules.Store(r)
 	// Definitions derived under the old rules are not reused, even when r
 	// is the same value: it may have been changed in place.
-	s.catMu.Lock()
-	s.derived = nil
-	s.catMu.Unlock()
+	s.builder.catMu.Lock()
+	s.builder.derived = nil
+	s.builder.catMu.Unlock()
 	s.rebuild()
 }
 

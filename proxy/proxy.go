@@ -256,17 +256,42 @@ type Server struct {
 	opts       Options
 	log        *slog.Logger
 	server     *mcp.Server
-	serverInfo []byte        // implementation() as JSON, for the lean path's modern results
-	typed      bool          // tests only: answer tools/call and tools/list with typed results (httplean.go, listbytes.go)
-	regGen     atomic.Uint64 // changes of the SDK's registry, for the prepared lists (listbytes.go)
-
-	schemaWarned sync.Map // tool name + untranslatable schema parts already logged
+	serverInfo []byte // implementation() as JSON, for the lean path's modern results
+	typed      bool   // tests only: answer tools/call and tools/list with typed results (httplean.go, listbytes.go)
 
 	gen      atomic.Pointer[generation] // the configured servers; replaced by Reload
 	reloadMu sync.Mutex                 // serialises Reload
 
 	catalog atomic.Pointer[catalog] // the merged view, swapped whole
 
+	sessions session.Book // the downstream sessions and clients: their modes, calls in flight, first-list waits
+
+	relay    *relay.Relay       // what upstreams send towards clients: requests, logs, progress (proxy/relay)
+	eras     *upstream.EraCache // each server's protocol era, across restarts and reloads
+	rules    atomic.Pointer[policy.Rules]
+	bridge   *bridge.Bridges            // sealed states and parked calls (proxy/bridge)
+	approver *confirm.Approver          // a person's approval of calls, approve-call, URL-mode pages (proxy/confirm)
+	answerTo atomic.Pointer[answerSink] // receives the answers other replicas relay (face_http.go ListenAnswers)
+	guard    *guard.Guard
+	pipeline *route.Route               // the call pipeline (proxy/route)
+	obs      *observe.Observer          // the audit log, metrics and traces of each request
+	resume   atomic.Pointer[eventStats] // the HTTP endpoint's event store's figures, for the metrics; nil over stdio
+
+	// The server's components besides the rooms: what the rebuild loop
+	// keeps between rebuilds (catalog.go, pinned.go), where the server is in
+	// its life (Start, Close, Drain), and the downstream client of a
+	// stdio server (the capabilities offered to upstreams).
+	builder rebuildState
+	run     running
+	client  downClient
+}
+
+// rebuildState is what the rebuild loop keeps between rebuilds: the
+// SDK registration, the pins and their caches, the catalog options, the
+// search encoder's embeddings and what was already logged.
+type rebuildState struct {
+	regGen       atomic.Uint64 // changes of the SDK's registry, for the prepared lists (listbytes.go)
+	schemaWarned sync.Map      // tool name + untranslatable schema parts already logged
 	// embeds are the search encoder's embeddings (CatalogOptions.Encoder),
 	// made at the first catalog that wants them and kept across rebuilds.
 	embedsMu sync.Mutex
@@ -278,35 +303,21 @@ type Server struct {
 	derived  cat.Derived  // guarded by catMu; the exposed definitions of the last rebuild (catalog.go)
 	// dupWarned are the names a server listed twice that were logged
 	// (dropDuplicates), by server, kind and name; guarded by catMu.
-	dupWarned map[string]bool
+	dupWarned    map[string]bool
+	leftOut      atomic.Pointer[[]LeftOut]       // Options.LeftOut; replaced by SetLeftOut
+	catOpts      atomic.Pointer[CatalogOptions]  // which tool list each client gets (surface.go)
+	alwaysWarned sync.Map                        // CatalogOptions.Always names already logged as not visible
+	pins         atomic.Pointer[pin.Lock]        // approved definitions (pinned.go); stored with catMu held
+	unconfirmed  map[pin.Key]pin.Entry           // guarded by catMu; trusted on first use, not yet in a lock given to SetLock
+	pinCache     map[*backend]*pinCache          // guarded by catMu; each server's fingerprinted definitions (pinned.go)
+	heldInstr    atomic.Pointer[map[string]bool] // servers whose instructions are held for review
+	pinLogged    sync.Map                        // reviews already logged
+}
 
-	leftOut      atomic.Pointer[[]LeftOut]      // Options.LeftOut; replaced by SetLeftOut
-	catOpts      atomic.Pointer[CatalogOptions] // which tool list each client gets (surface.go)
-	sessions     session.Book                   // the downstream sessions and clients: their modes, calls in flight, first-list waits
-	alwaysWarned sync.Map                       // CatalogOptions.Always names already logged as not visible
-
-	relay       *relay.Relay       // what upstreams send towards clients: requests, logs, progress (proxy/relay)
-	eras        *upstream.EraCache // each server's protocol era, across restarts and reloads
-	rules       atomic.Pointer[policy.Rules]
-	pins        atomic.Pointer[pin.Lock]        // approved definitions (pinned.go); stored with catMu held
-	unconfirmed map[pin.Key]pin.Entry           // guarded by catMu; trusted on first use, not yet in a lock given to SetLock
-	pinCache    map[*backend]*pinCache          // guarded by catMu; each server's fingerprinted definitions (pinned.go)
-	heldInstr   atomic.Pointer[map[string]bool] // servers whose instructions are held for review
-	pinLogged   sync.Map                        // reviews already logged
-	bridge      *bridge.Bridges                 // sealed states and parked calls (proxy/bridge)
-	approver    *confirm.Approver               // a person's approval of calls, approve-call, URL-mode pages (proxy/confirm)
-	answerTo    atomic.Pointer[answerSink]      // receives the answers other replicas relay (face_http.go ListenAnswers)
-	guard       *guard.Guard
-	pipeline    *route.Route               // the call pipeline (proxy/route)
-	obs         *observe.Observer          // the audit log, metrics and traces of each request
-	resume      atomic.Pointer[eventStats] // the HTTP endpoint's event store's figures, for the metrics; nil over stdio
-
-	capsMu       sync.Mutex
-	clientCaps   *mcp.ClientCapabilities // guarded by capsMu; offered to upstreams
-	clientUp     chan struct{}           // closed at the first downstream initialize
-	clientOnce   sync.Once
-	clientModern atomic.Bool // the stdio client speaks 2026-07-28 (set with clientOnce)
-
+// running is where the Server is in its life: started, every upstream's
+// first start over (ready) or its catalog known (listable), the first
+// call, draining, stopping, closed; and the goroutines it waits for.
+type running struct {
 	draining   atomic.Bool   // Drain was called: /readyz is 503, new HTTP work is refused
 	stopping   atomic.Bool   // Close has begun: no call is handed to an upstream
 	inflight   atomic.Int64  // HTTP requests to /mcp being served, GET streams left out
@@ -321,6 +332,16 @@ type Server struct {
 	wg         sync.WaitGroup // background goroutines (supervisors, refreshers)
 	life       context.Context
 	cancel     context.CancelFunc // ends life at Close
+}
+
+// downClient is the stdio server's one downstream client as the upstreams
+// are offered it: its capabilities, once known, and its era.
+type downClient struct {
+	capsMu       sync.Mutex
+	clientCaps   *mcp.ClientCapabilities // guarded by capsMu; offered to upstreams
+	clientUp     chan struct{}           // closed at the first downstream initialize
+	clientOnce   sync.Once
+	clientModern atomic.Bool // the stdio client speaks 2026-07-28 (set with clientOnce)
 }
 
 // New validates opts and builds a Server. It starts nothing; call Start.
@@ -345,23 +366,25 @@ func New(opts Options) (*Server, error) {
 		opts.Redactor = redact.New()
 	}
 	s := &Server{
-		eras:     newEraCache(opts.CacheDir, log),
-		opts:     opts,
-		log:      log,
-		ready:    make(chan struct{}),
-		listable: make(chan struct{}),
-		called:   make(chan struct{}),
-		closed:   make(chan struct{}),
-		clientUp: make(chan struct{}),
-		guard:    guard.New(guard.Options{Rates: opts.RateStore, Ledger: opts.SpendLedger, Redactor: opts.Redactor}),
+		eras: newEraCache(opts.CacheDir, log),
+		opts: opts,
+		log:  log,
+		run: running{
+			ready:    make(chan struct{}),
+			listable: make(chan struct{}),
+			called:   make(chan struct{}),
+			closed:   make(chan struct{}),
+		},
+		client: downClient{clientUp: make(chan struct{})},
+		guard:  guard.New(guard.Options{Rates: opts.RateStore, Ledger: opts.SpendLedger, Redactor: opts.Redactor}),
 		approver: confirm.New(confirm.Options{TTL: opts.ConfirmTTL, Dir: opts.ApprovalDir, Store: opts.Approvals,
 			Redactor: opts.Redactor, Logger: log, Parked: confirmParked()}),
 	}
-	s.life, s.cancel = context.WithCancel(context.Background())
+	s.run.life, s.run.cancel = context.WithCancel(context.Background())
 	s.rules.Store(opts.Policy)
-	s.pins.Store(opts.Lock)
-	s.catOpts.Store(&opts.Catalog)
-	s.leftOut.Store(&opts.LeftOut)
+	s.builder.pins.Store(opts.Lock)
+	s.builder.catOpts.Store(&opts.Catalog)
+	s.builder.leftOut.Store(&opts.LeftOut)
 	obsOpts := observe.Options{AuditArguments: opts.AuditArguments, Tracer: opts.Tracer, Listed: func(tool string) bool {
 		_, _, ok := s.catalog.Load().VisibleTool(tool, policy.Widest)
 		return ok
@@ -407,16 +430,16 @@ func New(opts Options) (*Server, error) {
 func (s *Server) Start(ctx context.Context) error {
 	if s.opts.WaitForClient {
 		select {
-		case <-s.clientUp:
+		case <-s.client.clientUp:
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-s.closed:
+		case <-s.run.closed:
 			return nil
 		}
 	}
 	var required errgroup.Group
 	var all, listable sync.WaitGroup
-	s.startOnce.Do(func() {
+	s.run.startOnce.Do(func() {
 		s.startRetries() // bridge.go
 		s.reloadMu.Lock()
 		defer s.reloadMu.Unlock()
@@ -424,9 +447,9 @@ func (s *Server) Start(ctx context.Context) error {
 			all.Add(1)
 			listable.Add(1)
 			done := b.Launch()
-			s.wg.Add(1)
+			s.run.wg.Add(1)
 			go func() {
-				defer s.wg.Done()
+				defer s.run.wg.Done()
 				<-b.Listable()
 				listable.Done()
 				<-b.Started()
@@ -436,25 +459,25 @@ func (s *Server) Start(ctx context.Context) error {
 				required.Go(func() error { return <-done })
 			}
 		}
-		s.started = true
-		s.wg.Add(1)
+		s.run.started = true
+		s.run.wg.Add(1)
 		go func() {
-			defer s.wg.Done()
+			defer s.run.wg.Done()
 			listable.Wait()
-			close(s.listable)
+			close(s.run.listable)
 			all.Wait()
-			close(s.ready)
+			close(s.run.ready)
 		}()
 	})
 	return required.Wait()
 }
 
 // Ready is closed when every upstream's initial start attempt has finished.
-func (s *Server) Ready() <-chan struct{} { return s.ready }
+func (s *Server) Ready() <-chan struct{} { return s.run.ready }
 
 // Called is closed when the first tools/call begins: the end of a client's
 // opening (initialize, the lists) and the start of its work.
-func (s *Server) Called() <-chan struct{} { return s.called }
+func (s *Server) Called() <-chan struct{} { return s.run.called }
 
 // waitReady waits, bounded by FirstListTimeout, for the initial start.
 func (s *Server) waitReady(ctx context.Context) {
@@ -463,7 +486,7 @@ func (s *Server) waitReady(ctx context.Context) {
 
 // waitReadyFor waits, bounded by d, for the initial start.
 func (s *Server) waitReadyFor(ctx context.Context, d time.Duration) {
-	s.waitFor(ctx, s.ready, d)
+	s.waitFor(ctx, s.run.ready, d)
 }
 
 // waitListable waits, bounded by the first-list wait of client (its
@@ -474,7 +497,7 @@ func (s *Server) waitReadyFor(ctx context.Context, d time.Duration) {
 // patience covers its initialize and its first list together.
 func (s *Server) waitListable(ctx context.Context, ss *mcp.ServerSession, client string) {
 	select {
-	case <-s.listable:
+	case <-s.run.listable:
 		return
 	default:
 	}
@@ -488,7 +511,7 @@ func (s *Server) waitListable(ctx context.Context, ss *mcp.ServerSession, client
 			return
 		}
 	}
-	s.waitFor(ctx, s.listable, d)
+	s.waitFor(ctx, s.run.listable, d)
 }
 
 // waitFor waits, bounded by d, ctx and Close, for ch to close.
@@ -504,7 +527,7 @@ func (s *Server) waitFor(ctx context.Context, ch <-chan struct{}, d time.Duratio
 	case <-ch:
 	case <-t.C:
 	case <-ctx.Done():
-	case <-s.closed:
+	case <-s.run.closed:
 	}
 }
 
@@ -519,10 +542,10 @@ func (s *Server) Redactor() *redact.Redactor { return s.opts.Redactor }
 // It is idempotent.
 func (s *Server) Close() error {
 	var errs []error
-	s.closeOnce.Do(func() {
-		s.stopping.Store(true)
-		close(s.closed)
-		s.cancel()
+	s.run.closeOnce.Do(func() {
+		s.run.stopping.Store(true)
+		close(s.run.closed)
+		s.run.cancel()
 		s.approver.Close()
 		var mu sync.Mutex
 		var wg sync.WaitGroup
@@ -538,10 +561,10 @@ func (s *Server) Close() error {
 			}()
 		}
 		wg.Wait()
-		s.wg.Wait()
-		s.embedsMu.Lock()
-		embeds := s.embeds
-		s.embedsMu.Unlock()
+		s.run.wg.Wait()
+		s.builder.embedsMu.Lock()
+		embeds := s.builder.embeds
+		s.builder.embedsMu.Unlock()
 		if embeds != nil {
 			embeds.Close()
 		}
@@ -558,7 +581,7 @@ func (s *Server) Close() error {
 			cancel()
 		}
 	})
-	s.wg.Wait()
+	s.run.wg.Wait()
 	return errors.Join(errs...)
 }
 

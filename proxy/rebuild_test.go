@@ -145,9 +145,9 @@ func viewOf(t *testing.T, s *Server) catalogView {
 	v.Resources = encode(res, err)
 	tmpl, err := cs.ListResourceTemplates(ctx, nil)
 	v.Templates = encode(tmpl, err)
-	s.catMu.Lock()
+	s.builder.catMu.Lock()
 	v.Registry = map[string]string{}
-	for kind, reg := range map[string]map[string]regEntry{"tool": s.reg.tools, "prompt": s.reg.prompts, "resource": s.reg.resources, "template": s.reg.templates} {
+	for kind, reg := range map[string]map[string]regEntry{"tool": s.builder.reg.tools, "prompt": s.builder.reg.prompts, "resource": s.builder.reg.resources, "template": s.builder.reg.templates} {
 		for k, e := range reg {
 			got := encode(e.def, nil)
 			v.Registry[kind+" "+k] = got
@@ -156,7 +156,7 @@ func viewOf(t *testing.T, s *Server) catalogView {
 			}
 		}
 	}
-	s.catMu.Unlock()
+	s.builder.catMu.Unlock()
 	v.Reviews = map[string][]PinReview{}
 	for _, st := range s.Status() {
 		if len(st.Review) > 0 {
@@ -298,14 +298,14 @@ func TestRebuildReusesDefinitions(t *testing.T) {
 	putLists(t, s, "b", lists{tools: []*mcp.Tool{tool("t", "B.")}})
 	s.rebuild()
 	state := func() (pins map[string]*pinCache, defs map[string]*mcp.Tool, reg map[string]any) {
-		s.catMu.Lock()
-		defer s.catMu.Unlock()
+		s.builder.catMu.Lock()
+		defer s.builder.catMu.Unlock()
 		pins = map[string]*pinCache{}
-		for b, c := range s.pinCache {
+		for b, c := range s.builder.pinCache {
 			pins[b.name] = c
 		}
 		reg = map[string]any{}
-		for k, e := range s.reg.tools {
+		for k, e := range s.builder.reg.tools {
 			reg[k] = e.def
 		}
 		return pins, s.catalog.Load().ToolDefs, reg
@@ -340,15 +340,15 @@ func TestRebuildReusesDefinitions(t *testing.T) {
 func TestRebuildCoalesces(t *testing.T) {
 	s := offlineServer(t, Options{Servers: []ServerConfig{{Upstream: upstream.Options{Name: "a"}, Prefix: "a"}}})
 	s.rebuild()
-	before := s.regGen.Load() // one per rebuild (register)
+	before := s.builder.regGen.Load() // one per rebuild (register)
 
-	s.catMu.Lock() // the first rebuild below waits here, running
+	s.builder.catMu.Lock() // the first rebuild below waits here, running
 	var wg sync.WaitGroup
 	wg.Go(s.rebuild)
 	waitUntil(t, func() bool {
-		s.rebuilds.mu.Lock()
-		defer s.rebuilds.mu.Unlock()
-		return s.rebuilds.running
+		s.builder.rebuilds.mu.Lock()
+		defer s.builder.rebuilds.mu.Unlock()
+		return s.builder.rebuilds.running
 	})
 	// The server arrives while that rebuild runs, after it read the lists
 	// (it holds catMu): the requests made now must see it.
@@ -364,13 +364,13 @@ func TestRebuildCoalesces(t *testing.T) {
 		})
 	}
 	waitUntil(t, func() bool {
-		s.rebuilds.mu.Lock()
-		defer s.rebuilds.mu.Unlock()
-		return s.rebuilds.asked == s.rebuilds.done+n+1
+		s.builder.rebuilds.mu.Lock()
+		defer s.builder.rebuilds.mu.Unlock()
+		return s.builder.rebuilds.asked == s.builder.rebuilds.done+n+1
 	})
-	s.catMu.Unlock()
+	s.builder.catMu.Unlock()
 	wg.Wait()
-	if got := s.regGen.Load() - before; got != 2 {
+	if got := s.builder.regGen.Load() - before; got != 2 {
 		t.Errorf("%d rebuilds for 1 + %d requests made while one ran; want 2", got, n)
 	}
 	if missing.Load() != 0 {
@@ -472,7 +472,7 @@ func BenchmarkFirstRebuild1000(b *testing.B) {
 		b.StartTimer()
 		s.rebuild()
 		b.StopTimer()
-		if n := len(s.reg.tools); n != 1000 {
+		if n := len(s.builder.reg.tools); n != 1000 {
 			b.Fatalf("%d tools registered, want 1000", n)
 		}
 		_ = s.Close()

@@ -38,7 +38,7 @@ func (s *Server) newRelay() *relay.Relay {
 			}
 		},
 		ClientCaps:   s.relayCaps,
-		ClientModern: s.clientModern.Load,
+		ClientModern: s.client.clientModern.Load,
 		Modern:       modernSession,
 		Parked:       askParkedInto,
 		Bridged: func(call context.Context) bool {
@@ -67,7 +67,7 @@ func (s *Server) newRelay() *relay.Relay {
 		},
 		WhenSessionEnds: s.whenSessionEnds,
 		Closed:          s.isClosed,
-		Life:            s.life,
+		Life:            s.run.life,
 		Log:             s.log,
 	})
 }
@@ -102,17 +102,17 @@ func (b *backend) Unsolicited() Unsolicited { return b.cfg.AllowUnsolicited }
 // the shared upstream processes: set in stdio mode, where one client is
 // served (Options.WaitForClient), nil over HTTP.
 func (s *Server) relayCaps() *mcp.ClientCapabilities {
-	s.capsMu.Lock()
-	defer s.capsMu.Unlock()
-	return s.clientCaps
+	s.client.capsMu.Lock()
+	defer s.client.capsMu.Unlock()
+	return s.client.clientCaps
 }
 
 // setClientCaps records the capabilities upstreams may be offered. It is
 // called once, before the upstreams start.
 func (s *Server) setClientCaps(c *mcp.ClientCapabilities) {
-	s.capsMu.Lock()
-	defer s.capsMu.Unlock()
-	s.clientCaps = c
+	s.client.capsMu.Lock()
+	defer s.client.capsMu.Unlock()
+	s.client.clientCaps = c
 }
 
 // sharedAsks reports whether a client that declared caps may be asked

@@ -161,7 +161,7 @@ func (s *Server) Reload(servers []ServerConfig) error {
 		}()
 	}
 	wg.Wait()
-	if s.started {
+	if s.run.started {
 		for _, b := range g.backends {
 			if !inGen(old, b) {
 				b.log.Info("server added or changed by reload; starting it")

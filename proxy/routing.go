@@ -51,13 +51,13 @@ func (s *Server) newRoute() *route.Route {
 type routeHost Server
 
 func (h *routeHost) Stopping() (json.RawMessage, bool) {
-	if !h.stopping.Load() {
+	if !h.run.stopping.Load() {
 		return nil, false
 	}
 	return stoppingResult(), true
 }
 
-func (h *routeHost) Ready() <-chan struct{} { return h.ready }
+func (h *routeHost) Ready() <-chan struct{} { return h.run.ready }
 
 func (h *routeHost) WaitReady(ctx context.Context) { (*Server)(h).waitReady(ctx) }
 

@@ -183,7 +183,7 @@ func (s *Server) cacheFields(req mcp.Request, c *mcp.Cacheable) {
 	// later change is announced (list_changed) like any other.
 	ready := false
 	select {
-	case <-s.listable:
+	case <-s.run.listable:
 		ready = true
 	default:
 	}

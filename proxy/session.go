@@ -39,9 +39,9 @@ func (s *Server) learnClient(caps *mcp.ClientCapabilities, modern bool) {
 	if !s.opts.WaitForClient {
 		return
 	}
-	s.clientOnce.Do(func() {
-		s.clientModern.Store(modern)
+	s.client.clientOnce.Do(func() {
+		s.client.clientModern.Store(modern)
 		s.setClientCaps(caps)
-		close(s.clientUp)
+		close(s.client.clientUp)
 	})
 }

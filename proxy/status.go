@@ -127,7 +127,7 @@ func (s *Server) Status() []ServerStatus {
 		}
 		out = append(out, st)
 	}
-	if l := s.leftOut.Load(); l != nil {
+	if l := s.builder.leftOut.Load(); l != nil {
 		for _, lo := range *l {
 			out = append(out, ServerStatus{Name: lo.Name, State: StateMisconfigured, Err: s.opts.Redactor.String(lo.Err)})
 		}
@@ -148,5 +148,5 @@ type LeftOut struct {
 // SetLeftOut replaces the servers left out (Options.LeftOut), as a reload
 // finds them.
 func (s *Server) SetLeftOut(l []LeftOut) {
-	s.leftOut.Store(&l)
+	s.builder.leftOut.Store(&l)
 }

@@ -212,7 +212,7 @@ func (s *Server) serverText(g *generation, b *backend) string {
 // under pin = "quarantine" (pinned.go): they are then left out of
 // Manifold's instructions and of search.
 func (s *Server) instructionsHeld(server string) bool {
-	m := s.heldInstr.Load()
+	m := s.builder.heldInstr.Load()
 	return m != nil && (*m)[server]
 }
 

@@ -91,14 +91,14 @@ type param = surface.Param
 // mode they were given, new ones get the new rules, and the catalog is
 // rebuilt (a search session's list changes with its always tools).
 func (s *Server) SetCatalog(o CatalogOptions) {
-	s.catOpts.Store(&o)
-	s.alwaysWarned.Clear()
+	s.builder.catOpts.Store(&o)
+	s.builder.alwaysWarned.Clear()
 	s.rebuild()
 }
 
 // catalogOptions returns the options in force.
 func (s *Server) catalogOptions() *CatalogOptions {
-	if o := s.catOpts.Load(); o != nil {
+	if o := s.builder.catOpts.Load(); o != nil {
 		return o
 	}
 	return &CatalogOptions{}
@@ -124,7 +124,7 @@ func (s *Server) sessionMode(ctx context.Context, ss *mcp.ServerSession, meta mc
 		// still grow past search_above: the mode is kept from then on.
 		final := false
 		select {
-		case <-s.ready:
+		case <-s.run.ready:
 			final = true
 		default:
 		}
@@ -226,12 +226,12 @@ func (s *Server) embedCache(o CatalogOptions) *embedcache.Cache {
 	if !o.Encoder {
 		return nil
 	}
-	s.embedsMu.Lock()
-	defer s.embedsMu.Unlock()
-	if s.embeds == nil {
-		s.embeds = embedcache.New(o.EncoderCache, s.log)
+	s.builder.embedsMu.Lock()
+	defer s.builder.embedsMu.Unlock()
+	if s.builder.embeds == nil {
+		s.builder.embeds = embedcache.New(o.EncoderCache, s.log)
 	}
-	return s.embeds
+	return s.builder.embeds
 }
 
 // warnAlways logs, once per name, the always names that are not visible
@@ -239,7 +239,7 @@ func (s *Server) embedCache(o CatalogOptions) *embedcache.Cache {
 // initial start is over.
 func (s *Server) warnAlways(c *catalog) {
 	select {
-	case <-s.ready:
+	case <-s.run.ready:
 	default:
 		return
 	}
@@ -251,15 +251,15 @@ func (s *Server) warnAlways(c *catalog) {
 		_, visible := c.ToolDefs[name]
 		switch {
 		case slices.Contains(metaTools, name):
-			if _, warned := s.alwaysWarned.LoadOrStore(name, true); !warned {
+			if _, warned := s.builder.alwaysWarned.LoadOrStore(name, true); !warned {
 				s.log.Warn(at+": the name is a search tool's; the server's tool of that name stays reachable through call_tool_*, but cannot be listed beside them", "tool", name)
 			}
 		case !visible:
-			if _, warned := s.alwaysWarned.LoadOrStore(name, true); !warned {
+			if _, warned := s.builder.alwaysWarned.LoadOrStore(name, true); !warned {
 				s.log.Warn(at+": no visible tool has this name (unknown, hidden by policy, or its server is not up); it is left out of the search surface until one does. `manifold tools` lists the names", "tool", name)
 			}
 		default:
-			s.alwaysWarned.Delete(name) // warn again should it go away
+			s.builder.alwaysWarned.Delete(name) // warn again should it go away
 		}
 	}
 }

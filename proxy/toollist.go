@@ -45,10 +45,10 @@ func (s *Server) notifyToolsChanged() {
 // reason, which register logs (catalog.Builder.Build). Called with catMu
 // held, before the catalog is stored.
 func (s *Server) checkHeaderTool(name string, def *mcp.Tool) error {
-	if s.scratch == nil {
-		s.scratch = mcp.NewServer(implementation(), nil)
+	if s.builder.scratch == nil {
+		s.builder.scratch = mcp.NewServer(implementation(), nil)
 	}
-	err := catchPanic(func() { s.scratch.AddTool(def, nil) })
-	s.scratch.RemoveTools(name)
+	err := catchPanic(func() { s.builder.scratch.AddTool(def, nil) })
+	s.builder.scratch.RemoveTools(name)
 	return err
 }

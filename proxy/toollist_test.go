@@ -38,9 +38,9 @@ func TestHeaderToolsChecked(t *testing.T) {
 		{Name: "bad", InputSchema: hdr("")},
 		{Name: "nested", InputSchema: map[string]any{"type": "object", "properties": map[string]any{"o": hdr("bad header\n")}}},
 	}}}})
-	s.catMu.Lock()
+	s.builder.catMu.Lock()
 	c := bld.Build(nil, s.checkHeaderTool)
-	s.catMu.Unlock()
+	s.builder.catMu.Unlock()
 	page, err := c.ToolPage("")
 	if err != nil {
 		t.Fatal(err)
