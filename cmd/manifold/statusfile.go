@@ -88,16 +88,6 @@ func publishStatus(ctx context.Context, p *proxy.Server, config, mode string, in
 	defer t.Stop()
 	var last []byte // the file's content as compared: no time of writing, no uptimes
 	var written time.Time
-	// The first write waits one interval: at start the catalog is the
-	// cached one, about to be rebuilt, and sizing it (CatalogSize) cost
-	// ~2 ms of the start's CPU (issue 41: proxy-cpu-ms of 20 × 50 tools).
-	// Readers take a file up to staleStatus old, so a second's wait changes
-	// nothing they read.
-	select {
-	case <-ctx.Done():
-		return
-	case <-t.C:
-	}
 	for {
 		servers := p.Status()
 		st.Servers = make([]proxy.ServerStatus, len(servers))
