@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	segjson "github.com/segmentio/encoding/json"
 )
 
 // This file holds lazy start and idle stop: a server with ServerConfig.Lazy is
@@ -118,7 +119,11 @@ func (b *Backend) loadCatalog() (Lists, About, bool) {
 		return Lists{}, About{}, false
 	}
 	var c cachedLists
-	if err := json.Unmarshal(data, &c); err != nil {
+	// segmentio's decoder, the one the go-sdk reads servers' lists with:
+	// twice as fast as encoding/json here (~1.7 ms of a start with 20 × 50
+	// tools, issue 41 part 5), and what it reads from a file saveCatalog
+	// wrote is the same (TestCacheDecodersAgree, FuzzCacheDecodersAgree).
+	if err := segjson.Unmarshal(data, &c); err != nil {
 		b.log.Warn("ignoring an unreadable catalog cache", "file", path, "err", err)
 		return Lists{}, About{}, false
 	}
