@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	cat "github.com/manifold-mcp/manifold/proxy/catalog"
 	"github.com/manifold-mcp/manifold/proxy/era"
 	"github.com/manifold-mcp/manifold/proxy/observe"
 	"github.com/manifold-mcp/manifold/proxy/route"
@@ -380,31 +381,16 @@ func listMeta(req mcp.Request) mcp.Meta {
 	return nil
 }
 
-// CatalogSize is what the tool list costs a client up front, in each mode:
-// the bytes of the tools/list result's JSON, and tokens estimated from them
-// (EstimateTokens).
-type CatalogSize struct {
-	Tools       int          `json:"tools"`        // visible tools
-	FullBytes   int          `json:"full_bytes"`   // the full list
-	SearchBytes int          `json:"search_bytes"` // the search surface's list
-	Servers     []ServerSize `json:"servers"`      // per server, in config order
-	// MetaBytes are the search tools' own share of SearchBytes.
-	MetaBytes int `json:"meta_bytes"`
-}
+// CatalogSize is what the tool list costs a client up front, in each mode
+// (catalog.CatalogSize).
+type CatalogSize = cat.CatalogSize
 
-// ServerSize is one server's share of a CatalogSize: its tools' definitions
-// in the full list, and its always tools in the search list.
-type ServerSize struct {
-	Server      string `json:"server"`
-	Tools       int    `json:"tools"`
-	FullBytes   int    `json:"full_bytes"`
-	SearchBytes int    `json:"search_bytes"`
-}
+// ServerSize is one server's share of a CatalogSize (catalog.ServerSize).
+type ServerSize = cat.ServerSize
 
-// EstimateTokens estimates the tokens of n bytes of JSON as n/4 (rounded
-// up), the usual rule of thumb for English text and JSON with tokenizers of
-// current models; a real count depends on the model.
-func EstimateTokens(n int) int { return (n + 3) / 4 }
+// EstimateTokens estimates the tokens of n bytes of JSON as n/4, rounded
+// up (catalog.EstimateTokens).
+func EstimateTokens(n int) int { return cat.EstimateTokens(n) }
 
 // CatalogSize measures the current catalog's tool lists as a client of the
 // latest initialize-era version gets them.
@@ -417,42 +403,12 @@ func (s *Server) CatalogSize() CatalogSize {
 }
 
 func (c *catalog) size() CatalogSize {
-	names := slices.Sorted(maps.Keys(c.ToolDefs))
-	full := &mcp.ListToolsResult{Tools: make([]*mcp.Tool, 0, len(names))}
-	per := map[string]*ServerSize{}
-	var out CatalogSize
+	servers := make([]string, 0, len(c.gen.backends))
 	for _, b := range c.gen.backends {
-		ss := &ServerSize{Server: b.name}
-		per[b.name] = ss
+		servers = append(servers, b.name)
 	}
-	for _, n := range names {
-		def := c.ToolDefs[n]
-		full.Tools = append(full.Tools, def)
-		e, _ := c.Tools.Lookup(n)
-		b, _ := json.Marshal(def)
-		if ss := per[e.Server]; ss != nil {
-			ss.Tools++
-			ss.FullBytes += len(b) + 1 // and its comma
-		}
-	}
-	fb, _ := json.Marshal(full)
 	sf := c.surf.Surface()
-	sb, _ := json.Marshal(&mcp.ListToolsResult{Tools: sf.List})
-	for _, def := range sf.List {
-		b, _ := json.Marshal(def)
-		if sf.Meta[def.Name] == def {
-			out.MetaBytes += len(b) + 1
-			continue
-		}
-		if e, ok := c.Tools.Lookup(def.Name); ok && per[e.Server] != nil {
-			per[e.Server].SearchBytes += len(b) + 1
-		}
-	}
-	out.Tools, out.FullBytes, out.SearchBytes = len(names), len(fb), len(sb)
-	for _, b := range c.gen.backends {
-		out.Servers = append(out.Servers, *per[b.name])
-	}
-	return out
+	return c.Snapshot.Size(servers, sf.List, sf.Meta)
 }
 
 func nonNil[T any](s []T) []T {
