@@ -29,9 +29,6 @@ import (
 // otherwise (catalog.InstructionsBudget).
 const InstructionsBudget = cat.InstructionsBudget
 
-// summaryLead opens the summary of a session in full mode.
-const summaryLead = "This one entry serves the tools of several servers. What each is for, and how its tools are named:"
-
 // serverAbout is what a server said about itself (in its initialize result)
 // and its tools, kept with the listing (and in the cache file) so that a
 // server not yet up is described as it was when last up (supervise.About).

@@ -433,15 +433,15 @@ func printable(s string) string {
 	return string(r)
 }
 
-// searchLead opens the instructions of a session in search mode.
-const searchLead = "This one entry serves the tools of several servers behind a search: find the tool for a task with search_tools, then call it with the call tool it names (call_tool_read, call_tool_write or call_tool_destructive). The servers, and how their tools are named:"
+// searchLead and summaryLead open the instructions of a session in search
+// and in full mode (proxy/surface).
+const (
+	searchLead  = surface.SearchLead
+	summaryLead = surface.SummaryLead
+)
 
-// leadFor is the lead of the instructions for a client about to list: the
-// search one when it would get the search surface (the mode is decided at
-// its first list; this is what that list would be now).
+// leadFor is the lead of the instructions for a client about to list
+// (surface.State.LeadFor).
 func (s *Server) leadFor(client string) string {
-	if s.catalog.Load().surf.ModeFor(client) == ModeSearch {
-		return searchLead
-	}
-	return summaryLead
+	return s.catalog.Load().surf.LeadFor(client)
 }

@@ -15,7 +15,8 @@ import (
 
 // This file answers the meta-tools of the search surface: search_tools and
 // describe_tools over a catalog's visible tools, and the arguments of
-// every meta-tool (a call tool's target and its arguments). Calling the
+// every meta-tool (a call tool's target and its arguments), and the lead
+// of Manifold's instructions for a client's mode. Calling the
 // target through the call pipeline is the root's (proxy/surface.go's
 // callThrough).
 
@@ -242,4 +243,20 @@ func InnerFields(fields map[string]json.RawMessage, inner json.RawMessage) map[s
 // argument gone wrong, a result the model can act on.
 func UnknownTarget(msg string) json.RawMessage {
 	return wire.ToolError("%s; search_tools finds the tools for a task", msg)
+}
+
+// SummaryLead opens the summary of a session in full mode.
+const SummaryLead = "This one entry serves the tools of several servers. What each is for, and how its tools are named:"
+
+// SearchLead opens the instructions of a session in search mode.
+const SearchLead = "This one entry serves the tools of several servers behind a search: find the tool for a task with search_tools, then call it with the call tool it names (call_tool_read, call_tool_write or call_tool_destructive). The servers, and how their tools are named:"
+
+// LeadFor is the lead of the instructions for a client about to list: the
+// search one when it would get the search surface (the mode is decided at
+// its first list; this is what that list would be now).
+func (c *State) LeadFor(client string) string {
+	if c.ModeFor(client) == ModeSearch {
+		return SearchLead
+	}
+	return SummaryLead
 }
