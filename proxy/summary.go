@@ -2,17 +2,14 @@ package proxy
 
 import (
 	"context"
-	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/manifold-mcp/manifold/policy"
+	cat "github.com/manifold-mcp/manifold/proxy/catalog"
 	"github.com/manifold-mcp/manifold/proxy/naming"
 	"github.com/manifold-mcp/manifold/proxy/session"
 	"github.com/manifold-mcp/manifold/upstream/supervise"
@@ -29,19 +26,8 @@ import (
 
 // InstructionsBudget bounds Manifold's instructions, in bytes: under the
 // 2,048 that Claude Code keeps, with room to spare for a client that counts
-// otherwise.
-const InstructionsBudget = 2000
-
-// Bounds on one server's line: its text is cut to the first of these that
-// lets every line fit, the last (0) leaving only the server's name and tools.
-var lineTextCaps = []int{160, 100, 60, 0}
-
-// toolsNamed is how many of a server's tool names describe a server that has
-// no description and no instructions.
-const toolsNamed = 4
-
-// summaryLead opens the summary of a session in full mode.
-const summaryLead = "This one entry serves the tools of several servers. What each is for, and how its tools are named:"
+// otherwise (catalog.InstructionsBudget).
+const InstructionsBudget = cat.InstructionsBudget
 
 // serverAbout is what a server said about itself (in its initialize result)
 // and its tools, kept with the listing (and in the cache file) so that a
@@ -53,16 +39,14 @@ type serverAbout = supervise.About
 // (supervise.MaxAboutInstructions is 2 * InstructionsBudget).
 const maxAboutInstructions = supervise.MaxAboutInstructions
 
-// bound cuts s to at most n bytes at a rune boundary.
-func bound(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
+// The text helpers of the summary are the catalog's (proxy/catalog's
+// summary.go): bound, fallbackText, plainLine and firstSentence, with cut.
+var (
+	bound         = cat.Bound
+	fallbackText  = cat.FallbackText
+	plainLine     = cat.PlainLine
+	firstSentence = cat.FirstSentence
+)
 
 // instructions is Manifold's own instructions for a session of client
 // (its clientInfo name), under the lead of the catalog mode it would get
@@ -106,8 +90,7 @@ func (s *Server) summaryFor(lead string, who policy.Identity) string {
 	g := s.gen.Load()
 	rules := s.rules.Load()
 	red := s.opts.Redactor
-	type line struct{ name, text, tools string }
-	var lines []line
+	var lines []cat.SummaryLine
 	var full []string // "## NAME\n\nTEXT" of the servers that opted in, secrets not masked yet
 	for _, b := range g.backends {
 		a := b.AboutNow()
@@ -130,63 +113,14 @@ func (s *Server) summaryFor(lead string, who policy.Identity) string {
 		if b.cfg.Prefix != "" {
 			tools = "tools " + b.cfg.Prefix + naming.Separator + "*"
 		}
-		lines = append(lines, line{name: b.name, text: text, tools: tools})
+		lines = append(lines, cat.SummaryLine{Name: b.name, Text: text, Tools: tools})
 		if b.cfg.Instructions {
 			if ins := strings.TrimSpace(a.Instructions); ins != "" {
 				full = append(full, "## "+b.name+"\n\n"+ins)
 			}
 		}
 	}
-	if len(lines) == 0 {
-		return ""
-	}
-	render := func(l line, max int) string {
-		text := cut(l.text, max)
-		if text == "" {
-			return "- " + l.name + " (" + l.tools + ")"
-		}
-		return "- " + l.name + ": " + text + " (" + l.tools + ")"
-	}
-	lead = cut(plainLine(lead), InstructionsBudget/4)
-	var out string
-	for _, max := range lineTextCaps {
-		var b strings.Builder
-		b.WriteString(lead)
-		for _, l := range lines {
-			b.WriteString("\n")
-			b.WriteString(render(l, max))
-		}
-		if out = b.String(); len(out) <= InstructionsBudget {
-			break
-		}
-	}
-	if len(out) > InstructionsBudget {
-		// Even bare lines do not fit: keep as many of the first servers as
-		// leave room to say how many more there are.
-		for k := len(lines) - 1; k >= 0; k-- {
-			var b strings.Builder
-			b.WriteString(lead)
-			for _, l := range lines[:k] {
-				b.WriteString("\n")
-				b.WriteString(render(l, 0))
-			}
-			fmt.Fprintf(&b, "\n…and %d more servers.", len(lines)-k)
-			if out = b.String(); len(out) <= InstructionsBudget {
-				break
-			}
-		}
-	}
-	for _, f := range full {
-		// One too long as it is is left out without the cost of masking
-		// its secrets; masking may lengthen it, so it is measured again.
-		if len(out)+2+len(f) > InstructionsBudget {
-			continue
-		}
-		if f = red.String(f); len(out)+2+len(f) <= InstructionsBudget {
-			out += "\n\n" + f
-		}
-	}
-	return out
+	return cat.Summary(lead, lines, full, red)
 }
 
 // serverText says in one line what b's server is for: its description key
@@ -242,114 +176,4 @@ func (s *Server) visibleToolNames(rules *policy.Rules, b *backend, tools []*mcp.
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
-}
-
-// fallbackText describes a server by its title and a few of its tools.
-func fallbackText(title string, tools []string) string {
-	title = plainLine(title)
-	if len(tools) == 0 {
-		return title
-	}
-	names := make([]string, 0, toolsNamed)
-	for _, n := range tools[:min(len(tools), toolsNamed)] {
-		names = append(names, plainLine(n))
-	}
-	list := strings.Join(names, ", ")
-	if len(tools) > toolsNamed {
-		list += ", …"
-	}
-	if title == "" {
-		return "tools such as " + list
-	}
-	return title + "; tools such as " + list
-}
-
-// escapes matches terminal escape sequences: CSI (ESC [ … final), OSC
-// (ESC ] … BEL or ESC \) and two-character ones.
-var escapes = regexp.MustCompile(`\x1b(?:\[[0-?]*[ -/]*[@-~]?|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-_]?)`)
-
-// plainLine is s with terminal escapes and control or formatting characters
-// (bidi overrides among them) removed, and every run of white space made
-// one space.
-func plainLine(s string) string {
-	s = escapes.ReplaceAllString(s, "")
-	var b strings.Builder
-	space := false
-	for _, r := range s {
-		switch {
-		case unicode.IsSpace(r):
-			space = b.Len() > 0
-			continue
-		case unicode.IsControl(r), unicode.Is(unicode.Cf, r), r == utf8.RuneError:
-			continue
-		}
-		if space {
-			b.WriteByte(' ')
-			space = false
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
-// firstSentence returns the first sentence of the first paragraph of
-// instructions, as one line; Markdown headings are passed over (the first
-// one stands in when there is nothing else), and list and quote marks
-// dropped.
-func firstSentence(ins string) string {
-	ins = escapes.ReplaceAllString(ins, "")
-	var para []string
-	heading := ""
-	for _, raw := range strings.Split(ins, "\n") {
-		l := strings.TrimSpace(raw)
-		if strings.HasPrefix(l, "#") {
-			if heading == "" {
-				heading = strings.TrimSpace(strings.TrimLeft(l, "#"))
-			}
-			if len(para) > 0 {
-				break
-			}
-			continue
-		}
-		l = strings.TrimSpace(strings.TrimLeft(l, ">*-=+ "))
-		if l == "" {
-			if len(para) > 0 {
-				break
-			}
-			continue
-		}
-		para = append(para, l)
-	}
-	text := plainLine(strings.Join(para, " "))
-	if text == "" {
-		return plainLine(heading)
-	}
-	for i, r := range text {
-		if r == '.' || r == '!' || r == '?' || r == '。' {
-			end := i + utf8.RuneLen(r)
-			if end == len(text) || text[end] == ' ' {
-				return text[:end]
-			}
-		}
-	}
-	return text
-}
-
-// cut shortens s to at most max bytes, at a word boundary where one is
-// near, marking the cut with "…"; max 0 gives "".
-func cut(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	if max <= len("…") {
-		return ""
-	}
-	n := max - len("…")
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	if i := strings.LastIndexByte(s[:n], ' '); i > n*2/3 {
-		n = i
-	}
-	return strings.TrimRight(s[:n], " ,;:") + "…"
 }

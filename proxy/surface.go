@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"maps"
 	"slices"
 	"sort"
@@ -14,7 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/manifold-mcp/manifold/policy"
+	cat "github.com/manifold-mcp/manifold/proxy/catalog"
 	"github.com/manifold-mcp/manifold/proxy/era"
 	"github.com/manifold-mcp/manifold/proxy/observe"
 	"github.com/manifold-mcp/manifold/proxy/route"
@@ -76,16 +75,11 @@ type IdentityMode = surface.IdentityMode
 // ClientMode is one entry of CatalogOptions.Clients.
 type ClientMode = surface.ClientMode
 
-// toolClass, callToolOf, classOfCallTool and schemaParams are the
-// surface's (proxy/surface).
+// toolClass and classOfCallTool are the surface's (proxy/surface).
 var (
 	toolClass       = surface.ToolClass
-	callToolOf      = surface.CallToolOf
 	classOfCallTool = surface.ClassOfCallTool
-	schemaParams    = surface.SchemaParams
 )
-
-type param = surface.Param
 
 // SetCatalog applies new catalog options (after a reload); sessions keep the
 // mode they were given, new ones get the new rules, and the catalog is
@@ -264,56 +258,6 @@ func (s *Server) warnAlways(c *catalog) {
 	}
 }
 
-// toolSummary is the first sentence of a description, on one line, at
-// most 160 characters.
-func toolSummary(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	for i := 0; i+1 < len(s); i++ {
-		if (s[i] == '.' || s[i] == '!' || s[i] == '?') && s[i+1] == ' ' {
-			s = s[:i+1]
-			break
-		}
-	}
-	if r := []rune(s); len(r) > 160 {
-		s = string(r[:159]) + "…"
-	}
-	return s
-}
-
-// searchHit is one match of search_tools, in its structuredContent.
-type searchHit struct {
-	Name       string   `json:"name"`
-	Signature  string   `json:"signature"`
-	Summary    string   `json:"summary,omitempty"`
-	Server     string   `json:"server"`
-	Class      string   `json:"class"`
-	CallWith   string   `json:"call_with"`
-	Required   []string `json:"required,omitempty"`
-	Parameters []string `json:"parameters,omitempty"`
-}
-
-// signature is a tool's compact signature: name(required*, optional?).
-func signature(name string, ps []param) string {
-	parts := make([]string, len(ps))
-	for i, p := range ps {
-		if p.Required {
-			parts[i] = p.Name + "*"
-		} else {
-			parts[i] = p.Name + "?"
-		}
-	}
-	return name + "(" + strings.Join(parts, ", ") + ")"
-}
-
-// toolResult is a successful tool result with text and structured content.
-func toolResult(text string, structured any) json.RawMessage {
-	b, _ := json.Marshal(struct {
-		Content           []mcp.TextContent `json:"content"`
-		StructuredContent any               `json:"structuredContent,omitempty"`
-	}{[]mcp.TextContent{{Text: text}}, structured})
-	return b
-}
-
 // innerCallKey marks the context of a call that a call tool makes: it is
 // routed as an upstream tool even when its name is a meta-tool's, and its
 // audit line names the call tool (via).
@@ -339,122 +283,22 @@ func (s *Server) serveSurface(ctx context.Context, ss *mcp.ServerSession, name s
 		}
 		finish(raw, nil)
 	}
-	var args map[string]json.RawMessage
-	if a := fields["arguments"]; len(a) > 0 && string(a) != "null" {
-		if err := json.Unmarshal(a, &args); err != nil {
-			answer(toolError("%s: arguments must be an object: %v", name, err))
-			return true
-		}
+	args, bad := surface.Arguments(name, fields)
+	if bad != nil {
+		answer(bad)
+		return true
 	}
 	switch name {
 	case toolSearch:
-		answer(s.searchTools(s.catalog.Load(), args, session.IdentityFrom(ctx).Policy()))
+		c := s.catalog.Load()
+		answer(c.surf.SearchTools(c, c.ToolAnn, args, session.IdentityFrom(ctx).Policy()))
 	case toolDescribe:
-		answer(s.describeTools(s.catalog.Load(), args, version, session.IdentityFrom(ctx).Policy()))
+		c := s.catalog.Load()
+		answer(c.surf.DescribeTools(c, c.ToolAnn, args, version, s.modernToolList, session.IdentityFrom(ctx).Policy()))
 	default:
 		s.callThrough(ctx, ss, name, args, fields, version, finish)
 	}
 	return true
-}
-
-func (s *Server) searchTools(c *catalog, args map[string]json.RawMessage, who policy.Identity) json.RawMessage {
-	var query string
-	if err := json.Unmarshal(args["query"], &query); err != nil || strings.TrimSpace(query) == "" {
-		return toolError("search_tools needs a query: the task in a few words, for example {\"query\": \"read a file\"}")
-	}
-	if len(query) > searchMaxQueryLength {
-		return toolError("the query is %d bytes long; describe the task in a few words (at most %d bytes)", len(query), searchMaxQueryLength)
-	}
-	limit := searchDefaultLimit
-	if raw, ok := args["limit"]; ok && string(raw) != "null" {
-		var f float64
-		if err := json.Unmarshal(raw, &f); err != nil || f < 1 || f != float64(int(f)) {
-			return toolError("search_tools: limit must be a whole number from 1 to %d", searchMaxLimit)
-		}
-		limit = min(int(f), searchMaxLimit)
-	}
-	ix, ranker := c.surf.SearchIndex()
-	hits := ix.Search(query, c.SearchDepth(limit))
-	out := struct {
-		Query  string      `json:"query"`
-		Tools  []searchHit `json:"tools"`
-		Ranker string      `json:"ranker,omitempty"` // with [catalog] encoder only
-	}{Query: query, Tools: []searchHit{}, Ranker: ranker}
-	var b strings.Builder
-	for _, h := range hits {
-		def, ok := c.ToolDefs[h.ID]
-		if !ok || len(out.Tools) == limit {
-			continue // never a tool the catalog does not show
-		}
-		if _, _, visible := c.VisibleTool(h.ID, who); !visible {
-			continue // nor one hidden for the caller
-		}
-		e, _ := c.Tools.Lookup(h.ID)
-		ps := schemaParams(def.InputSchema)
-		class := toolClass(c.ToolAnn[h.ID])
-		hit := searchHit{Name: h.ID, Signature: signature(h.ID, ps), Summary: toolSummary(def.Description), Server: e.Server,
-			Class: class, CallWith: callToolOf(class)}
-		for _, p := range ps {
-			if p.Required {
-				hit.Required = append(hit.Required, p.Name)
-			} else {
-				hit.Parameters = append(hit.Parameters, p.Name)
-			}
-		}
-		out.Tools = append(out.Tools, hit)
-		b.WriteString(hit.Signature)
-		if hit.Summary != "" {
-			b.WriteString(" — " + hit.Summary)
-		}
-		fmt.Fprintf(&b, " [%s] → %s\n", class, hit.CallWith)
-	}
-	if len(out.Tools) == 0 {
-		return toolResult(fmt.Sprintf("No tool matches %q. Rephrase with other words (what the tool would do, or the service it works on), or search for a smaller step of the task; if nothing fits, no server here offers it, so say so rather than guess.", query), out)
-	}
-	return toolResult(strings.TrimRight(b.String(), "\n"), out)
-}
-
-func (s *Server) describeTools(c *catalog, args map[string]json.RawMessage, version string, who policy.Identity) json.RawMessage {
-	var names []string
-	if err := json.Unmarshal(args["names"], &names); err != nil || len(names) == 0 {
-		return toolError("describe_tools needs names: a list of 1 to %d tool names from search_tools, for example {\"names\": [\"files__read_text_file\"]}", describeMaxNames)
-	}
-	if len(names) > describeMaxNames {
-		return toolError("describe_tools takes at most %d names at once; %d were given", describeMaxNames, len(names))
-	}
-	type described struct {
-		Name     string    `json:"name"`
-		Tool     *mcp.Tool `json:"tool,omitempty"`
-		CallWith string    `json:"call_with,omitempty"`
-		Error    string    `json:"error,omitempty"`
-	}
-	out := struct {
-		Tools []described `json:"tools"`
-	}{}
-	var text []string
-	for _, n := range names {
-		def, ok := c.ToolDefs[n]
-		if _, _, visible := c.VisibleTool(n, who); !visible {
-			ok = false // hidden for the caller: unknown, as a call would say
-		}
-		if !ok {
-			msg := fmt.Sprintf("unknown tool %q; search_tools finds the tools for a task", n)
-			out.Tools = append(out.Tools, described{Name: n, Error: msg})
-			text = append(text, msg)
-			continue
-		}
-		lr := &mcp.ListToolsResult{Tools: []*mcp.Tool{def}}
-		lr = era.ToolList(lr, version, s.modernToolList)
-		call := callToolOf(toolClass(c.ToolAnn[n]))
-		out.Tools = append(out.Tools, described{Name: n, Tool: lr.Tools[0], CallWith: call})
-		b, err := json.Marshal(lr.Tools[0])
-		if err != nil {
-			text = append(text, fmt.Sprintf("%s: its definition cannot be encoded: %v", n, err))
-			continue
-		}
-		text = append(text, fmt.Sprintf("%s — call it with %s:\n%s", n, call, b))
-	}
-	return toolResult(strings.Join(text, "\n\n"), out)
 }
 
 // callThrough serves call_tool_read, _write and _destructive: the target
@@ -467,18 +311,10 @@ func (s *Server) callThrough(ctx context.Context, ss *mcp.ServerSession, via str
 		}
 		finish(raw, nil)
 	}
-	var target string
-	if err := json.Unmarshal(args["name"], &target); err != nil || target == "" {
-		answer(toolError("%s needs the name of the tool to call, as search_tools gave it, and its arguments: {\"name\": \"…\", \"arguments\": {…}}", via))
+	target, inner, bad := surface.CallTarget(via, args)
+	if bad != nil {
+		answer(bad)
 		return
-	}
-	inner := args["arguments"]
-	if len(inner) > 0 && string(inner) != "null" {
-		var obj map[string]json.RawMessage
-		if json.Unmarshal(inner, &obj) != nil {
-			answer(toolError("%s: the arguments of %q must be an object", via, target))
-			return
-		}
 	}
 	c := s.catalog.Load()
 	who := session.IdentityFrom(ctx).Policy()
@@ -496,26 +332,17 @@ func (s *Server) callThrough(ctx context.Context, ss *mcp.ServerSession, via str
 				route.RecordSession(&rec, ss)
 				s.obs.Audit(rec, time.Now(), nil)
 			}
-			answer(toolError("%q is a %s tool, so %s does not run it (each call tool runs one kind, so that your client can approve reads, changes and deletions apart); call it with %s. Nothing was executed.",
-				target, class, via, callToolOf(class)))
+			answer(surface.WrongCallTool(target, class, via))
 			return
 		}
 	}
-	innerFields := make(map[string]json.RawMessage, len(fields))
-	for k, v := range fields {
-		if k != "arguments" {
-			innerFields[k] = v
-		}
-	}
-	if len(inner) > 0 && string(inner) != "null" {
-		innerFields["arguments"] = inner
-	}
+	innerFields := surface.InnerFields(fields, inner)
 	s.startCall(context.WithValue(ctx, innerCallKey{}, via), ss, target, innerFields, func(raw json.RawMessage, err error) {
 		var rpcErr *jsonrpc.Error
 		if errors.As(err, &rpcErr) && rpcErr.Code == jsonrpc.CodeInvalidParams && ctx.Err() == nil {
 			// An unknown or hidden target is the call tool's argument
 			// gone wrong: a result the model can act on.
-			answer(toolError("%s; search_tools finds the tools for a task", rpcErr.Message))
+			answer(surface.UnknownTarget(rpcErr.Message))
 			return
 		}
 		finish(raw, err)
@@ -554,31 +381,16 @@ func listMeta(req mcp.Request) mcp.Meta {
 	return nil
 }
 
-// CatalogSize is what the tool list costs a client up front, in each mode:
-// the bytes of the tools/list result's JSON, and tokens estimated from them
-// (EstimateTokens).
-type CatalogSize struct {
-	Tools       int          `json:"tools"`        // visible tools
-	FullBytes   int          `json:"full_bytes"`   // the full list
-	SearchBytes int          `json:"search_bytes"` // the search surface's list
-	Servers     []ServerSize `json:"servers"`      // per server, in config order
-	// MetaBytes are the search tools' own share of SearchBytes.
-	MetaBytes int `json:"meta_bytes"`
-}
+// CatalogSize is what the tool list costs a client up front, in each mode
+// (catalog.CatalogSize).
+type CatalogSize = cat.CatalogSize
 
-// ServerSize is one server's share of a CatalogSize: its tools' definitions
-// in the full list, and its always tools in the search list.
-type ServerSize struct {
-	Server      string `json:"server"`
-	Tools       int    `json:"tools"`
-	FullBytes   int    `json:"full_bytes"`
-	SearchBytes int    `json:"search_bytes"`
-}
+// ServerSize is one server's share of a CatalogSize (catalog.ServerSize).
+type ServerSize = cat.ServerSize
 
-// EstimateTokens estimates the tokens of n bytes of JSON as n/4 (rounded
-// up), the usual rule of thumb for English text and JSON with tokenizers of
-// current models; a real count depends on the model.
-func EstimateTokens(n int) int { return (n + 3) / 4 }
+// EstimateTokens estimates the tokens of n bytes of JSON as n/4, rounded
+// up (catalog.EstimateTokens).
+func EstimateTokens(n int) int { return cat.EstimateTokens(n) }
 
 // CatalogSize measures the current catalog's tool lists as a client of the
 // latest initialize-era version gets them.
@@ -591,42 +403,12 @@ func (s *Server) CatalogSize() CatalogSize {
 }
 
 func (c *catalog) size() CatalogSize {
-	names := slices.Sorted(maps.Keys(c.ToolDefs))
-	full := &mcp.ListToolsResult{Tools: make([]*mcp.Tool, 0, len(names))}
-	per := map[string]*ServerSize{}
-	var out CatalogSize
+	servers := make([]string, 0, len(c.gen.backends))
 	for _, b := range c.gen.backends {
-		ss := &ServerSize{Server: b.name}
-		per[b.name] = ss
+		servers = append(servers, b.name)
 	}
-	for _, n := range names {
-		def := c.ToolDefs[n]
-		full.Tools = append(full.Tools, def)
-		e, _ := c.Tools.Lookup(n)
-		b, _ := json.Marshal(def)
-		if ss := per[e.Server]; ss != nil {
-			ss.Tools++
-			ss.FullBytes += len(b) + 1 // and its comma
-		}
-	}
-	fb, _ := json.Marshal(full)
 	sf := c.surf.Surface()
-	sb, _ := json.Marshal(&mcp.ListToolsResult{Tools: sf.List})
-	for _, def := range sf.List {
-		b, _ := json.Marshal(def)
-		if sf.Meta[def.Name] == def {
-			out.MetaBytes += len(b) + 1
-			continue
-		}
-		if e, ok := c.Tools.Lookup(def.Name); ok && per[e.Server] != nil {
-			per[e.Server].SearchBytes += len(b) + 1
-		}
-	}
-	out.Tools, out.FullBytes, out.SearchBytes = len(names), len(fb), len(sb)
-	for _, b := range c.gen.backends {
-		out.Servers = append(out.Servers, *per[b.name])
-	}
-	return out
+	return c.Snapshot.Size(servers, sf.List, sf.Meta)
 }
 
 func nonNil[T any](s []T) []T {
@@ -651,15 +433,15 @@ func printable(s string) string {
 	return string(r)
 }
 
-// searchLead opens the instructions of a session in search mode.
-const searchLead = "This one entry serves the tools of several servers behind a search: find the tool for a task with search_tools, then call it with the call tool it names (call_tool_read, call_tool_write or call_tool_destructive). The servers, and how their tools are named:"
+// searchLead and summaryLead open the instructions of a session in search
+// and in full mode (proxy/surface).
+const (
+	searchLead  = surface.SearchLead
+	summaryLead = surface.SummaryLead
+)
 
-// leadFor is the lead of the instructions for a client about to list: the
-// search one when it would get the search surface (the mode is decided at
-// its first list; this is what that list would be now).
+// leadFor is the lead of the instructions for a client about to list
+// (surface.State.LeadFor).
 func (s *Server) leadFor(client string) string {
-	if s.catalog.Load().surf.ModeFor(client) == ModeSearch {
-		return searchLead
-	}
-	return summaryLead
+	return s.catalog.Load().surf.LeadFor(client)
 }

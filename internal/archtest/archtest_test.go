@@ -143,8 +143,9 @@ var rules = []rule{
 	// never reaches the root's backends.
 	{dir: "proxy/catalog", within: withUpstream, forbidden: []string{toml, goPlugin, goJOSE, goRedis}},
 	// proxy/surface decides each client's catalog mode and holds a
-	// catalog's search surface and index (proxy/search); a room, handed a
-	// catalog's visible tools as plain values by the root.
+	// catalog's search surface and index (proxy/search), and answers the
+	// meta-tools; a room, handed a catalog's visible tools as plain values
+	// by the root.
 	{dir: "proxy/surface", within: lower, forbidden: []string{toml, goPlugin, goJOSE, goRedis}},
 	// proxy/route is the one call pipeline (resolve, admit, connect,
 	// bridge, send, filters), in the order the composition gives it: it
