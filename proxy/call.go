@@ -10,7 +10,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/manifold-mcp/manifold/proxy/internal/wire"
 	"github.com/manifold-mcp/manifold/proxy/naming"
 )
 
@@ -31,12 +30,6 @@ func (c *catalog) downServer(name string) *backend {
 		}
 	}
 	return best
-}
-
-// toolError builds an isError result whose text tells the model what happened
-// and what to do (wire.ToolError).
-func toolError(format string, args ...any) json.RawMessage {
-	return wire.ToolError(format, args...)
 }
 
 // callTool forwards one tools/call for the exposed tool name. fields holds the

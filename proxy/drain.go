@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"github.com/manifold-mcp/manifold/proxy/internal/wire"
 	"time"
 )
 
@@ -56,5 +57,5 @@ func (s *Server) WaitIdle(ctx context.Context) error {
 // stoppingResult is the tool error of a call that reached the proxy after
 // Close began.
 func stoppingResult() json.RawMessage {
-	return toolError("manifold is stopping; this call was not sent to any server, so nothing was executed. Retry: another replica (or this one, restarted) will serve it")
+	return wire.ToolError("manifold is stopping; this call was not sent to any server, so nothing was executed. Retry: another replica (or this one, restarted) will serve it")
 }

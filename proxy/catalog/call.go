@@ -3,13 +3,13 @@ package catalog
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/manifold-mcp/manifold/proxy/internal/wire"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/manifold-mcp/manifold/policy"
 	"github.com/manifold-mcp/manifold/proxy/naming"
@@ -47,16 +47,6 @@ func looseName(s string) string {
 	return strings.ReplaceAll(strings.ToLower(s), "-", "_")
 }
 
-// toolError builds an isError result whose text tells the model what happened
-// and what to do.
-func toolError(format string, args ...any) json.RawMessage {
-	b, _ := json.Marshal(struct {
-		Content []mcp.TextContent `json:"content"`
-		IsError bool              `json:"isError"`
-	}{[]mcp.TextContent{{Text: fmt.Sprintf(format, args...)}}, true})
-	return b
-}
-
 // callTool forwards one tools/call for the exposed tool name. fields holds the
 // downstream params other than "name" as raw JSON (arguments, _meta and
 
@@ -71,7 +61,7 @@ func (c *Snapshot) FilterResultResources(server string, raw json.RawMessage, who
 	var v any
 	if err := json.Unmarshal(raw, &v); err != nil {
 		if c.Rules.GuardsResources(server) {
-			return toolError("the result of server %q could not be decoded to apply the resource policy, so it was withheld: %v", server, err)
+			return wire.ToolError("the result of server %q could not be decoded to apply the resource policy, so it was withheld: %v", server, err)
 		}
 		return raw
 	}
@@ -81,7 +71,7 @@ func (c *Snapshot) FilterResultResources(server string, raw json.RawMessage, who
 	out, err := json.Marshal(v)
 	if err != nil {
 		if c.Rules.GuardsResources(server) {
-			return toolError("the result of server %q could not be encoded after applying the resource policy, so it was withheld: %v", server, err)
+			return wire.ToolError("the result of server %q could not be encoded after applying the resource policy, so it was withheld: %v", server, err)
 		}
 		return raw
 	}
