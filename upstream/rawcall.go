@@ -57,6 +57,23 @@ var framePool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b
 
 const maxPooledFrame = 64 << 10
 
+// sendCall writes the tools/call frame of id with params (and the
+// connection's _meta, if any) to the server in one write, from a pooled
+// buffer.
+func (c *child) sendCall(id uint64, params json.RawMessage) error {
+	if m := c.meta.Load(); m != nil {
+		params = withMeta(params, *m)
+	}
+	bp := framePool.Get().(*[]byte)
+	frame := appendCallFrame((*bp)[:0], id, params)
+	_, err := c.write(frame)
+	if cap(frame) <= maxPooledFrame {
+		*bp = frame
+		framePool.Put(bp)
+	}
+	return err
+}
+
 // callTool is the raw path: one frame out, the result bytes back, untouched.
 func (c *child) callTool(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
 	if err := ctx.Err(); err != nil {
@@ -75,16 +92,7 @@ func (c *child) callTool(ctx context.Context, params json.RawMessage) (json.RawM
 	c.pending[id] = func(r reply) { ch <- r } // capacity 1, one reply per call
 	c.pmu.Unlock()
 
-	if m := c.meta.Load(); m != nil {
-		params = withMeta(params, *m)
-	}
-	bp := framePool.Get().(*[]byte)
-	frame := appendCallFrame((*bp)[:0], id, params)
-	_, err := c.write(frame)
-	if cap(frame) <= maxPooledFrame {
-		*bp = frame
-		framePool.Put(bp)
-	}
+	err := c.sendCall(id, params)
 	if err != nil {
 		c.forget(id)
 		c.pmu.Lock()
@@ -145,16 +153,7 @@ func (c *child) callToolAsync(ctx context.Context, params json.RawMessage, done 
 	c.pending[id] = finish
 	c.pmu.Unlock()
 
-	if m := c.meta.Load(); m != nil {
-		params = withMeta(params, *m)
-	}
-	bp := framePool.Get().(*[]byte)
-	frame := appendCallFrame((*bp)[:0], id, params)
-	_, err := c.write(frame)
-	if cap(frame) <= maxPooledFrame {
-		*bp = frame
-		framePool.Put(bp)
-	}
+	err := c.sendCall(id, params)
 	if err != nil && c.forget(id) {
 		if errors.Is(err, ErrNotReading) {
 			finish(reply{err: err})

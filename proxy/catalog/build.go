@@ -3,6 +3,7 @@ package catalog
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/manifold-mcp/manifold/proxy/internal/wire"
 	"log/slog"
 	"maps"
 	"slices"
@@ -495,7 +496,7 @@ func normalizeSchema(schema any) any {
 	m, ok := schema.(map[string]any)
 	if !ok {
 		var err error
-		if m, err = toMap(schema); err != nil || m == nil {
+		if m, err = wire.Object(schema); err != nil || m == nil {
 			return map[string]any{"type": "object"}
 		}
 	}
@@ -505,19 +506,6 @@ func normalizeSchema(schema any) any {
 	out := maps.Clone(m)
 	out["type"] = "object"
 	return out
-}
-
-func toMap(v any) (map[string]any, error) {
-	if v == nil {
-		return nil, nil
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	var m map[string]any
-	err = json.Unmarshal(b, &m)
-	return m, err
 }
 
 // ToPolicyAnnotations converts an upstream tool's annotations; nil when it

@@ -48,7 +48,7 @@ func (s *Relay) Subscribe(ctx context.Context, req *mcp.SubscribeRequest) error 
 		ctx, cancel := context.WithTimeout(ctx, b.CallTimeout())
 		defer cancel()
 		if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: original}); err != nil {
-			return rpcError(server, err)
+			return RPCError(server, err)
 		}
 		s.subs.by[uri] = make(map[*mcp.ServerSession]bool)
 	}
@@ -99,7 +99,7 @@ func (s *Relay) unsubscribeUpstream(ctx context.Context, uri string) error {
 	ctx, cancel := context.WithTimeout(ctx, b.CallTimeout())
 	defer cancel()
 	if err := cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: original}); err != nil {
-		return rpcError(server, err)
+		return RPCError(server, err)
 	}
 	return nil
 }
@@ -149,9 +149,11 @@ func (s *Relay) Resubscribe(ctx context.Context, b Backend, cs *mcp.ClientSessio
 	}
 }
 
-// rpcError keeps an upstream JSON-RPC error's code and data; other errors
-// become internal errors that name the server (the root's rpcError).
-func rpcError(server string, err error) error {
+// RPCError keeps an upstream JSON-RPC error's code and data; other errors
+// become internal errors that name the server. Whatever forwards a request
+// to an upstream answers its failure so (subscribe here, reads, prompts and
+// completion in proxy/route).
+func RPCError(server string, err error) error {
 	var rpcErr *jsonrpc.Error
 	if errors.As(err, &rpcErr) {
 		return rpcErr

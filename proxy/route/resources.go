@@ -4,8 +4,8 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"github.com/manifold-mcp/manifold/proxy/relay"
 	"strings"
 	"time"
 
@@ -22,19 +22,6 @@ import (
 // Resources, prompts and completion are routed here as a tools/call is by
 // the pipeline: by the catalog in force, decided by the policy for the
 // caller, audited, and sent to the server that owns the name or URI.
-
-// rpcError keeps an upstream JSON-RPC error's code and data; other errors
-// become internal errors that name the server.
-func rpcError(server string, err error) error {
-	var rpcErr *jsonrpc.Error
-	if errors.As(err, &rpcErr) {
-		return rpcErr
-	}
-	if errors.Is(err, context.Canceled) {
-		return err
-	}
-	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("upstream %q: %v", server, err)}
-}
 
 // ReadResource answers a resources/read of the URI the client knows: the
 // server that owns it, the policy, and the contents as the client knows them.
@@ -93,7 +80,7 @@ func (s *Route) ReadResource(ctx context.Context, ss *mcp.ServerSession, p *mcp.
 	ctx, fwd.Meta = s.obs.TraceMeta(ctx, fwd.Meta)
 	res, err = cs.ReadResource(ctx, &fwd)
 	if err != nil {
-		return nil, rpcError(server, err)
+		return nil, relay.RPCError(server, err)
 	}
 	if res.CacheScope == "" {
 		// An upstream that sent no cacheScope means the protocol's
@@ -209,7 +196,7 @@ func (s *Route) GetPrompt(ctx context.Context, req *mcp.GetPromptRequest) (res *
 	ctx, fwd.Meta = s.obs.TraceMeta(ctx, fwd.Meta)
 	res, err = cs.GetPrompt(ctx, &fwd)
 	if err != nil {
-		return nil, rpcError(e.Server, err)
+		return nil, relay.RPCError(e.Server, err)
 	}
 	if c.FiltersResources(e.Server) {
 		for _, m := range res.Messages {
@@ -294,7 +281,7 @@ func (s *Route) Complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.Co
 	defer b.Enter(ctx, req.Session)() // what the server asks meanwhile may be this request's (relay.go)
 	res, err := cs.Complete(ctx, &fwd)
 	if err != nil {
-		return nil, rpcError(server, err)
+		return nil, relay.RPCError(server, err)
 	}
 	return res, nil
 }

@@ -1,8 +1,8 @@
 package surface
 
 import (
-	"encoding/json"
 	"fmt"
+	"github.com/manifold-mcp/manifold/proxy/internal/wire"
 	"maps"
 	"slices"
 	"strings"
@@ -134,7 +134,7 @@ func SchemaParams(schema any) []Param {
 	m, ok := schema.(map[string]any)
 	if !ok {
 		var err error
-		if m, err = toMap(schema); err != nil {
+		if m, err = wire.Object(schema); err != nil {
 			return nil
 		}
 	}
@@ -167,17 +167,4 @@ func SchemaParams(schema any) []Param {
 		}
 	}
 	return out
-}
-
-func toMap(v any) (map[string]any, error) {
-	if v == nil {
-		return nil, nil
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	var m map[string]any
-	err = json.Unmarshal(b, &m)
-	return m, err
 }
